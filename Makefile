@@ -1,0 +1,40 @@
+# Vitals. `make help` lists the targets.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/vitalsproject/vitals/internal/cli.Version=$(VERSION)
+
+.PHONY: help build vitals healthcheck test test-short lint demo testenv-up testenv-down clean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
+
+build: vitals healthcheck ## build both binaries into bin/
+
+vitals: ## build bin/vitals
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/vitals ./cmd/vitals
+
+healthcheck: ## build bin/healthcheck (static, small)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/healthcheck ./cmd/healthcheck
+
+test: ## set up the real services (kube-apiserver+etcd, OpenStack, dockerd) and run every test
+	hack/test.sh
+
+test-short: ## unit tests only; tests that need a real service skip
+	$(GO) test -short ./...
+
+lint: ## gofmt, go vet, staticcheck
+	hack/lint.sh
+
+demo: ## run Vitals' main job against local services
+	hack/demo.sh
+
+testenv-up: ## start the test services; prints the env file to source
+	hack/testenv.sh up
+
+testenv-down: ## stop the test services
+	hack/testenv.sh down
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,27 @@
+package depspin
+
+import (
+	_ "github.com/gophercloud/gophercloud/v2"
+	_ "github.com/gophercloud/gophercloud/v2/openstack"
+	_ "github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	_ "github.com/prometheus/client_golang/prometheus"
+	_ "github.com/prometheus/client_golang/prometheus/promhttp"
+	_ "github.com/prometheus/client_golang/prometheus/testutil"
+	_ "github.com/spf13/cobra"
+	_ "go.uber.org/goleak"
+	_ "github.com/vishvananda/netlink"
+	_ "sigs.k8s.io/yaml"
+	_ "gopkg.in/yaml.v3"
+	_ "gopkg.in/ini.v1"
+	_ "golang.org/x/time/rate"
+	_ "golang.org/x/sys/unix"
+	_ "k8s.io/client-go/kubernetes"
+	_ "k8s.io/client-go/tools/leaderelection"
+	_ "k8s.io/apimachinery/pkg/apis/meta/v1"
+	_ "k8s.io/utils/clock"
+	_ "k8s.io/utils/clock/testing"
+	_ "k8s.io/apiserver/pkg/server/healthz"
+	_ "sigs.k8s.io/controller-runtime"
+	_ "sigs.k8s.io/controller-runtime/pkg/envtest"
+	_ "github.com/go-logr/logr"
+)

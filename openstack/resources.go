@@ -1,0 +1,186 @@
+package openstack
+
+// The small interfaces that controllers and checks use, and the plain types they exchange.
+// *Cloud implements all of them against a real cloud; tests may use the simulator behind a real *Cloud.
+
+import (
+	"context"
+	"time"
+)
+
+// Route is one static route of a Neutron router.
+type Route struct {
+	Destination string `json:"destination"`
+	NextHop     string `json:"nexthop"`
+}
+
+// Router is a Neutron router with its routes.
+type Router struct {
+	ID             string
+	Name           string
+	ProjectID      string
+	Status         string
+	Routes         []Route
+	RevisionNumber int
+}
+
+// Routers reads and changes router routes.
+type Routers interface {
+	GetRouter(ctx context.Context, id string) (*Router, error)
+	ListRouters(ctx context.Context, opts ListOpts) ([]Router, error)
+	// AtomicRoutes reports whether Neutron offers extraroute-atomic (add_extraroutes/remove_extraroutes).
+	AtomicRoutes(ctx context.Context) (bool, error)
+	// RemoveRoutes removes exactly these routes with extraroute-atomic's remove_extraroutes.
+	RemoveRoutes(ctx context.Context, routerID string, routes []Route) (*Router, error)
+	// AddRoutes adds routes with extraroute-atomic's add_extraroutes.
+	AddRoutes(ctx context.Context, routerID string, routes []Route) (*Router, error)
+	// SetRoutes replaces the whole route list, only if the router is still at revision (If-Match);
+	// a changed router answers a conflict (see IsConflict).
+	SetRoutes(ctx context.Context, routerID string, routes []Route, revision int) (*Router, error)
+}
+
+// ListOpts narrow a list. Empty fields do not filter.
+type ListOpts struct {
+	ProjectID string
+	Name      string
+	NetworkID string
+	DeviceID  string
+	Tags      []string
+	// PageSize asks for pages of this size (0: the service's default). All pages are always read.
+	PageSize int
+}
+
+// FixedIP is one address of a port.
+type FixedIP struct {
+	SubnetID  string `json:"subnet_id"`
+	IPAddress string `json:"ip_address"`
+}
+
+// AddressPair is one allowed address pair of a port.
+type AddressPair struct {
+	IPAddress  string `json:"ip_address"`
+	MACAddress string `json:"mac_address,omitempty"`
+}
+
+// Port is a Neutron port.
+type Port struct {
+	ID                  string
+	Name                string
+	NetworkID           string
+	ProjectID           string
+	DeviceID            string
+	DeviceOwner         string
+	Status              string
+	MACAddress          string
+	FixedIPs            []FixedIP
+	AllowedAddressPairs []AddressPair
+	SecurityGroups      []string
+	RevisionNumber      int
+}
+
+// Ports lists and updates ports.
+type Ports interface {
+	ListPorts(ctx context.Context, opts ListOpts) ([]Port, error)
+	// SetAllowedAddressPairs replaces a port's allowed address pairs.
+	SetAllowedAddressPairs(ctx context.Context, portID string, pairs []AddressPair) (*Port, error)
+}
+
+// ServerAddress is one address of a server, as Nova reports it.
+type ServerAddress struct {
+	Network string
+	Addr    string
+	Version int
+	// Type is "fixed" or "floating".
+	Type string
+	MAC  string
+}
+
+// Server is a Nova server.
+type Server struct {
+	ID             string
+	Name           string
+	ProjectID      string
+	Status         string
+	VMState        string
+	Addresses      []ServerAddress
+	SecurityGroups []string
+	Metadata       map[string]string
+	Created        time.Time
+	Updated        time.Time
+}
+
+// Servers lists and repairs servers.
+type Servers interface {
+	ListServers(ctx context.Context, opts ListOpts) ([]Server, error)
+	GetServer(ctx context.Context, id string) (*Server, error)
+	RebootServer(ctx context.Context, id string, hard bool) error
+	DeleteServer(ctx context.Context, id string) error
+	AddSecurityGroup(ctx context.Context, serverID, group string) error
+	RemoveSecurityGroup(ctx context.Context, serverID, group string) error
+}
+
+// SecurityGroupRule is one rule of a security group.
+type SecurityGroupRule struct {
+	ID             string
+	Direction      string
+	EtherType      string
+	Protocol       string
+	PortRangeMin   int
+	PortRangeMax   int
+	RemoteIPPrefix string
+	RemoteGroupID  string
+	Description    string
+}
+
+// SecurityGroup is a Neutron security group with its rules.
+type SecurityGroup struct {
+	ID             string
+	Name           string
+	ProjectID      string
+	Rules          []SecurityGroupRule
+	RevisionNumber int
+}
+
+// SecurityGroups reads and changes security groups and their rules.
+type SecurityGroups interface {
+	ListSecurityGroups(ctx context.Context, opts ListOpts) ([]SecurityGroup, error)
+	CreateSecurityGroupRule(ctx context.Context, groupID string, rule SecurityGroupRule) (*SecurityGroupRule, error)
+	DeleteSecurityGroupRule(ctx context.Context, ruleID string) error
+}
+
+// Volume is a Cinder volume.
+type Volume struct {
+	ID        string
+	Name      string
+	ProjectID string
+	Status    string
+	Size      int
+	Metadata  map[string]string
+	Created   time.Time
+}
+
+// Volumes lists and deletes volumes.
+type Volumes interface {
+	ListVolumes(ctx context.Context, opts ListOpts) ([]Volume, error)
+	GetVolume(ctx context.Context, id string) (*Volume, error)
+	DeleteVolume(ctx context.Context, id string, cascade bool) error
+}
+
+// LoadBalancer is an Octavia load balancer.
+type LoadBalancer struct {
+	ID                 string
+	Name               string
+	ProjectID          string
+	ProvisioningStatus string
+	OperatingStatus    string
+	VIPAddress         string
+	Tags               []string
+}
+
+// LoadBalancers lists and deletes load balancers.
+type LoadBalancers interface {
+	ListLoadBalancers(ctx context.Context, opts ListOpts) ([]LoadBalancer, error)
+	GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer, error)
+	// DeleteLoadBalancer deletes, with its listeners and pools when cascade is set.
+	DeleteLoadBalancer(ctx context.Context, id string, cascade bool) error
+}
