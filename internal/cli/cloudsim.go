@@ -1,8 +1,212 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
 
-// STUB: replaced by the work that builds `vitals cloudsim`.
-func newCloudsimCommand() *cobra.Command {
-	return &cobra.Command{Use: "cloudsim", Short: "(not yet built)", Hidden: true}
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/internal/cloudsim"
+)
+
+type cloudsimOptions struct {
+	listen        string
+	state         string
+	seed          uint64
+	seedFile      string
+	demo          bool
+	adminUser     string
+	adminPassword string
+	adminProject  string
+	region        string
+	publicURL     string
+	tokenTTL      time.Duration
+	maxRoutes     int
+	saveInterval  time.Duration
+	logFormat     string
+	logLevel      string
 }
+
+// cloudsimSeedFile is the --seed-file format: projects with their resources, and clusters.
+type cloudsimSeedFile struct {
+	Projects []cloudsim.ProjectSeed `json:"projects"`
+	Clusters []cloudsim.ClusterSeed `json:"clusters"`
+}
+
+func newCloudsimCommand() *cobra.Command {
+	o := &cloudsimOptions{}
+	cmd := &cobra.Command{
+		Use:   "cloudsim --listen ADDR [--state FILE] [--seed N] [--seed-file FILE] [--demo]",
+		Short: "Run the OpenStack simulator (Keystone, Neutron, Nova, Cinder, Octavia) on one address",
+		Long: `Run the in-memory OpenStack simulator used by tests, benchmarks and the demo.
+One address serves Keystone v3 (<url>/v3, the auth URL), Neutron, Nova, Cinder and Octavia, with a
+catalog that points at that address, and the simulator's admin API under /_sim/ (knobs, faults,
+seeding, save). An admin user is created at start and the matching OS_* variables are printed on
+stdout. --state keeps the state in a JSON file across restarts (saved on exit and every
+--save-interval); --seed makes IDs repeatable; --seed-file (YAML or JSON: projects, clusters)
+and --demo create resources at start. See docs/cloudsim.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runCloudsim(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", "127.0.0.1:8780", "listen address host:port (port 0 picks a free one)")
+	f.StringVar(&o.state, "state", "", "JSON state file: loaded at start if present, saved on exit and periodically")
+	f.Uint64Var(&o.seed, "seed", 0, "seed of the random source for IDs (0: from the clock)")
+	f.StringVar(&o.seedFile, "seed-file", "", "YAML or JSON file with projects and clusters to create at start")
+	f.BoolVar(&o.demo, "demo", false, "create the demo project: a cluster whose router has live, orphaned and foreign routes")
+	f.StringVar(&o.adminUser, "admin-user", "admin", "name of the admin user created at start")
+	f.StringVar(&o.adminPassword, "admin-password", "admin", "password of the admin user")
+	f.StringVar(&o.adminProject, "admin-project", "admin", "project of the admin user")
+	f.StringVar(&o.region, "region", "RegionOne", "region name in the catalog")
+	f.StringVar(&o.publicURL, "public-url", "", "base URL written in the catalog (default: http://<listen address>)")
+	f.DurationVar(&o.tokenTTL, "token-ttl", time.Hour, "lifetime of issued tokens")
+	f.IntVar(&o.maxRoutes, "max-routes", 30, "Neutron max_routes: more routes on a router answer 400 RoutesExhausted")
+	f.DurationVar(&o.saveInterval, "save-interval", time.Minute, "how often to save the state with --state")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+func runCloudsim(cmd *cobra.Command, o *cloudsimOptions) error {
+	if _, _, err := net.SplitHostPort(o.listen); err != nil {
+		return usageError{fmt.Errorf("--listen: expected host:port, got %q", o.listen)}
+	}
+	if o.tokenTTL <= 0 {
+		return usageError{fmt.Errorf("--token-ttl: expected a positive duration, got %s", o.tokenTTL)}
+	}
+	if o.maxRoutes < 0 {
+		return usageError{fmt.Errorf("--max-routes: expected 0 or more, got %d", o.maxRoutes)}
+	}
+	if o.saveInterval <= 0 {
+		return usageError{fmt.Errorf("--save-interval: expected a positive duration, got %s", o.saveInterval)}
+	}
+	if o.adminUser == "" || o.adminProject == "" {
+		return usageError{fmt.Errorf("--admin-user and --admin-project must not be empty")}
+	}
+	log, err := newServeLogger(cmd, o.logFormat, o.logLevel)
+	if err != nil {
+		return err
+	}
+	var seeds *cloudsimSeedFile
+	if o.seedFile != "" {
+		if seeds, err = loadCloudsimSeeds(o.seedFile); err != nil {
+			return err
+		}
+	}
+	knobs := cloudsim.DefaultKnobs()
+	knobs.TokenTTL = cloudsim.Duration(o.tokenTTL)
+	knobs.MaxRoutes = o.maxRoutes
+	sim, err := cloudsim.New(cloudsim.Options{Seed: o.seed, Logger: log, Region: o.region, PublicURL: o.publicURL,
+		Knobs: &knobs, StatePath: o.state, SaveInterval: o.saveInterval})
+	if err != nil {
+		return err
+	}
+	// A loaded state keeps its knobs; flags given explicitly still win.
+	if o.state != "" {
+		if err := sim.UpdateKnobs(func(k *cloudsim.Knobs) {
+			if cmd.Flags().Changed("token-ttl") {
+				k.TokenTTL = cloudsim.Duration(o.tokenTTL)
+			}
+			if cmd.Flags().Changed("max-routes") {
+				k.MaxRoutes = o.maxRoutes
+			}
+		}); err != nil {
+			return err
+		}
+	}
+	if _, ok := sim.ProjectID(o.adminProject); !ok {
+		pid := sim.CreateProject(o.adminProject)
+		if _, err := sim.CreateUser(o.adminUser, o.adminPassword, true, pid); err != nil {
+			return fmt.Errorf("cloudsim: create admin user: %w", err)
+		}
+	}
+	if seeds != nil {
+		if _, err := sim.Seed(cloudsim.SeedSpec{Projects: seeds.Projects}); err != nil {
+			return &config.Error{File: o.seedFile, Field: "projects", Msg: err.Error()}
+		}
+		for i, c := range seeds.Clusters {
+			if _, err := sim.SeedCluster(c); err != nil {
+				return &config.Error{File: o.seedFile, Field: fmt.Sprintf("clusters[%d]", i), Msg: err.Error()}
+			}
+		}
+	}
+	if o.demo {
+		if err := seedCloudsimDemo(sim); err != nil {
+			return err
+		}
+	}
+	ctx := cmd.Context()
+	// The server outlives ctx until Close below has saved the state once.
+	if err := sim.Start(context.WithoutCancel(ctx), o.listen); err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "export OS_AUTH_URL=%s\nexport OS_USERNAME=%s\nexport OS_PASSWORD=%s\nexport OS_PROJECT_NAME=%s\n"+
+		"export OS_USER_DOMAIN_NAME=Default\nexport OS_PROJECT_DOMAIN_NAME=Default\nexport OS_DOMAIN_NAME=Default\n"+
+		"export OS_REGION_NAME=%s\n", sim.AuthURL(), o.adminUser, o.adminPassword, o.adminProject, o.region)
+	<-ctx.Done()
+	log.Info("cloudsim stopping")
+	if err := sim.Close(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func loadCloudsimSeeds(path string) (*cloudsimSeedFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &config.Error{File: path, Msg: fmt.Sprintf("cannot read: %v", err)}
+	}
+	j, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		return nil, &config.Error{File: path, Msg: fmt.Sprintf("expected YAML or JSON: %v", err)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.DisallowUnknownFields()
+	var f cloudsimSeedFile
+	if err := dec.Decode(&f); err != nil {
+		field := ""
+		msg := err.Error()
+		if i := strings.Index(msg, "unknown field "); i >= 0 {
+			field = strings.Trim(msg[i+len("unknown field "):], `"`)
+			msg = "unknown field; expected projects[] (name, users, networks, security_groups, routers, servers, volumes, load_balancers, quota, application_credentials) or clusters[] (project, name, nodes, node_cidr, pod_cidr, orphaned_routes, foreign_routes, volumes, load_balancers)"
+		}
+		return nil, &config.Error{File: path, Field: field, Msg: msg}
+	}
+	for i, p := range f.Projects {
+		if p.Name == "" {
+			return nil, &config.Error{File: path, Field: fmt.Sprintf("projects[%d].name", i), Msg: "required"}
+		}
+	}
+	for i, c := range f.Clusters {
+		if c.Name == "" || c.Project == "" {
+			return nil, &config.Error{File: path, Field: fmt.Sprintf("clusters[%d]", i), Msg: "name and project are required"}
+		}
+	}
+	return &f, nil
+}
+
+// seedCloudsimDemo creates the demo project "demo" (user demo, password demo) with one cluster.
+func seedCloudsimDemo(sim *cloudsim.Sim) error {
+	if _, ok := sim.ProjectID("demo"); ok {
+		return nil // loaded from --state
+	}
+	pid := sim.CreateProject("demo")
+	if _, err := sim.CreateUser("demo", "demo", false, pid); err != nil {
+		return fmt.Errorf("cloudsim demo: %w", err)
+	}
+	if _, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: "demo", Name: "demo", Nodes: 5, OrphanedRoutes: 3,
+		ForeignRoutes: 2, Volumes: 3, LoadBalancers: 2}); err != nil {
+		return fmt.Errorf("cloudsim demo: %w", err)
+	}
+	return nil
+}
+

@@ -1,8 +1,268 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
 
-// STUB: replaced by the work that builds `vitals operator`.
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/operator"
+)
+
+// operatorFlags are the flags of `vitals operator`; each overrides the configuration file.
+type operatorFlags struct {
+	configFile              string
+	kubeconfig              string
+	namespace               string
+	healthPort              int
+	healthBind              string
+	metricsAddr             string
+	leaderElect             bool
+	leaderElectionNamespace string
+	leaderElectionID        string
+	cloud                   string
+	routegcInterval         time.Duration
+	routegcBudget           int
+	checkInterval           time.Duration
+	checkTimeout            time.Duration
+	logFormat               string
+	logLevel                string
+}
+
 func newOperatorCommand() *cobra.Command {
-	return &cobra.Command{Use: "operator", Short: "(not yet built)", Hidden: true}
+	f := &operatorFlags{}
+	cmd := &cobra.Command{
+		Use:   "operator",
+		Short: "Run the operator: the Cluster controllers (routegc) with leader election and the controller health profile",
+		Long: `Run the operator: a controller manager over Cluster resources (vitals.vitalsproject.io/v1alpha1)
+with leader election on a Lease, Events, Prometheus metrics on --metrics-bind-address, and the controller
+health profile on --health-port: /readyz (/ready) = Kubernetes list+watch, informers synced, Keystone token,
+Neutron answers; /livez (/alive) = every controller loop and informer beats, and a leader still holds its
+Lease. Liveness never fails because OpenStack is down.
+
+Configuration comes from --config, an oslo-style INI file as Kuryr's (flags override it):
+
+  [kubernetes]
+  kubeconfig = /etc/vitals/kubeconfig     # or api_root + token_file + ssl_ca_crt_file; empty: in-cluster
+  namespace =                             # watch one namespace; empty: all
+  [neutron]                               # or [keystone_authtoken]: the operator's OpenStack credentials
+  auth_type = password
+  auth_url = https://keystone.example:5000/v3
+  username = vitals
+  password = secret
+  project_name = k8s
+  user_domain_name = Default
+  project_domain_name = Default
+  [health_server]
+  port = 8082
+  [operator]
+  metrics_bind_address = :8080
+  leader_elect = true
+  leader_election_namespace = vitals-system
+  routegc_interval = 60                   # seconds; the default for Clusters that set none
+  routegc_budget = 10
+  check_interval = 10
+  check_timeout = 5
+
+Without an auth section, the credentials come from --cloud (clouds.yaml) or OS_CLOUD, else from OS_*
+variables; without any, only Clusters with their own credentials Secret are served.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := f.options(cmd.Flags(), cmd.ErrOrStderr(), os.Getenv)
+			if err != nil {
+				return err
+			}
+			ctrllog.SetLogger(logr.FromSlogHandler(opts.Logger.Handler()))
+			op, err := operator.New(opts)
+			if err != nil {
+				return err
+			}
+			return op.Start(cmd.Context())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.configFile, "config", "", "oslo-style INI configuration file ([kubernetes], [neutron]/[keystone_authtoken], [health_server], [operator])")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster holding the Cluster resources (default: in-cluster, then KUBECONFIG)")
+	fl.StringVar(&f.namespace, "namespace", "", "watch Clusters in this namespace only (default: all)")
+	fl.IntVar(&f.healthPort, "health-port", 8082, "port of the health server (/livez, /readyz, /alive, /ready)")
+	fl.StringVar(&f.healthBind, "health-bind-address", "", "address the health server binds to (default: all)")
+	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus /metrics server (\"0\": off)")
+	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader on a Lease; other replicas stand by")
+	fl.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the pod's, else default)")
+	fl.StringVar(&f.leaderElectionID, "leader-election-id", "vitals-operator", "name of the Lease")
+	fl.StringVar(&f.cloud, "cloud", "", "cloud of clouds.yaml holding the operator's OpenStack credentials (default: OS_CLOUD)")
+	fl.DurationVar(&f.routegcInterval, "routegc-interval", time.Minute, "route collector interval for Clusters that set none")
+	fl.IntVar(&f.routegcBudget, "routegc-budget", 10, "route removals per pass for Clusters that set none")
+	fl.DurationVar(&f.checkInterval, "check-interval", 10*time.Second, "interval of the readiness checks")
+	fl.DurationVar(&f.checkTimeout, "check-timeout", 5*time.Second, "timeout of each readiness check")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+// options merges the configuration file and the flags (flags win when given).
+func (f *operatorFlags) options(fl *pflag.FlagSet, stderr interface{ Write([]byte) (int, error) }, getenv func(string) string) (operator.Options, error) {
+	var o operator.Options
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return o, &config.Error{Field: "--log-level", Msg: fmt.Sprintf("expected debug, info, warn or error, got %q", f.logLevel)}
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	switch f.logFormat {
+	case "text":
+		o.Logger = slog.New(slog.NewTextHandler(stderr, hopts))
+	case "json":
+		o.Logger = slog.New(slog.NewJSONHandler(stderr, hopts))
+	default:
+		return o, &config.Error{Field: "--log-format", Msg: fmt.Sprintf("expected text or json, got %q", f.logFormat)}
+	}
+	changed := fl.Changed
+	kubeconfig, namespace := f.kubeconfig, f.namespace
+	var apiRoot, tokenFile, caFile string
+	healthPort := f.healthPort
+	metrics := f.metricsAddr
+	o.LeaderElect, o.LeaderElectionNamespace, o.LeaderElectionID = f.leaderElect, f.leaderElectionNamespace, f.leaderElectionID
+	o.RouteGCInterval, o.RouteGCBudget = f.routegcInterval, f.routegcBudget
+	o.CheckInterval, o.CheckTimeout = f.checkInterval, f.checkTimeout
+	if f.configFile != "" {
+		ini, err := config.LoadINI(f.configFile)
+		if err != nil {
+			return o, err
+		}
+		k := ini.Section("kubernetes")
+		k.CheckKnown("kubeconfig", "api_root", "token_file", "ssl_ca_crt_file", "namespace")
+		if !changed("kubeconfig") {
+			kubeconfig = k.String("kubeconfig", kubeconfig)
+		}
+		apiRoot, tokenFile, caFile = k.String("api_root", ""), k.String("token_file", ""), k.String("ssl_ca_crt_file", "")
+		if !changed("namespace") {
+			namespace = k.String("namespace", namespace)
+		}
+		hs := ini.Section("health_server")
+		hs.CheckKnown("port")
+		if !changed("health-port") {
+			healthPort = hs.Port("port", healthPort)
+		}
+		op := ini.Section("operator")
+		op.CheckKnown("metrics_bind_address", "leader_elect", "leader_election_namespace", "leader_election_id",
+			"routegc_interval", "routegc_budget", "check_interval", "check_timeout", "cloud")
+		if !changed("metrics-bind-address") {
+			metrics = op.String("metrics_bind_address", metrics)
+		}
+		if !changed("leader-elect") {
+			o.LeaderElect = op.Bool("leader_elect", o.LeaderElect)
+		}
+		if !changed("leader-election-namespace") {
+			o.LeaderElectionNamespace = op.String("leader_election_namespace", o.LeaderElectionNamespace)
+		}
+		if !changed("leader-election-id") {
+			o.LeaderElectionID = op.String("leader_election_id", o.LeaderElectionID)
+		}
+		if !changed("routegc-interval") {
+			o.RouteGCInterval = op.Seconds("routegc_interval", o.RouteGCInterval)
+		}
+		if !changed("routegc-budget") {
+			o.RouteGCBudget = op.IntRange("routegc_budget", o.RouteGCBudget, 0, 1000)
+		}
+		if !changed("check-interval") {
+			o.CheckInterval = op.Seconds("check_interval", o.CheckInterval)
+		}
+		if !changed("check-timeout") {
+			o.CheckTimeout = op.Seconds("check_timeout", o.CheckTimeout)
+		}
+		if !changed("cloud") {
+			f.cloud = op.String("cloud", f.cloud)
+		}
+		if err := ini.Err(); err != nil {
+			return o, err
+		}
+		for _, sec := range openstack.DefaultINISections {
+			if ini.HasSection(sec) && ini.Section(sec).Has("auth_url") {
+				a, err := openstack.AuthFromINI(f.configFile)
+				if err != nil {
+					return o, err
+				}
+				o.Cloud = &a
+				break
+			}
+		}
+	}
+	if healthPort < 0 || healthPort > 65535 {
+		return o, &config.Error{Field: "--health-port", Msg: fmt.Sprintf("expected a port number (0-65535), got %d", healthPort)}
+	}
+	o.HealthAddr = net.JoinHostPort(f.healthBind, strconv.Itoa(healthPort))
+	o.MetricsAddr = metrics
+	if o.CheckInterval <= 0 || o.CheckTimeout <= 0 {
+		return o, &config.Error{Field: "--check-interval/--check-timeout", Msg: "expected positive durations"}
+	}
+	if o.RouteGCInterval < time.Second {
+		return o, &config.Error{Field: "--routegc-interval", Msg: fmt.Sprintf("expected at least 1s, got %s", o.RouteGCInterval)}
+	}
+	if o.Cloud == nil {
+		cloud := f.cloud
+		if cloud == "" {
+			cloud = getenv("OS_CLOUD")
+		}
+		switch {
+		case cloud != "":
+			a, err := openstack.AuthFromCloudsYAML(openstack.CloudsYAMLOptions{Cloud: cloud, Getenv: getenv})
+			if err != nil {
+				return o, err
+			}
+			o.Cloud = &a
+		case getenv("OS_AUTH_URL") != "":
+			a, err := openstack.AuthFromEnv(getenv)
+			if err != nil {
+				return o, err
+			}
+			o.Cloud = &a
+		}
+	}
+	rc, err := restConfig(kubeconfig, apiRoot, tokenFile, caFile)
+	if err != nil {
+		return o, err
+	}
+	o.RestConfig, o.Namespace = rc, namespace
+	if o.Cloud == nil {
+		o.Logger.Warn("no OpenStack credentials for the operator: only Clusters with a credentials Secret are served, and readiness has no Keystone or Neutron check")
+	}
+	return o, nil
+}
+
+// restConfig finds the Kubernetes configuration: an explicit kubeconfig, Kuryr's api_root with a
+// token file, in-cluster, then KUBECONFIG / ~/.kube/config.
+func restConfig(kubeconfig, apiRoot, tokenFile, caFile string) (*rest.Config, error) {
+	switch {
+	case kubeconfig != "":
+		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, &config.Error{File: kubeconfig, Msg: fmt.Sprintf("read kubeconfig: %v", err)}
+		}
+		return c, nil
+	case apiRoot != "":
+		c := &rest.Config{Host: apiRoot, BearerTokenFile: tokenFile}
+		c.TLSClientConfig.CAFile = caFile
+		return c, nil
+	}
+	if c, err := rest.InClusterConfig(); err == nil {
+		return c, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, &config.Error{Field: "--kubeconfig", Msg: "no Kubernetes configuration: not in a cluster, and no --kubeconfig, [kubernetes] kubeconfig or KUBECONFIG: " + strings.TrimSpace(err.Error())}
+	}
+	return c, nil
 }

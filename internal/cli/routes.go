@@ -1,8 +1,173 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
 
-// STUB: replaced by the work that builds `vitals routes`.
+	"github.com/spf13/cobra"
+
+	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/controllers/routegc"
+	"github.com/vitalsproject/vitals/openstack"
+)
+
 func newRoutesCommand() *cobra.Command {
-	return &cobra.Command{Use: "routes", Short: "(not yet built)", Hidden: true}
+	cmd := &cobra.Command{
+		Use:   "routes",
+		Short: "Inspect the static routes of Neutron routers",
+	}
+	cmd.AddCommand(newRoutesAuditCommand())
+	return cmd
+}
+
+type routesAuditFlags struct {
+	router   string
+	podCIDRs []string
+	cloud    string
+	project  string
+	subnet   string
+	protect  []string
+	sources  []string
+	timeout  time.Duration
+}
+
+func newRoutesAuditCommand() *cobra.Command {
+	f := &routesAuditFlags{}
+	cmd := &cobra.Command{
+		Use:   "audit --router ID --pod-cidr CIDR",
+		Short: "Print the route collector's analysis of one router as a table; changes nothing",
+		Long: `Read one router's routes and every port (and server) of the project, and print what the route
+collector (the operator's routegc controller) would decide for each route:
+
+  foreign    destination outside the pod CIDRs: never touched
+  protected  on the --protect list: never touched
+  live       the nexthop is an address of a port or server of the project
+  orphaned   the nexthop is held by nothing: the operator removes such a route once two passes,
+             one interval apart, saw it orphaned
+  invalid    does not parse: never touched
+
+Credentials: --cloud (clouds.yaml) or OS_CLOUD, else OS_* variables. Exit code 0 even when routes are
+orphaned; 1 when the reads fail or look incomplete.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd.Context(), cmd)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.router, "router", "", "ID of the router (required)")
+	fl.StringSliceVar(&f.podCIDRs, "pod-cidr", nil, "pod CIDR of the cluster (repeatable; required)")
+	fl.StringVar(&f.cloud, "cloud", "", "cloud of clouds.yaml (default: OS_CLOUD, else OS_* variables)")
+	fl.StringVar(&f.project, "project", "", "project whose ports and servers hold live nexthops (default: the credentials' project)")
+	fl.StringVar(&f.subnet, "subnet", "", "ID of the nodes' subnet (optional sanity check)")
+	fl.StringSliceVar(&f.protect, "protect", nil, "protected route DESTINATION[@NEXTHOP] (repeatable)")
+	fl.StringSliceVar(&f.sources, "sources", []string{"ports", "servers"}, "address sources: ports, servers")
+	fl.DurationVar(&f.timeout, "timeout", time.Minute, "time limit of the reads")
+	return cmd
+}
+
+func (f *routesAuditFlags) run(ctx context.Context, cmd *cobra.Command) error {
+	if f.router == "" {
+		return usageError{fmt.Errorf("--router is required")}
+	}
+	if len(f.podCIDRs) == 0 {
+		return usageError{fmt.Errorf("--pod-cidr is required (the cluster's pod network, e.g. 198.19.0.0/16)")}
+	}
+	pods, err := routegc.ParsePrefixes(f.podCIDRs)
+	if err != nil {
+		return &config.Error{Field: "--pod-cidr", Msg: err.Error()}
+	}
+	var protected []routegc.ProtectedRoute
+	for _, p := range f.protect {
+		dst, hop, _ := strings.Cut(p, "@")
+		pr := routegc.ProtectedRoute{}
+		if pr.Destination, err = netip.ParsePrefix(dst); err != nil {
+			return &config.Error{Field: "--protect", Msg: fmt.Sprintf("expected DESTINATION[@NEXTHOP] such as 198.19.7.0/24@10.0.0.5, got %q", p)}
+		}
+		pr.Destination = pr.Destination.Masked()
+		if hop != "" {
+			if pr.NextHop, err = netip.ParseAddr(hop); err != nil {
+				return &config.Error{Field: "--protect", Msg: fmt.Sprintf("expected DESTINATION[@NEXTHOP] such as 198.19.7.0/24@10.0.0.5, got %q", p)}
+			}
+		}
+		protected = append(protected, pr)
+	}
+	ro := routegc.ReadOptions{RouterID: f.router, ProjectID: f.project, SubnetID: f.subnet}
+	for _, s := range f.sources {
+		switch s {
+		case "ports":
+			ro.Ports = true
+		case "servers":
+			ro.Servers = true
+		default:
+			return &config.Error{Field: "--sources", Msg: fmt.Sprintf("expected ports and/or servers, got %q", s)}
+		}
+	}
+	auth, err := cliAuth(f.cloud)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	cloud, err := openstack.Connect(ctx, openstack.Config{Auth: auth})
+	if err != nil {
+		return err
+	}
+	if ro.ProjectID == "" {
+		ro.ProjectID = cloud.ProjectID()
+	}
+	snap, err := routegc.Read(ctx, cloud, ro)
+	if err != nil {
+		return err
+	}
+	plan, aerr := routegc.Analyze(routegc.Input{
+		Routes: snap.Router.Routes, PodCIDRs: pods, Protected: protected, Live: snap.Live, Sources: snap.Sources,
+		Now: time.Now(), Budget: len(snap.Router.Routes),
+	})
+	PrintRouteAudit(cmd.OutOrStdout(), snap, plan)
+	if aerr != nil {
+		return aerr
+	}
+	return nil
+}
+
+// PrintRouteAudit prints an analysis as a table with a summary line.
+func PrintRouteAudit(w interface{ Write([]byte) (int, error) }, snap *routegc.Snapshot, plan routegc.Plan) {
+	fmt.Fprintf(w, "router %s (%s), revision %d, %d routes; sources:", snap.Router.ID, snap.Router.Name, snap.Router.RevisionNumber, len(snap.Router.Routes))
+	for _, s := range snap.Sources {
+		fmt.Fprintf(w, " %s=%d", s.Name, s.Items)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DESTINATION\tNEXTHOP\tVERDICT\tDETAIL")
+	for _, r := range plan.Results {
+		v := string(r.Verdict)
+		detail := r.Detail
+		if r.Verdict == routegc.Suspect {
+			v, detail = "orphaned", "nexthop held by no port or server"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Route.Destination, r.Route.NextHop, v, detail)
+	}
+	tw.Flush()
+	c := plan.Counts
+	fmt.Fprintf(w, "%d routes: %d in the pod CIDRs (%d live, %d orphaned, %d protected), %d foreign, %d invalid\n",
+		c.Routes, c.Ours, c.Live, c.Orphaned, c.Protected, c.Foreign, c.Invalid)
+}
+
+// cliAuth finds OpenStack credentials for a one-shot command: --cloud or OS_CLOUD, else OS_*.
+func cliAuth(cloud string) (openstack.Auth, error) {
+	if cloud == "" {
+		cloud = os.Getenv("OS_CLOUD")
+	}
+	if cloud != "" {
+		return openstack.AuthFromCloudsYAML(openstack.CloudsYAMLOptions{Cloud: cloud})
+	}
+	if os.Getenv("OS_AUTH_URL") == "" {
+		return openstack.Auth{}, &config.Error{Field: "--cloud", Msg: "no OpenStack credentials: give --cloud (clouds.yaml), OS_CLOUD, or OS_AUTH_URL and the other OS_* variables"}
+	}
+	return openstack.AuthFromEnv(nil)
 }

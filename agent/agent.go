@@ -1,0 +1,414 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/health"
+	"github.com/vitalsproject/vitals/health/checks"
+	"github.com/vitalsproject/vitals/health/checks/cniconfig"
+	kubecheck "github.com/vitalsproject/vitals/health/checks/kubernetes"
+	"github.com/vitalsproject/vitals/health/checks/netlink"
+)
+
+// Names of the agent's checks, components and budget (the /readyz/<name> and /livez/<name> paths).
+const (
+	CheckKubernetesAPI  = "kubernetes-api"
+	CheckCapabilities   = "capabilities"
+	CheckNetlink        = "netlink"
+	CheckCNIConfig      = "cni-config"
+	CheckMemory         = "memory"
+	ComponentEvents     = "event-watcher"
+	ComponentSocket     = "report-socket"
+	ComponentConditions = "node-conditions"
+	BudgetCNIAdd        = "cni-add-failures"
+)
+
+// EventReasonCNIAddFailed is the reason of the Warning Event recorded on the Node for each failed CNI
+// ADD reported through the socket or the Go API (kubelet already records an Event for the ones it sees).
+const EventReasonCNIAddFailed = "CNIAddFailed"
+
+// Deps are the agent's collaborators. Kube may be nil: the agent then runs its local checks only
+// (no API check, no Events source, no node conditions).
+type Deps struct {
+	Kube kubernetes.Interface
+	// KubeREST is used for the API server's /readyz; default Kube's discovery REST client.
+	KubeREST rest.Interface
+	Clock    clock.WithTicker
+	Logger   *slog.Logger
+	// Registry receives the metrics and is served on /metrics; nil: a new one.
+	Registry *prometheus.Registry
+	// Listener for the health server; nil: listen on Options.BindAddress:Port.
+	Listener net.Listener
+}
+
+// Agent is a wired node agent. Build it with New, run it with Run.
+type Agent struct {
+	opts     Options
+	deps     Deps
+	log      *slog.Logger
+	mgr      *health.Manager
+	budget   *health.Budget
+	reporter *BudgetReporter
+	socket   *SocketServer
+	events   *EventSource
+	conds    *NodeConditions
+	reports  *prometheus.CounterVec
+	memory   string
+
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+	nodeRef     *corev1.ObjectReference
+
+	mu   sync.Mutex
+	addr net.Addr
+}
+
+// New validates opts and wires the agent.
+func New(opts Options, deps Deps) (*Agent, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Kube == nil && (opts.WatchEvents || opts.NodeConditions) {
+		return nil, errors.New("agent: a Kubernetes client is required to watch events or write node conditions")
+	}
+	if deps.Clock == nil {
+		deps.Clock = clock.RealClock{}
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if deps.Registry == nil {
+		deps.Registry = prometheus.NewRegistry()
+	}
+	a := &Agent{opts: opts, deps: deps, log: deps.Logger}
+	a.nodeRef = &corev1.ObjectReference{Kind: "Node", Name: opts.NodeName, UID: types.UID(opts.NodeName)}
+	if opts.NodeConditions {
+		a.conds = &NodeConditions{
+			Client:          deps.Kube,
+			NodeName:        opts.NodeName,
+			Specs:           DefaultConditionSpecs(),
+			HeartbeatPeriod: opts.HeartbeatPeriod,
+			Clock:           deps.Clock,
+			Log:             deps.Logger,
+		}
+	}
+	mopts := []health.Option{
+		health.WithClock(deps.Clock),
+		health.WithLogger(deps.Logger),
+		health.WithRegisterer(deps.Registry),
+		health.WithDrainDelay(opts.DrainDelay),
+	}
+	if a.conds != nil {
+		mopts = append(mopts, health.WithListener(func(health.Transition) { a.conds.Poke() }))
+	}
+	a.mgr = health.NewManager(mopts...)
+	if a.conds != nil {
+		a.conds.Results = a.mgr.Results
+	}
+	if err := a.registerChecks(); err != nil {
+		return nil, err
+	}
+	if err := a.wireSources(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// DefaultConditionSpecs are the node conditions the agent writes.
+func DefaultConditionSpecs() []ConditionSpec {
+	return []ConditionSpec{
+		{
+			Type:      ConditionCNIHealthy,
+			Results:   []string{CheckNetlink, CheckCNIConfig},
+			OKReason:  "CNIWorking",
+			OKMessage: "netlink answers and the CNI network configuration loads",
+			FailReasons: map[string]string{
+				CheckNetlink:   "NetlinkFailing",
+				CheckCNIConfig: "CNIConfigInvalid",
+			},
+			FailReason: "CNIFailing",
+		},
+		{
+			Type:       ConditionPodNetworkHealthy,
+			Results:    []string{BudgetCNIAdd},
+			OKReason:   "CNIAddFailuresWithinBudget",
+			OKMessage:  "CNI ADD failures are within the budget",
+			FailReason: "CNIAddFailuresExceeded",
+		},
+	}
+}
+
+func (a *Agent) registerChecks() error {
+	o := a.opts
+	timeout := min(5*time.Second, o.CheckInterval)
+	var list []health.Check
+	if a.deps.Kube != nil {
+		rc := a.deps.KubeREST
+		if rc == nil {
+			rc = a.deps.Kube.Discovery().RESTClient()
+		}
+		list = append(list, health.Check{
+			Name:     CheckKubernetesAPI,
+			Probes:   health.Readiness,
+			Run:      health.Func(kubecheck.Readyz(rc, kubecheck.Options{Clock: a.deps.Clock, MinInterval: o.CheckInterval / 2})),
+			Interval: o.CheckInterval,
+			Timeout:  timeout,
+		})
+	}
+	if len(o.Capabilities) > 0 {
+		run, err := checks.Capability(checks.CapabilityOptions{Names: o.Capabilities})
+		if err != nil {
+			return &config.Error{Field: "capabilities", Msg: err.Error()}
+		}
+		list = append(list, health.Check{Name: CheckCapabilities, Probes: health.Readiness, Run: health.Func(run), Interval: o.CheckInterval, Timeout: timeout})
+	}
+	list = append(list,
+		health.Check{
+			Name:     CheckNetlink,
+			Probes:   health.Liveness,
+			Run:      netlink.Check(netlink.Options{NetnsPath: o.Netns}),
+			Interval: o.CheckInterval,
+			Timeout:  timeout,
+			// One slow answer from a busy kernel is no reason to restart.
+			FailureThreshold: 3,
+		},
+		health.Check{
+			Name:     CheckCNIConfig,
+			Probes:   health.Liveness,
+			Run:      cniconfig.Check(o.CNIConfDir),
+			Interval: o.CheckInterval,
+			Timeout:  timeout,
+			// The CNI's own DaemonSet may write its configuration after the agent starts.
+			StartPeriod:      2 * time.Minute,
+			FailureThreshold: 3,
+		},
+	)
+	mem, source, err := memoryCheck(o)
+	if err != nil {
+		return &config.Error{Field: "max-memory-usage", Msg: err.Error()}
+	}
+	a.memory = source
+	list = append(list, health.Check{Name: CheckMemory, Probes: health.Liveness, Run: mem, Interval: o.CheckInterval, Timeout: timeout, FailureThreshold: 3})
+	if err := a.mgr.Register(list...); err != nil {
+		return fmt.Errorf("register agent checks: %w", err)
+	}
+	bo := health.BudgetOptions{Mode: health.Consecutive, Limit: o.FailuresCount + 1, Probes: health.Liveness}
+	if o.FailureMode == ModeWindow {
+		bo.Mode, bo.Window = health.Window, o.FailureWindow
+	}
+	b, err := a.mgr.Budget(BudgetCNIAdd, bo)
+	if err != nil {
+		return fmt.Errorf("register CNI ADD failure budget: %w", err)
+	}
+	a.budget = b
+	return nil
+}
+
+// memoryCheck builds the memory check and says what it measures.
+func memoryCheck(o Options) (health.Func, string, error) {
+	src := checks.MemoryRSS
+	switch o.MemorySource {
+	case MemoryCgroup:
+		src = checks.MemoryCgroup
+	case MemoryAuto:
+		if o.CgroupPath != "" {
+			src = checks.MemoryCgroup
+		} else if _, _, err := checks.MemoryCgroupDir("", 0); err == nil {
+			src = checks.MemoryCgroup
+		}
+	}
+	run, err := checks.Memory(checks.MemoryOptions{LimitMiB: o.MaxMemoryMiB, Source: src, CgroupPath: o.CgroupPath})
+	if err != nil {
+		return nil, "", err
+	}
+	return health.Func(run), string(src), nil
+}
+
+func (a *Agent) wireSources() error {
+	o := a.opts
+	a.reports = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vitals_agent_cni_reports_total",
+		Help: "CNI operation results received by the agent, by operation, result and source.",
+	}, []string{"op", "result", "source"})
+	if err := a.deps.Registry.Register(a.reports); err != nil {
+		return fmt.Errorf("register agent metrics: %w", err)
+	}
+	if a.deps.Kube != nil {
+		a.broadcaster = record.NewBroadcaster()
+		a.recorder = a.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "vitals-agent", Host: o.NodeName})
+	}
+	a.reporter = &BudgetReporter{
+		Budget: a.budget,
+		Source: "api",
+		OnReport: func(r Report) {
+			a.reports.WithLabelValues(string(r.Op), string(r.Result), r.Source).Add(float64(r.Count))
+		},
+		OnFailure: func(r Report) {
+			a.log.Warn("CNI ADD failed", "pod", r.Pod, "source", r.Source, "count", r.Count, "err", r.Error)
+			if a.recorder != nil && o.NodeName != "" && r.Source != "kube-events" {
+				a.recorder.Event(a.nodeRef, corev1.EventTypeWarning, EventReasonCNIAddFailed, (&AddFailureError{Report: r}).Error())
+			}
+		},
+	}
+	beat := max(o.ComponentTimeout/6, 10*time.Millisecond)
+	component := func(name string) (*health.Component, error) {
+		c, err := a.mgr.Component(name, health.ComponentOptions{Deadline: o.ComponentTimeout})
+		if err != nil {
+			return nil, fmt.Errorf("register component %s: %w", name, err)
+		}
+		return c, nil
+	}
+	if o.SocketPath != "" {
+		c, err := component(ComponentSocket)
+		if err != nil {
+			return err
+		}
+		a.socket = &SocketServer{Path: o.SocketPath, Reporter: a.reporter, Heartbeat: c, BeatPeriod: beat, Log: a.log}
+	}
+	if o.WatchEvents {
+		c, err := component(ComponentEvents)
+		if err != nil {
+			return err
+		}
+		a.events = &EventSource{Client: a.deps.Kube, NodeName: o.NodeName, Reporter: a.reporter, Heartbeat: c, BeatPeriod: beat, Clock: a.deps.Clock, Log: a.log}
+	}
+	if a.conds != nil {
+		c, err := component(ComponentConditions)
+		if err != nil {
+			return err
+		}
+		a.conds.Heartbeat = c
+		a.conds.Period = min(time.Second, beat)
+		a.conds.OnTransition = func(from, to corev1.NodeCondition) {
+			typ := corev1.EventTypeNormal
+			if to.Status != corev1.ConditionTrue {
+				typ = corev1.EventTypeWarning
+			}
+			if a.recorder != nil {
+				a.recorder.Eventf(a.nodeRef, typ, to.Reason, "%s is %s: %s", to.Type, to.Status, to.Message)
+			}
+		}
+	}
+	return nil
+}
+
+// Manager returns the agent's health manager (to add checks before Run).
+func (a *Agent) Manager() *health.Manager { return a.mgr }
+
+// Reporter returns the Reporter that feeds the CNI ADD failure budget: the Go API for daemons that embed
+// the agent.
+func (a *Agent) Reporter() Reporter { return a.reporter }
+
+// Budget returns the CNI ADD failure budget.
+func (a *Agent) Budget() *health.Budget { return a.budget }
+
+// Conditions returns the node condition writer (nil when off).
+func (a *Agent) Conditions() *NodeConditions { return a.conds }
+
+// MemorySource says what the memory check measures (rss or cgroup).
+func (a *Agent) MemorySource() string { return a.memory }
+
+// Addr is the health server's address once Run listens (nil before).
+func (a *Agent) Addr() net.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.addr
+}
+
+// Handler serves the probe paths and /metrics.
+func (a *Agent) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(a.deps.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("/", a.mgr.Handler(health.HandlerOptions{Port: a.opts.Port}))
+	return mux
+}
+
+// Run serves until ctx is done, then drains: readiness fails at once, liveness and the server hold for
+// the drain delay, then everything stops. It returns an error if a part cannot start.
+func (a *Agent) Run(ctx context.Context) error {
+	ln := a.deps.Listener
+	if ln == nil {
+		var err error
+		addr := net.JoinHostPort(a.opts.BindAddress, strconv.Itoa(a.opts.Port))
+		ln, err = net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listen for health probes on %s: %w", addr, err)
+		}
+	}
+	a.mu.Lock()
+	a.addr = ln.Addr()
+	a.mu.Unlock()
+	if a.socket != nil {
+		if err := a.socket.Listen(); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	if a.broadcaster != nil {
+		a.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: a.deps.Kube.CoreV1().Events("")})
+		defer a.broadcaster.Shutdown()
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	a.mgr.Start(runCtx)
+	defer a.mgr.Stop()
+
+	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	wg.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("serve health probes: %w", err)
+		}
+	})
+	if a.socket != nil {
+		wg.Go(func() {
+			if err := a.socket.Serve(runCtx); err != nil {
+				a.log.Error("CNI report socket stopped", "err", err)
+			}
+		})
+	}
+	if a.events != nil {
+		wg.Go(func() { _ = a.events.Run(runCtx) })
+	}
+	if a.conds != nil {
+		wg.Go(func() { _ = a.conds.Run(runCtx) })
+	}
+	a.log.Info("node agent started", "node", a.opts.NodeName, "addr", ln.Addr().String(), "socket", a.opts.SocketPath,
+		"memory", a.memory, "failure_mode", a.opts.FailureMode, "failures_count", a.opts.FailuresCount)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		a.log.Info("node agent draining", "delay", a.opts.DrainDelay)
+		<-a.mgr.Drain()
+	case runErr = <-errc:
+	}
+	shutdownCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	_ = srv.Shutdown(shutdownCtx)
+	cancel()
+	wg.Wait()
+	a.log.Info("node agent stopped")
+	return runErr
+}

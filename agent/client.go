@@ -1,0 +1,64 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// DefaultSocketPath is where the agent listens for CNI reports.
+const DefaultSocketPath = "/run/vitals/cni.sock"
+
+// Send writes reports to the agent's socket at path, one JSON line each, and returns the agent's answer
+// to each. It is the client side of the socket protocol (docs/agent.md); `vitals agent report` uses it.
+func Send(ctx context.Context, path string, reports ...Report) ([]Response, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("connect to agent socket: %w", err)
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	} else {
+		_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	w := bufio.NewWriter(conn)
+	enc := json.NewEncoder(w)
+	for _, r := range reports {
+		if err := enc.Encode(r); err != nil {
+			return nil, fmt.Errorf("encode report: %w", err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return nil, fmt.Errorf("send reports to agent socket: %w", err)
+	}
+	if uc, ok := conn.(*net.UnixConn); ok {
+		_ = uc.CloseWrite()
+	}
+	dec := json.NewDecoder(bufio.NewReader(conn))
+	out := make([]Response, 0, len(reports))
+	for range reports {
+		var resp Response
+		if err := dec.Decode(&resp); err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return out, fmt.Errorf("read agent answer %d of %d: %w", len(out)+1, len(reports), err)
+		}
+		out = append(out, resp)
+	}
+	var errs []error
+	for i, resp := range out {
+		if !resp.OK {
+			errs = append(errs, fmt.Errorf("report %d: %s", i+1, resp.Error))
+		}
+	}
+	return out, errors.Join(errs...)
+}

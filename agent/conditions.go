@@ -1,0 +1,289 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/vitalsproject/vitals/health"
+)
+
+// Node condition types the agent sets.
+const (
+	// ConditionCNIHealthy is True when the node's CNI plumbing works: netlink answers and the CNI
+	// configuration directory holds a loadable network configuration.
+	ConditionCNIHealthy corev1.NodeConditionType = "CNIHealthy"
+	// ConditionPodNetworkHealthy is True when pods get their network: the CNI ADD failure budget is not
+	// exhausted.
+	ConditionPodNetworkHealthy corev1.NodeConditionType = "PodNetworkHealthy"
+)
+
+// maxConditionMessage bounds a condition's message (the API accepts more; people read less).
+const maxConditionMessage = 1024
+
+// ConditionSpec maps health results to one node condition. The condition is True when every result it
+// covers passes, False when one fails (with that result's reason), Unknown while one has no result yet.
+type ConditionSpec struct {
+	Type corev1.NodeConditionType
+	// Results are the names of the checks, components or budgets the condition covers.
+	Results []string
+	// OKReason and OKMessage describe the True state.
+	OKReason, OKMessage string
+	// FailReasons gives the reason per failing result; FailReason is the fallback.
+	FailReasons map[string]string
+	FailReason  string
+}
+
+// NodeConditions keeps the node's conditions in line with the health results: it patches them when
+// they change and refreshes lastHeartbeatTime every HeartbeatPeriod. It writes with a strategic merge
+// patch of status.conditions (merged by type), so it never overwrites conditions that kubelet or
+// others set, and needs no read-modify-write retry on conflicts.
+type NodeConditions struct {
+	Client   kubernetes.Interface
+	NodeName string
+	Specs    []ConditionSpec
+	// Results returns the current health results (Manager.Results).
+	Results func() []health.Result
+	// Period between comparisons of the results with what was written; default 1s. Poke compares at once.
+	Period time.Duration
+	// HeartbeatPeriod between writes when nothing changes; default 1 minute.
+	HeartbeatPeriod time.Duration
+	// Heartbeat beats on every pass, whether or not the API server answers.
+	Heartbeat Beater
+	Clock     clock.WithTicker
+	Log       *slog.Logger
+	// OnTransition is called when a condition changes status (not on the first write). It must not block.
+	OnTransition func(from, to corev1.NodeCondition)
+
+	poke chan struct{}
+	once sync.Once
+
+	mu        sync.Mutex
+	written   map[corev1.NodeConditionType]corev1.NodeCondition
+	lastWrite time.Time
+	dirty     bool
+}
+
+// Poke asks for a comparison now (for example from a health.Listener). It never blocks.
+func (n *NodeConditions) Poke() {
+	n.init()
+	select {
+	case n.poke <- struct{}{}:
+	default:
+	}
+}
+
+func (n *NodeConditions) init() {
+	n.once.Do(func() { n.poke = make(chan struct{}, 1) })
+}
+
+// Run keeps the conditions until ctx is done.
+func (n *NodeConditions) Run(ctx context.Context) error {
+	if n.Client == nil || n.NodeName == "" || n.Results == nil {
+		return errors.New("node conditions: Client, NodeName and Results are required")
+	}
+	n.init()
+	clk := n.clock()
+	period := n.Period
+	if period <= 0 {
+		period = time.Second
+	}
+	t := clk.NewTicker(period)
+	defer t.Stop()
+	n.mu.Lock()
+	n.written = map[corev1.NodeConditionType]corev1.NodeCondition{}
+	n.dirty = true
+	n.mu.Unlock()
+	adopted := false
+	for {
+		if n.Heartbeat != nil {
+			n.Heartbeat.Beat()
+		}
+		if !adopted {
+			adopted = n.adopt(ctx)
+		}
+		if adopted {
+			n.sync(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		case <-n.poke:
+		}
+	}
+}
+
+// adopt reads the node's current conditions of our types, so that a restart keeps their transition
+// times.
+func (n *NodeConditions) adopt(ctx context.Context) bool {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	node, err := n.Client.CoreV1().Nodes().Get(rctx, n.NodeName, metav1.GetOptions{})
+	if err != nil {
+		n.log().Warn("read node conditions failed", "node", n.NodeName, "err", err)
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, c := range node.Status.Conditions {
+		for _, s := range n.Specs {
+			if c.Type == s.Type {
+				n.written[c.Type] = c
+			}
+		}
+	}
+	return true
+}
+
+// Desired computes the conditions from results, with transition times taken from prev when the
+// status did not change.
+func Desired(specs []ConditionSpec, results []health.Result, prev map[corev1.NodeConditionType]corev1.NodeCondition, now time.Time) []corev1.NodeCondition {
+	byName := make(map[string]health.Result, len(results))
+	for _, r := range results {
+		byName[r.Name] = r
+	}
+	out := make([]corev1.NodeCondition, 0, len(specs))
+	for _, s := range specs {
+		c := corev1.NodeCondition{Type: s.Type, Status: corev1.ConditionTrue, Reason: s.OKReason, Message: s.OKMessage}
+		var failing, pending []string
+		var firstFailing string
+		for _, name := range s.Results {
+			r, ok := byName[name]
+			switch {
+			case !ok || r.Status == health.StatusUnknown:
+				pending = append(pending, name)
+			case r.Status == health.StatusFailed && r.Severity == health.Critical:
+				if firstFailing == "" {
+					firstFailing = name
+				}
+				msg := name + " failed"
+				if r.Err != nil {
+					msg = name + ": " + r.Err.Error()
+				}
+				failing = append(failing, msg)
+			}
+		}
+		switch {
+		case len(failing) > 0:
+			c.Status = corev1.ConditionFalse
+			c.Reason = s.FailReason
+			if r, ok := s.FailReasons[firstFailing]; ok {
+				c.Reason = r
+			}
+			c.Message = strings.Join(failing, "; ")
+		case len(pending) > 0:
+			c.Status = corev1.ConditionUnknown
+			c.Reason = "NoResultYet"
+			c.Message = "waiting for the first result of " + strings.Join(pending, ", ")
+		}
+		if len(c.Message) > maxConditionMessage {
+			c.Message = c.Message[:maxConditionMessage-3] + "..."
+		}
+		c.LastTransitionTime = metav1.NewTime(now)
+		if p, ok := prev[s.Type]; ok && p.Status == c.Status && !p.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = p.LastTransitionTime
+		}
+		c.LastHeartbeatTime = metav1.NewTime(now)
+		out = append(out, c)
+	}
+	return out
+}
+
+// sync writes the conditions if they changed or the heartbeat is due.
+func (n *NodeConditions) sync(ctx context.Context) {
+	now := n.clock().Now()
+	hb := n.HeartbeatPeriod
+	if hb <= 0 {
+		hb = time.Minute
+	}
+	n.mu.Lock()
+	desired := Desired(n.Specs, n.Results(), n.written, now)
+	changed := n.dirty
+	var transitions [][2]corev1.NodeCondition
+	for _, c := range desired {
+		p, ok := n.written[c.Type]
+		if !ok || p.Status != c.Status || p.Reason != c.Reason || p.Message != c.Message {
+			changed = true
+		}
+		if ok && p.Status != c.Status {
+			transitions = append(transitions, [2]corev1.NodeCondition{p, c})
+		}
+	}
+	due := now.Sub(n.lastWrite) >= hb
+	n.mu.Unlock()
+	if !changed && !due {
+		return
+	}
+	if err := n.patch(ctx, desired); err != nil {
+		n.log().Warn("patch node conditions failed", "node", n.NodeName, "err", err)
+		n.mu.Lock()
+		n.dirty = true
+		n.mu.Unlock()
+		return
+	}
+	n.mu.Lock()
+	for _, c := range desired {
+		n.written[c.Type] = c
+	}
+	n.lastWrite = now
+	n.dirty = false
+	n.mu.Unlock()
+	for _, tr := range transitions {
+		n.log().Info("node condition changed", "node", n.NodeName, "type", tr[1].Type, "from", tr[0].Status,
+			"to", tr[1].Status, "reason", tr[1].Reason)
+		if n.OnTransition != nil {
+			n.OnTransition(tr[0], tr[1])
+		}
+	}
+}
+
+func (n *NodeConditions) patch(ctx context.Context, conds []corev1.NodeCondition) error {
+	body, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": conds}})
+	if err != nil {
+		return fmt.Errorf("encode node conditions patch: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := n.Client.CoreV1().Nodes().PatchStatus(pctx, n.NodeName, body); err != nil {
+		return fmt.Errorf("patch status of node %s: %w", n.NodeName, err)
+	}
+	return nil
+}
+
+// Written returns the conditions as last written.
+func (n *NodeConditions) Written() []corev1.NodeCondition {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]corev1.NodeCondition, 0, len(n.written))
+	for _, s := range n.Specs {
+		if c, ok := n.written[s.Type]; ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (n *NodeConditions) clock() clock.WithTicker {
+	if n.Clock != nil {
+		return n.Clock
+	}
+	return clock.RealClock{}
+}
+
+func (n *NodeConditions) log() *slog.Logger {
+	if n.Log != nil {
+		return n.Log
+	}
+	return slog.Default()
+}

@@ -1,0 +1,207 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/health/checks/cniconfig"
+)
+
+// Defaults, equal to Kuryr's where Kuryr has the option.
+const (
+	DefaultPort             = 8090 // [cni_health_server] port
+	DefaultMaxMemoryMiB     = -1   // [cni_health_server] max_memory_usage: off
+	DefaultFailuresCount    = 3    // [cni_daemon] cni_failures_count
+	DefaultFailureWindow    = 10 * time.Minute
+	DefaultCheckInterval    = 10 * time.Second
+	DefaultHeartbeatPeriod  = time.Minute
+	DefaultComponentTimeout = 30 * time.Second
+)
+
+// Failure budget modes.
+const (
+	ModeConsecutive = "consecutive"
+	ModeWindow      = "window"
+)
+
+// Memory sources.
+const (
+	MemoryAuto   = "auto"   // the memory cgroup if one is found, else the agent's RSS
+	MemoryCgroup = "cgroup" // the memory cgroup (cg_path, or found from /proc/self/cgroup)
+	MemoryRSS    = "rss"    // the agent's resident set size
+)
+
+// Options configure the agent. Zero values are not defaults: start from DefaultOptions.
+type Options struct {
+	// NodeName is this node's name (the downward API's spec.nodeName).
+	NodeName string
+	// BindAddress and Port of the health server.
+	BindAddress string
+	Port        int
+	// MaxMemoryMiB: liveness fails above it; -1 disables the check.
+	MaxMemoryMiB int64
+	// MemorySource: auto, cgroup or rss.
+	MemorySource string
+	// CgroupPath overrides the memory cgroup directory (Kuryr's cg_path).
+	CgroupPath string
+	// FailuresCount CNI ADD failures are tolerated; one more fails liveness (Kuryr's cni_failures_count).
+	FailuresCount int
+	// FailureMode: consecutive (a success resets the count) or window (FailuresCount+1 failures within
+	// FailureWindow).
+	FailureMode   string
+	FailureWindow time.Duration
+	// CNIConfDir holds the CNI network configuration.
+	CNIConfDir string
+	// SocketPath of the CNI report socket; "" disables it.
+	SocketPath string
+	// WatchEvents turns on the kubelet Events source.
+	WatchEvents bool
+	// NodeConditions turns on writing node conditions.
+	NodeConditions bool
+	// Netns runs the netlink check in this network namespace ("" is the agent's, which with host
+	// networking is the node's).
+	Netns string
+	// Capabilities that readiness requires in the effective set.
+	Capabilities []string
+	// CheckInterval of the local checks.
+	CheckInterval time.Duration
+	// HeartbeatPeriod of the node conditions.
+	HeartbeatPeriod time.Duration
+	// ComponentTimeout: a component that has not beaten for this long is dead.
+	ComponentTimeout time.Duration
+	// DrainDelay: after SIGTERM readiness fails at once and the server keeps answering this long.
+	DrainDelay time.Duration
+	// Kubeconfig path; "" means in-cluster configuration (or $KUBECONFIG).
+	Kubeconfig string
+}
+
+// DefaultOptions returns the defaults.
+func DefaultOptions() Options {
+	return Options{
+		NodeName:         os.Getenv("NODE_NAME"),
+		Port:             DefaultPort,
+		MaxMemoryMiB:     DefaultMaxMemoryMiB,
+		MemorySource:     MemoryAuto,
+		FailuresCount:    DefaultFailuresCount,
+		FailureMode:      ModeConsecutive,
+		FailureWindow:    DefaultFailureWindow,
+		CNIConfDir:       cniconfig.DefaultDir,
+		SocketPath:       DefaultSocketPath,
+		WatchEvents:      true,
+		NodeConditions:   true,
+		Capabilities:     []string{"NET_ADMIN"},
+		CheckInterval:    DefaultCheckInterval,
+		HeartbeatPeriod:  DefaultHeartbeatPeriod,
+		ComponentTimeout: DefaultComponentTimeout,
+	}
+}
+
+// KuryrKeys are the kuryr.conf options the agent reads, by section. Other options of those sections are
+// Kuryr's own and are ignored; other sections too.
+var KuryrKeys = map[string][]string{
+	"cni_health_server": {"port", "max_memory_usage", "cg_path"},
+	"cni_daemon":        {"cni_failures_count"},
+}
+
+// ApplyKuryrINI reads a kuryr.conf-style file and sets the options it holds:
+//
+//	[cni_health_server]
+//	port = 8090              -> Port
+//	max_memory_usage = -1    -> MaxMemoryMiB (MiB; -1 off)
+//	cg_path = /sys/fs/...    -> CgroupPath (and MemorySource cgroup)
+//	[cni_daemon]
+//	cni_failures_count = 3   -> FailuresCount
+//
+// Malformed values are returned as config.Errors naming the file, line and option.
+func ApplyKuryrINI(path string, o *Options) error {
+	f, err := config.LoadINI(path)
+	if err != nil {
+		return err
+	}
+	hs := f.Section("cni_health_server")
+	o.Port = hs.Port("port", o.Port)
+	if hs.Has("max_memory_usage") {
+		v := hs.Int("max_memory_usage", int(o.MaxMemoryMiB))
+		if v < -1 || v == 0 {
+			hs.Errorf("max_memory_usage", "expected a number of MiB above 0, or -1 to disable the check, got %d", v)
+		} else {
+			o.MaxMemoryMiB = int64(v)
+		}
+	}
+	if hs.Has("cg_path") {
+		p := hs.String("cg_path", "")
+		if p != "" && !strings.HasPrefix(p, "/") {
+			hs.Errorf("cg_path", "expected an absolute path to a memory cgroup directory, got %q", p)
+		} else if p != "" {
+			o.CgroupPath = p
+			o.MemorySource = MemoryCgroup
+		}
+	}
+	d := f.Section("cni_daemon")
+	if d.Has("cni_failures_count") {
+		o.FailuresCount = d.IntRange("cni_failures_count", o.FailuresCount, 0, 1_000_000)
+	}
+	return f.Err()
+}
+
+// Validate checks the options; problems are *config.Error values naming the flag.
+func (o Options) Validate() error {
+	var errs config.Errors
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &config.Error{Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if o.NodeName == "" && (o.WatchEvents || o.NodeConditions) {
+		bad("node-name", "required to watch kubelet events and write node conditions (set --node-name or NODE_NAME from the downward API's spec.nodeName)")
+	}
+	if o.Port < 1 || o.Port > 65535 {
+		bad("port", "expected a port number (1-65535), got %d", o.Port)
+	}
+	if o.MaxMemoryMiB < -1 || o.MaxMemoryMiB == 0 {
+		bad("max-memory-usage", "expected a number of MiB above 0, or -1 to disable the check, got %d", o.MaxMemoryMiB)
+	}
+	switch o.MemorySource {
+	case MemoryAuto, MemoryRSS, MemoryCgroup:
+	default:
+		bad("memory-source", "expected auto, cgroup or rss, got %q", o.MemorySource)
+	}
+	if o.CgroupPath != "" && !strings.HasPrefix(o.CgroupPath, "/") {
+		bad("cg-path", "expected an absolute path, got %q", o.CgroupPath)
+	}
+	if o.FailuresCount < 0 {
+		bad("cni-failures-count", "expected 0 or more, got %d", o.FailuresCount)
+	}
+	switch o.FailureMode {
+	case ModeConsecutive:
+	case ModeWindow:
+		if o.FailureWindow <= 0 {
+			bad("cni-failure-window", "expected a positive duration in window mode, got %s", o.FailureWindow)
+		}
+	default:
+		bad("cni-failure-mode", "expected consecutive or window, got %q", o.FailureMode)
+	}
+	if o.CNIConfDir == "" {
+		bad("cni-conf-dir", "expected a directory")
+	}
+	if o.SocketPath != "" && len(o.SocketPath) > 107 {
+		bad("socket", "unix socket paths are limited to 107 bytes, got %d", len(o.SocketPath))
+	}
+	if o.CheckInterval <= 0 {
+		bad("check-interval", "expected a positive duration, got %s", o.CheckInterval)
+	}
+	if o.HeartbeatPeriod <= 0 {
+		bad("condition-heartbeat", "expected a positive duration, got %s", o.HeartbeatPeriod)
+	}
+	if o.ComponentTimeout <= 0 {
+		bad("component-timeout", "expected a positive duration, got %s", o.ComponentTimeout)
+	}
+	if o.DrainDelay < 0 {
+		bad("drain-delay", "expected 0 or a positive duration, got %s", o.DrainDelay)
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}

@@ -1,0 +1,303 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// MaxReportLine is the longest report line the socket server accepts.
+const MaxReportLine = 64 << 10
+
+// Response is the line the socket server writes back for each report line.
+type Response struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+}
+
+// Beater is a heartbeat: a *health.Component satisfies it.
+type Beater interface {
+	Beat()
+	Fail(err error)
+	Recover()
+}
+
+// SocketServer accepts CNI results as JSON lines on a unix socket (one report per line, any number of
+// lines per connection) and answers each line with a Response line.
+type SocketServer struct {
+	// Path of the socket; its directory is created.
+	Path string
+	// Mode of the socket file; default 0o660.
+	Mode os.FileMode
+	// Reporter receives every valid report.
+	Reporter Reporter
+	// Heartbeat, when set, beats every BeatPeriod while the server accepts connections and its socket
+	// file is in place, and fails when either is lost.
+	Heartbeat  Beater
+	BeatPeriod time.Duration
+	// IdleTimeout closes a connection that sends nothing for this long; default 1 minute.
+	IdleTimeout time.Duration
+	Log         *slog.Logger
+
+	mu       sync.Mutex
+	ln       *net.UnixListener
+	conns    map[net.Conn]struct{}
+	inode    uint64
+	wg       sync.WaitGroup
+	stopping bool
+}
+
+// Listen creates the socket (replacing a stale one) so that clients can connect once it returns.
+func (s *SocketServer) Listen() error {
+	if s.Path == "" {
+		return errors.New("listen on CNI report socket: no path")
+	}
+	if err := os.MkdirAll(filepath.Dir(s.Path), 0o755); err != nil {
+		return fmt.Errorf("create directory of CNI report socket: %w", err)
+	}
+	if fi, err := os.Lstat(s.Path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return fmt.Errorf("listen on CNI report socket: %s exists and is not a socket", s.Path)
+		}
+		// A socket left by a previous run: nobody can be listening on it if dialing fails.
+		if c, err := net.DialTimeout("unix", s.Path, time.Second); err == nil {
+			c.Close()
+			return fmt.Errorf("listen on CNI report socket: %s is in use by another process", s.Path)
+		}
+		if err := os.Remove(s.Path); err != nil {
+			return fmt.Errorf("remove stale CNI report socket: %w", err)
+		}
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: s.Path, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("listen on CNI report socket: %w", err)
+	}
+	ln.SetUnlinkOnClose(true)
+	mode := s.Mode
+	if mode == 0 {
+		mode = 0o660
+	}
+	if err := os.Chmod(s.Path, mode); err != nil {
+		ln.Close()
+		return fmt.Errorf("set mode of CNI report socket: %w", err)
+	}
+	s.mu.Lock()
+	s.ln = ln
+	s.inode = inodeOf(s.Path)
+	s.conns = map[net.Conn]struct{}{}
+	s.mu.Unlock()
+	return nil
+}
+
+// Serve accepts connections until ctx is done, then closes the listener and every connection and
+// waits for their goroutines. Listen must have been called.
+func (s *SocketServer) Serve(ctx context.Context) error {
+	s.mu.Lock()
+	ln := s.ln
+	s.mu.Unlock()
+	if ln == nil {
+		return errors.New("serve CNI report socket: Listen was not called")
+	}
+	log := s.log()
+	stop := make(chan struct{})
+	var beatWG sync.WaitGroup
+	if s.Heartbeat != nil {
+		beatWG.Add(1)
+		go func() {
+			defer beatWG.Done()
+			s.beat(stop)
+		}()
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-stop:
+		}
+		s.shutdown()
+	}()
+	var err error
+	for {
+		conn, aerr := ln.AcceptUnix()
+		if aerr != nil {
+			s.mu.Lock()
+			stopping := s.stopping
+			s.mu.Unlock()
+			if !stopping {
+				err = fmt.Errorf("accept on CNI report socket: %w", aerr)
+				log.Error("CNI report socket failed", "path", s.Path, "err", aerr)
+				if s.Heartbeat != nil {
+					s.Heartbeat.Fail(err)
+				}
+			}
+			break
+		}
+		s.mu.Lock()
+		if s.stopping {
+			s.mu.Unlock()
+			conn.Close()
+			break
+		}
+		s.conns[conn] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			s.handle(ctx, conn)
+			s.mu.Lock()
+			delete(s.conns, conn)
+			s.mu.Unlock()
+		}()
+	}
+	close(stop)
+	s.shutdown()
+	s.wg.Wait()
+	beatWG.Wait()
+	return err
+}
+
+func (s *SocketServer) shutdown() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return
+	}
+	s.stopping = true
+	// Only remove the file if it is still ours (a newer agent may have replaced it).
+	if inodeOf(s.Path) != s.inode {
+		s.ln.SetUnlinkOnClose(false)
+	}
+	s.ln.Close()
+	for c := range s.conns {
+		c.Close()
+	}
+}
+
+// beat keeps the heartbeat while the socket file is the one we listen on.
+func (s *SocketServer) beat(stop <-chan struct{}) {
+	period := s.BeatPeriod
+	if period <= 0 {
+		period = 5 * time.Second
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	failed := false
+	for {
+		if ino := inodeOf(s.Path); ino == 0 || ino != s.inode {
+			if !failed {
+				s.Heartbeat.Fail(fmt.Errorf("CNI report socket %s was removed or replaced", s.Path))
+				s.log().Error("CNI report socket lost", "path", s.Path)
+				failed = true
+			}
+		} else {
+			if failed {
+				s.Heartbeat.Recover()
+				failed = false
+			}
+			s.Heartbeat.Beat()
+		}
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *SocketServer) handle(ctx context.Context, conn *net.UnixConn) {
+	defer conn.Close()
+	idle := s.IdleTimeout
+	if idle <= 0 {
+		idle = time.Minute
+	}
+	r := bufio.NewReaderSize(conn, 4096)
+	w := bufio.NewWriter(conn)
+	enc := json.NewEncoder(w)
+	for {
+		_ = conn.SetReadDeadline(time.Now().Add(idle))
+		line, err := readLine(r)
+		if len(line) > 0 && (err == nil || err == io.EOF) {
+			resp := s.process(ctx, line)
+			_ = enc.Encode(resp)
+			// Answer at once unless more lines are already buffered.
+			if r.Buffered() == 0 {
+				_ = conn.SetWriteDeadline(time.Now().Add(idle))
+				if w.Flush() != nil {
+					return
+				}
+			}
+		}
+		if err != nil {
+			if errors.Is(err, errLineTooLong) {
+				_ = enc.Encode(Response{Error: err.Error()})
+			}
+			_ = w.Flush()
+			return
+		}
+	}
+}
+
+func (s *SocketServer) process(ctx context.Context, line []byte) Response {
+	var rep Report
+	// Unknown fields are ignored: newer clients may send more than this agent knows.
+	if err := json.Unmarshal(line, &rep); err != nil {
+		s.log().Warn("CNI report rejected", "err", err)
+		return Response{Error: "invalid report: " + err.Error()}
+	}
+	rep.Source = "socket"
+	if err := s.Reporter.Report(ctx, rep); err != nil {
+		s.log().Warn("CNI report rejected", "err", err)
+		return Response{Error: "invalid report: " + err.Error()}
+	}
+	return Response{OK: true}
+}
+
+var errLineTooLong = fmt.Errorf("report line longer than %d bytes", MaxReportLine)
+
+// readLine returns one line without its newline (and without a trailing \r); at EOF a last line without
+// a newline is returned with io.EOF.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > MaxReportLine {
+			return nil, errLineTooLong
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil && !(err == io.EOF && len(buf) > 0) {
+			return trimLine(buf), err
+		}
+		if err == io.EOF {
+			return trimLine(buf), io.EOF
+		}
+		return trimLine(buf), nil
+	}
+}
+
+func trimLine(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	return b
+}
+
+func (s *SocketServer) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}

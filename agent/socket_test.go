@@ -1,0 +1,215 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// tally is a FailureCounter and Beater that records what it is told.
+type tally struct {
+	mu        sync.Mutex
+	failures  []error
+	successes int
+	beats     int
+	failed    error
+}
+
+func (t *tally) Failure(err error) { t.mu.Lock(); t.failures = append(t.failures, err); t.mu.Unlock() }
+func (t *tally) Success()          { t.mu.Lock(); t.successes++; t.mu.Unlock() }
+func (t *tally) Beat()             { t.mu.Lock(); t.beats++; t.mu.Unlock() }
+func (t *tally) Fail(err error)    { t.mu.Lock(); t.failed = err; t.mu.Unlock() }
+func (t *tally) Recover()          { t.mu.Lock(); t.failed = nil; t.mu.Unlock() }
+func (t *tally) snapshot() (int, int, int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.failures), t.successes, t.beats, t.failed
+}
+
+// startSocket runs a socket server in a temporary directory until the test ends.
+func startSocket(t *testing.T, rep Reporter, hb Beater) (*SocketServer, string) {
+	t.Helper()
+	// Unix socket paths are limited to 108 bytes; t.TempDir() can be longer.
+	dir, err := os.MkdirTemp("", "vitals-sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "run", "cni.sock")
+	s := &SocketServer{Path: path, Reporter: rep, Heartbeat: hb, BeatPeriod: 20 * time.Millisecond}
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not return after cancel")
+		}
+		if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("socket file left behind: %v", err)
+		}
+	})
+	return s, path
+}
+
+func TestSocketWithClient(t *testing.T) {
+	budget := &tally{}
+	rep := &BudgetReporter{Budget: budget}
+	_, path := startSocket(t, rep, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	resps, err := Send(ctx, path,
+		Report{Op: OpAdd, Result: Failure, Pod: "default/web-1", Error: "no IP addresses available"},
+		Report{Op: "add", Result: "FAILURE", Pod: "default/web-2", Count: 2},
+		Report{Op: OpDel, Result: Failure, Pod: "default/web-1"},
+		Report{Op: OpAdd, Result: Success, Pod: "default/web-3"},
+	)
+	if err != nil {
+		t.Fatalf("Send: %v (%+v)", err, resps)
+	}
+	if len(resps) != 4 {
+		t.Fatalf("responses = %+v", resps)
+	}
+	f, s, _, _ := budget.snapshot()
+	if f != 3 || s != 1 {
+		t.Fatalf("budget saw %d failures and %d successes, want 3 and 1", f, s)
+	}
+	if got := budget.failures[0].Error(); got != "CNI ADD failed for pod default/web-1 (from socket): no IP addresses available" {
+		t.Errorf("failure error = %q", got)
+	}
+	if rep.Count(OpDel, Failure) != 1 || rep.Count(OpAdd, Failure) != 3 {
+		t.Errorf("counts: del failures %d, add failures %d", rep.Count(OpDel, Failure), rep.Count(OpAdd, Failure))
+	}
+}
+
+func TestSocketRejectsBadLines(t *testing.T) {
+	budget := &tally{}
+	_, path := startSocket(t, &BudgetReporter{Budget: budget}, nil)
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	lines := []struct {
+		send string
+		want string
+	}{
+		{`{"op":"ADD","result":"failure","pod":"kube-system/coredns-1"}`, `{"ok":true}`},
+		{`not json`, `invalid report: invalid character`},
+		{`{"op":"ADD"}`, `result: missing`},
+		{`{"op":"RESIZE","result":"success"}`, `op: \"RESIZE\"`},
+		{`{"op":"ADD","result":"failure","pod":"no-namespace"}`, `expected \"namespace/name\"`},
+		{`{"op":"ADD","result":"success","future":"field"}`, `{"ok":true}`},
+		{"  \r", ""}, // blank lines are skipped without an answer
+		{`{"op":"DEL","result":"success"}`, `{"ok":true}`},
+	}
+	r := bufio.NewReader(conn)
+	for _, l := range lines {
+		if _, err := conn.Write([]byte(l.send + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		if l.want == "" {
+			continue
+		}
+		got, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after %q: %v", l.send, err)
+		}
+		if !strings.Contains(got, l.want) {
+			t.Errorf("answer to %q = %q, want it to contain %q", l.send, got, l.want)
+		}
+	}
+	if f, s, _, _ := budget.snapshot(); f != 1 || s != 1 {
+		t.Fatalf("budget saw %d failures and %d successes, want 1 and 1", f, s)
+	}
+}
+
+func TestSocketLineTooLong(t *testing.T) {
+	_, path := startSocket(t, &BudgetReporter{}, nil)
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	go func() { _, _ = conn.Write([]byte(`{"error":"` + strings.Repeat("x", MaxReportLine+10) + "\"}\n")) }()
+	got, _ := bufio.NewReader(conn).ReadString('\n')
+	if !strings.Contains(got, "longer than") {
+		t.Fatalf("answer = %q", got)
+	}
+}
+
+func TestSocketHeartbeat(t *testing.T) {
+	hb := &tally{}
+	_, path := startSocket(t, &BudgetReporter{}, hb)
+	waitFor(t, "beats", func() bool { _, _, b, _ := hb.snapshot(); return b >= 2 })
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "heartbeat failure", func() bool { _, _, _, f := hb.snapshot(); return f != nil })
+	_, _, _, f := hb.snapshot()
+	if !strings.Contains(f.Error(), "removed or replaced") {
+		t.Errorf("failure = %v", f)
+	}
+}
+
+func TestSocketRefusesLiveSocketAndReplacesStale(t *testing.T) {
+	_, path := startSocket(t, &BudgetReporter{}, nil)
+	second := &SocketServer{Path: path, Reporter: &BudgetReporter{}}
+	if err := second.Listen(); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second Listen on a live socket: %v", err)
+	}
+
+	dir, _ := os.MkdirTemp("", "vitals-sock")
+	defer os.RemoveAll(dir)
+	stale := filepath.Join(dir, "stale.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: stale, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close() // leaves the file behind, as a crashed agent would
+	s := &SocketServer{Path: stale, Reporter: &BudgetReporter{}}
+	if err := s.Listen(); err != nil {
+		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Serve(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o600)
+	if err := (&SocketServer{Path: file}).Listen(); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Fatalf("Listen over a regular file: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,283 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CIDR is an IPv4 or IPv6 network in CIDR notation with no host bits set, e.g. 10.100.0.0/16.
+//
+// +kubebuilder:validation:MaxLength=49
+// +kubebuilder:validation:XValidation:rule="isCIDR(self) && cidr(self) == cidr(self).masked()",message="must be a network in CIDR notation with no host bits set, e.g. 10.100.0.0/16 or fd00:10::/64"
+type CIDR string
+
+// SecretKeyRef names one key of a Secret in the Cluster's namespace.
+type SecretKeyRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key in the Secret's data; each reference documents its default.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key,omitempty"`
+}
+
+// OpenStackSpec says where the cluster's cloud resources live and how to reach them.
+type OpenStackSpec struct {
+	// CredentialsSecretRef names a Secret holding a clouds.yaml (key default "clouds.yaml").
+	// Empty: the operator's own OpenStack credentials.
+	// +optional
+	CredentialsSecretRef *SecretKeyRef `json:"credentialsSecretRef,omitempty"`
+	// Cloud is the entry of clouds.yaml to use (default: "openstack", or the operator's default).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Cloud string `json:"cloud,omitempty"`
+	// ProjectID is the project holding the cluster's ports and servers (default: the credentials' project).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ProjectID string `json:"projectID,omitempty"`
+	// RouterID is the Neutron router carrying the pod routes.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	RouterID string `json:"routerID"`
+	// NetworkID is the nodes' network.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	NetworkID string `json:"networkID,omitempty"`
+	// SubnetID is the nodes' subnet: routes whose nexthop lies in it are expected to point at its ports.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	SubnetID string `json:"subnetID,omitempty"`
+	// SecurityGroupName is the nodes' security group.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	SecurityGroupName string `json:"securityGroupName,omitempty"`
+}
+
+// ControllerSpec holds the settings every controller shares.
+type ControllerSpec struct {
+	// Enabled turns the controller on for this cluster (default true).
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// Interval between passes (default 1m, at least 1s).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="must be a duration of at least 1s, e.g. 30s or 5m"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+	// DryRun: analyse and report, change nothing.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+	// Budget is the most actions the controller takes in one pass (default 10).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	Budget *int32 `json:"budget,omitempty"`
+}
+
+// ProtectedRoute is a route the route collector never removes. An empty nexthop protects every route
+// to the destination.
+type ProtectedRoute struct {
+	// Destination of the route.
+	Destination CIDR `json:"destination"`
+	// NextHop of the route; empty matches any.
+	// +optional
+	// +kubebuilder:validation:MaxLength=45
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="must be an IP address, e.g. 10.0.0.5"
+	NextHop string `json:"nexthop,omitempty"`
+}
+
+// AddressSource is where the route collector learns which nexthops are alive.
+// +kubebuilder:validation:Enum=ports;servers
+type AddressSource string
+
+const (
+	// AddressSourcePorts: the fixed IPs and allowed address pairs of every Neutron port of the project.
+	AddressSourcePorts AddressSource = "ports"
+	// AddressSourceServers: the addresses Nova reports for every server of the project.
+	AddressSourceServers AddressSource = "servers"
+)
+
+// RouteGCSpec configures the route garbage collector.
+type RouteGCSpec struct {
+	ControllerSpec `json:",inline"`
+	// ProtectedRoutes are never removed.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	ProtectedRoutes []ProtectedRoute `json:"protectedRoutes,omitempty"`
+	// AddressSources tell which nexthops are alive (default: ports and servers). A nexthop known to any
+	// source is alive; every listed source must be read completely for a pass to act.
+	// +optional
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=set
+	AddressSources []AddressSource `json:"addressSources,omitempty"`
+}
+
+// ControllersSpec configures the controllers for one cluster.
+type ControllersSpec struct {
+	// RouteGC removes pod routes of the router whose nexthop no longer exists.
+	// +optional
+	RouteGC RouteGCSpec `json:"routegc,omitempty"`
+}
+
+// ClusterSpec describes one Kubernetes cluster on OpenStack.
+type ClusterSpec struct {
+	// KubeconfigSecretRef names a Secret with the cluster's kubeconfig (key default "kubeconfig").
+	// Empty: the cluster the operator runs in.
+	// +optional
+	KubeconfigSecretRef *SecretKeyRef `json:"kubeconfigSecretRef,omitempty"`
+	// OpenStack resources of the cluster.
+	OpenStack OpenStackSpec `json:"openstack"`
+	// PodCIDRs hold every pod network of the cluster: a router route is the cluster's only if its
+	// destination lies entirely inside one of them.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	PodCIDRs []CIDR `json:"podCIDRs"`
+	// ServiceCIDR is the cluster's service network.
+	// +optional
+	ServiceCIDR CIDR `json:"serviceCIDR,omitempty"`
+	// Controllers configure each controller for this cluster.
+	// +optional
+	Controllers ControllersSpec `json:"controllers,omitempty"`
+}
+
+// Condition types of a Cluster.
+const (
+	// ConditionReady: the operator can reach the cluster's cloud and its controllers run.
+	ConditionReady = "Ready"
+	// ConditionRoutesHealthy: the last route pass found no orphaned route left in place.
+	ConditionRoutesHealthy = "RoutesHealthy"
+)
+
+// ActionKind says what a controller did with one object.
+type ActionKind string
+
+const (
+	// ActionRemoved: the controller changed the cloud.
+	ActionRemoved ActionKind = "Removed"
+	// ActionWouldRemove: dry-run; the controller would have changed the cloud.
+	ActionWouldRemove ActionKind = "WouldRemove"
+	// ActionSkipped: a safety rule held the controller back.
+	ActionSkipped ActionKind = "Skipped"
+	// ActionFailed: the change was tried and failed.
+	ActionFailed ActionKind = "Failed"
+)
+
+// Action is one line of a controller's history.
+type Action struct {
+	// Time of the action.
+	Time metav1.Time `json:"time"`
+	// Controller that acted.
+	Controller string `json:"controller"`
+	// Action taken.
+	Action ActionKind `json:"action"`
+	// Object acted on, e.g. "198.19.3.0/24 via 10.0.0.7".
+	Object string `json:"object"`
+	// Reason in CamelCase, e.g. Orphaned, Budget, DryRun.
+	Reason string `json:"reason"`
+	// Message for humans.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// SuspectRoute is a route seen orphaned; it is removed only once seen orphaned in two passes at least
+// one interval apart. Kept in the status so that the proof survives operator restarts.
+type SuspectRoute struct {
+	Destination string `json:"destination"`
+	NextHop     string `json:"nexthop"`
+	// FirstSeen is when a pass first saw the route orphaned.
+	FirstSeen metav1.Time `json:"firstSeen"`
+	// Passes counts the passes in a row that saw it orphaned.
+	Passes int32 `json:"passes"`
+}
+
+// PassCounts are the numbers of one route pass.
+type PassCounts struct {
+	// Routes on the router.
+	Routes int32 `json:"routes"`
+	// Ours: routes inside the pod CIDRs.
+	Ours int32 `json:"ours"`
+	// Live: our routes whose nexthop exists.
+	Live int32 `json:"live"`
+	// Orphaned: our routes whose nexthop exists nowhere.
+	Orphaned int32 `json:"orphaned"`
+	// Protected: routes on the protected list.
+	Protected int32 `json:"protected"`
+	// Removed in this pass.
+	Removed int32 `json:"removed"`
+	// Skipped by a rule in this pass (proof pending, budget, dry-run).
+	Skipped int32 `json:"skipped"`
+}
+
+// RouteGCStatus reports the route collector's last pass.
+type RouteGCStatus struct {
+	// LastPassTime is when the last pass ended (successful or not).
+	// +optional
+	LastPassTime *metav1.Time `json:"lastPassTime,omitempty"`
+	// LastSuccessfulPassTime is when the last complete pass ended.
+	// +optional
+	LastSuccessfulPassTime *metav1.Time `json:"lastSuccessfulPassTime,omitempty"`
+	// NextPassTime is when the next pass is due.
+	// +optional
+	NextPassTime *metav1.Time `json:"nextPassTime,omitempty"`
+	// LastError of the last pass, empty when it succeeded.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+	// Counts of the last complete pass.
+	// +optional
+	Counts PassCounts `json:"counts,omitempty"`
+	// RemovedTotal counts every route removed for this cluster.
+	// +optional
+	RemovedTotal int64 `json:"removedTotal,omitempty"`
+	// Suspects are routes seen orphaned, awaiting their second sighting.
+	// +optional
+	Suspects []SuspectRoute `json:"suspects,omitempty"`
+}
+
+// ClusterStatus is what the controllers observed and did.
+type ClusterStatus struct {
+	// ObservedGeneration is the spec generation the status reflects.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, RoutesHealthy.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// RouteGC reports the route collector.
+	// +optional
+	RouteGC *RouteGCStatus `json:"routegc,omitempty"`
+	// Actions are the last actions taken or skipped, newest last (at most MaxActions).
+	// +optional
+	Actions []Action `json:"actions,omitempty"`
+}
+
+// MaxActions is how many actions the status keeps.
+const MaxActions = 20
+
+// Cluster is one Kubernetes cluster on OpenStack looked after by Vitals.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=vcl,categories=vitals
+// +kubebuilder:printcolumn:name="Router",type=string,JSONPath=`.spec.openstack.routerID`
+// +kubebuilder:printcolumn:name="Pod CIDRs",type=string,JSONPath=`.spec.podCIDRs`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Routes",type=string,JSONPath=`.status.conditions[?(@.type=="RoutesHealthy")].reason`
+// +kubebuilder:printcolumn:name="Removed",type=integer,JSONPath=`.status.routegc.removedTotal`
+// +kubebuilder:printcolumn:name="Last Pass",type=date,JSONPath=`.status.routegc.lastPassTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Cluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ClusterSpec   `json:"spec,omitempty"`
+	Status ClusterStatus `json:"status,omitempty"`
+}
+
+// ClusterList is a list of Clusters.
+//
+// +kubebuilder:object:root=true
+type ClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Cluster `json:"items"`
+}

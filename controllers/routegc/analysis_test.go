@@ -1,0 +1,226 @@
+package routegc
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/vitalsproject/vitals/openstack"
+)
+
+func rt(dst, hop string) openstack.Route { return openstack.Route{Destination: dst, NextHop: hop} }
+
+func addrs(pairs ...string) *Addresses {
+	a := NewAddresses()
+	for _, p := range pairs {
+		a.Add(p, "port-"+p)
+	}
+	return a
+}
+
+func TestAnalyze(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	pods := []netip.Prefix{netip.MustParsePrefix("198.19.0.0/16")}
+	ports := []SourceRead{{Name: "ports", Items: 3}}
+	iv := time.Minute
+	orphan := rt("198.19.3.0/24", "10.0.0.99")
+	tests := []struct {
+		name     string
+		in       Input
+		verdicts []Verdict
+		remove   []openstack.Route
+		suspects int
+		unsafe   bool
+	}{
+		{
+			name:     "live route stays",
+			in:       Input{Routes: []openstack.Route{rt("198.19.1.0/24", "10.0.0.5")}, Live: addrs("10.0.0.5")},
+			verdicts: []Verdict{Live},
+		},
+		{
+			name:     "foreign route stays even when orphaned",
+			in:       Input{Routes: []openstack.Route{rt("0.0.0.0/0", "10.0.0.99"), rt("198.18.0.0/24", "10.0.0.99"), rt("198.0.0.0/8", "10.0.0.99")}, Live: addrs("10.0.0.5")},
+			verdicts: []Verdict{Foreign, Foreign, Foreign},
+		},
+		{
+			name:     "first sighting is only a suspect",
+			in:       Input{Routes: []openstack.Route{orphan}, Live: addrs("10.0.0.5")},
+			verdicts: []Verdict{Suspect}, suspects: 1,
+		},
+		{
+			name: "second sighting one interval later removes",
+			in: Input{Routes: []openstack.Route{orphan}, Live: addrs("10.0.0.5"),
+				Suspects: []SuspectRecord{{Route: orphan, FirstSeen: t0.Add(-iv), Passes: 1}}},
+			verdicts: []Verdict{Remove}, remove: []openstack.Route{orphan},
+		},
+		{
+			name: "second sighting too soon waits",
+			in: Input{Routes: []openstack.Route{orphan}, Live: addrs("10.0.0.5"),
+				Suspects: []SuspectRecord{{Route: orphan, FirstSeen: t0.Add(-iv / 2), Passes: 1}}},
+			verdicts: []Verdict{Suspect}, suspects: 1,
+		},
+		{
+			name: "old first sighting alone does not prove (one pass)",
+			in: Input{Routes: []openstack.Route{orphan}, Live: addrs("10.0.0.5"),
+				Suspects: []SuspectRecord{{Route: rt("198.19.3.0/24", "10.0.0.98"), FirstSeen: t0.Add(-time.Hour), Passes: 1}}},
+			verdicts: []Verdict{Suspect}, suspects: 1,
+		},
+		{
+			name: "suspect that came back to life is forgotten",
+			in: Input{Routes: []openstack.Route{orphan}, Live: addrs("10.0.0.5", "10.0.0.99"),
+				Suspects: []SuspectRecord{{Route: orphan, FirstSeen: t0.Add(-iv), Passes: 1}}},
+			verdicts: []Verdict{Live},
+		},
+		{
+			name: "protected route stays",
+			in: Input{Routes: []openstack.Route{orphan}, Live: addrs("10.0.0.5"),
+				Protected: []ProtectedRoute{{Destination: netip.MustParsePrefix("198.19.3.0/24")}},
+				Suspects:  []SuspectRecord{{Route: orphan, FirstSeen: t0.Add(-iv), Passes: 1}}},
+			verdicts: []Verdict{Protected},
+		},
+		{
+			name: "protection by destination and other nexthop does not protect",
+			in: Input{Routes: []openstack.Route{orphan}, Live: addrs("10.0.0.5"),
+				Protected: []ProtectedRoute{{Destination: netip.MustParsePrefix("198.19.3.0/24"), NextHop: netip.MustParseAddr("10.0.0.1")}}},
+			verdicts: []Verdict{Suspect}, suspects: 1,
+		},
+		{
+			name: "dry run only reports",
+			in: Input{Routes: []openstack.Route{orphan}, Live: addrs("10.0.0.5"), DryRun: true,
+				Suspects: []SuspectRecord{{Route: orphan, FirstSeen: t0.Add(-iv), Passes: 1}}},
+			verdicts: []Verdict{WouldRemove}, suspects: 1,
+		},
+		{
+			name: "budget holds, oldest first",
+			in: Input{Routes: []openstack.Route{rt("198.19.1.0/24", "10.0.0.91"), rt("198.19.2.0/24", "10.0.0.92"), rt("198.19.3.0/24", "10.0.0.93")},
+				Live: addrs("10.0.0.5"), Budget: 2,
+				Suspects: []SuspectRecord{
+					{Route: rt("198.19.1.0/24", "10.0.0.91"), FirstSeen: t0.Add(-iv), Passes: 1},
+					{Route: rt("198.19.2.0/24", "10.0.0.92"), FirstSeen: t0.Add(-3 * iv), Passes: 3},
+					{Route: rt("198.19.3.0/24", "10.0.0.93"), FirstSeen: t0.Add(-2 * iv), Passes: 2},
+				}},
+			verdicts: []Verdict{OverBudget, Remove, Remove},
+			remove:   []openstack.Route{rt("198.19.2.0/24", "10.0.0.92"), rt("198.19.3.0/24", "10.0.0.93")},
+			suspects: 1,
+		},
+		{
+			name: "zero budget removes nothing",
+			in: Input{Routes: []openstack.Route{orphan}, Live: addrs("10.0.0.5"), Budget: 0,
+				Suspects: []SuspectRecord{{Route: orphan, FirstSeen: t0.Add(-iv), Passes: 1}}},
+			verdicts: []Verdict{OverBudget}, suspects: 1,
+		},
+		{
+			name: "allowed address pair network keeps nexthop live",
+			in: Input{Routes: []openstack.Route{orphan}, Live: addrs("10.0.0.5", "10.0.0.96/28"),
+				Suspects: []SuspectRecord{{Route: orphan, FirstSeen: t0.Add(-iv), Passes: 1}}},
+			verdicts: []Verdict{Live},
+		},
+		{
+			name:     "unparseable route is never touched",
+			in:       Input{Routes: []openstack.Route{rt("198.19.3.0/24", "not-an-ip"), rt("junk", "10.0.0.9")}, Live: addrs("10.0.0.5")},
+			verdicts: []Verdict{Invalid, Invalid},
+		},
+		{
+			name:     "route wider than the pod CIDR is foreign",
+			in:       Input{Routes: []openstack.Route{rt("198.18.0.0/15", "10.0.0.99")}, Live: addrs("10.0.0.5")},
+			verdicts: []Verdict{Foreign},
+		},
+		{
+			name: "a source that listed nothing aborts",
+			in: Input{Routes: []openstack.Route{orphan}, Live: addrs("10.0.0.5"),
+				Sources:  []SourceRead{{Name: "ports", Items: 3}, {Name: "servers", Items: 0}},
+				Suspects: []SuspectRecord{{Route: orphan, FirstSeen: t0.Add(-iv), Passes: 1}}},
+			unsafe: true,
+		},
+		{
+			name: "empty sources are fine without routes of ours",
+			in: Input{Routes: []openstack.Route{rt("0.0.0.0/0", "10.0.0.1")}, Live: addrs(),
+				Sources: []SourceRead{{Name: "ports", Items: 0}}},
+			verdicts: []Verdict{Foreign},
+		},
+		{
+			name: "no live address in the nodes' subnet aborts",
+			in: Input{Routes: []openstack.Route{orphan}, Live: addrs("192.168.0.5"),
+				Subnet:   netip.MustParsePrefix("10.0.0.0/24"),
+				Suspects: []SuspectRecord{{Route: orphan, FirstSeen: t0.Add(-iv), Passes: 1}}},
+			unsafe: true,
+		},
+		{
+			name: "IPv6 pod CIDR",
+			in: Input{Routes: []openstack.Route{rt("fd00:10:0:3::/64", "fd00::99"), rt("fd00:10:0:4::/64", "fd00::5")},
+				PodCIDRs: []netip.Prefix{netip.MustParsePrefix("fd00:10::/48")}, Live: addrs("fd00::5")},
+			verdicts: []Verdict{Suspect, Live}, suspects: 1,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			in.Now, in.Interval = t0, iv
+			if in.PodCIDRs == nil {
+				in.PodCIDRs = pods
+			}
+			if in.Sources == nil {
+				in.Sources = ports
+			}
+			if in.Budget == 0 && tc.name != "zero budget removes nothing" {
+				in.Budget = 10
+			}
+			plan, err := Analyze(in)
+			var ue *UnsafeError
+			if tc.unsafe {
+				if !errors.As(err, &ue) {
+					t.Fatalf("want UnsafeError, got %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Analyze: %v", err)
+			}
+			if len(plan.Results) != len(tc.verdicts) {
+				t.Fatalf("got %d results, want %d", len(plan.Results), len(tc.verdicts))
+			}
+			for i, v := range tc.verdicts {
+				if plan.Results[i].Verdict != v {
+					t.Errorf("route %v: verdict %s (%s), want %s", plan.Results[i].Route, plan.Results[i].Verdict, plan.Results[i].Detail, v)
+				}
+			}
+			if len(plan.Remove) != len(tc.remove) {
+				t.Fatalf("remove %v, want %v", plan.Remove, tc.remove)
+			}
+			for i := range tc.remove {
+				if plan.Remove[i] != tc.remove[i] {
+					t.Errorf("remove[%d] = %v, want %v", i, plan.Remove[i], tc.remove[i])
+				}
+			}
+			if len(plan.Suspects) != tc.suspects {
+				t.Errorf("suspects %v, want %d", plan.Suspects, tc.suspects)
+			}
+		})
+	}
+}
+
+func TestAnalyzeTwoPasses(t *testing.T) {
+	// Feeding a pass's suspects into the next: removal happens on the pass one interval later.
+	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	in := Input{
+		Routes:   []openstack.Route{rt("198.19.3.0/24", "10.0.0.99")},
+		PodCIDRs: []netip.Prefix{netip.MustParsePrefix("198.19.0.0/16")},
+		Live:     addrs("10.0.0.5"), Sources: []SourceRead{{"ports", 1}},
+		Interval: time.Minute, Budget: 10,
+	}
+	for i, want := range []struct {
+		after time.Duration
+		n     int
+	}{{0, 0}, {30 * time.Second, 0}, {time.Minute, 1}} {
+		in.Now = t0.Add(want.after)
+		plan, err := Analyze(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Remove) != want.n {
+			t.Fatalf("pass %d at +%s: removes %d, want %d", i+1, want.after, len(plan.Remove), want.n)
+		}
+		in.Suspects = plan.Suspects
+	}
+}

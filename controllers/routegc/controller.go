@@ -1,0 +1,448 @@
+package routegc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/openstack"
+)
+
+// Name of the controller (events, metrics, status lines).
+const Name = "routegc"
+
+// Defaults of the per-cluster settings.
+const (
+	DefaultInterval = time.Minute
+	DefaultBudget   = 10
+)
+
+// Cloud is what a pass reads and changes.
+type Cloud interface {
+	openstack.Routers
+	openstack.Ports
+	openstack.Servers
+}
+
+// Clouds gives the cloud of a Cluster and the project to read in it.
+type Clouds interface {
+	For(ctx context.Context, c *v1alpha1.Cluster) (cloud Cloud, projectID string, err error)
+}
+
+// Gate holds passes back while the operator's own dependencies are unhealthy (self-gating).
+type Gate interface {
+	// Open reports whether passes may run, and why not.
+	Open() (ok bool, reason string)
+}
+
+// GateFunc adapts a function to Gate.
+type GateFunc func() (bool, string)
+
+// Open calls f.
+func (f GateFunc) Open() (bool, string) { return f() }
+
+// Tracker is told when a pass begins and ends (the operator's liveness watchdog uses it to tell a
+// stuck loop from an idle one).
+type Tracker interface {
+	Begin()
+	End()
+}
+
+// Reconciler is the route collector over Cluster resources.
+type Reconciler struct {
+	Client   client.Client
+	Clouds   Clouds
+	Gate     Gate                 // nil: always open
+	Recorder events.EventRecorder // nil: no events
+	Clock    clock.Clock          // nil: the real clock
+	Metrics  *Metrics             // nil: unregistered metrics
+	Tracker  Tracker              // nil: none
+	// DefaultInterval and DefaultBudget apply when the Cluster leaves them unset.
+	DefaultInterval time.Duration
+	DefaultBudget   int
+	// Attempts of a conflicting route update (default 5).
+	Attempts int
+}
+
+// SetupWithManager registers the reconciler. Status-only updates do not trigger passes: passes run
+// when the spec changes and at each deadline.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&v1alpha1.Cluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(r)
+}
+
+func (r *Reconciler) defaults() {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Metrics == nil {
+		r.Metrics = NewMetrics(nil)
+	}
+	if r.DefaultInterval <= 0 {
+		r.DefaultInterval = DefaultInterval
+	}
+	if r.DefaultBudget <= 0 {
+		r.DefaultBudget = DefaultBudget
+	}
+}
+
+// settings are a Cluster's routegc settings with defaults applied.
+type settings struct {
+	enabled   bool
+	interval  time.Duration
+	budget    int
+	dryRun    bool
+	pods      []netip.Prefix
+	protected []ProtectedRoute
+	subnetID  string
+	ports     bool
+	servers   bool
+}
+
+func (r *Reconciler) settingsOf(c *v1alpha1.Cluster) (settings, error) {
+	sp := c.Spec.Controllers.RouteGC
+	s := settings{enabled: true, interval: r.DefaultInterval, budget: r.DefaultBudget, dryRun: sp.DryRun, subnetID: c.Spec.OpenStack.SubnetID}
+	if sp.Enabled != nil {
+		s.enabled = *sp.Enabled
+	}
+	if sp.Interval != nil && sp.Interval.Duration > 0 {
+		s.interval = sp.Interval.Duration
+	}
+	if sp.Budget != nil {
+		s.budget = int(*sp.Budget)
+	}
+	cidrs := make([]string, len(c.Spec.PodCIDRs))
+	for i, p := range c.Spec.PodCIDRs {
+		cidrs[i] = string(p)
+	}
+	pods, err := ParsePrefixes(cidrs)
+	if err != nil {
+		return s, fmt.Errorf("spec.podCIDRs: %w", err)
+	}
+	s.pods = pods
+	for i, p := range sp.ProtectedRoutes {
+		dst, err := netip.ParsePrefix(string(p.Destination))
+		if err != nil {
+			return s, fmt.Errorf("spec.controllers.routegc.protectedRoutes[%d].destination: %w", i, err)
+		}
+		pr := ProtectedRoute{Destination: dst.Masked()}
+		if p.NextHop != "" {
+			if pr.NextHop, err = netip.ParseAddr(p.NextHop); err != nil {
+				return s, fmt.Errorf("spec.controllers.routegc.protectedRoutes[%d].nexthop: %w", i, err)
+			}
+			pr.NextHop = pr.NextHop.Unmap()
+		}
+		s.protected = append(s.protected, pr)
+	}
+	if len(sp.AddressSources) == 0 {
+		s.ports, s.servers = true, true
+	}
+	for _, src := range sp.AddressSources {
+		switch src {
+		case v1alpha1.AddressSourcePorts:
+			s.ports = true
+		case v1alpha1.AddressSourceServers:
+			s.servers = true
+		}
+	}
+	return s, nil
+}
+
+// Reconcile runs one pass for a Cluster when its deadline has come (or its spec changed), and
+// requeues at the next deadline.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.defaults()
+	log := logf.FromContext(ctx)
+	key := req.String()
+	var c v1alpha1.Cluster
+	if err := r.Client.Get(ctx, req.NamespacedName, &c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Metrics.forget(key)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get cluster %s: %w", key, err)
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	now := r.Clock.Now()
+	s, err := r.settingsOf(&c)
+	if err != nil {
+		// The CRD's validation should have refused this spec; report it and wait for a new one.
+		r.event(&c, corev1.EventTypeWarning, "InvalidSpec", "Validate", err.Error())
+		err = r.writeStatus(ctx, &c, func(st *v1alpha1.ClusterStatus) {
+			setCondition(st, c.Generation, v1alpha1.ConditionRoutesHealthy, metav1.ConditionUnknown, "InvalidSpec", err.Error())
+		})
+		return ctrl.Result{}, err
+	}
+	if !s.enabled {
+		err := r.writeStatus(ctx, &c, func(st *v1alpha1.ClusterStatus) {
+			setCondition(st, c.Generation, v1alpha1.ConditionRoutesHealthy, metav1.ConditionUnknown, "Disabled", "the route collector is disabled for this cluster")
+		})
+		return ctrl.Result{}, err
+	}
+	if st := c.Status.RouteGC; st != nil && st.NextPassTime != nil && c.Status.ObservedGeneration == c.Generation && now.Before(st.NextPassTime.Time) {
+		return ctrl.Result{RequeueAfter: st.NextPassTime.Sub(now)}, nil
+	}
+	if r.Tracker != nil {
+		r.Tracker.Begin()
+		defer r.Tracker.End()
+	}
+	out := r.pass(ctx, &c, s, now)
+	end := r.Clock.Now()
+	r.Metrics.Passes.WithLabelValues(key, out.result).Inc()
+	r.Metrics.PassSeconds.WithLabelValues(out.result).Observe(end.Sub(now).Seconds())
+	next := now.Add(s.interval)
+	if err := r.writeStatus(ctx, &c, func(st *v1alpha1.ClusterStatus) { out.apply(st, c.Generation, end, next) }); err != nil {
+		log.Error(err, "cannot write cluster status", "cluster", key)
+		return ctrl.Result{}, err
+	}
+	log.Info("route pass done", "cluster", key, "result", out.result, "routes", out.counts.Routes,
+		"orphaned", out.counts.Orphaned, "removed", len(out.removed), "next", next.Sub(end).Round(time.Millisecond).String())
+	return ctrl.Result{RequeueAfter: max(next.Sub(r.Clock.Now()), time.Millisecond)}, nil
+}
+
+// outcome is what one pass found and did.
+type outcome struct {
+	result   string // ok, aborted, gated, error
+	reason   string // condition reason when not ok
+	err      error
+	counts   Counts
+	removed  []openstack.Route
+	suspects []SuspectRecord
+	actions  []v1alpha1.Action
+}
+
+func (o *outcome) apply(st *v1alpha1.ClusterStatus, gen int64, end, next time.Time) {
+	if st.RouteGC == nil {
+		st.RouteGC = &v1alpha1.RouteGCStatus{}
+	}
+	g := st.RouteGC
+	g.LastPassTime = ptrTime(end)
+	g.NextPassTime = ptrTime(next)
+	st.ObservedGeneration = gen
+	for _, a := range o.actions {
+		st.Actions = append(st.Actions, a)
+	}
+	if n := len(st.Actions) - v1alpha1.MaxActions; n > 0 {
+		st.Actions = append([]v1alpha1.Action(nil), st.Actions[n:]...)
+	}
+	if o.result != "ok" {
+		g.LastError = o.err.Error()
+		status := metav1.ConditionFalse
+		if o.result == "gated" {
+			status = metav1.ConditionUnknown
+		}
+		setCondition(st, gen, v1alpha1.ConditionReady, status, o.reason, o.err.Error())
+		setCondition(st, gen, v1alpha1.ConditionRoutesHealthy, metav1.ConditionUnknown, o.reason, "no complete pass: "+o.err.Error())
+		return
+	}
+	g.LastError = ""
+	g.LastSuccessfulPassTime = ptrTime(end)
+	c := o.counts
+	g.Counts = v1alpha1.PassCounts{
+		Routes: int32(c.Routes), Ours: int32(c.Ours), Live: int32(c.Live), Orphaned: int32(c.Orphaned),
+		Protected: int32(c.Protected), Removed: int32(len(o.removed)),
+		Skipped: int32(c.Suspect + c.OverBudget + c.WouldRemove),
+	}
+	g.RemovedTotal += int64(len(o.removed))
+	g.Suspects = g.Suspects[:0]
+	for _, s := range o.suspects {
+		g.Suspects = append(g.Suspects, v1alpha1.SuspectRoute{
+			Destination: s.Route.Destination, NextHop: s.Route.NextHop, FirstSeen: metav1.NewTime(s.FirstSeen), Passes: int32(s.Passes),
+		})
+	}
+	setCondition(st, gen, v1alpha1.ConditionReady, metav1.ConditionTrue, "PassSucceeded", "the cluster's router, ports and servers were read")
+	left := c.Orphaned - len(o.removed)
+	if left == 0 {
+		setCondition(st, gen, v1alpha1.ConditionRoutesHealthy, metav1.ConditionTrue, "NoOrphanedRoutes",
+			fmt.Sprintf("%d routes, %d in the pod CIDRs, none orphaned left", c.Routes, c.Ours))
+	} else {
+		setCondition(st, gen, v1alpha1.ConditionRoutesHealthy, metav1.ConditionFalse, "OrphanedRoutes",
+			fmt.Sprintf("%d routes, %d in the pod CIDRs, %d orphaned left (%d awaiting proof, %d over budget, %d dry run)",
+				c.Routes, c.Ours, left, c.Suspect, c.OverBudget, c.WouldRemove))
+	}
+}
+
+func (r *Reconciler) pass(ctx context.Context, c *v1alpha1.Cluster, s settings, now time.Time) *outcome {
+	log := logf.FromContext(ctx)
+	key := client.ObjectKeyFromObject(c).String()
+	o := &outcome{}
+	abort := func(result, reason string, err error) *outcome {
+		o.result, o.reason, o.err = result, reason, err
+		r.event(c, corev1.EventTypeWarning, "PassAborted", "Collect", fmt.Sprintf("%s: %v", reason, err))
+		log.Info("route pass aborted", "cluster", key, "reason", reason, "err", err.Error())
+		// Keep the previous proof (suspects): an aborted pass neither confirms nor clears it.
+		o.actions = appendSkipLine(c, o.actions, now, reason, err)
+		return o
+	}
+	if r.Gate != nil {
+		if ok, why := r.Gate.Open(); !ok {
+			return abort("gated", "SelfGated", fmt.Errorf("own readiness checks fail: %s", why))
+		}
+	}
+	cloud, project, err := r.Clouds.For(ctx, c)
+	if err != nil {
+		return abort("error", "CloudUnavailable", err)
+	}
+	routerID := c.Spec.OpenStack.RouterID
+	snap, err := Read(ctx, cloud, ReadOptions{RouterID: routerID, ProjectID: project, Ports: s.ports, Servers: s.servers, SubnetID: s.subnetID})
+	if err != nil {
+		return abort("aborted", "ReadFailed", err)
+	}
+	in := Input{
+		Routes: snap.Router.Routes, PodCIDRs: s.pods, Protected: s.protected, Live: snap.Live, Sources: snap.Sources,
+		Now: now, Interval: s.interval, Budget: s.budget, DryRun: s.dryRun,
+	}
+	if st := c.Status.RouteGC; st != nil {
+		for _, sr := range st.Suspects {
+			in.Suspects = append(in.Suspects, SuspectRecord{
+				Route: openstack.Route{Destination: sr.Destination, NextHop: sr.NextHop}, FirstSeen: sr.FirstSeen.Time, Passes: int(sr.Passes),
+			})
+		}
+	}
+	plan, err := Analyze(in)
+	if err != nil {
+		return abort("aborted", "UnsafeRead", err)
+	}
+	o.counts, o.suspects = plan.Counts, plan.Suspects
+	for _, v := range allVerdicts {
+		r.Metrics.Routes.WithLabelValues(key, string(v)).Set(0)
+	}
+	for _, res := range plan.Results {
+		r.Metrics.Routes.WithLabelValues(key, string(res.Verdict)).Inc()
+		obj := res.Route.Destination + " via " + res.Route.NextHop
+		skip := func(reason, msg string) {
+			r.Metrics.Skipped.WithLabelValues(key, reason).Inc()
+			r.event(c, corev1.EventTypeNormal, "RouteKept", "Remove", fmt.Sprintf("%s: %s: %s", obj, reason, msg))
+			o.actions = append(o.actions, v1alpha1.Action{Time: metav1.NewTime(now), Controller: Name, Action: v1alpha1.ActionSkipped, Object: obj, Reason: reason, Message: msg})
+		}
+		switch res.Verdict {
+		case Suspect:
+			if res.Passes == 1 {
+				skip("ProofPending", res.Detail)
+			}
+		case Protected:
+			if res.Orphaned {
+				skip("Protected", res.Detail)
+			}
+		case OverBudget:
+			skip("Budget", res.Detail)
+		case WouldRemove:
+			r.Metrics.Skipped.WithLabelValues(key, "DryRun").Inc()
+			r.event(c, corev1.EventTypeNormal, "RouteWouldRemove", "Remove", fmt.Sprintf("%s: %s", obj, res.Detail))
+			o.actions = append(o.actions, v1alpha1.Action{Time: metav1.NewTime(now), Controller: Name, Action: v1alpha1.ActionWouldRemove, Object: obj, Reason: "DryRun", Message: res.Detail})
+		}
+	}
+	o.result = "ok"
+	if len(plan.Remove) == 0 {
+		return o
+	}
+	atomic, err := cloud.AtomicRoutes(ctx)
+	if err != nil {
+		// Without knowing, take the If-Match path: it is safe on every Neutron with extraroute.
+		log.Info("cannot tell whether extraroute-atomic is offered; using an If-Match update", "cluster", key, "err", err.Error())
+		atomic = false
+	}
+	rm := Remover{Routers: cloud, Attempts: r.Attempts}
+	res, err := rm.Remove(ctx, routerID, plan.Remove, atomic)
+	for _, rt := range res.Removed {
+		obj := rt.Destination + " via " + rt.NextHop
+		r.Metrics.Removed.WithLabelValues(key).Inc()
+		msg := fmt.Sprintf("removed from router %s with %s (nexthop held by no port or server in two passes)", routerID, res.Method)
+		r.event(c, corev1.EventTypeNormal, "RouteRemoved", "Remove", obj+": "+msg)
+		o.actions = append(o.actions, v1alpha1.Action{Time: metav1.NewTime(now), Controller: Name, Action: v1alpha1.ActionRemoved, Object: obj, Reason: "Orphaned", Message: msg})
+		log.Info("route removed", "cluster", key, "router", routerID, "destination", rt.Destination, "nexthop", rt.NextHop, "method", string(res.Method), "conflicts", res.Conflicts)
+	}
+	o.removed = res.Removed
+	if err != nil {
+		r.Metrics.Failed.WithLabelValues(key).Add(float64(len(plan.Remove)))
+		for _, rt := range plan.Remove {
+			obj := rt.Destination + " via " + rt.NextHop
+			r.event(c, corev1.EventTypeWarning, "RouteRemovalFailed", "Remove", obj+": "+err.Error())
+			o.actions = append(o.actions, v1alpha1.Action{Time: metav1.NewTime(now), Controller: Name, Action: v1alpha1.ActionFailed, Object: obj, Reason: "RemovalFailed", Message: err.Error()})
+		}
+		// The proof still holds: keep them as suspects for the next pass.
+		for _, rt := range plan.Remove {
+			for _, pr := range plan.Results {
+				if pr.Route == rt {
+					o.suspects = append(o.suspects, SuspectRecord{Route: rt, FirstSeen: pr.FirstSeen, Passes: pr.Passes})
+				}
+			}
+		}
+		o.result, o.reason, o.err = "error", "RemovalFailed", err
+	}
+	return o
+}
+
+// appendSkipLine adds a status line for an aborted pass, unless the last line says the same.
+func appendSkipLine(c *v1alpha1.Cluster, acts []v1alpha1.Action, now time.Time, reason string, err error) []v1alpha1.Action {
+	if n := len(c.Status.Actions); n > 0 {
+		last := c.Status.Actions[n-1]
+		if last.Controller == Name && last.Action == v1alpha1.ActionSkipped && last.Reason == reason && last.Message == err.Error() {
+			return acts
+		}
+	}
+	return append(acts, v1alpha1.Action{Time: metav1.NewTime(now), Controller: Name, Action: v1alpha1.ActionSkipped, Object: "pass", Reason: reason, Message: err.Error()})
+}
+
+func (r *Reconciler) event(c *v1alpha1.Cluster, typ, reason, action, note string) {
+	if r.Recorder == nil {
+		return
+	}
+	if len(note) > 1000 {
+		note = note[:1000]
+	}
+	r.Recorder.Eventf(c, nil, typ, reason, action, "%s", note)
+}
+
+// writeStatus re-reads the Cluster and applies mutate to its status, retrying on conflict.
+func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.Cluster, mutate func(*v1alpha1.ClusterStatus)) error {
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+				return err
+			}
+		}
+		first = false
+		mutate(&c.Status)
+		if err := r.Client.Status().Update(ctx, c); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		return nil
+	})
+}
+
+func setCondition(st *v1alpha1.ClusterStatus, gen int64, typ string, status metav1.ConditionStatus, reason, msg string) {
+	if len(msg) > 32000 {
+		msg = msg[:32000]
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+}
+
+func ptrTime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
+
+// ErrNoCloud is returned by Clouds that have no credentials for a Cluster.
+var ErrNoCloud = errors.New("no OpenStack credentials for this cluster")

@@ -1,0 +1,123 @@
+package routegc
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vitalsproject/vitals/openstack"
+)
+
+// Method says how routes were removed.
+type Method string
+
+const (
+	// MethodAtomic: extraroute-atomic's remove_extraroutes.
+	MethodAtomic Method = "remove_extraroutes"
+	// MethodIfMatch: a whole-list update carrying the router's revision (If-Match).
+	MethodIfMatch Method = "if-match update"
+)
+
+// Remover removes routes from a router without losing a concurrent change.
+type Remover struct {
+	Routers openstack.Routers
+	// IsConflict tells a 409/412 (default openstack.IsConflict).
+	IsConflict func(error) bool
+	// Attempts on conflict (default 5).
+	Attempts int
+}
+
+// RemoveResult reports one removal.
+type RemoveResult struct {
+	Method Method
+	// Removed: present before, absent after.
+	Removed []openstack.Route
+	// Absent: already gone when the router was (re-)read.
+	Absent []openstack.Route
+	// Conflicts met and retried.
+	Conflicts int
+}
+
+// Remove removes exactly routes from the router. With extraroute-atomic it calls remove_extraroutes;
+// otherwise it reads the router, drops the routes from the list and writes the list with If-Match on
+// the revision read, re-reading and recomputing on a conflict. Routes that were added meanwhile are
+// kept: only the given routes ever leave the list.
+func (rm Remover) Remove(ctx context.Context, routerID string, routes []openstack.Route, atomic bool) (RemoveResult, error) {
+	isConflict := rm.IsConflict
+	if isConflict == nil {
+		isConflict = openstack.IsConflict
+	}
+	attempts := rm.Attempts
+	if attempts <= 0 {
+		attempts = 5
+	}
+	drop := make(map[openstack.Route]bool, len(routes))
+	for _, r := range routes {
+		drop[r] = true
+	}
+	var res RemoveResult
+	if atomic {
+		res.Method = MethodAtomic
+		for {
+			after, err := rm.Routers.RemoveRoutes(ctx, routerID, routes)
+			if err != nil {
+				if isConflict(err) && res.Conflicts+1 < attempts {
+					res.Conflicts++
+					continue
+				}
+				return res, fmt.Errorf("remove %d routes from router %s: %w", len(routes), routerID, err)
+			}
+			left := routeSet(after.Routes)
+			for _, r := range routes {
+				if left[r] {
+					return res, fmt.Errorf("remove route %s via %s from router %s: still present after remove_extraroutes", r.Destination, r.NextHop, routerID)
+				}
+			}
+			res.Removed = routes
+			return res, nil
+		}
+	}
+	res.Method = MethodIfMatch
+	for {
+		cur, err := rm.Routers.GetRouter(ctx, routerID)
+		if err != nil {
+			return res, fmt.Errorf("read router %s before removing routes: %w", routerID, err)
+		}
+		keep := make([]openstack.Route, 0, len(cur.Routes))
+		present := map[openstack.Route]bool{}
+		for _, r := range cur.Routes {
+			if drop[r] {
+				present[r] = true
+				continue
+			}
+			keep = append(keep, r)
+		}
+		res.Removed, res.Absent = nil, nil
+		for _, r := range routes {
+			if present[r] {
+				res.Removed = append(res.Removed, r)
+			} else {
+				res.Absent = append(res.Absent, r)
+			}
+		}
+		if len(res.Removed) == 0 {
+			return res, nil
+		}
+		if _, err := rm.Routers.SetRoutes(ctx, routerID, keep, cur.RevisionNumber); err != nil {
+			if isConflict(err) && res.Conflicts+1 < attempts {
+				res.Conflicts++
+				continue
+			}
+			res.Removed = nil
+			return res, fmt.Errorf("update routes of router %s (revision %d, %d conflicts): %w", routerID, cur.RevisionNumber, res.Conflicts, err)
+		}
+		return res, nil
+	}
+}
+
+func routeSet(rs []openstack.Route) map[openstack.Route]bool {
+	m := make(map[openstack.Route]bool, len(rs))
+	for _, r := range rs {
+		m[r] = true
+	}
+	return m
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The README's test command (make test): installs what is missing, starts the real services (full OpenStack
+# tier unless VITALS_OPENSTACK_TIER says otherwise), runs every test with the race detector against them
+# (VITALS_TESTENV_REQUIRED=1: a missing service fails a test instead of skipping it), and stops the services
+# it started. Exits with go test's exit code.
+# Env: VITALS_KEEP_TESTENV=1 leaves the services running afterwards; GO_TEST_FLAGS (default "-race -count=1");
+#      TEST_PKGS (default ./...).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+was_up=0
+[ -f "$TESTENV_DIR/env" ] && was_up=1
+
+cleanup() {
+  # Leave services a developer had running before (make testenv-up) as they were.
+  if [ "${VITALS_KEEP_TESTENV:-}" != 1 ] && [ $was_up = 0 ]; then
+    step "stop test services" "$ROOT/hack/testenv.sh" down || true
+  fi
+  log "total: $(awk "BEGIN{printf \"%.0f\", $(_now) - $_LIB_T0}") s"
+}
+trap cleanup EXIT
+
+step "install dependencies" "$ROOT/hack/install-deps.sh"
+step "start test services" "$ROOT/hack/testenv.sh" up "${VITALS_OPENSTACK_TIER:-full}" >/dev/null
+set -a; . "$TESTENV_DIR/env"; set +a
+export VITALS_TESTENV_REQUIRED=1
+rc=0
+# shellcheck disable=SC2086
+step "go test ${GO_TEST_FLAGS:--race -count=1} ${TEST_PKGS:-./...}" go test ${GO_TEST_FLAGS:--race -count=1} ${TEST_PKGS:-./...} || rc=$?
+exit $rc

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# One entry point for the real services the tests use (make testenv-up / make testenv-down).
+# Usage: hack/testenv.sh up [fast|full]   install what is missing, start kube-apiserver+etcd, OpenStack and a
+#                                         private dockerd (in parallel), write $TESTENV_DIR/env
+#        hack/testenv.sh down             stop them all (by PID) and remove the env file
+#        hack/testenv.sh status
+# The OpenStack tier defaults to $VITALS_OPENSTACK_TIER, else full (fast = Keystone + Neutron only).
+# `up` is idempotent: a component that already runs (and answers) is kept, not restarted; a running full
+# OpenStack also serves a fast request.
+# After `up`:  source .testenv/env   (VITALS_TEST_KUBECONFIG, KUBEBUILDER_ASSETS, OS_*, VITALS_TEST_OPENSTACK,
+#              VITALS_TEST_DOCKER_HOST)
+# Env: VITALS_TESTENV_DIR (state, default <repo>/.testenv), VITALS_CACHE (built binaries), VITALS_SKIP_INSTALL=1.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+H=$ROOT/hack
+ENVF=$TESTENV_DIR/env
+mkdir -p "$TESTENV_DIR/logs"
+
+kube_ok() {
+  local d=$TESTENV_DIR/kube tok port
+  [ -f "$d/kubeconfig" ] && [ -f "$d/kube-apiserver.pid" ] && alive "$(cat "$d/kube-apiserver.pid")" || return 1
+  tok=$(cut -d, -f1 "$d/tokens.csv"); port=$(sed -n 's|.*server: https://127.0.0.1:\([0-9]*\).*|\1|p' "$d/kubeconfig")
+  [ "$(curl -sk -m 3 -H "Authorization: Bearer $tok" "https://127.0.0.1:$port/readyz" 2>/dev/null)" = ok ]
+}
+openstack_ok() { # WANTED_TIER
+  local d=$TESTENV_DIR/openstack have
+  [ -f "$d/openrc" ] || return 1
+  have=$(cat "$d/tier" 2>/dev/null || true)
+  [ "$have" = full ] || [ "$have" = "$1" ] || return 1
+  "$H/openstack.sh" check 2>/dev/null || return 1
+  curl -s -o /dev/null -m 3 http://127.0.0.1:5000/v3 && curl -s -o /dev/null -m 3 http://127.0.0.1:9696/
+}
+docker_ok() {
+  local d=$TESTENV_DIR/docker
+  [ -f "$d/dockerd.launcher.pid" ] && alive "$(cat "$d/dockerd.launcher.pid")" && \
+    docker -H "unix://$d/docker.sock" version >/dev/null 2>&1
+}
+
+up() {
+  local tier=${1:-${VITALS_OPENSTACK_TIER:-full}} kb_pid os_pid dk_pid assets kubeconfig rc=0
+  [ "$tier" = fast ] || [ "$tier" = full ] || die "tier must be fast or full, not $tier"
+  rm -f "$ENVF"
+  # The kube-apiserver build is CPU-bound and the package installation network/disk-bound: overlap them.
+  "$H/kube-build.sh" > "$TESTENV_DIR/logs/kube-build.out" 2> >(tee "$TESTENV_DIR/logs/kube-build.log" >&2) &
+  kb_pid=$!
+  [ "${VITALS_SKIP_INSTALL:-}" = 1 ] || VITALS_SKIP_GO_TOOLS=1 step "install dependencies" "$H/install-deps.sh"
+
+  if openstack_ok "$tier"; then
+    log "OpenStack ($(cat "$TESTENV_DIR/openstack/tier") tier) already running: kept"; os_pid=
+  else
+    "$H/openstack.sh" start "$tier" > "$TESTENV_DIR/logs/openstack.log" 2>&1 &
+    os_pid=$!; log "starting OpenStack ($tier tier) in the background (log: $TESTENV_DIR/logs/openstack.log)"
+  fi
+  if docker_ok; then log "dockerd already running: kept"; else
+    "$H/docker.sh" stop >/dev/null 2>&1 || true
+    "$H/docker.sh" start > "$TESTENV_DIR/logs/docker.out" &
+    dk_pid=$!
+  fi
+  step "kube-apiserver + etcd binaries" wait $kb_pid || die "kube-build failed; see $TESTENV_DIR/logs/kube-build.log"
+  assets=$(tail -1 "$TESTENV_DIR/logs/kube-build.out")
+  if kube_ok; then log "kube-apiserver already running: kept"; else
+    "$H/kube.sh" stop >/dev/null 2>&1 || true
+    KUBE_BIN_DIR=$assets "$H/kube.sh" start > "$TESTENV_DIR/logs/kube.out" 2> "$TESTENV_DIR/logs/kube.log" \
+      || { tail -20 "$TESTENV_DIR/logs/kube.log" >&2; die "kube-apiserver did not start"; }
+    grep -v '^[IWE][0-9]\{4\} ' "$TESTENV_DIR/logs/kube.log" >&2 || true
+  fi
+  kubeconfig=$TESTENV_DIR/kube/kubeconfig
+  if [ -n "${dk_pid:-}" ]; then wait "$dk_pid" || die "dockerd did not start; see $TESTENV_DIR/docker/dockerd.log"; fi
+  if [ -n "$os_pid" ]; then
+    step "OpenStack ($tier tier)" wait "$os_pid" || rc=$?
+    grep -E '^\[openstack' "$TESTENV_DIR/logs/openstack.log" | tail -25 >&2 || true
+    [ $rc -eq 0 ] || { tail -30 "$TESTENV_DIR/logs/openstack.log" >&2; die "OpenStack did not start"; }
+  fi
+  write_env "$assets" "$kubeconfig"
+  log "all services up; for a shell: source $ENVF"
+  echo "$ENVF"
+}
+
+write_env() { # ASSETS KUBECONFIG
+  local os=$TESTENV_DIR/openstack
+  {
+    echo "# Written by hack/testenv.sh up on $(date -u +%FT%TZ). Source it: services for Vitals' tests."
+    echo "export VITALS_TEST_KUBECONFIG=$2"
+    echo "export KUBEBUILDER_ASSETS=$1"
+    grep -E '^export OS_(AUTH_URL|USERNAME|PASSWORD|PROJECT_NAME|USER_DOMAIN_NAME|PROJECT_DOMAIN_NAME|DOMAIN_NAME|REGION_NAME)=' "$os/openrc"
+    echo "export VITALS_TEST_OPENSTACK=$(cat "$os/tier")"
+    echo "export VITALS_TEST_DOCKER_HOST=unix://$TESTENV_DIR/docker/docker.sock"
+  } > "$ENVF.tmp"
+  mv "$ENVF.tmp" "$ENVF"
+}
+
+down() {
+  local p1 p2 p3
+  rm -f "$ENVF"
+  "$H/kube.sh" stop & p1=$!
+  "$H/openstack.sh" stop & p2=$!
+  "$H/docker.sh" stop & p3=$!
+  wait $p1; wait $p2; wait $p3
+}
+
+case ${1:-} in
+  up) step "testenv up" up "${2:-}" ;;
+  down) step "testenv down" down ;;
+  status)
+    kube_ok && echo "kube-apiserver running" || echo "kube-apiserver stopped"
+    docker_ok && echo "dockerd running" || echo "dockerd stopped"
+    "$H/openstack.sh" status
+    [ -f "$ENVF" ] && echo "env file: $ENVF" || echo "no env file" ;;
+  *) echo "usage: $0 up [fast|full] | down | status" >&2; exit 2 ;;
+esac

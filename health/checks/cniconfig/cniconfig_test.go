@@ -1,0 +1,120 @@
+package cniconfig
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const flannel = `{
+  "name": "cbr0",
+  "cniVersion": "0.3.1",
+  "plugins": [
+    {"type": "flannel", "delegate": {"hairpinMode": true, "isDefaultGateway": true}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}`
+
+const kuryr = `{"cniVersion": "0.3.1", "name": "kuryr", "type": "kuryr-cni", "kuryr_conf": "kuryr.conf", "debug": false}`
+
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name    string
+		files   map[string]string
+		want    Network
+		wantErr string
+	}{
+		{
+			name:  "conflist",
+			files: map[string]string{"10-flannel.conflist": flannel},
+			want:  Network{File: "10-flannel.conflist", Name: "cbr0", CNIVersion: "0.3.1", Plugins: []string{"flannel", "portmap"}},
+		},
+		{
+			name:  "single plugin conf",
+			files: map[string]string{"10-kuryr.conf": kuryr},
+			want:  Network{File: "10-kuryr.conf", Name: "kuryr", CNIVersion: "0.3.1", Plugins: []string{"kuryr-cni"}},
+		},
+		{
+			name:  "json extension holding a list",
+			files: map[string]string{"50-x.json": flannel},
+			want:  Network{File: "50-x.json", Name: "cbr0", CNIVersion: "0.3.1", Plugins: []string{"flannel", "portmap"}},
+		},
+		{
+			name:  "first file in lexical order wins, others ignored",
+			files: map[string]string{"05-kuryr.conf": kuryr, "10-broken.conflist": "{", "README": "not json", "99.conf.bak": "{"},
+			want:  Network{File: "05-kuryr.conf", Name: "kuryr", CNIVersion: "0.3.1", Plugins: []string{"kuryr-cni"}},
+		},
+		{
+			name:    "first file broken",
+			files:   map[string]string{"00-broken.conflist": "{\n  \"name\": \"x\",\n  \"cniVersion\" \"0.4.0\"\n}", "10-kuryr.conf": kuryr},
+			wantErr: "00-broken.conflist:3:16: invalid JSON",
+		},
+		{
+			name:    "wrong type",
+			files:   map[string]string{"10.conf": `{"cniVersion": 1, "name": "x", "type": "bridge"}`},
+			wantErr: "invalid JSON: field cniVersion: expected string, got number",
+		},
+		{
+			name:    "empty directory",
+			files:   map[string]string{},
+			wantErr: "no CNI network configuration",
+		},
+		{
+			name:    "only unrelated files",
+			files:   map[string]string{"README": "hello", "10.conf.disabled": kuryr},
+			wantErr: "no CNI network configuration",
+		},
+		{
+			name:    "conflist without plugins",
+			files:   map[string]string{"10.conflist": `{"cniVersion": "1.0.0", "name": "x"}`},
+			wantErr: "missing plugins (a non-empty list)",
+		},
+		{
+			name:    "conflist with an untyped plugin",
+			files:   map[string]string{"10.conflist": `{"cniVersion": "1.0.0", "name": "x", "plugins": [{"type": "bridge"}, {"mtu": 1400}]}`},
+			wantErr: "missing plugins[1].type",
+		},
+		{
+			name:    "conf missing everything",
+			files:   map[string]string{"10.conf": `{}`},
+			wantErr: "missing cniVersion, name, type",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range tt.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := Load(context.Background(), dir)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+				}
+				if cerr := Check(dir)(context.Background()); cerr == nil {
+					t.Fatal("Check passed where Load failed")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			tt.want.File = filepath.Join(dir, tt.want.File)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadMissingDirectory(t *testing.T) {
+	_, err := Load(context.Background(), filepath.Join(t.TempDir(), "absent"))
+	if err == nil || !strings.Contains(err.Error(), "read CNI configuration directory") {
+		t.Fatalf("err = %v", err)
+	}
+}

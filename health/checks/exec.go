@@ -1,0 +1,108 @@
+package checks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// MaxOutput is how much of a command's combined output Exec keeps: 4 KiB, what Docker keeps of a
+// health check's output.
+const MaxOutput = 4096
+
+// ExecOptions configure Exec.
+type ExecOptions struct {
+	// Command and its arguments; Command[0] is looked up in PATH.
+	Command []string
+	// Env, when not nil, replaces the environment ("KEY=value").
+	Env []string
+	// Dir is the working directory; "" means the caller's.
+	Dir string
+	// ExitCode that counts as healthy; default 0.
+	ExitCode int
+	// Timeout of the command; default 10s. The command is killed at the timeout.
+	Timeout time.Duration
+}
+
+// Exec runs a command and checks its exit code. Its combined output, kept to MaxOutput bytes,
+// is part of the failure message (squeezed to one line).
+func Exec(opts ExecOptions) (Func, error) {
+	if len(opts.Command) == 0 || opts.Command[0] == "" {
+		return nil, errors.New("exec check: no command")
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	if timeout < 0 {
+		return nil, errors.New("exec check: negative timeout")
+	}
+	name := opts.Command[0]
+	return func(ctx context.Context) error {
+		ctx2, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx2, name, opts.Command[1:]...)
+		cmd.Env, cmd.Dir = opts.Env, opts.Dir
+		out := &limitedBuffer{max: MaxOutput}
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.WaitDelay = time.Second // do not wait for grandchildren holding the pipe
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		switch {
+		case ctx2.Err() != nil:
+			return fmt.Errorf("%s: killed after %s%s", name, timeout, outputSuffix(out))
+		case errors.As(err, &ee):
+			code = ee.ExitCode()
+			if code < 0 {
+				return fmt.Errorf("%s: %s%s", name, ee.ProcessState, outputSuffix(out))
+			}
+		case err != nil:
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if code != opts.ExitCode {
+			return fmt.Errorf("%s: exit code %d (want %d)%s", name, code, opts.ExitCode, outputSuffix(out))
+		}
+		observe(ctx, fmt.Sprintf("%s exit %d", name, code))
+		return nil
+	}, nil
+}
+
+func outputSuffix(b *limitedBuffer) string {
+	s := strings.TrimSpace(b.buf.String())
+	if s == "" {
+		return ""
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if b.dropped {
+		s += " [output truncated]"
+	}
+	return ": " + s
+}
+
+// limitedBuffer keeps the first max bytes written and drops the rest (the writer never fails, so
+// the command never sees a broken pipe).
+type limitedBuffer struct {
+	buf     bytes.Buffer
+	max     int
+	dropped bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	room := b.max - b.buf.Len()
+	if room < len(p) {
+		b.dropped = true
+		if room > 0 {
+			b.buf.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
+
+// String returns what was kept.
+func (b *limitedBuffer) String() string { return b.buf.String() }

@@ -1,0 +1,66 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	kclient "k8s.io/client-go/kubernetes"
+)
+
+// ListWatchOptions configure ListWatch.
+type ListWatchOptions struct {
+	Options
+	// Namespace whose Namespace object is listed and watched ("": "default"). One object, so
+	// the check costs the same in any cluster.
+	Namespace string
+	// WatchTimeout is how long the watch stays open (0: 1s); the API server ends it then.
+	WatchTimeout time.Duration
+}
+
+// ListWatch checks what an informer does: a list (here of one Namespace, by field selector), then a
+// watch from the list's resourceVersion that must run until the server closes it without an error
+// event (an expired or too-large resourceVersion, a broken watch cache, a proxy that cuts streams).
+func ListWatch(cs kclient.Interface, opts ListWatchOptions) func(context.Context) error {
+	co := opts.coalescer()
+	ns := opts.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	timeout := int64(1)
+	if opts.WatchTimeout > 0 {
+		timeout = max(1, int64(opts.WatchTimeout/time.Second))
+	}
+	sel := fields.OneTermEqualSelector("metadata.name", ns).String()
+	return func(ctx context.Context) error {
+		return co.do(ctx, func(ctx context.Context) error {
+			list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{FieldSelector: sel, Limit: 1})
+			if err != nil {
+				return fmt.Errorf("list namespace %s: %w", ns, err)
+			}
+			w, err := cs.CoreV1().Namespaces().Watch(ctx, metav1.ListOptions{FieldSelector: sel,
+				ResourceVersion: list.ResourceVersion, TimeoutSeconds: &timeout, AllowWatchBookmarks: true})
+			if err != nil {
+				return fmt.Errorf("watch namespace %s from resourceVersion %s: %w", ns, list.ResourceVersion, err)
+			}
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("watch namespace %s: %w", ns, ctx.Err())
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						return nil // the server ended the watch at its timeout: it worked
+					}
+					if ev.Type == watch.Error {
+						return fmt.Errorf("watch namespace %s: %w", ns, apierrors.FromObject(ev.Object))
+					}
+				}
+			}
+		})
+	}
+}

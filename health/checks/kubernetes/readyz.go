@@ -1,0 +1,58 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+)
+
+// RESTClientFor builds, once, the plain REST client that Readyz uses from a client configuration.
+func RESTClientFor(cfg *rest.Config) (rest.Interface, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("build a REST client for %s: %w", cfg.Host, err)
+	}
+	return dc.RESTClient(), nil
+}
+
+// Readyz checks the API server's GET /readyz (etcd reachable, informers synced, ...). On failure it
+// reports the checks the API server lists as failed.
+func Readyz(client rest.Interface, opts Options) func(context.Context) error {
+	co := opts.coalescer()
+	return func(ctx context.Context) error {
+		return co.do(ctx, func(ctx context.Context) error {
+			body, err := client.Get().AbsPath("/readyz").Do(ctx).Raw()
+			if err != nil {
+				if failed := failedLines(string(body)); failed != "" {
+					return fmt.Errorf("kube-apiserver /readyz: %s", failed)
+				}
+				return fmt.Errorf("kube-apiserver /readyz: %w", err)
+			}
+			if s := strings.TrimSpace(string(body)); s != "ok" {
+				return fmt.Errorf("kube-apiserver /readyz answered %q, expected ok", truncate(s, 200))
+			}
+			return nil
+		})
+	}
+}
+
+// failedLines extracts the "[-]name failed: ..." lines of a health answer.
+func failedLines(body string) string {
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, "[-]") {
+			out = append(out, strings.TrimPrefix(l, "[-]"))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,151 @@
+package openstack_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+
+	checks "github.com/vitalsproject/vitals/health/checks/openstack"
+	"github.com/vitalsproject/vitals/internal/testenv"
+	vos "github.com/vitalsproject/vitals/openstack"
+)
+
+func authOf(e testenv.OpenStackEnv) vos.Auth {
+	return vos.Auth{Options: e.AuthOptions(), Region: e.RegionName, Source: "testenv"}
+}
+
+func connect(t *testing.T, a vos.Auth) *vos.Cloud {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := vos.Connect(ctx, vos.Config{Auth: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func run(t *testing.T, f func(context.Context) error) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	return f(ctx)
+}
+
+func TestKeystoneAndNeutronChecks(t *testing.T) {
+	c := connect(t, authOf(testenv.OpenStack(t)))
+	for name, f := range map[string]func(context.Context) error{
+		"keystone": checks.Keystone(c, checks.Options{}),
+		"neutron":  checks.Neutron(c, checks.Options{}),
+	} {
+		if err := run(t, f); err != nil {
+			t.Errorf("%s check: %v", name, err)
+		}
+	}
+}
+
+// TestKeystoneStopped stops a private Keystone: the Keystone check fails at its first run after the
+// stop, and passes again at its first run after the restart.
+func TestKeystoneStopped(t *testing.T) {
+	k := testenv.PrivateKeystone(t)
+	c := connect(t, authOf(k.OpenStack()))
+	const interval = 200 * time.Millisecond // as the health manager would run it
+	check := checks.Keystone(c, checks.Options{MinInterval: interval})
+	if err := run(t, check); err != nil {
+		t.Fatalf("keystone up: %v", err)
+	}
+	if err := k.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(interval)
+	err := run(t, check)
+	if err == nil || !strings.Contains(err.Error(), "keystone at "+k.URL()) {
+		t.Fatalf("first run after the stop: %v; want a failure naming %s", err, k.URL())
+	}
+	t.Logf("keystone down: %v", err)
+	// Neutron keeps working: it validates tokens with the shared Keystone.
+	if err := run(t, checks.Neutron(c, checks.Options{})); err != nil {
+		t.Errorf("neutron check with the private keystone down: %v", err)
+	}
+	if err := k.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(interval)
+	if err := run(t, check); err != nil {
+		t.Fatalf("first run after the restart: %v", err)
+	}
+}
+
+func TestQuotaHeadroom(t *testing.T) {
+	c := connect(t, authOf(testenv.OpenStack(t)))
+	ctx := t.Context()
+	nc, err := c.Client(vos.ServiceNetworking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sfx := time.Now().UnixNano()
+	n, err := networks.Create(ctx, nc, networks.CreateOpts{Name: fmt.Sprintf("vitals-quota-%d", sfx)}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = networks.Delete(context.Background(), nc, n.ID).ExtractErr() })
+	sn, err := subnets.Create(ctx, nc, subnets.CreateOpts{NetworkID: n.ID, CIDR: "10.81.0.0/24", IPVersion: gophercloud.IPv4}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = subnets.Delete(context.Background(), nc, sn.ID).ExtractErr() })
+	rname := fmt.Sprintf("vitals-quota-%d", sfx)
+	r, err := routers.Create(ctx, nc, routers.CreateOpts{Name: rname}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = routers.Delete(context.Background(), nc, r.ID).ExtractErr() })
+	if _, err := routers.AddInterface(ctx, nc, r.ID, routers.AddInterfaceOpts{SubnetID: sn.ID}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = routers.Update(context.Background(), nc, r.ID, routers.UpdateOpts{Routes: &[]routers.Route{}}).Extract()
+		_, _ = routers.RemoveInterface(context.Background(), nc, r.ID, routers.RemoveInterfaceOpts{SubnetID: sn.ID}).Extract()
+	})
+	var routes []vos.Route
+	for i := 0; i < 3; i++ {
+		routes = append(routes, vos.Route{Destination: fmt.Sprintf("10.244.%d.0/24", i), NextHop: fmt.Sprintf("10.81.0.%d", 10+i)})
+	}
+	if _, err := c.AddRoutes(ctx, r.ID, routes); err != nil {
+		t.Fatal(err)
+	}
+	mine := vos.ListOpts{Name: rname}
+
+	tests := []struct {
+		name    string
+		opts    checks.QuotaOptions
+		wantErr string
+	}{
+		{name: "headroom", opts: checks.QuotaOptions{Threshold: 1, Routers: mine}},
+		{name: "routes near max_routes", opts: checks.QuotaOptions{Threshold: 0.8, MaxRoutes: 3, Routers: mine},
+			wantErr: fmt.Sprintf("routes of router %s (%s) 3/3 (100%% > 80%%)", r.ID, rname)},
+		{name: "networks over a tiny threshold", opts: checks.QuotaOptions{Threshold: 1e-9, Routers: mine}, wantErr: "networks "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := run(t, checks.QuotaHeadroom(c, tc.opts))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v; want it to contain %q", err, tc.wantErr)
+			}
+			t.Log(err)
+		})
+	}
+}

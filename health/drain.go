@@ -1,0 +1,63 @@
+package health
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// ErrDraining is the reason readiness fails after Drain.
+var ErrDraining = errors.New("draining")
+
+// drainName is the pseudo-check shown in readiness output while draining (as the apiserver's
+// "shutdown" check).
+const drainName = "shutdown"
+
+type drainState struct {
+	mu    sync.Mutex
+	at    time.Time
+	on    bool
+	done  chan struct{}
+}
+
+func (d *drainState) started() (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.at, d.on
+}
+
+// Drain starts a drain: readiness fails at once, liveness keeps passing for the drain delay.
+// It returns a channel closed when the delay is over. Calling it again returns the same channel.
+func (m *Manager) Drain() <-chan struct{} {
+	d := &m.drain
+	d.mu.Lock()
+	if d.on {
+		ch := d.done
+		d.mu.Unlock()
+		return ch
+	}
+	d.on = true
+	d.at = m.clock.Now()
+	d.done = make(chan struct{})
+	ch := d.done
+	d.mu.Unlock()
+	m.log.Info("health drain started", "delay", m.drainDelay)
+	m.changed()
+	if m.drainDelay <= 0 {
+		close(ch)
+		return ch
+	}
+	t := m.clock.NewTimer(m.drainDelay)
+	go func() {
+		<-t.C()
+		close(ch)
+		m.changed()
+	}()
+	return ch
+}
+
+// Draining reports whether Drain was called.
+func (m *Manager) Draining() bool {
+	_, on := m.drain.started()
+	return on
+}

@@ -1,0 +1,107 @@
+package healthcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// DefaultConfigPath is the YAML file read when the command runs with no arguments under another
+// name (e.g. the /openstack/healthcheck symlink) and HEALTHCHECK_CONFIG is not set.
+const DefaultConfigPath = "/etc/healthcheck.yaml"
+
+// Program is the command's own name; under any other name (a symlink such as
+// /openstack/healthcheck) and without arguments, checks come from the config file.
+const Program = "healthcheck"
+
+// Main runs the command: argv with the program name first, an environment, and the streams. It
+// returns the exit code: 0 healthy, 1 unhealthy or invalid. It writes exactly one line on stdout
+// (except for --help) and, with HEALTHCHECK_DEBUG=1, details on stderr.
+func Main(ctx context.Context, argv []string, env Env, stdout, stderr io.Writer) int {
+	debug := truthy(env("HEALTHCHECK_DEBUG"))
+	logf := func(format string, a ...any) {
+		if debug {
+			fmt.Fprintf(stderr, "healthcheck: "+format+"\n", a...)
+		}
+	}
+	cs, err := load(argv, env, logf)
+	if errors.Is(err, ErrHelp) {
+		fmt.Fprint(stdout, Usage)
+		return 0
+	}
+	if err != nil {
+		logf("invalid: %v", err)
+		fmt.Fprintln(stdout, InvalidLine(err))
+		return 1
+	}
+	rs := Run(ctx, cs, time.Now)
+	for _, r := range rs {
+		if r.Err != nil {
+			logf("%s: FAILED after %s: %v", strings.Join(r.Check.Args, " "), r.Duration, r.Err)
+		} else {
+			logf("%s: ok after %s: %s", strings.Join(r.Check.Args, " "), r.Duration, r.Detail)
+		}
+	}
+	fmt.Fprintln(stdout, Line(rs)) // a closed stdout must not change the verdict
+	if Healthy(rs) {
+		return 0
+	}
+	return 1
+}
+
+// load finds the checks: from the arguments, from --config FILE, or (no arguments) from
+// $HEALTHCHECK_CONFIG or, under another name than "healthcheck", DefaultConfigPath.
+func load(argv []string, env Env, logf func(string, ...any)) ([]Check, error) {
+	var args []string
+	name := Program
+	if len(argv) > 0 {
+		name, args = filepath.Base(argv[0]), argv[1:]
+	}
+	if len(args) > 0 {
+		if path, ok := configFlag(args); ok {
+			if path == "" || len(args) > 2 || (len(args) == 2 && strings.Contains(args[0], "=")) {
+				return nil, errors.New("--config takes one FILE and nothing else")
+			}
+			return loadConfig(path, env, logf)
+		}
+		return ParseArgs(args, env)
+	}
+	if path := env("HEALTHCHECK_CONFIG"); path != "" {
+		return loadConfig(path, env, logf)
+	}
+	if name != Program {
+		return loadConfig(DefaultConfigPath, env, logf)
+	}
+	return ParseArgs(nil, env)
+}
+
+func configFlag(args []string) (string, bool) {
+	switch a := args[0]; {
+	case a == "--config" || a == "-config" || a == "-c":
+		if len(args) < 2 {
+			return "", true
+		}
+		return args[1], true
+	case strings.HasPrefix(a, "--config="):
+		return strings.TrimPrefix(a, "--config="), true
+	}
+	return "", false
+}
+
+func loadConfig(path string, env Env, logf func(string, ...any)) ([]Check, error) {
+	logf("config %s", path)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	cs, err := ParseConfig(data, env)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cs, nil
+}

@@ -1,0 +1,282 @@
+package cloudsim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// apiError is an error answered with a service-shaped body.
+type apiError struct {
+	status int
+	typ    string // Neutron's error type, e.g. "RouterNotFound"
+	msg    string
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.status, e.typ, e.msg) }
+
+func errf(status int, typ, format string, args ...any) *apiError {
+	return &apiError{status: status, typ: typ, msg: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) *apiError {
+	return errf(http.StatusBadRequest, "HTTPBadRequest", format, args...)
+}
+
+// call is one API request being served.
+type call struct {
+	s       *Sim
+	w       http.ResponseWriter
+	r       *http.Request
+	service string
+	tok     *token // the caller's token (nil for unauthenticated Keystone calls)
+	status  int    // status written, for logs
+}
+
+func (c *call) admin() bool     { return c.tok != nil && c.tok.Admin }
+func (c *call) project() string { return c.tok.ProjectID }
+
+// decode reads a JSON body into v.
+func (c *call) decode(v any) error {
+	body, err := io.ReadAll(io.LimitReader(c.r.Body, 4<<20))
+	if err != nil {
+		return badRequest("cannot read request body: %v", err)
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return badRequest("Request body is empty; a JSON object was expected.")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return badRequest("Malformed request body: %v", err)
+	}
+	return nil
+}
+
+func (c *call) query(key string) string { return c.r.URL.Query().Get(key) }
+
+// limit reads the limit parameter; 0 means none. maxLimit caps it (0: no cap).
+func (c *call) limit(maxLimit int) (int, error) {
+	v := c.query("limit")
+	if v == "" {
+		return maxLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, badRequest("limit param must be an integer >= 0, got %q", v)
+	}
+	if maxLimit > 0 && (n == 0 || n > maxLimit) {
+		n = maxLimit
+	}
+	return n, nil
+}
+
+// baseURL is the public base URL for links and the catalog.
+func (c *call) baseURL() string {
+	if u := c.s.URL(); u != "" {
+		return u
+	}
+	scheme := "http"
+	if c.r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + c.r.Host
+}
+
+// nextLink builds the URL of the next page: the request's URL with marker replaced.
+func (c *call) nextLink(marker string) []map[string]string {
+	q := c.r.URL.Query()
+	q.Set("marker", marker)
+	return []map[string]string{{"rel": "next", "href": c.baseURL() + c.r.URL.Path + "?" + q.Encode()}}
+}
+
+type handlerFunc func(c *call) (int, any, error)
+
+// api wraps a handler: recovery, faults, latency, auth, error shapes, JSON.
+func (s *Sim) api(service string, auth bool, h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := &call{s: s, w: w, r: r, service: service}
+		start := s.clock.Now()
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("handler panicked", "service", service, "method", r.Method, "path", r.URL.Path,
+					"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				c.fail(errf(http.StatusInternalServerError, "InternalServerError",
+					"The server has either erred or is incapable of performing the requested operation."))
+			}
+			s.log.Debug("api call", "service", service, "method", r.Method, "path", r.URL.Path,
+				"status", c.status, "duration", s.clock.Since(start))
+		}()
+		if d := time.Duration(s.Knobs().RequestLatency); d > 0 {
+			if err := s.sleep(r.Context(), d); err != nil {
+				return
+			}
+		}
+		if f := s.matchFault(service, r.Method, r.URL.Path, r.URL.RawQuery); f != nil {
+			s.log.Info("fault injected", "fault", f.ID, "service", service, "method", r.Method,
+				"path", r.URL.Path, "status", f.Status)
+			if err := s.sleep(r.Context(), time.Duration(f.Latency)); err != nil {
+				return
+			}
+			if f.Status != 0 {
+				msg := f.Message
+				if msg == "" {
+					msg = http.StatusText(f.Status) + " (injected by cloudsim)"
+				}
+				c.fail(errf(f.Status, "InjectedFault", "%s", msg))
+				return
+			}
+		}
+		s.advance()
+		if auth {
+			tok, err := s.authenticate(r.Header.Get("X-Auth-Token"))
+			if err != nil {
+				c.fail(err)
+				return
+			}
+			c.tok = tok
+		}
+		status, body, err := h(c)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		c.writeJSON(status, body)
+	})
+}
+
+func (c *call) writeJSON(status int, body any) {
+	c.status = status
+	if body == nil {
+		c.w.WriteHeader(status)
+		return
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		c.s.log.Error("encode response failed", "path", c.r.URL.Path, "err", err)
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":"encode response"}`)
+	}
+	c.w.Header().Set("Content-Type", "application/json")
+	c.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	c.w.WriteHeader(status)
+	_, _ = c.w.Write(b)
+}
+
+// fail answers err in the shape of c's service.
+func (c *call) fail(err error) {
+	var ae *apiError
+	var bm errBadMarker
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &bm):
+		if c.service == svcNetwork {
+			ae = errf(http.StatusNotFound, "HTTPNotFound", "Marker %s could not be found.", bm.marker)
+		} else {
+			ae = badRequest("marker [%s] not found", bm.marker)
+		}
+	default:
+		c.s.log.Error("handler failed", "path", c.r.URL.Path, "err", err)
+		ae = errf(http.StatusInternalServerError, "InternalServerError", "%v", err)
+	}
+	if ae.status == http.StatusUnauthorized {
+		c.w.Header().Set("WWW-Authenticate", fmt.Sprintf("Keystone uri=%q", c.baseURL()+"/v3"))
+		c.writeJSON(ae.status, keystoneError(ae))
+		return
+	}
+	c.writeJSON(ae.status, errorBody(c.service, ae))
+}
+
+func keystoneError(ae *apiError) any {
+	return map[string]any{"error": map[string]any{"code": ae.status, "title": http.StatusText(ae.status), "message": ae.msg}}
+}
+
+// errorBody shapes an error like the named service does.
+func errorBody(service string, ae *apiError) any {
+	switch service {
+	case svcIdentity, "":
+		return keystoneError(ae)
+	case svcNetwork:
+		return map[string]any{"NeutronError": map[string]any{"type": ae.typ, "message": ae.msg, "detail": ""}}
+	case svcLB:
+		code := "Client"
+		if ae.status >= 500 {
+			code = "Server"
+		}
+		return map[string]any{"faultcode": code, "faultstring": ae.msg, "debuginfo": nil}
+	default: // Nova, Cinder
+		return map[string]any{novaFaultName(ae.status): map[string]any{"code": ae.status, "message": ae.msg}}
+	}
+}
+
+func novaFaultName(status int) string {
+	switch status {
+	case 400:
+		return "badRequest"
+	case 401:
+		return "unauthorized"
+	case 403:
+		return "forbidden"
+	case 404:
+		return "itemNotFound"
+	case 405:
+		return "badMethod"
+	case 409:
+		return "conflictingRequest"
+	case 413:
+		return "overLimit"
+	case 415:
+		return "badMediaType"
+	case 501:
+		return "notImplemented"
+	case 503:
+		return "serviceUnavailable"
+	}
+	if status >= 500 {
+		return "computeFault"
+	}
+	return "badRequest"
+}
+
+// authenticate checks a token and returns it.
+func (s *Sim) authenticate(id string) (*token, error) {
+	unauth := errf(http.StatusUnauthorized, "Unauthorized", "The request you have made requires authentication.")
+	if id == "" {
+		return nil, unauth
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.st.tokens[id]
+	if !ok || !s.clock.Now().Before(t.ExpiresAt) {
+		return nil, unauth
+	}
+	if t.ProjectID == "" {
+		// Services need a project-scoped token.
+		return nil, unauth
+	}
+	c := *t
+	return &c, nil
+}
+
+// notFound answers paths no service knows.
+func (s *Sim) notFound(service string) http.Handler {
+	return s.api(service, false, func(c *call) (int, any, error) {
+		return 0, nil, errf(http.StatusNotFound, "HTTPNotFound", "The resource could not be found.")
+	})
+}
+
+func (s *Sim) routes() http.Handler {
+	mux := http.NewServeMux()
+	s.keystoneRoutes(mux)
+	s.neutronRoutes(mux)
+	s.novaRoutes(mux)
+	s.cinderRoutes(mux)
+	s.octaviaRoutes(mux)
+	s.adminRoutes(mux)
+	mux.Handle("/", s.notFound(""))
+	return mux
+}

@@ -1,0 +1,562 @@
+package cloudsim
+
+import (
+	"net/http"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+const cprefix = "/compute/v2.1"
+
+func (s *Sim) novaRoutes(mux *http.ServeMux) {
+	h := func(pattern string, fn handlerFunc) { mux.Handle(pattern, s.api(svcCompute, true, fn)) }
+	version := func(base string) map[string]any {
+		return map[string]any{"id": "v2.1", "status": "CURRENT", "version": "2.90", "min_version": "2.1",
+			"updated": "2013-07-23T11:33:21Z", "links": []any{map[string]string{"rel": "self", "href": base + cprefix + "/"}}}
+	}
+	mux.Handle("GET /compute/{$}", s.api(svcCompute, false, func(c *call) (int, any, error) {
+		return http.StatusOK, map[string]any{"versions": []any{version(c.baseURL())}}, nil
+	}))
+	for _, p := range []string{"GET " + cprefix, "GET " + cprefix + "/{$}"} {
+		mux.Handle(p, s.api(svcCompute, false, func(c *call) (int, any, error) {
+			return http.StatusOK, map[string]any{"version": version(c.baseURL())}, nil
+		}))
+	}
+	h("GET "+cprefix+"/servers", func(c *call) (int, any, error) { return s.listServers(c, false) })
+	h("GET "+cprefix+"/servers/detail", func(c *call) (int, any, error) { return s.listServers(c, true) })
+	h("POST "+cprefix+"/servers", s.createServer)
+	h("GET "+cprefix+"/servers/{id}", s.getServer)
+	h("DELETE "+cprefix+"/servers/{id}", s.deleteServer)
+	h("POST "+cprefix+"/servers/{id}/action", s.serverAction)
+	h("GET "+cprefix+"/servers/{id}/os-security-groups", s.serverSecGroups)
+	h("GET "+cprefix+"/servers/{id}/metadata", s.serverMetadata)
+	mux.Handle("/compute/", s.notFound(svcCompute))
+}
+
+type novaAddress struct {
+	Version int    `json:"version"`
+	Addr    string `json:"addr"`
+	Type    string `json:"OS-EXT-IPS:type"`
+	MAC     string `json:"OS-EXT-IPS-MAC:mac_addr"`
+}
+
+type serverView struct {
+	ID             string                   `json:"id"`
+	Name           string                   `json:"name"`
+	Status         string                   `json:"status"`
+	TenantID       string                   `json:"tenant_id"`
+	UserID         string                   `json:"user_id"`
+	Metadata       map[string]string        `json:"metadata"`
+	HostID         string                   `json:"hostId"`
+	Image          map[string]any           `json:"image"`
+	Flavor         map[string]any           `json:"flavor"`
+	Created        string                   `json:"created"`
+	Updated        string                   `json:"updated"`
+	Addresses      map[string][]novaAddress `json:"addresses"`
+	AccessIPv4     string                   `json:"accessIPv4"`
+	AccessIPv6     string                   `json:"accessIPv6"`
+	Links          []map[string]string      `json:"links"`
+	KeyName        *string                  `json:"key_name"`
+	Progress       int                      `json:"progress"`
+	ConfigDrive    string                   `json:"config_drive"`
+	VMState        string                   `json:"OS-EXT-STS:vm_state"`
+	TaskState      *string                  `json:"OS-EXT-STS:task_state"`
+	PowerState     int                      `json:"OS-EXT-STS:power_state"`
+	AZ             string                   `json:"OS-EXT-AZ:availability_zone"`
+	LaunchedAt     *string                  `json:"OS-SRV-USG:launched_at"`
+	TerminatedAt   *string                  `json:"OS-SRV-USG:terminated_at"`
+	DiskConfig     string                   `json:"OS-DCF:diskConfig"`
+	SecurityGroups []map[string]string      `json:"security_groups,omitempty"`
+	Volumes        []map[string]any         `json:"os-extended-volumes:volumes_attached"`
+	Locked         bool                     `json:"locked"`
+	Tags           []string                 `json:"tags"`
+}
+
+func (s *Sim) viewServer(base string, v *server) any {
+	links := []map[string]string{{"rel": "self", "href": base + cprefix + "/servers/" + v.ID}}
+	addrs := map[string][]novaAddress{}
+	for _, pid := range v.Ports {
+		p, ok := s.st.ports.get(pid)
+		if !ok {
+			continue
+		}
+		netName := p.NetworkID
+		if n, ok := s.st.networks.get(p.NetworkID); ok {
+			netName = n.Name
+		}
+		for _, f := range p.FixedIPs {
+			ver := 4
+			if a, err := netip.ParseAddr(f.IPAddress); err == nil && a.Is6() {
+				ver = 6
+			}
+			addrs[netName] = append(addrs[netName], novaAddress{Version: ver, Addr: f.IPAddress, Type: "fixed", MAC: p.MAC})
+		}
+	}
+	view := &serverView{ID: v.ID, Name: v.Name, Status: v.Status, TenantID: v.Project, UserID: v.UserID,
+		Metadata: v.Metadata, HostID: v.Project[:8] + "sim", Image: map[string]any{"id": v.ImageID},
+		Flavor: map[string]any{"id": v.FlavorID}, Created: neutronTime(v.Created), Updated: neutronTime(v.Updated),
+		Addresses: addrs, Links: links, VMState: v.VMState, AZ: "nova", DiskConfig: "MANUAL",
+		Volumes: []map[string]any{}, Tags: orEmpty(v.Tags)}
+	if view.Metadata == nil {
+		view.Metadata = map[string]string{}
+	}
+	if v.TaskState != "" {
+		ts := v.TaskState
+		view.TaskState = &ts
+	}
+	switch v.VMState {
+	case "active":
+		view.PowerState = 1
+	case "stopped":
+		view.PowerState = 4
+	}
+	if v.Status != "BUILD" {
+		l := microNoZ(v.Created)
+		view.LaunchedAt = &l
+	}
+	for _, g := range s.serverGroupNamesLocked(v) {
+		view.SecurityGroups = append(view.SecurityGroups, map[string]string{"name": g})
+	}
+	for _, id := range s.st.volumes.ids(v.Project) {
+		if vol := s.st.volumes.m[id]; vol.AttachedTo == v.ID {
+			view.Volumes = append(view.Volumes, map[string]any{"id": vol.ID, "delete_on_termination": false})
+		}
+	}
+	return view
+}
+
+// serverGroupsLocked lists the IDs of the security groups on a server's ports.
+func (s *Sim) serverGroupsLocked(v *server) []string {
+	if len(v.Ports) == 0 {
+		return v.Groups
+	}
+	var out []string
+	for _, pid := range v.Ports {
+		if p, ok := s.st.ports.get(pid); ok {
+			for _, g := range p.SecurityGroups {
+				if !slices.Contains(out, g) {
+					out = append(out, g)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (s *Sim) serverGroupNamesLocked(v *server) []string {
+	var out []string
+	for _, g := range s.serverGroupsLocked(v) {
+		if sg, ok := s.st.secGroups.get(g); ok && !slices.Contains(out, sg.Name) {
+			out = append(out, sg.Name)
+		}
+	}
+	return out
+}
+
+func isAllTenants(c *call) bool {
+	q := c.r.URL.Query()
+	if !q.Has("all_tenants") {
+		return false
+	}
+	v := strings.ToLower(q.Get("all_tenants"))
+	return v != "0" && v != "false" && v != "f" && v != "no" && v != "off"
+}
+
+func (s *Sim) listServers(c *call, detail bool) (int, any, error) {
+	limit, err := c.limit(1000)
+	if err != nil {
+		return 0, nil, err
+	}
+	scope := c.project()
+	if isAllTenants(c) {
+		if !c.admin() {
+			return 0, nil, errf(http.StatusForbidden, "Forbidden", "Policy doesn't allow os_compute_api:servers:index:get_all_tenants to be performed.")
+		}
+		scope = c.query("project_id")
+		if scope == "" {
+			scope = c.query("tenant_id")
+		}
+	}
+	var nameRe *regexp.Regexp
+	if n := c.query("name"); n != "" {
+		nameRe, err = regexp.Compile(n)
+		if err != nil {
+			nameRe = regexp.MustCompile(regexp.QuoteMeta(n))
+		}
+	}
+	status := strings.ToUpper(c.query("status"))
+	q := c.r.URL.Query()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	pg, err := list(s.st.servers, scope, c.query("marker"), limit, func(v *server) bool {
+		if nameRe != nil && !nameRe.MatchString(v.Name) {
+			return false
+		}
+		if !matchTags(q, func(string) ([]string, bool) { return v.Tags, true }) {
+			return false
+		}
+		return status == "" || v.Status == status
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	out := make([]any, 0, len(pg.items))
+	base := c.baseURL()
+	for _, v := range pg.items {
+		if detail {
+			out = append(out, s.viewServer(base, v))
+		} else {
+			out = append(out, map[string]any{"id": v.ID, "name": v.Name,
+				"links": []map[string]string{{"rel": "self", "href": base + cprefix + "/servers/" + v.ID}}})
+		}
+	}
+	body := map[string]any{"servers": out}
+	if pg.more {
+		body["servers_links"] = c.nextLink(pg.items[len(pg.items)-1].ID)
+	}
+	return http.StatusOK, body, nil
+}
+
+func (s *Sim) getServerLocked(c *call, id string) (*server, error) {
+	v, ok := s.st.servers.get(id)
+	if !ok || !c.visible(v.Project) {
+		return nil, errf(http.StatusNotFound, "itemNotFound", "Instance %s could not be found.", id)
+	}
+	return v, nil
+}
+
+func (s *Sim) getServer(c *call) (int, any, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v, err := s.getServerLocked(c, c.r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{"server": s.viewServer(c.baseURL(), v)}, nil
+}
+
+func (s *Sim) serverMetadata(c *call) (int, any, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v, err := s.getServerLocked(c, c.r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	md := v.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	return http.StatusOK, map[string]any{"metadata": md}, nil
+}
+
+// findGroupLocked finds a project's security group by ID or name.
+func (s *Sim) findGroupLocked(project, ref string) *secGroup {
+	if g, ok := s.st.secGroups.get(ref); ok && g.Project == project {
+		return g
+	}
+	for _, id := range s.st.secGroups.ids(project) {
+		if g := s.st.secGroups.m[id]; g.Name == ref {
+			return g
+		}
+	}
+	return nil
+}
+
+func (s *Sim) createServer(c *call) (int, any, error) {
+	var b struct {
+		Server *struct {
+			Name           string            `json:"name"`
+			ImageRef       string            `json:"imageRef"`
+			FlavorRef      string            `json:"flavorRef"`
+			Metadata       map[string]string `json:"metadata"`
+			Networks       any               `json:"networks"`
+			Tags           []string          `json:"tags"`
+			SecurityGroups []struct {
+				Name string `json:"name"`
+			} `json:"security_groups"`
+		} `json:"server"`
+	}
+	if err := c.decode(&b); err != nil {
+		return 0, nil, err
+	}
+	sb := b.Server
+	if sb == nil {
+		return 0, nil, badRequest("Invalid input for field/attribute server. Value: None. None is not of type 'object'")
+	}
+	if strings.TrimSpace(sb.Name) == "" {
+		return 0, nil, badRequest("Invalid input for field/attribute name. Value: %q. 'name' is a required property", sb.Name)
+	}
+	if sb.FlavorRef == "" {
+		return 0, nil, badRequest("Invalid input for field/attribute flavorRef. 'flavorRef' is a required property")
+	}
+	type netReq struct{ network, port, ip string }
+	var nets []netReq
+	auto := false
+	switch n := sb.Networks.(type) {
+	case nil:
+		auto = true
+	case string:
+		if n == "auto" {
+			auto = true
+		} else if n != "none" {
+			return 0, nil, badRequest("Invalid input for field/attribute networks. Value: %s.", n)
+		}
+	case []any:
+		for _, e := range n {
+			m, ok := e.(map[string]any)
+			if !ok {
+				return 0, nil, badRequest("Invalid input for field/attribute networks. Each entry must be an object.")
+			}
+			str := func(k string) string { v, _ := m[k].(string); return v }
+			nr := netReq{network: str("uuid"), port: str("port"), ip: str("fixed_ip")}
+			if nr.network == "" && nr.port == "" {
+				return 0, nil, badRequest("Bad networks format: network uuid is not in proper format")
+			}
+			nets = append(nets, nr)
+		}
+	default:
+		return 0, nil, badRequest("Invalid input for field/attribute networks.")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	project := c.project()
+	var groups []string
+	for _, g := range sb.SecurityGroups {
+		sg := s.findGroupLocked(project, g.Name)
+		if sg == nil {
+			return 0, nil, badRequest("Security group %s not found for project %s.", g.Name, project)
+		}
+		groups = append(groups, sg.ID)
+	}
+	if len(sb.SecurityGroups) == 0 {
+		if d := s.defaultGroupLocked(project); d != "" {
+			groups = []string{d}
+		}
+	}
+	if auto {
+		ids := s.st.networks.ids(project)
+		if len(ids) > 1 {
+			return 0, nil, errf(http.StatusConflict, "conflictingRequest", "Multiple possible networks found, use a Network ID to be more specific.")
+		}
+		if len(ids) == 1 {
+			nets = append(nets, netReq{network: ids[0]})
+		}
+	}
+	now := s.now()
+	v := &server{ID: s.newUUID(), Name: sb.Name, Project: project, UserID: c.tok.UserID, Status: "BUILD",
+		VMState: "building", TaskState: "spawning", Metadata: sb.Metadata, FlavorID: sb.FlavorRef,
+		ImageID: sb.ImageRef, Tags: sb.Tags, Created: now, Updated: now}
+	if len(nets) == 0 {
+		v.Groups = groups
+	}
+	var made []*port
+	undo := func() {
+		for _, p := range made {
+			s.releaseIPsLocked(p)
+			s.st.ports.del(p.ID)
+		}
+	}
+	for _, nr := range nets {
+		if nr.port != "" {
+			p, ok := s.st.ports.get(nr.port)
+			if !ok || p.Project != project {
+				undo()
+				return 0, nil, errf(http.StatusBadRequest, "badRequest", "Port %s could not be found.", nr.port)
+			}
+			if p.DeviceID != "" {
+				undo()
+				return 0, nil, errf(http.StatusConflict, "conflictingRequest", "Port %s is still in use.", p.ID)
+			}
+			p.DeviceID, p.DeviceOwner, p.Status = v.ID, "compute:nova", "ACTIVE"
+			v.Ports = append(v.Ports, p.ID)
+			continue
+		}
+		n, ok := s.st.networks.get(nr.network)
+		if !ok || !(n.Project == project || n.External) {
+			undo()
+			return 0, nil, badRequest("Network %s could not be found.", nr.network)
+		}
+		spec := portSpec{Network: n, Owner: project, DeviceID: v.ID, DeviceOwner: "compute:nova", Groups: groups,
+			GroupsSet: true, Status: "ACTIVE"}
+		if nr.ip != "" {
+			spec.FixedIPs, spec.FixedIPsSet = []fixedIP{{IPAddress: nr.ip}}, true
+		}
+		p, err := s.createPortLocked(nil, spec)
+		if err != nil {
+			undo()
+			return 0, nil, err
+		}
+		made = append(made, p)
+		v.Ports = append(v.Ports, p.ID)
+	}
+	s.st.servers.put(v)
+	v.Due = now.Add(time.Duration(s.knobs.ServerBuildLatency))
+	s.schedule(v.Due, evServer, v.ID)
+	var sgs []map[string]string
+	for _, g := range s.serverGroupNamesLocked(v) {
+		sgs = append(sgs, map[string]string{"name": g})
+	}
+	return http.StatusAccepted, map[string]any{"server": map[string]any{"id": v.ID, "adminPass": s.newHex(6),
+		"OS-DCF:diskConfig": "MANUAL", "security_groups": orEmpty(sgs),
+		"links": []map[string]string{{"rel": "self", "href": c.baseURL() + cprefix + "/servers/" + v.ID}}}}, nil
+}
+
+func (s *Sim) deleteServer(c *call) (int, any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, err := s.getServerLocked(c, c.r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	if v.TaskState == "deleting" {
+		return http.StatusNoContent, nil, nil
+	}
+	v.TaskState = "deleting"
+	v.Updated = s.now()
+	v.Due = v.Updated.Add(time.Duration(s.knobs.ServerDeleteLatency))
+	s.schedule(v.Due, evServer, v.ID)
+	return http.StatusNoContent, nil, nil
+}
+
+func (s *Sim) serverAction(c *call) (int, any, error) {
+	var b map[string]any
+	if err := c.decode(&b); err != nil {
+		return 0, nil, err
+	}
+	if len(b) != 1 {
+		return 0, nil, badRequest("There is no such action: %v", keys(b))
+	}
+	var action string
+	var arg map[string]any
+	for k, v := range b {
+		action = k
+		arg, _ = v.(map[string]any)
+	}
+	str := func(k string) string { v, _ := arg[k].(string); return v }
+	switch action {
+	case "addSecurityGroup", "removeSecurityGroup":
+		if str("name") == "" {
+			return 0, nil, badRequest("Invalid input for field/attribute name. 'name' is a required property")
+		}
+		if err := s.sleep(c.r.Context(), time.Duration(s.Knobs().SecurityGroupUpdateLatency)); err != nil {
+			return 0, nil, err
+		}
+	case "reboot", "os-start", "os-stop":
+	default:
+		return 0, nil, badRequest("There is no such action: %s", action)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, err := s.getServerLocked(c, c.r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	now := s.now()
+	conflict := func() error {
+		return errf(http.StatusConflict, "conflictingRequest", "Cannot '%s' instance %s while it is in vm_state %s", action, v.ID, v.VMState)
+	}
+	if v.TaskState == "deleting" {
+		return 0, nil, errf(http.StatusConflict, "conflictingRequest", "Cannot '%s' instance %s while it is in task_state deleting", action, v.ID)
+	}
+	switch action {
+	case "reboot":
+		typ := strings.ToUpper(str("type"))
+		if typ != "SOFT" && typ != "HARD" {
+			return 0, nil, badRequest("Invalid input for field/attribute type. Value: %s. '%s' is not one of ['HARD', 'Hard', 'hard', 'SOFT', 'Soft', 'soft']", str("type"), str("type"))
+		}
+		if v.VMState == "building" || (typ == "SOFT" && v.VMState != "active") {
+			return 0, nil, conflict()
+		}
+		v.Status, v.TaskState = "REBOOT", "rebooting"
+		if typ == "HARD" {
+			v.Status, v.TaskState = "HARD_REBOOT", "rebooting_hard"
+		}
+		v.VMState, v.Updated = "active", now
+		v.Due = now.Add(time.Duration(s.knobs.ServerRebootLatency))
+		s.schedule(v.Due, evServer, v.ID)
+	case "os-stop":
+		if v.VMState != "active" || v.TaskState != "" {
+			return 0, nil, conflict()
+		}
+		v.Status, v.VMState, v.Updated = "SHUTOFF", "stopped", now
+	case "os-start":
+		if v.VMState != "stopped" {
+			return 0, nil, conflict()
+		}
+		v.Status, v.VMState, v.Updated = "ACTIVE", "active", now
+	case "addSecurityGroup", "removeSecurityGroup":
+		name := str("name")
+		sg := s.findGroupLocked(v.Project, name)
+		if sg == nil {
+			return 0, nil, errf(http.StatusNotFound, "itemNotFound", "Security group %s not found for project %s.", name, v.Project)
+		}
+		has := slices.Contains(s.serverGroupsLocked(v), sg.ID)
+		if action == "addSecurityGroup" && has {
+			return 0, nil, badRequest("Security group %s is already associated with the instance %s", name, v.ID)
+		}
+		if action == "removeSecurityGroup" && !has {
+			return 0, nil, badRequest("Security group %s not associated with the instance %s", name, v.ID)
+		}
+		change := func(groups []string) []string {
+			if action == "addSecurityGroup" {
+				return append(slices.Clone(groups), sg.ID)
+			}
+			return slices.DeleteFunc(slices.Clone(groups), func(g string) bool { return g == sg.ID })
+		}
+		if len(v.Ports) == 0 {
+			v.Groups = change(v.Groups)
+		}
+		for _, pid := range v.Ports {
+			if p, ok := s.st.ports.get(pid); ok {
+				p.SecurityGroups = change(p.SecurityGroups)
+				p.Revision++
+				p.Updated = now
+			}
+		}
+	}
+	return http.StatusAccepted, nil, nil
+}
+
+func (s *Sim) serverSecGroups(c *call) (int, any, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v, err := s.getServerLocked(c, c.r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	out := []any{}
+	for _, g := range s.serverGroupsLocked(v) {
+		sg, ok := s.st.secGroups.get(g)
+		if !ok {
+			continue
+		}
+		var rules []any
+		for _, rid := range sg.Rules {
+			r, ok := s.st.sgRules.get(rid)
+			if !ok || r.Direction != "ingress" {
+				continue
+			}
+			rule := map[string]any{"id": r.ID, "parent_group_id": sg.ID, "ip_protocol": r.Protocol,
+				"from_port": r.PortRangeMin, "to_port": r.PortRangeMax, "group": map[string]any{}, "ip_range": map[string]any{}}
+			if r.RemoteIPPrefix != nil {
+				rule["ip_range"] = map[string]any{"cidr": *r.RemoteIPPrefix}
+			}
+			rules = append(rules, rule)
+		}
+		out = append(out, map[string]any{"id": sg.ID, "name": sg.Name, "description": sg.Description,
+			"tenant_id": sg.Project, "rules": orEmpty(rules)})
+	}
+	return http.StatusOK, map[string]any{"security_groups": out}, nil
+}
+
+func keys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,49 @@
+package testenv
+
+import (
+	"net/url"
+	"os"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// KubeconfigPath returns the kubeconfig of the shared test kube-apiserver (token of group system:masters).
+// It skips t (fails it when VITALS_TESTENV_REQUIRED=1) when the apiserver is not available.
+func KubeconfigPath(t testing.TB) string {
+	t.Helper()
+	short(t, "kube-apiserver test")
+	s := load()
+	s.checkFile(t)
+	vals, from := s.group(EnvKubeconfig, EnvKubeconfig)
+	path := vals[EnvKubeconfig]
+	if path == "" {
+		unavailable(t, "kube-apiserver not available: %s (%s unset)", makeHint, EnvKubeconfig)
+	}
+	if _, err := os.Stat(path); err != nil {
+		unavailable(t, "kube-apiserver not available: kubeconfig %s (from %s): %v; %s", path, from, err, makeHint)
+	}
+	return path
+}
+
+// Kube returns a client configuration for the shared test kube-apiserver. Each call returns a new copy that the
+// caller may change. Never stop or reconfigure the shared apiserver from a test: use PrivateKube for that.
+func Kube(t testing.TB) *rest.Config {
+	t.Helper()
+	path := KubeconfigPath(t)
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatalf("load kubeconfig %s: %v", path, err)
+	}
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatalf("kubeconfig %s: server %q: %v", path, cfg.Host, err)
+	}
+	if err := reachable(u.Host); err != nil {
+		unavailable(t, "kube-apiserver not available at %s (kubeconfig %s): %v; %s", cfg.Host, path, err, makeHint)
+	}
+	// Tests create many objects quickly; client-go's default 5 QPS would only slow them down.
+	cfg.QPS, cfg.Burst = 100, 200
+	return cfg
+}

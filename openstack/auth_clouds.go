@@ -1,0 +1,112 @@
+package openstack
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	"gopkg.in/yaml.v3"
+
+	"github.com/vitalsproject/vitals/config"
+)
+
+// CloudsYAMLOptions select a cloud in a clouds.yaml file.
+type CloudsYAMLOptions struct {
+	// Cloud is the entry's name; "" takes OS_CLOUD.
+	Cloud string
+	// Paths are the clouds.yaml files to try, first found wins; empty: OS_CLIENT_CONFIG_FILE if
+	// set, else ./clouds.yaml, ${XDG_CONFIG_HOME:-~/.config}/openstack/clouds.yaml and
+	// /etc/openstack/clouds.yaml (python-openstackclient's order). secure.yaml is read from the same
+	// directory as the clouds.yaml found.
+	Paths []string
+	// Getenv reads the environment (nil: os.Getenv).
+	Getenv func(string) string
+}
+
+// AuthFromCloudsYAML reads one cloud of a clouds.yaml (merged with its secure.yaml) with
+// gophercloud's clouds parser. An unknown cloud name is an error that lists the known ones.
+func AuthFromCloudsYAML(o CloudsYAMLOptions) (Auth, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	name := o.Cloud
+	if name == "" {
+		name = getenv("OS_CLOUD")
+	}
+	if name == "" {
+		return Auth{}, &config.Error{Field: "OS_CLOUD", Msg: "no cloud name given: set OS_CLOUD or --os-cloud"}
+	}
+	paths := o.Paths
+	if len(paths) == 0 {
+		paths = defaultCloudsPaths(getenv)
+	}
+	path := ""
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		return Auth{}, &config.Error{Msg: fmt.Sprintf("no clouds.yaml found (looked at %s)", strings.Join(paths, ", "))}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Auth{}, &config.Error{File: path, Msg: fmt.Sprintf("read clouds.yaml: %v", err)}
+	}
+	var doc struct {
+		Clouds map[string]yaml.Node `yaml:"clouds"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return Auth{}, &config.Error{File: path, Msg: fmt.Sprintf("parse clouds.yaml: %v", err)}
+	}
+	if _, ok := doc.Clouds[name]; !ok {
+		known := make([]string, 0, len(doc.Clouds))
+		for k := range doc.Clouds {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		return Auth{}, fmt.Errorf("cloud %q not found in %s; known: %s", name, path, strings.Join(known, ", "))
+	}
+	ao, eo, tlsConfig, err := clouds.Parse(clouds.WithCloudName(name), clouds.WithLocations(path))
+	if err != nil {
+		return Auth{}, &config.Error{File: path, Field: "clouds." + name, Msg: err.Error()}
+	}
+	if ao.IdentityEndpoint == "" {
+		return Auth{}, &config.Error{File: path, Line: doc.Clouds[name].Line, Field: "clouds." + name + ".auth.auth_url", Msg: "missing: the Keystone URL"}
+	}
+	if tlsConfig != nil && tlsConfig.RootCAs == nil && !tlsConfig.InsecureSkipVerify && len(tlsConfig.Certificates) == 0 {
+		tlsConfig = nil
+	}
+	return Auth{
+		Options:      ao,
+		Region:       eo.Region,
+		Availability: eo.Availability,
+		TLS:          tlsConfig,
+		Source:       fmt.Sprintf("clouds.yaml %s (cloud %s)", path, name),
+	}, nil
+}
+
+func defaultCloudsPaths(getenv func(string) string) []string {
+	if p := getenv("OS_CLIENT_CONFIG_FILE"); p != "" {
+		return []string{p}
+	}
+	var paths []string
+	if wd, err := os.Getwd(); err == nil {
+		paths = append(paths, filepath.Join(wd, "clouds.yaml"))
+	}
+	cfg := getenv("XDG_CONFIG_HOME")
+	if cfg == "" {
+		if home := getenv("HOME"); home != "" {
+			cfg = filepath.Join(home, ".config")
+		}
+	}
+	if cfg != "" {
+		paths = append(paths, filepath.Join(cfg, "openstack", "clouds.yaml"))
+	}
+	return append(paths, "/etc/openstack/clouds.yaml")
+}

@@ -1,0 +1,712 @@
+package contract
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	gcos "github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+
+	"github.com/vitalsproject/vitals/openstack"
+)
+
+// Env describes the cloud under test.
+type Env struct {
+	// Config connects to the cloud (a project member is enough; admin works too).
+	Config openstack.Config
+	// Which services beyond Keystone and Neutron the cloud offers. A missing one skips its tests.
+	Compute      bool
+	BlockStorage bool
+	LoadBalancer bool
+	// ImageID boots servers; "": $OS_TEST_IMAGE_ID, else the image named "cirros-fake" in Glance.
+	ImageID string
+	// FlavorID boots servers; "": "1".
+	FlavorID string
+	// Timeout bounds each wait for an asynchronous state (server ACTIVE, volume gone); 0: 2m.
+	Timeout time.Duration
+	// Poll is the interval of those waits; 0: 250ms.
+	Poll time.Duration
+}
+
+// Run runs the whole suite as subtests of t.
+func Run(t *testing.T, env Env) {
+	if env.Timeout == 0 {
+		env.Timeout = 2 * time.Minute
+	}
+	if env.Poll == 0 {
+		env.Poll = 250 * time.Millisecond
+	}
+	ctx := t.Context()
+	c, err := openstack.Connect(ctx, env.Config)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	s := &suite{env: env, cloud: c}
+	// The tests share nothing but the connection, so they run in parallel.
+	for _, tc := range []struct {
+		name string
+		f    func(*testing.T)
+	}{
+		{"Routers", s.routers}, {"Ports", s.ports}, {"SecurityGroups", s.securityGroups}, {"NotFound", s.notFound},
+		{"Servers", s.servers}, {"Volumes", s.volumes}, {"LoadBalancers", s.loadBalancers},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.f(t)
+		})
+	}
+}
+
+type suite struct {
+	env   Env
+	cloud *openstack.Cloud
+}
+
+// name returns a unique resource name.
+func name(t *testing.T, what string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("vitals-contract-%s-%s", what, hex.EncodeToString(b))
+}
+
+func (s *suite) client(t *testing.T, svc openstack.Service) *gophercloud.ServiceClient {
+	t.Helper()
+	c, err := s.cloud.Client(svc)
+	if err != nil {
+		t.Fatalf("%s client: %v", svc, err)
+	}
+	return c
+}
+
+// cleanup registers f, logging (not failing on) a 404: the test may have deleted it already.
+func cleanup(t *testing.T, what string, f func(ctx context.Context) error) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := f(ctx); err != nil && !openstack.IsNotFound(err) {
+			t.Errorf("cleanup %s: %v", what, err)
+		}
+	})
+}
+
+// eventually polls f until it returns true, an error, or the timeout.
+func (s *suite) eventually(t *testing.T, what string, f func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), s.env.Timeout)
+	defer cancel()
+	for {
+		done, err := f(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not done after %s", what, s.env.Timeout)
+		case <-time.After(s.env.Poll):
+		}
+	}
+}
+
+// network creates a network (and a subnet with cidr unless empty) that the test removes at its end.
+func (s *suite) network(t *testing.T, cidr string) (netID, subnetID string) {
+	t.Helper()
+	ctx := t.Context()
+	nc := s.client(t, openstack.ServiceNetworking)
+	n, err := networks.Create(ctx, nc, networks.CreateOpts{Name: name(t, "net")}).Extract()
+	if err != nil {
+		t.Fatalf("create network: %v", err)
+	}
+	cleanup(t, "network "+n.ID, func(ctx context.Context) error { return networks.Delete(ctx, nc, n.ID).ExtractErr() })
+	if cidr == "" {
+		return n.ID, ""
+	}
+	sn, err := subnets.Create(ctx, nc, subnets.CreateOpts{NetworkID: n.ID, CIDR: cidr, IPVersion: gophercloud.IPv4, Name: name(t, "subnet")}).Extract()
+	if err != nil {
+		t.Fatalf("create subnet: %v", err)
+	}
+	cleanup(t, "subnet "+sn.ID, func(ctx context.Context) error { return subnets.Delete(ctx, nc, sn.ID).ExtractErr() })
+	return n.ID, sn.ID
+}
+
+func routeSet(rs []openstack.Route) []string {
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.Destination+" via "+r.NextHop)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *suite) routers(t *testing.T) {
+	ctx := t.Context()
+	nc := s.client(t, openstack.ServiceNetworking)
+	_, subnetID := s.network(t, "10.77.0.0/24")
+	rname := name(t, "router")
+	r, err := routers.Create(ctx, nc, routers.CreateOpts{Name: rname}).Extract()
+	if err != nil {
+		t.Fatalf("create router: %v", err)
+	}
+	cleanup(t, "router "+r.ID, func(ctx context.Context) error { return routers.Delete(ctx, nc, r.ID).ExtractErr() })
+	if _, err := routers.AddInterface(ctx, nc, r.ID, routers.AddInterfaceOpts{SubnetID: subnetID}).Extract(); err != nil {
+		t.Fatalf("add router interface: %v", err)
+	}
+	cleanup(t, "router interface", func(ctx context.Context) error {
+		// Routes through the interface's subnet must go before the interface.
+		if _, err := routers.Update(ctx, nc, r.ID, routers.UpdateOpts{Routes: &[]routers.Route{}}).Extract(); err != nil {
+			return err
+		}
+		_, err := routers.RemoveInterface(ctx, nc, r.ID, routers.RemoveInterfaceOpts{SubnetID: subnetID}).Extract()
+		return err
+	})
+
+	atomic, err := s.cloud.AtomicRoutes(ctx)
+	if err != nil || !atomic {
+		t.Fatalf("AtomicRoutes = %v, %v; want true (extraroute-atomic)", atomic, err)
+	}
+	a := openstack.Route{Destination: "10.244.1.0/24", NextHop: "10.77.0.11"}
+	b := openstack.Route{Destination: "10.244.2.0/24", NextHop: "10.77.0.12"}
+	c := openstack.Route{Destination: "10.244.3.0/24", NextHop: "10.77.0.13"}
+
+	got, err := s.cloud.AddRoutes(ctx, r.ID, []openstack.Route{a, b})
+	if err != nil {
+		t.Fatalf("AddRoutes: %v", err)
+	}
+	if want := routeSet([]openstack.Route{a, b}); !slices.Equal(routeSet(got.Routes), want) {
+		t.Fatalf("after AddRoutes: routes %v, want %v", routeSet(got.Routes), want)
+	}
+	// Adding a route that is there already changes nothing.
+	got, err = s.cloud.AddRoutes(ctx, r.ID, []openstack.Route{a})
+	if err != nil || len(got.Routes) != 2 {
+		t.Fatalf("AddRoutes of a present route: %v, routes %v; want 2 routes", err, got)
+	}
+	got, err = s.cloud.RemoveRoutes(ctx, r.ID, []openstack.Route{a})
+	if err != nil {
+		t.Fatalf("RemoveRoutes: %v", err)
+	}
+	if want := routeSet([]openstack.Route{b}); !slices.Equal(routeSet(got.Routes), want) {
+		t.Fatalf("after RemoveRoutes: routes %v, want %v", routeSet(got.Routes), want)
+	}
+	// Removing a route that is gone already is not an error.
+	if _, err := s.cloud.RemoveRoutes(ctx, r.ID, []openstack.Route{a}); err != nil {
+		t.Fatalf("RemoveRoutes of an absent route: %v", err)
+	}
+
+	cur, err := s.cloud.GetRouter(ctx, r.ID)
+	if err != nil {
+		t.Fatalf("GetRouter: %v", err)
+	}
+	if cur.ID != r.ID || cur.Name != rname || !slices.Equal(routeSet(cur.Routes), routeSet([]openstack.Route{b})) {
+		t.Fatalf("GetRouter = %+v", cur)
+	}
+	set, err := s.cloud.SetRoutes(ctx, r.ID, []openstack.Route{b, c}, cur.RevisionNumber)
+	if err != nil {
+		t.Fatalf("SetRoutes at the current revision %d: %v", cur.RevisionNumber, err)
+	}
+	if !slices.Equal(routeSet(set.Routes), routeSet([]openstack.Route{b, c})) || set.RevisionNumber <= cur.RevisionNumber {
+		t.Fatalf("after SetRoutes: routes %v revision %d (was %d)", routeSet(set.Routes), set.RevisionNumber, cur.RevisionNumber)
+	}
+	_, err = s.cloud.SetRoutes(ctx, r.ID, nil, cur.RevisionNumber)
+	if !openstack.IsConflict(err) {
+		t.Fatalf("SetRoutes at stale revision %d: err %v, want a conflict", cur.RevisionNumber, err)
+	}
+	if after, err := s.cloud.GetRouter(ctx, r.ID); err != nil || len(after.Routes) != 2 {
+		t.Fatalf("a refused SetRoutes changed the router: %+v, %v", after, err)
+	}
+
+	for _, size := range []int{0, 1} {
+		list, err := s.cloud.ListRouters(ctx, openstack.ListOpts{Name: rname, PageSize: size})
+		if err != nil {
+			t.Fatalf("ListRouters(page size %d): %v", size, err)
+		}
+		if len(list) != 1 || list[0].ID != r.ID || len(list[0].Routes) != 2 {
+			t.Fatalf("ListRouters(name, page size %d) = %+v; want router %s with 2 routes", size, list, r.ID)
+		}
+	}
+	// Two more routers of the same project: a page size of 1 must read them all.
+	project := s.cloud.ProjectID()
+	want := []string{r.ID}
+	for i := 0; i < 2; i++ {
+		x, err := routers.Create(ctx, nc, routers.CreateOpts{Name: name(t, "router")}).Extract()
+		if err != nil {
+			t.Fatalf("create router: %v", err)
+		}
+		cleanup(t, "router "+x.ID, func(ctx context.Context) error { return routers.Delete(ctx, nc, x.ID).ExtractErr() })
+		want = append(want, x.ID)
+	}
+	all, err := s.cloud.ListRouters(ctx, openstack.ListOpts{ProjectID: project, PageSize: 1})
+	if err != nil {
+		t.Fatalf("ListRouters(project, page size 1): %v", err)
+	}
+	if missing := missingIDs(want, routerIDs(all)); len(missing) > 0 {
+		t.Fatalf("ListRouters(page size 1) misses %v of %d routers", missing, len(all))
+	}
+}
+
+func routerIDs(rs []openstack.Router) []string {
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+func missingIDs(want, have []string) []string {
+	var out []string
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func (s *suite) ports(t *testing.T) {
+	ctx := t.Context()
+	nc := s.client(t, openstack.ServiceNetworking)
+	netID, _ := s.network(t, "")
+	device := name(t, "device")
+	var ids []string
+	var firstName string
+	for i := 0; i < 3; i++ {
+		co := ports.CreateOpts{NetworkID: netID, Name: name(t, "port")}
+		if i == 0 {
+			co.DeviceID = device
+			firstName = co.Name
+		}
+		p, err := ports.Create(ctx, nc, co).Extract()
+		if err != nil {
+			t.Fatalf("create port: %v", err)
+		}
+		cleanup(t, "port "+p.ID, func(ctx context.Context) error { return ports.Delete(ctx, nc, p.ID).ExtractErr() })
+		ids = append(ids, p.ID)
+	}
+	for _, size := range []int{0, 1, 2} {
+		list, err := s.cloud.ListPorts(ctx, openstack.ListOpts{NetworkID: netID, PageSize: size})
+		if err != nil {
+			t.Fatalf("ListPorts(network, page size %d): %v", size, err)
+		}
+		got := make([]string, 0, len(list))
+		for _, p := range list {
+			got = append(got, p.ID)
+			if p.NetworkID != netID {
+				t.Errorf("port %s on network %s, asked for %s", p.ID, p.NetworkID, netID)
+			}
+		}
+		if len(list) != 3 || len(missingIDs(ids, got)) > 0 {
+			t.Fatalf("ListPorts(network, page size %d) = %v; want %v", size, got, ids)
+		}
+	}
+	byDevice, err := s.cloud.ListPorts(ctx, openstack.ListOpts{DeviceID: device})
+	if err != nil || len(byDevice) != 1 || byDevice[0].ID != ids[0] {
+		t.Fatalf("ListPorts(device) = %+v, %v; want port %s", byDevice, err, ids[0])
+	}
+	byName, err := s.cloud.ListPorts(ctx, openstack.ListOpts{Name: firstName, PageSize: 1})
+	if err != nil || len(byName) != 1 || byName[0].ID != ids[0] {
+		t.Fatalf("ListPorts(name) = %+v, %v; want port %s", byName, err, ids[0])
+	}
+
+	pairs := []openstack.AddressPair{{IPAddress: "10.244.1.0/24"}, {IPAddress: "10.10.0.100"}}
+	p, err := s.cloud.SetAllowedAddressPairs(ctx, ids[1], pairs)
+	if err != nil {
+		t.Fatalf("SetAllowedAddressPairs: %v", err)
+	}
+	if len(p.AllowedAddressPairs) != 2 || p.AllowedAddressPairs[0].MACAddress == "" && p.MACAddress == "" {
+		t.Fatalf("after SetAllowedAddressPairs: %+v", p.AllowedAddressPairs)
+	}
+	gotIPs := []string{p.AllowedAddressPairs[0].IPAddress, p.AllowedAddressPairs[1].IPAddress}
+	sort.Strings(gotIPs)
+	if !slices.Equal(gotIPs, []string{"10.10.0.100", "10.244.1.0/24"}) {
+		t.Fatalf("allowed address pairs = %v", gotIPs)
+	}
+	p, err = s.cloud.SetAllowedAddressPairs(ctx, ids[1], nil)
+	if err != nil || len(p.AllowedAddressPairs) != 0 {
+		t.Fatalf("clearing allowed address pairs: %+v, %v", p, err)
+	}
+}
+
+func (s *suite) securityGroups(t *testing.T) {
+	ctx := t.Context()
+	nc := s.client(t, openstack.ServiceNetworking)
+	gname := name(t, "sg")
+	var ids []string
+	for i := 0; i < 2; i++ {
+		g, err := groups.Create(ctx, nc, groups.CreateOpts{Name: gname, Description: "vitals contract"}).Extract()
+		if err != nil {
+			t.Fatalf("create security group: %v", err)
+		}
+		cleanup(t, "security group "+g.ID, func(ctx context.Context) error { return groups.Delete(ctx, nc, g.ID).ExtractErr() })
+		ids = append(ids, g.ID)
+	}
+	list, err := s.cloud.ListSecurityGroups(ctx, openstack.ListOpts{Name: gname, PageSize: 1})
+	if err != nil {
+		t.Fatalf("ListSecurityGroups(page size 1): %v", err)
+	}
+	if len(list) != 2 {
+		t.Fatalf("ListSecurityGroups(name, page size 1) = %d groups, want 2", len(list))
+	}
+	var g openstack.SecurityGroup
+	for _, x := range list {
+		if x.ID == ids[0] {
+			g = x
+		}
+	}
+	if g.ID == "" || len(g.Rules) != 2 { // Neutron gives every group two egress rules (IPv4, IPv6)
+		t.Fatalf("group %s: %+v; want it with 2 default egress rules", ids[0], g)
+	}
+	rule, err := s.cloud.CreateSecurityGroupRule(ctx, ids[0], openstack.SecurityGroupRule{
+		Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", PortRangeMin: 6443, PortRangeMax: 6443,
+		RemoteIPPrefix: "10.0.0.0/8", Description: "kube-apiserver"})
+	if err != nil {
+		t.Fatalf("CreateSecurityGroupRule: %v", err)
+	}
+	if rule.ID == "" || rule.PortRangeMin != 6443 || rule.Protocol != "tcp" || rule.RemoteIPPrefix != "10.0.0.0/8" || rule.Direction != "ingress" {
+		t.Fatalf("created rule = %+v", rule)
+	}
+	// The same rule again is a conflict.
+	if _, err := s.cloud.CreateSecurityGroupRule(ctx, ids[0], openstack.SecurityGroupRule{
+		Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", PortRangeMin: 6443, PortRangeMax: 6443,
+		RemoteIPPrefix: "10.0.0.0/8"}); !openstack.IsConflict(err) {
+		t.Fatalf("duplicate rule: err %v, want a conflict", err)
+	}
+	list, err = s.cloud.ListSecurityGroups(ctx, openstack.ListOpts{Name: gname})
+	if err != nil {
+		t.Fatalf("ListSecurityGroups: %v", err)
+	}
+	if !hasRule(list, ids[0], rule.ID) {
+		t.Fatalf("rule %s not listed in group %s", rule.ID, ids[0])
+	}
+	if err := s.cloud.DeleteSecurityGroupRule(ctx, rule.ID); err != nil {
+		t.Fatalf("DeleteSecurityGroupRule: %v", err)
+	}
+	if err := s.cloud.DeleteSecurityGroupRule(ctx, rule.ID); !openstack.IsNotFound(err) {
+		t.Fatalf("deleting a deleted rule: err %v, want not found", err)
+	}
+	list, err = s.cloud.ListSecurityGroups(ctx, openstack.ListOpts{Name: gname})
+	if err != nil || hasRule(list, ids[0], rule.ID) {
+		t.Fatalf("rule %s still listed after delete (err %v)", rule.ID, err)
+	}
+}
+
+func hasRule(gs []openstack.SecurityGroup, groupID, ruleID string) bool {
+	for _, g := range gs {
+		if g.ID != groupID {
+			continue
+		}
+		for _, r := range g.Rules {
+			if r.ID == ruleID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// missingUUID is a well-formed ID that no resource has.
+const missingUUID = "00000000-0000-4000-8000-000000000000"
+
+func (s *suite) notFound(t *testing.T) {
+	ctx := t.Context()
+	if _, err := s.cloud.GetRouter(ctx, missingUUID); !openstack.IsNotFound(err) {
+		t.Errorf("GetRouter(missing): err %v, want not found", err)
+	}
+	if _, err := s.cloud.AddRoutes(ctx, missingUUID, []openstack.Route{{Destination: "10.1.0.0/24", NextHop: "10.0.0.1"}}); !openstack.IsNotFound(err) {
+		t.Errorf("AddRoutes(missing router): err %v, want not found", err)
+	}
+	if _, err := s.cloud.SetAllowedAddressPairs(ctx, missingUUID, nil); !openstack.IsNotFound(err) {
+		t.Errorf("SetAllowedAddressPairs(missing port): err %v, want not found", err)
+	}
+	if s.env.Compute {
+		if _, err := s.cloud.GetServer(ctx, missingUUID); !openstack.IsNotFound(err) {
+			t.Errorf("GetServer(missing): err %v, want not found", err)
+		}
+	}
+	if s.env.BlockStorage {
+		if _, err := s.cloud.GetVolume(ctx, missingUUID); !openstack.IsNotFound(err) {
+			t.Errorf("GetVolume(missing): err %v, want not found", err)
+		}
+	}
+	if s.env.LoadBalancer {
+		if _, err := s.cloud.GetLoadBalancer(ctx, missingUUID); !openstack.IsNotFound(err) {
+			t.Errorf("GetLoadBalancer(missing): err %v, want not found", err)
+		}
+	}
+}
+
+func (s *suite) imageID(t *testing.T) string {
+	if s.env.ImageID != "" {
+		return s.env.ImageID
+	}
+	if id := os.Getenv("OS_TEST_IMAGE_ID"); id != "" {
+		return id
+	}
+	ic, err := gcos.NewImageV2(s.cloud.Provider(), gophercloud.EndpointOpts{Region: s.env.Config.Auth.Region})
+	if err != nil {
+		t.Skipf("no image to boot: set Env.ImageID or OS_TEST_IMAGE_ID (no image service: %v)", err)
+	}
+	pages, err := images.List(ic, images.ListOpts{Name: "cirros-fake"}).AllPages(t.Context())
+	if err != nil {
+		t.Fatalf("look up image cirros-fake: %v", err)
+	}
+	imgs, err := images.ExtractImages(pages)
+	if err != nil || len(imgs) == 0 {
+		t.Skipf("no image to boot: no image named cirros-fake (err %v); set OS_TEST_IMAGE_ID", err)
+	}
+	return imgs[0].ID
+}
+
+func (s *suite) servers(t *testing.T) {
+	if !s.env.Compute {
+		t.Skip("the cloud under test has no Compute service")
+	}
+	ctx := t.Context()
+	cc := s.client(t, openstack.ServiceCompute)
+	nc := s.client(t, openstack.ServiceNetworking)
+	netID, _ := s.network(t, "10.78.0.0/24")
+	image := s.imageID(t)
+	flavor := s.env.FlavorID
+	if flavor == "" {
+		flavor = "1"
+	}
+	sname := name(t, "node")
+	srv, err := servers.Create(ctx, cc, servers.CreateOpts{Name: sname, FlavorRef: flavor, ImageRef: image,
+		Networks: []servers.Network{{UUID: netID}}, Metadata: map[string]string{"vitals": "contract"}}, nil).Extract()
+	if err != nil {
+		t.Fatalf("boot server: %v", err)
+	}
+	cleanup(t, "server "+srv.ID, func(ctx context.Context) error {
+		if err := servers.Delete(ctx, cc, srv.ID).ExtractErr(); err != nil {
+			return err
+		}
+		// Wait until Nova released the port, or the network cannot be deleted.
+		for ctx.Err() == nil {
+			if _, err := servers.Get(ctx, cc, srv.ID).Extract(); openstack.IsNotFound(err) {
+				return nil
+			}
+			time.Sleep(s.env.Poll)
+		}
+		return ctx.Err()
+	})
+	waitStatus := func(want string) {
+		s.eventually(t, "server "+want, func(ctx context.Context) (bool, error) {
+			got, err := s.cloud.GetServer(ctx, srv.ID)
+			if err != nil {
+				return false, err
+			}
+			if got.Status == "ERROR" {
+				return false, fmt.Errorf("server %s in ERROR", srv.ID)
+			}
+			return got.Status == want, nil
+		})
+	}
+	waitStatus("ACTIVE")
+
+	got, err := s.cloud.GetServer(ctx, srv.ID)
+	if err != nil {
+		t.Fatalf("GetServer: %v", err)
+	}
+	if got.Name != sname || got.Metadata["vitals"] != "contract" || got.Created.IsZero() || got.ProjectID == "" {
+		t.Fatalf("GetServer = %+v", got)
+	}
+	if len(got.Addresses) == 0 || got.Addresses[0].Addr == "" || got.Addresses[0].Version != 4 || got.Addresses[0].Type != "fixed" {
+		t.Fatalf("server addresses = %+v; want one fixed IPv4 address", got.Addresses)
+	}
+	for _, size := range []int{0, 1} {
+		list, err := s.cloud.ListServers(ctx, openstack.ListOpts{Name: sname, PageSize: size})
+		if err != nil || len(list) != 1 || list[0].ID != srv.ID {
+			t.Fatalf("ListServers(name, page size %d) = %+v, %v", size, list, err)
+		}
+	}
+	all, err := s.cloud.ListServers(ctx, openstack.ListOpts{PageSize: 1})
+	if err != nil {
+		t.Fatalf("ListServers(page size 1): %v", err)
+	}
+	if !slices.ContainsFunc(all, func(x openstack.Server) bool { return x.ID == srv.ID }) {
+		t.Fatalf("ListServers(page size 1) misses server %s among %d", srv.ID, len(all))
+	}
+	// A server's port is found by device ID.
+	sp, err := s.cloud.ListPorts(ctx, openstack.ListOpts{DeviceID: srv.ID})
+	if err != nil || len(sp) != 1 || sp[0].NetworkID != netID {
+		t.Fatalf("ListPorts(device = server) = %+v, %v", sp, err)
+	}
+
+	if err := s.cloud.RebootServer(ctx, srv.ID, true); err != nil {
+		t.Fatalf("RebootServer(hard): %v", err)
+	}
+	waitStatus("ACTIVE")
+
+	gname := name(t, "sg")
+	g, err := groups.Create(ctx, nc, groups.CreateOpts{Name: gname}).Extract()
+	if err != nil {
+		t.Fatalf("create security group: %v", err)
+	}
+	cleanup(t, "security group "+g.ID, func(ctx context.Context) error { return groups.Delete(ctx, nc, g.ID).ExtractErr() })
+	if err := s.cloud.AddSecurityGroup(ctx, srv.ID, gname); err != nil {
+		t.Fatalf("AddSecurityGroup: %v", err)
+	}
+	if got, err := s.cloud.GetServer(ctx, srv.ID); err != nil || !slices.Contains(got.SecurityGroups, gname) {
+		t.Fatalf("after AddSecurityGroup: groups %v, %v", got.SecurityGroups, err)
+	}
+	if err := s.cloud.RemoveSecurityGroup(ctx, srv.ID, gname); err != nil {
+		t.Fatalf("RemoveSecurityGroup: %v", err)
+	}
+	if got, err := s.cloud.GetServer(ctx, srv.ID); err != nil || slices.Contains(got.SecurityGroups, gname) {
+		t.Fatalf("after RemoveSecurityGroup: groups %v, %v", got.SecurityGroups, err)
+	}
+
+	if err := s.cloud.DeleteServer(ctx, srv.ID); err != nil {
+		t.Fatalf("DeleteServer: %v", err)
+	}
+	s.eventually(t, "server gone", func(ctx context.Context) (bool, error) {
+		_, err := s.cloud.GetServer(ctx, srv.ID)
+		if openstack.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+func (s *suite) volumes(t *testing.T) {
+	if !s.env.BlockStorage {
+		t.Skip("the cloud under test has no Block Storage service")
+	}
+	ctx := t.Context()
+	bc := s.client(t, openstack.ServiceBlockStorage)
+	vname := name(t, "vol")
+	var ids []string
+	for i := 0; i < 2; i++ {
+		v, err := volumes.Create(ctx, bc, volumes.CreateOpts{Size: 1, Name: vname,
+			Metadata: map[string]string{"csi.storage.k8s.io/pvc/name": "data"}}, nil).Extract()
+		if err != nil {
+			t.Fatalf("create volume: %v", err)
+		}
+		cleanup(t, "volume "+v.ID, func(ctx context.Context) error { return volumes.Delete(ctx, bc, v.ID, nil).ExtractErr() })
+		ids = append(ids, v.ID)
+	}
+	for _, id := range ids {
+		s.eventually(t, "volume available", func(ctx context.Context) (bool, error) {
+			v, err := s.cloud.GetVolume(ctx, id)
+			if err != nil {
+				return false, err
+			}
+			if v.Status == "error" {
+				return false, fmt.Errorf("volume %s in error", id)
+			}
+			return v.Status == "available", nil
+		})
+	}
+	v, err := s.cloud.GetVolume(ctx, ids[0])
+	if err != nil || v.Name != vname || v.Size != 1 || v.Metadata["csi.storage.k8s.io/pvc/name"] != "data" || v.Created.IsZero() {
+		t.Fatalf("GetVolume = %+v, %v", v, err)
+	}
+	for _, size := range []int{0, 1} {
+		list, err := s.cloud.ListVolumes(ctx, openstack.ListOpts{Name: vname, PageSize: size})
+		if err != nil {
+			t.Fatalf("ListVolumes(name, page size %d): %v", size, err)
+		}
+		got := make([]string, 0, len(list))
+		for _, x := range list {
+			got = append(got, x.ID)
+		}
+		if len(list) != 2 || len(missingIDs(ids, got)) > 0 {
+			t.Fatalf("ListVolumes(name, page size %d) = %v; want %v", size, got, ids)
+		}
+	}
+	if err := s.cloud.DeleteVolume(ctx, ids[0], true); err != nil {
+		t.Fatalf("DeleteVolume: %v", err)
+	}
+	s.eventually(t, "volume gone", func(ctx context.Context) (bool, error) {
+		_, err := s.cloud.GetVolume(ctx, ids[0])
+		if openstack.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+func (s *suite) loadBalancers(t *testing.T) {
+	if !s.env.LoadBalancer {
+		t.Skip("the cloud under test has no Load Balancer service")
+	}
+	ctx := t.Context()
+	lc := s.client(t, openstack.ServiceLoadBalancer)
+	_, subnetID := s.network(t, "10.79.0.0/24")
+	lname := name(t, "lb")
+	tag := name(t, "tag")
+	lb, err := loadbalancers.Create(ctx, lc, loadbalancers.CreateOpts{Name: lname, VipSubnetID: subnetID,
+		Tags: []string{tag, "kube_service"}}).Extract()
+	if err != nil {
+		t.Fatalf("create load balancer: %v", err)
+	}
+	cleanup(t, "load balancer "+lb.ID, func(ctx context.Context) error {
+		err := loadbalancers.Delete(ctx, lc, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr()
+		if err != nil && !openstack.IsNotFound(err) {
+			return err
+		}
+		// Wait for the VIP port to go, or the subnet cannot be deleted.
+		for ctx.Err() == nil {
+			if _, err := loadbalancers.Get(ctx, lc, lb.ID).Extract(); openstack.IsNotFound(err) {
+				return nil
+			}
+			time.Sleep(s.env.Poll)
+		}
+		return ctx.Err()
+	})
+	waitActive := func() {
+		s.eventually(t, "load balancer ACTIVE", func(ctx context.Context) (bool, error) {
+			got, err := s.cloud.GetLoadBalancer(ctx, lb.ID)
+			if err != nil {
+				return false, err
+			}
+			if got.ProvisioningStatus == "ERROR" {
+				return false, fmt.Errorf("load balancer %s in ERROR", lb.ID)
+			}
+			return got.ProvisioningStatus == "ACTIVE", nil
+		})
+	}
+	waitActive()
+	got, err := s.cloud.GetLoadBalancer(ctx, lb.ID)
+	if err != nil || got.Name != lname || got.VIPAddress == "" || !slices.Contains(got.Tags, tag) {
+		t.Fatalf("GetLoadBalancer = %+v, %v", got, err)
+	}
+	if _, err := listeners.Create(ctx, lc, listeners.CreateOpts{LoadbalancerID: lb.ID, Protocol: listeners.ProtocolTCP,
+		ProtocolPort: 6443, Name: name(t, "listener")}).Extract(); err != nil {
+		t.Fatalf("create listener: %v", err)
+	}
+	waitActive()
+	for _, o := range []openstack.ListOpts{{Name: lname}, {Name: lname, PageSize: 1}, {Tags: []string{tag}}, {Tags: []string{tag, "kube_service"}, PageSize: 1}} {
+		list, err := s.cloud.ListLoadBalancers(ctx, o)
+		if err != nil || len(list) != 1 || list[0].ID != lb.ID {
+			t.Fatalf("ListLoadBalancers(%+v) = %+v, %v", o, list, err)
+		}
+	}
+	if err := s.cloud.DeleteLoadBalancer(ctx, lb.ID, true); err != nil {
+		t.Fatalf("DeleteLoadBalancer(cascade): %v", err)
+	}
+	s.eventually(t, "load balancer gone", func(ctx context.Context) (bool, error) {
+		_, err := s.cloud.GetLoadBalancer(ctx, lb.ID)
+		if openstack.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}

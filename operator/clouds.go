@@ -1,0 +1,170 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/routegc"
+	"github.com/vitalsproject/vitals/openstack"
+)
+
+// ConnectFunc connects to one cloud.
+type ConnectFunc func(ctx context.Context, a openstack.Auth) (*openstack.Cloud, error)
+
+// DefaultConnect connects with openstack.Connect, registering request metrics on reg.
+func DefaultConnect(reg prometheus.Registerer, log *slog.Logger) ConnectFunc {
+	return func(ctx context.Context, a openstack.Auth) (*openstack.Cloud, error) {
+		return openstack.Connect(ctx, openstack.Config{Auth: a, Registerer: reg, Logger: log})
+	}
+}
+
+// lazyCloud connects on first use and again after a failure (not more often than retry), so the
+// operator starts, and reports not ready, while Keystone is down.
+type lazyCloud struct {
+	auth    openstack.Auth
+	connect ConnectFunc
+	clock   clock.PassiveClock
+	retry   time.Duration
+
+	mu      sync.Mutex
+	cloud   *openstack.Cloud
+	err     error
+	lastTry time.Time
+}
+
+func (l *lazyCloud) get(ctx context.Context) (*openstack.Cloud, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cloud != nil {
+		return l.cloud, nil
+	}
+	if l.err != nil && l.clock.Since(l.lastTry) < l.retry {
+		return nil, l.err
+	}
+	l.lastTry = l.clock.Now()
+	c, err := l.connect(ctx, l.auth)
+	if err != nil {
+		l.err = fmt.Errorf("connect to OpenStack (%s): %w", l.auth.Source, err)
+		return nil, l.err
+	}
+	l.cloud, l.err = c, nil
+	return c, nil
+}
+
+// clusterClouds gives each Cluster its cloud: the operator's default, or one connected with the
+// clouds.yaml of the Cluster's credentials Secret (cached per Secret version).
+type clusterClouds struct {
+	reader  client.Reader // uncached: the operator never lists or watches Secrets
+	def     *lazyCloud
+	connect ConnectFunc
+
+	mu    sync.Mutex
+	cache map[string]cachedCloud
+}
+
+type cachedCloud struct {
+	version string
+	cloud   *openstack.Cloud
+}
+
+// DefaultCloudsYAMLKey is the key of a credentials Secret that holds the clouds.yaml.
+const DefaultCloudsYAMLKey = "clouds.yaml"
+
+// DefaultKubeconfigKey is the key of a kubeconfig Secret.
+const DefaultKubeconfigKey = "kubeconfig"
+
+func (cc *clusterClouds) For(ctx context.Context, c *v1alpha1.Cluster) (routegc.Cloud, string, error) {
+	cloud, err := cc.cloudOf(ctx, c)
+	if err != nil {
+		return nil, "", err
+	}
+	project := c.Spec.OpenStack.ProjectID
+	if project == "" {
+		project = cloud.ProjectID()
+	}
+	if project == "" {
+		return nil, "", fmt.Errorf("cluster %s/%s: spec.openstack.projectID is empty and the credentials are not project-scoped", c.Namespace, c.Name)
+	}
+	return cloud, project, nil
+}
+
+func (cc *clusterClouds) cloudOf(ctx context.Context, c *v1alpha1.Cluster) (*openstack.Cloud, error) {
+	ref := c.Spec.OpenStack.CredentialsSecretRef
+	if ref == nil {
+		if cc.def == nil {
+			return nil, fmt.Errorf("cluster %s/%s: %w: set spec.openstack.credentialsSecretRef or give the operator credentials", c.Namespace, c.Name, routegc.ErrNoCloud)
+		}
+		return cc.def.get(ctx)
+	}
+	key := ref.Key
+	if key == "" {
+		key = DefaultCloudsYAMLKey
+	}
+	var sec corev1.Secret
+	if err := cc.reader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}, &sec); err != nil {
+		return nil, fmt.Errorf("read credentials secret %s/%s: %w", c.Namespace, ref.Name, err)
+	}
+	data, ok := sec.Data[key]
+	if !ok {
+		return nil, fmt.Errorf("credentials secret %s/%s has no key %q (expected a clouds.yaml)", c.Namespace, ref.Name, key)
+	}
+	cloudName := c.Spec.OpenStack.Cloud
+	if cloudName == "" {
+		cloudName = "openstack"
+	}
+	id := c.Namespace + "/" + ref.Name + "/" + key + "/" + cloudName
+	version := string(sec.UID) + "/" + sec.ResourceVersion
+	cc.mu.Lock()
+	if e, ok := cc.cache[id]; ok && e.version == version {
+		cc.mu.Unlock()
+		return e.cloud, nil
+	}
+	cc.mu.Unlock()
+	auth, err := authFromCloudsYAMLBytes(data, cloudName, fmt.Sprintf("secret %s/%s key %s", c.Namespace, ref.Name, key))
+	if err != nil {
+		return nil, err
+	}
+	cloud, err := cc.connect(ctx, auth)
+	if err != nil {
+		return nil, fmt.Errorf("connect with credentials secret %s/%s (cloud %s): %w", c.Namespace, ref.Name, cloudName, err)
+	}
+	cc.mu.Lock()
+	if cc.cache == nil {
+		cc.cache = map[string]cachedCloud{}
+	}
+	cc.cache[id] = cachedCloud{version: version, cloud: cloud}
+	cc.mu.Unlock()
+	return cloud, nil
+}
+
+// authFromCloudsYAMLBytes parses a clouds.yaml held in memory (via a private temporary file, which
+// the parser needs) and selects one cloud.
+func authFromCloudsYAMLBytes(data []byte, cloud, source string) (openstack.Auth, error) {
+	dir, err := os.MkdirTemp("", "vitals-clouds-")
+	if err != nil {
+		return openstack.Auth{}, fmt.Errorf("parse clouds.yaml from %s: %w", source, err)
+	}
+	defer os.RemoveAll(dir)
+	p := filepath.Join(dir, "clouds.yaml")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		return openstack.Auth{}, fmt.Errorf("parse clouds.yaml from %s: %w", source, err)
+	}
+	a, err := openstack.AuthFromCloudsYAML(openstack.CloudsYAMLOptions{Cloud: cloud, Paths: []string{p}, Getenv: func(string) string { return "" }})
+	if err != nil {
+		return openstack.Auth{}, fmt.Errorf("clouds.yaml from %s: %w", source, err)
+	}
+	a.Source = fmt.Sprintf("clouds.yaml from %s (cloud %s)", source, cloud)
+	return a, nil
+}

@@ -1,0 +1,110 @@
+package operator
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/vitalsproject/vitals/openstack"
+)
+
+// Options configure the operator. The zero value of each field takes the default noted.
+type Options struct {
+	// RestConfig of the cluster the operator runs against (required).
+	RestConfig *rest.Config
+	// Namespace to watch Clusters in ("": all namespaces).
+	Namespace string
+
+	// HealthAddr is where /livez, /readyz, /alive, /ready are served (default ":8082"; "0": off).
+	HealthAddr string
+	// MetricsAddr is where /metrics is served (default ":8080"; "0": off).
+	MetricsAddr string
+
+	// LeaderElect turns leader election on (a Lease); replicas that do not lead stay idle.
+	LeaderElect bool
+	// LeaderElectionNamespace of the Lease (default: the in-cluster namespace, else "default").
+	LeaderElectionNamespace string
+	// LeaderElectionID is the Lease's name (default "vitals-operator").
+	LeaderElectionID string
+	// Identity of this replica in the Lease (default: hostname_random).
+	Identity string
+	// LeaseDuration, RenewDeadline, RetryPeriod (default 15s, 10s, 2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+
+	// Cloud is the operator's default OpenStack credentials, used by Clusters without their own and
+	// by the Keystone and Neutron readiness checks (nil: none).
+	Cloud *openstack.Auth
+	// Connect connects to a cloud (default openstack.Connect); tests may wrap it.
+	Connect ConnectFunc
+
+	// CheckInterval and CheckTimeout of the readiness checks (default 10s and 5s).
+	CheckInterval, CheckTimeout time.Duration
+	// ComponentDeadline: a controller loop or informer that has not beaten for this long is dead
+	// (default 2m). A pass running longer than PassTimeout counts as stuck.
+	ComponentDeadline time.Duration
+	// PassTimeout bounds one controller pass (default 5m).
+	PassTimeout time.Duration
+
+	// RouteGCInterval and RouteGCBudget are the defaults for Clusters that leave them unset (1m, 10).
+	RouteGCInterval time.Duration
+	RouteGCBudget   int
+
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+	// Clock (default the real one).
+	Clock clock.WithTicker
+	// Registry receives the operator's metrics (default: a new registry; /metrics also serves
+	// controller-runtime's global registry).
+	Registry *prometheus.Registry
+}
+
+func (o *Options) defaults() {
+	if o.HealthAddr == "" {
+		o.HealthAddr = ":8082"
+	}
+	if o.MetricsAddr == "" {
+		o.MetricsAddr = ":8080"
+	}
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = "vitals-operator"
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = 15 * time.Second
+	}
+	if o.RenewDeadline == 0 {
+		o.RenewDeadline = 10 * time.Second
+	}
+	if o.RetryPeriod == 0 {
+		o.RetryPeriod = 2 * time.Second
+	}
+	if o.CheckInterval == 0 {
+		o.CheckInterval = 10 * time.Second
+	}
+	if o.CheckTimeout == 0 {
+		o.CheckTimeout = 5 * time.Second
+	}
+	if o.CheckTimeout > o.CheckInterval {
+		o.CheckTimeout = o.CheckInterval
+	}
+	if o.ComponentDeadline == 0 {
+		o.ComponentDeadline = 2 * time.Minute
+	}
+	if o.PassTimeout == 0 {
+		o.PassTimeout = 5 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	if o.Connect == nil {
+		o.Connect = DefaultConnect(o.Registry, o.Logger)
+	}
+}

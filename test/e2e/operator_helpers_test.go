@@ -1,0 +1,303 @@
+package e2e
+
+// Helpers of the operator scenarios: the Cluster CRD on the real kube-apiserver, a throw-away
+// network, subnet and router on the real Neutron, and a fault-injecting transport in front of the
+// real cloud.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/operator"
+)
+
+func opRepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+var opCRDOnce sync.Mutex
+
+// opInstallCRD installs (or updates) the Cluster CRD from deploy/crds and waits until it serves.
+func opInstallCRD(t testing.TB, cfg *rest.Config) {
+	t.Helper()
+	opCRDOnce.Lock()
+	defer opCRDOnce.Unlock()
+	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(opRepoRoot(), "deploy", "crds")}, ErrorIfPathMissing: true,
+		MaxTime: time.Minute, PollInterval: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("install the Cluster CRD: %v", err)
+	}
+}
+
+func opRandHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// opClient is a controller-runtime client with the operator's scheme.
+func opClient(t testing.TB, cfg *rest.Config) client.Client {
+	t.Helper()
+	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// opNamespace creates a namespace for one test and deletes it at the end.
+func opNamespace(t testing.TB, c client.Client) string {
+	t.Helper()
+	name := "vitals-op-" + strings.ToLower(regexp.MustCompile(`[^a-zA-Z0-9]+`).ReplaceAllString(t.Name(), "-"))
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name = strings.TrimRight(name, "-") + "-" + opRandHex(3)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), ns) })
+	return name
+}
+
+// opAuth turns the test cloud's credentials into an openstack.Auth.
+func opAuth(t testing.TB, env testenv.OpenStackEnv) openstack.Auth {
+	t.Helper()
+	vars := map[string]string{}
+	for _, kv := range env.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	a, err := openstack.AuthFromEnv(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatalf("auth from the test cloud's variables: %v", err)
+	}
+	return a
+}
+
+// opConnect connects to the test cloud, optionally through a fault-injecting transport.
+func opConnect(t testing.TB, a openstack.Auth, tr http.RoundTripper) *openstack.Cloud {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := openstack.Connect(ctx, openstack.Config{Auth: a, Transport: tr, QPS: -1})
+	if err != nil {
+		t.Fatalf("connect to the test cloud: %v", err)
+	}
+	return c
+}
+
+// opFaults is an http.RoundTripper in front of the real cloud that answers chosen requests with a
+// failure (503), as a failing service would.
+type opFaults struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	// rules: method + " " + path regexp -> HTTP status (0: connection reset).
+	rules map[string]int
+	hits  map[string]int
+}
+
+func newOpFaults() *opFaults {
+	return &opFaults{base: http.DefaultTransport.(*http.Transport).Clone(), rules: map[string]int{}, hits: map[string]int{}}
+}
+
+func (f *opFaults) set(method, pathRE string, status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rules[method+" "+pathRE] = status
+}
+
+func (f *opFaults) clear() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rules = map[string]int{}
+}
+
+func (f *opFaults) hit(rule string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hits[rule]
+}
+
+func (f *opFaults) RoundTrip(r *http.Request) (*http.Response, error) {
+	f.mu.Lock()
+	for rule, status := range f.rules {
+		method, re, _ := strings.Cut(rule, " ")
+		if method == r.Method && regexp.MustCompile(re).MatchString(r.URL.Path) {
+			f.hits[rule]++
+			f.mu.Unlock()
+			if r.Body != nil {
+				_ = r.Body.Close()
+			}
+			if status == 0 {
+				return nil, errors.New("connection reset by injected fault")
+			}
+			return &http.Response{StatusCode: status, Status: fmt.Sprintf("%d injected", status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+				Header: http.Header{"Content-Type": {"application/json"}}, Request: r,
+				Body: http.NoBody}, nil
+		}
+	}
+	f.mu.Unlock()
+	return f.base.RoundTrip(r)
+}
+
+// opNet is a throw-away network, subnet and router (with an interface on the subnet) on the real
+// Neutron, deleted at the end of the test.
+type opNet struct {
+	t       testing.TB
+	nc      *gophercloud.ServiceClient
+	prefix  string // e.g. "10.213.7"
+	Network string
+	Subnet  string
+	Router  string
+	ports   []string
+}
+
+func opNewNet(t testing.TB, cloud *openstack.Cloud) *opNet {
+	t.Helper()
+	nc, err := cloud.Client(openstack.ServiceNetworking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	b, _ := rand.Int(rand.Reader, big.NewInt(250))
+	c, _ := rand.Int(rand.Reader, big.NewInt(250))
+	n := &opNet{t: t, nc: nc, prefix: fmt.Sprintf("10.%d.%d", 100+b.Int64()%150, c.Int64())}
+	name := "vitals-e2e-op-" + opRandHex(4)
+	net, err := networks.Create(ctx, nc, networks.CreateOpts{Name: name}).Extract()
+	if err != nil {
+		t.Fatalf("create network: %v", err)
+	}
+	n.Network = net.ID
+	t.Cleanup(n.cleanup)
+	gw := n.IP(1)
+	sub, err := subnets.Create(ctx, nc, subnets.CreateOpts{NetworkID: net.ID, Name: name, CIDR: n.prefix + ".0/24", IPVersion: gophercloud.IPv4, GatewayIP: &gw}).Extract()
+	if err != nil {
+		t.Fatalf("create subnet: %v", err)
+	}
+	n.Subnet = sub.ID
+	rt, err := routers.Create(ctx, nc, routers.CreateOpts{Name: name}).Extract()
+	if err != nil {
+		t.Fatalf("create router: %v", err)
+	}
+	n.Router = rt.ID
+	if _, err := routers.AddInterface(ctx, nc, rt.ID, routers.AddInterfaceOpts{SubnetID: sub.ID}).Extract(); err != nil {
+		t.Fatalf("add router interface: %v", err)
+	}
+	return n
+}
+
+// IP is an address of the subnet, e.g. IP(5) = 10.x.y.5.
+func (n *opNet) IP(host int) string { return fmt.Sprintf("%s.%d", n.prefix, host) }
+
+// Port creates a port holding IP(host), as a node's port does.
+func (n *opNet) Port(host int) string {
+	n.t.Helper()
+	p, err := ports.Create(context.Background(), n.nc, ports.CreateOpts{NetworkID: n.Network, Name: "vitals-e2e-node",
+		FixedIPs: []ports.IP{{SubnetID: n.Subnet, IPAddress: n.IP(host)}}}).Extract()
+	if err != nil {
+		n.t.Fatalf("create port %s: %v", n.IP(host), err)
+	}
+	n.ports = append(n.ports, p.ID)
+	return p.ID
+}
+
+// DeletePort deletes a port (a node going away).
+func (n *opNet) DeletePort(id string) {
+	n.t.Helper()
+	if err := ports.Delete(context.Background(), n.nc, id).ExtractErr(); err != nil {
+		n.t.Fatalf("delete port %s: %v", id, err)
+	}
+}
+
+// SetRoutes replaces the router's routes.
+func (n *opNet) SetRoutes(rs ...openstack.Route) {
+	n.t.Helper()
+	gr := make([]routers.Route, len(rs))
+	for i, r := range rs {
+		gr[i] = routers.Route{DestinationCIDR: r.Destination, NextHop: r.NextHop}
+	}
+	if _, err := routers.Update(context.Background(), n.nc, n.Router, routers.UpdateOpts{Routes: &gr}).Extract(); err != nil {
+		n.t.Fatalf("set routes: %v", err)
+	}
+}
+
+// Routes reads the router's routes.
+func (n *opNet) Routes() map[openstack.Route]bool {
+	n.t.Helper()
+	r, err := routers.Get(context.Background(), n.nc, n.Router).Extract()
+	if err != nil {
+		n.t.Fatalf("read router: %v", err)
+	}
+	m := map[openstack.Route]bool{}
+	for _, x := range r.Routes {
+		m[openstack.Route{Destination: x.DestinationCIDR, NextHop: x.NextHop}] = true
+	}
+	return m
+}
+
+func (n *opNet) cleanup() {
+	ctx := context.Background()
+	empty := []routers.Route{}
+	if n.Router != "" {
+		_, _ = routers.Update(ctx, n.nc, n.Router, routers.UpdateOpts{Routes: &empty}).Extract()
+		if n.Subnet != "" {
+			_, _ = routers.RemoveInterface(ctx, n.nc, n.Router, routers.RemoveInterfaceOpts{SubnetID: n.Subnet}).Extract()
+		}
+		_ = routers.Delete(ctx, n.nc, n.Router).ExtractErr()
+	}
+	for _, p := range n.ports {
+		_ = ports.Delete(ctx, n.nc, p).ExtractErr()
+	}
+	if n.Subnet != "" {
+		_ = subnets.Delete(ctx, n.nc, n.Subnet).ExtractErr()
+	}
+	_ = networks.Delete(ctx, n.nc, n.Network).ExtractErr()
+}
+
+// opEventually polls cond until it holds or the timeout passes.
+func opEventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %s (last: %s)", what, timeout, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
