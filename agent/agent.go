@@ -212,16 +212,22 @@ func (a *Agent) registerChecks() error {
 	if err := a.mgr.Register(list...); err != nil {
 		return fmt.Errorf("register agent checks: %w", err)
 	}
-	bo := health.BudgetOptions{Mode: health.Consecutive, Limit: o.FailuresCount + 1, Probes: health.Liveness}
-	if o.FailureMode == ModeWindow {
-		bo.Mode, bo.Window = health.Window, o.FailureWindow
-	}
-	b, err := a.mgr.Budget(BudgetCNIAdd, bo)
+	b, err := a.mgr.Budget(BudgetCNIAdd, budgetOptions(o))
 	if err != nil {
 		return fmt.Errorf("register CNI ADD failure budget: %w", err)
 	}
 	a.budget = b
 	return nil
+}
+
+// budgetOptions maps the options to the CNI ADD failure budget. Kuryr's cni_failures_count counts the
+// failures tolerated: the daemon turned unhealthy on the one after, so the budget trips at count+1.
+func budgetOptions(o Options) health.BudgetOptions {
+	bo := health.BudgetOptions{Mode: health.Consecutive, Limit: o.FailuresCount + 1, Probes: health.Liveness}
+	if o.FailureMode == ModeWindow {
+		bo.Mode, bo.Window = health.Window, o.FailureWindow
+	}
+	return bo
 }
 
 // memoryCheck builds the memory check and says what it measures.

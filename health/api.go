@@ -1,7 +1,8 @@
 package health
 
-// This file holds the package's public types. Behaviour lives in manager.go, component.go, budget.go,
-// http.go and metrics.go.
+// This file holds the package's public types. Behaviour lives in manager.go (registry, Start/Stop,
+// Evaluate), check.go (the runner), snapshot.go (cached verdicts), component.go, budget.go, drain.go,
+// http.go and render.go (probes), disable.go (oslo's disable/enable by file) and metrics.go.
 
 import (
 	"context"

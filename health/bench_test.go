@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,4 +118,51 @@ func BenchmarkRunnerCycle(b *testing.B) {
 	}
 	perRun := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 	b.ReportMetric(perRun*10/1e9*100, "core-%@100x10s")
+}
+
+// BenchmarkRunner100 runs 100 no-op checks in the background on the real clock at a 10 ms
+// interval until b.N runs have completed, and reports the process CPU time (user+system, from
+// getrusage) per run. core-%@100x10s scales it to 100 checks at a 10 s interval (10 runs/s).
+func BenchmarkRunner100(b *testing.B) {
+	var runs atomic.Int64
+	m := NewManager(WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	for i := range 100 {
+		m.MustRegister(Check{Name: fmt.Sprintf("check-%03d", i), Probes: AllProbes,
+			Interval: 10 * time.Millisecond, Timeout: 5 * time.Millisecond,
+			Run: func(context.Context) error { runs.Add(1); return nil }})
+	}
+	before := cpuTime(b)
+	start := time.Now()
+	m.Start(context.Background())
+	for runs.Load() < int64(b.N) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	m.Stop()
+	cpu := cpuTime(b) - before
+	n := runs.Load()
+	perRun := float64(cpu.Nanoseconds()) / float64(n)
+	b.ReportMetric(perRun, "cpu-ns/run")
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "runs/s")
+	b.ReportMetric(perRun*10/1e9*100, "core-%@100x10s")
+}
+
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkComponentBeat is the cost of a heartbeat on a component's hot loop.
+func BenchmarkComponentBeat(b *testing.B) {
+	m := benchManager(b, 10)
+	c, err := m.Component("loop", ComponentOptions{Deadline: time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Beat()
+	}
 }

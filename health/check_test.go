@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 func TestRegisterValidation(t *testing.T) {
@@ -278,6 +280,7 @@ func TestRunnerTimeout(t *testing.T) {
 			})
 			m.Stop()
 			eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return inflight == 0 })
+			goleak.VerifyNone(t)
 		})
 	}
 }

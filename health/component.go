@@ -35,6 +35,8 @@ type Component struct {
 	beats    atomic.Int64
 	// deadSeen: the published snapshot shows the component dead, so a beat must refresh it.
 	deadSeen atomic.Bool
+	// dead: latched dead; beats change nothing any more.
+	dead atomic.Bool
 
 	mu       sync.Mutex
 	err      error // reported failure, nil when alive
@@ -75,6 +77,9 @@ func (m *Manager) Component(name string, opts ComponentOptions) (*Component, err
 
 // Beat records progress.
 func (c *Component) Beat() {
+	if c.dead.Load() {
+		return
+	}
 	now := c.m.clock.Now()
 	prev := c.lastBeat.Swap(now.UnixNano())
 	c.beats.Add(1)
@@ -85,6 +90,7 @@ func (c *Component) Beat() {
 			c.latched = fmt.Errorf("%w: no beat for %s (deadline %s)", ErrMissedDeadline,
 				now.Sub(time.Unix(0, prev)).Round(time.Millisecond), c.opts.Deadline)
 			c.failedAt = now
+			c.dead.Store(true)
 		}
 		c.mu.Unlock()
 		c.m.changed()
@@ -107,6 +113,7 @@ func (c *Component) Fail(err error) {
 	c.fails++
 	if c.opts.Latch && c.latched == nil {
 		c.latched = err
+		c.dead.Store(true)
 	}
 	c.mu.Unlock()
 	c.m.changed()
@@ -156,6 +163,7 @@ func (c *Component) evaluate(now time.Time) eval {
 			if c.opts.Latch {
 				c.latched = reason
 				c.failedAt = deadline
+				c.dead.Store(true)
 			}
 		} else {
 			ev.changesAt = deadline.Add(time.Nanosecond)

@@ -1,8 +1,13 @@
 package health
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -170,6 +175,9 @@ func TestDrain(t *testing.T) {
 	if rep.Healthy || !rep.Draining {
 		t.Fatalf("readiness while draining: %+v", rep)
 	}
+	if !m.Evaluate(Readiness, drainName).Healthy {
+		t.Fatal("readiness excluding the drain failed")
+	}
 	// Liveness holds during the delay, even when a component fails (shutting down).
 	comp.Fail(errBoom)
 	if !m.Evaluate(Liveness).Healthy {
@@ -252,5 +260,62 @@ func TestWatcherNoticesDeadlines(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("no transition without a probe")
+	}
+}
+
+func TestTransitionsLogged(t *testing.T) {
+	var buf syncBuffer
+	m, _ := newTest(t, WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	c, _ := m.Component("loop", ComponentOptions{})
+	c.Fail(errBoom)
+	c.Recover()
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("log lines: %q", lines)
+	}
+	var first map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	if first["msg"] != "health status changed" || first["name"] != "loop" || first["to"] != "failed" ||
+		first["reason"] != "boom" || first["level"] != "WARN" {
+		t.Fatalf("log %v", first)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// TestRealClockWatcher: on the real clock readers trust the published snapshot, and the watcher
+// must rebuild it when a deadline passes.
+func TestRealClockWatcher(t *testing.T) {
+	m := NewManager(WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	c, err := m.Component("loop", ComponentOptions{Deadline: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Start(context.Background())
+	defer m.Stop()
+	if !m.watched.Load() {
+		t.Fatal("real-clock manager not watched")
+	}
+	h := m.Handler(HandlerOptions{})
+	eventually(t, func() bool { status, _, _ := get(h, http.MethodGet, "/livez"); return status == 500 })
+	c.Beat()
+	if status, _, body := get(h, http.MethodGet, "/livez"); status != 200 {
+		t.Fatalf("after a beat: %d %s", status, body)
+	}
+	m.Stop()
+	if m.watched.Load() {
+		t.Fatal("still watched after Stop")
 	}
 }

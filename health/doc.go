@@ -6,5 +6,50 @@
 // Keystone or the Kubernetes API is. A check's result is trusted for interval+timeout; after that it is
 // stale, and stale counts as failed.
 //
+// # Checks
+//
+// Each check runs in its own goroutine, first after a short random delay, then every interval less
+// 5-10% of jitter (so that jitter never makes a result stale). A run gets a context cancelled at the
+// check's timeout; a run past its timeout is recorded as failed (ErrTimeout) at the deadline. If the
+// function ignores its context, no second run starts while it is still running: each due run is
+// recorded as failed with ErrStillRunning instead, so at most one goroutine per check outlives its
+// timeout. A panic is a failure (ErrPanic) with the panic's message, logged with its stack.
+//
+// A check starts "unknown": it fails readiness (not ready until proven), and it fails liveness and
+// startup only after its start period. FailureThreshold consecutive failures turn an ok or unknown
+// check failed; SuccessThreshold consecutive successes turn a failed or unknown check ok. A degraded
+// check is reported but never fails a probe.
+//
+// # Components and budgets
+//
+// A Component is a heartbeat: it is dead when it has not beaten within its deadline or when Fail was
+// called, and alive again on Beat (deadline) or Recover (failure), unless latched. A Budget counts
+// failure events, either N within a sliding window or N in a row (reset by a success). Both are
+// evaluated when probed: Beat, Failure and Success are cheap enough for hot paths.
+//
+// # Probes over HTTP
+//
+// Manager.Handler serves the apiserver's text format byte for byte (status, headers and body of
+// "ok", ?verbose, ?exclude= with its warning line, and the /<probe>/<check> paths), JSON on
+// "Accept: application/json" or ?format=json, and HEAD as oslo.middleware does (204 or 503, no
+// body). Aggregate endpoints withhold failure reasons unless HandlerOptions.Details is set; the
+// per-check paths always show them. A handler can be disabled by files as oslo.middleware's
+// healthcheck is (disable_by_file_path, disable_by_file_paths, enable_by_file_paths); the files are
+// looked at no more than once a second.
+//
+// After Drain, readiness fails at once (a "shutdown" pseudo-check, as in the apiserver) while
+// liveness keeps passing for the drain delay, so that Kubernetes stops sending traffic before the
+// process exits.
+//
+// # Speed
+//
+// Every change (a check result, a heartbeat failure, a budget event) rebuilds an immutable snapshot
+// of all results with each probe's verdict, published through an atomic pointer; each snapshot
+// knows the instant until which it holds (the next staleness, heartbeat deadline, start-period end
+// or budget expiry). A probe reads the pointer and the clock; the verbose and JSON bodies are
+// rendered once per snapshot and then served as cached bytes. A background watcher rebuilds the
+// snapshot at those instants too, so that transitions reach listeners, logs and metrics even when
+// nobody probes.
+//
 // The package depends on the standard library, prometheus/client_golang and k8s.io/utils/clock only.
 package health

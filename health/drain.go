@@ -14,10 +14,10 @@ var ErrDraining = errors.New("draining")
 const drainName = "shutdown"
 
 type drainState struct {
-	mu    sync.Mutex
-	at    time.Time
-	on    bool
-	done  chan struct{}
+	mu   sync.Mutex
+	at   time.Time
+	on   bool
+	done chan struct{}
 }
 
 func (d *drainState) started() (time.Time, bool) {

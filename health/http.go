@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 )
 
 // HandlerOptions configure the HTTP handler.
@@ -57,7 +56,8 @@ var (
 //
 // GET answers as the Kubernetes apiserver does: 200 "ok", or with ?verbose one line per check and a
 // closing "<path> check passed" line; on failure 500 with the verbose text; ?exclude=name (repeatable)
-// leaves checks out. JSON is served on "Accept: application/json" or ?format=json. HEAD answers 204
+// leaves checks out. JSON is served on "Accept: application/json" or ?format=json, with the same
+// status codes (200 or 500); reasons only with Details, or on a per-check path. HEAD answers 204
 // when healthy and 503 when not, without a body, as oslo.middleware does. A disabled handler (see
 // HandlerOptions) answers 503 with the reason. Other paths get 404.
 func (m *Manager) Handler(opts HandlerOptions) http.Handler {
@@ -103,12 +103,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	head := r.Method == http.MethodHead
-	now := h.m.clock.Now()
-	if reason := h.gate.reason(now); reason != "" {
-		h.serveDisabled(w, head, q.json, reason)
-		return
+	if h.gate != nil {
+		if reason := h.gate.reason(h.m.clock.Now()); reason != "" {
+			h.serveDisabled(w, head, q.json, reason)
+			return
+		}
 	}
-	s := h.m.currentAt(now)
+	s := h.m.current()
 	pi := pathProbe[path]
 	if check != "" {
 		h.serveCheck(w, s, pi, check, head, q.json)
@@ -322,13 +323,4 @@ func wantsJSON(accept []string) bool {
 		}
 	}
 	return false
-}
-
-// currentAt is current with the caller's reading of the clock.
-func (m *Manager) currentAt(now time.Time) *snapshot {
-	s := m.snap.Load()
-	if !m.dirty.Load() && now.Before(s.valid) {
-		return s
-	}
-	return m.refresh()
 }

@@ -50,7 +50,7 @@ func compatManager(t *testing.T, results map[string]error, order []string) (*Man
 func TestApiserverCompatibility(t *testing.T) {
 	order := []string{"etcd", "ping", "informer-sync", "log"}
 	scenarios := map[string]map[string]error{
-		"all pass": {},
+		"all pass":  {},
 		"one fails": {"informer-sync": errors.New("3 informers not started yet")},
 		"two fail":  {"etcd": errBoom, "log": errors.New("logging blocked")},
 	}

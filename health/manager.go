@@ -86,6 +86,10 @@ type Manager struct {
 
 	snap  atomic.Pointer[snapshot]
 	dirty atomic.Bool
+	// watched: the watcher goroutine runs on the real clock and rebuilds every snapshot when it
+	// expires, so readers may trust the published snapshot without reading the clock (on this
+	// machine's kind of VM a clock read costs more than the rest of a probe).
+	watched atomic.Bool
 
 	// Run state, set by Start.
 	ctx     context.Context
@@ -248,6 +252,9 @@ func (m *Manager) Start(ctx context.Context) {
 	m.wg.Add(1)
 	go m.watch()
 	m.rebuildLocked(m.clock.Now())
+	if _, real := m.clock.(clock.RealClock); real {
+		m.watched.Store(true)
+	}
 }
 
 // Stop stops the checks and waits for their goroutines. A check function that ignores its
@@ -260,6 +267,7 @@ func (m *Manager) Stop() {
 		return
 	}
 	m.stopped = true
+	m.watched.Store(false)
 	m.cancel()
 	m.mu.Unlock()
 	m.wg.Wait()
@@ -269,31 +277,23 @@ func (m *Manager) Stop() {
 // expiry produce transitions (listeners, logs, metrics) even when nobody probes.
 func (m *Manager) watch() {
 	defer m.wg.Done()
+	defer m.watched.Store(false)
 	for {
 		s := m.snap.Load()
-		var timerC <-chan time.Time
-		var t clock.Timer
-		if !s.expires.IsZero() {
-			d := s.expires.Sub(m.clock.Now())
-			if d <= 0 {
-				m.refresh()
-				continue
-			}
-			t = m.clock.NewTimer(d)
-			timerC = t.C()
+		d := s.valid.Sub(m.clock.Now())
+		if d <= 0 {
+			m.refresh()
+			continue
 		}
+		t := m.clock.NewTimer(d)
 		select {
 		case <-m.ctx.Done():
-			if t != nil {
-				t.Stop()
-			}
+			t.Stop()
 			return
 		case <-m.kick:
-		case <-timerC:
+		case <-t.C():
 		}
-		if t != nil {
-			t.Stop()
-		}
+		t.Stop()
 		m.refresh()
 	}
 }
@@ -355,7 +355,9 @@ func (m *Manager) Evaluate(p Probe, exclude ...string) Report {
 	}
 	if pi == readyIdx && s.draining {
 		rep.Draining = true
-		rep.Healthy = false
+		if !ex.has(drainName) {
+			rep.Healthy = false
+		}
 	}
 	rep.Unmatched = ex.unmatched()
 	return rep

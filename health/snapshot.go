@@ -94,7 +94,7 @@ type snapshot struct {
 // change is pending.
 func (m *Manager) current() *snapshot {
 	s := m.snap.Load()
-	if !m.dirty.Load() && m.clock.Now().Before(s.valid) {
+	if !m.dirty.Load() && (m.watched.Load() || m.clock.Now().Before(s.valid)) {
 		return s
 	}
 	return m.refresh()
@@ -207,8 +207,7 @@ func (m *Manager) rebuildLocked(now time.Time) []Transition {
 	}
 	old := m.snap.Load()
 	m.snap.Store(s)
-	if m.started && !m.stopped && old != nil && !s.expires.IsZero() &&
-		(old.expires.IsZero() || s.expires.Before(old.expires)) {
+	if m.started && !m.stopped && old != nil && s.valid.Before(old.valid) {
 		select {
 		case m.kick <- struct{}{}:
 		default:

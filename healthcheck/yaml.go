@@ -59,11 +59,17 @@ func parseYAML(data []byte) (*node, error) {
 		return nil, errors.New("not valid UTF-8")
 	}
 	text := strings.ReplaceAll(string(data), "\r\n", "\n")
+	for i, r := range text {
+		if !printable(r) {
+			line := strings.Count(text[:i], "\n") + 1
+			return nil, yamlErrf(line, "character %U is not allowed", r)
+		}
+	}
 	var lines []yamlLine
 	started := false
 	for i, raw := range strings.Split(text, "\n") {
 		num := i + 1
-		if strings.TrimSpace(raw) == "" || strings.HasPrefix(strings.TrimLeft(raw, " "), "#") {
+		if strings.Trim(raw, " ") == "" || strings.HasPrefix(strings.TrimLeft(raw, " "), "#") {
 			continue
 		}
 		if !started && strings.TrimRight(raw, " ") == "---" {
@@ -204,6 +210,9 @@ func splitLine(raw string, num int) (yamlLine, error) {
 		return l, yamlErrf(num, "tabs are not allowed; indent with spaces")
 	}
 	s := strings.TrimRight(raw, " ")
+	if (strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...")) && (len(s) == 3 || s[3] == ' ') {
+		return l, yamlErrf(num, "only one document is supported")
+	}
 	pos := len(s) - len(strings.TrimLeft(s, " "))
 	l.indent, l.col = pos, pos
 	if s[pos] == '-' && (pos+1 == len(s) || s[pos+1] == ' ') {
@@ -299,7 +308,9 @@ func scalar(s string, pos, num int, flow bool) (scalarResult, int, error) {
 		return scalarResult{&node{kind: scalarNode, value: v, line: num}, c}, end, nil
 	case '[', ']', '{', '}', ',', '#', '&', '*', '!', '|', '>', '%', '@', '`':
 		return scalarResult{}, 0, yamlErrf(num, "unsupported YAML at %q (use plain or quoted values)", s[pos:])
-	case '-', '?', ':':
+	case '?', ':':
+		return scalarResult{}, 0, yamlErrf(num, "unsupported YAML at %q (quote the value)", s[pos:])
+	case '-':
 		if pos+1 == len(s) || s[pos+1] == ' ' || (flow && strings.IndexByte(",[]{}", s[pos+1]) >= 0) {
 			return scalarResult{}, 0, yamlErrf(num, "unsupported YAML at %q", s[pos:])
 		}
@@ -414,4 +425,22 @@ func flowList(s string, pos, num int) (*node, int, error) {
 			return nil, 0, yamlErrf(num, "unexpected %q in [list]", s[i:])
 		}
 	}
+}
+
+// printable: YAML's allowed characters, without the byte order mark, the lone carriage return
+// and the Unicode line breaks.
+func printable(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n':
+		return true
+	case r < 0x20 || r == 0x7f:
+		return false
+	case r >= 0x80 && r <= 0x9f: // C1 controls and NEL, a line break to YAML 1.1
+		return false
+	case r == 0x2028 || r == 0x2029: // line and paragraph separators
+		return false
+	case r >= 0xd800 && r <= 0xdfff, r == 0xfeff, r == 0xfffe, r == 0xffff:
+		return false
+	}
+	return true
 }

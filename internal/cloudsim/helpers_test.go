@@ -2,6 +2,7 @@ package cloudsim_test
 
 import (
 	"context"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -115,3 +116,8 @@ func body(err error) string {
 }
 
 var _ = context.Background
+
+type (
+	ctxT  = context.Context
+	pageT = pagination.Page
+)

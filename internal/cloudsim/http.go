@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -37,6 +38,7 @@ type call struct {
 	service string
 	tok     *token // the caller's token (nil for unauthenticated Keystone calls)
 	status  int    // status written, for logs
+	q       url.Values
 }
 
 func (c *call) admin() bool     { return c.tok != nil && c.tok.Admin }
@@ -57,7 +59,15 @@ func (c *call) decode(v any) error {
 	return nil
 }
 
-func (c *call) query(key string) string { return c.r.URL.Query().Get(key) }
+// values is the parsed query, parsed once per call.
+func (c *call) values() url.Values {
+	if c.q == nil {
+		c.q = c.r.URL.Query()
+	}
+	return c.q
+}
+
+func (c *call) query(key string) string { return c.values().Get(key) }
 
 // limit reads the limit parameter; 0 means none. maxLimit caps it (0: no cap).
 func (c *call) limit(maxLimit int) (int, error) {
@@ -89,7 +99,10 @@ func (c *call) baseURL() string {
 
 // nextLink builds the URL of the next page: the request's URL with marker replaced.
 func (c *call) nextLink(marker string) []map[string]string {
-	q := c.r.URL.Query()
+	q := url.Values{}
+	for k, v := range c.values() {
+		q[k] = v
+	}
 	q.Set("marker", marker)
 	return []map[string]string{{"rel": "next", "href": c.baseURL() + c.r.URL.Path + "?" + q.Encode()}}
 }

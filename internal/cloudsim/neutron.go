@@ -123,7 +123,7 @@ func (c *call) neutronScope() string {
 	if !c.admin() {
 		return c.project()
 	}
-	q := c.r.URL.Query()
+	q := c.values()
 	if v := q["project_id"]; len(v) == 1 {
 		return v[0]
 	}
@@ -182,7 +182,7 @@ func neutronList[T item](c *call, coll *coll[T], key string, field func(T, strin
 	if err != nil {
 		return 0, nil, err
 	}
-	q := c.r.URL.Query()
+	q := c.values()
 	c.s.mu.RLock()
 	defer c.s.mu.RUnlock()
 	pg, err := list(coll, c.neutronScope(), c.query("marker"), limit, func(v T) bool {

@@ -2,7 +2,6 @@ package cloudsim
 
 import (
 	"net/http"
-	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -43,6 +42,24 @@ type novaAddress struct {
 	MAC     string `json:"OS-EXT-IPS-MAC:mac_addr"`
 }
 
+type link struct {
+	Rel  string `json:"rel"`
+	Href string `json:"href"`
+}
+
+type idRef struct {
+	ID string `json:"id"`
+}
+
+type nameRef struct {
+	Name string `json:"name"`
+}
+
+type volumeRef struct {
+	ID                  string `json:"id"`
+	DeleteOnTermination bool   `json:"delete_on_termination"`
+}
+
 type serverView struct {
 	ID             string                   `json:"id"`
 	Name           string                   `json:"name"`
@@ -51,14 +68,14 @@ type serverView struct {
 	UserID         string                   `json:"user_id"`
 	Metadata       map[string]string        `json:"metadata"`
 	HostID         string                   `json:"hostId"`
-	Image          map[string]any           `json:"image"`
-	Flavor         map[string]any           `json:"flavor"`
+	Image          idRef                    `json:"image"`
+	Flavor         idRef                    `json:"flavor"`
 	Created        string                   `json:"created"`
 	Updated        string                   `json:"updated"`
 	Addresses      map[string][]novaAddress `json:"addresses"`
 	AccessIPv4     string                   `json:"accessIPv4"`
 	AccessIPv6     string                   `json:"accessIPv6"`
-	Links          []map[string]string      `json:"links"`
+	Links          []link                   `json:"links"`
 	KeyName        *string                  `json:"key_name"`
 	Progress       int                      `json:"progress"`
 	ConfigDrive    string                   `json:"config_drive"`
@@ -69,15 +86,28 @@ type serverView struct {
 	LaunchedAt     *string                  `json:"OS-SRV-USG:launched_at"`
 	TerminatedAt   *string                  `json:"OS-SRV-USG:terminated_at"`
 	DiskConfig     string                   `json:"OS-DCF:diskConfig"`
-	SecurityGroups []map[string]string      `json:"security_groups,omitempty"`
-	Volumes        []map[string]any         `json:"os-extended-volumes:volumes_attached"`
+	SecurityGroups []nameRef                `json:"security_groups,omitempty"`
+	Volumes        []volumeRef              `json:"os-extended-volumes:volumes_attached"`
 	Locked         bool                     `json:"locked"`
 	Tags           []string                 `json:"tags"`
 }
 
-func (s *Sim) viewServer(base string, v *server) any {
-	links := []map[string]string{{"rel": "self", "href": base + cprefix + "/servers/" + v.ID}}
-	addrs := map[string][]novaAddress{}
+// attachmentsLocked maps server IDs to the volumes attached to them, for one project.
+func (s *Sim) attachmentsLocked(project string) map[string][]string {
+	var out map[string][]string
+	for _, id := range s.st.volumes.ids(project) {
+		if vol := s.st.volumes.m[id]; vol.AttachedTo != "" {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[vol.AttachedTo] = append(out[vol.AttachedTo], vol.ID)
+		}
+	}
+	return out
+}
+
+func (s *Sim) viewServer(base string, v *server, attached map[string][]string) any {
+	addrs := make(map[string][]novaAddress, 1)
 	for _, pid := range v.Ports {
 		p, ok := s.st.ports.get(pid)
 		if !ok {
@@ -89,17 +119,21 @@ func (s *Sim) viewServer(base string, v *server) any {
 		}
 		for _, f := range p.FixedIPs {
 			ver := 4
-			if a, err := netip.ParseAddr(f.IPAddress); err == nil && a.Is6() {
+			if strings.Contains(f.IPAddress, ":") {
 				ver = 6
 			}
 			addrs[netName] = append(addrs[netName], novaAddress{Version: ver, Addr: f.IPAddress, Type: "fixed", MAC: p.MAC})
 		}
 	}
+	host := v.Project
+	if len(host) > 8 {
+		host = host[:8]
+	}
 	view := &serverView{ID: v.ID, Name: v.Name, Status: v.Status, TenantID: v.Project, UserID: v.UserID,
-		Metadata: v.Metadata, HostID: v.Project[:8] + "sim", Image: map[string]any{"id": v.ImageID},
-		Flavor: map[string]any{"id": v.FlavorID}, Created: neutronTime(v.Created), Updated: neutronTime(v.Updated),
-		Addresses: addrs, Links: links, VMState: v.VMState, AZ: "nova", DiskConfig: "MANUAL",
-		Volumes: []map[string]any{}, Tags: orEmpty(v.Tags)}
+		Metadata: v.Metadata, HostID: host + "sim", Image: idRef{v.ImageID}, Flavor: idRef{v.FlavorID},
+		Created: neutronTime(v.Created), Updated: neutronTime(v.Updated), Addresses: addrs,
+		Links: []link{{Rel: "self", Href: base + cprefix + "/servers/" + v.ID}}, VMState: v.VMState, AZ: "nova",
+		DiskConfig: "MANUAL", Volumes: []volumeRef{}, Tags: orEmpty(v.Tags)}
 	if view.Metadata == nil {
 		view.Metadata = map[string]string{}
 	}
@@ -118,12 +152,10 @@ func (s *Sim) viewServer(base string, v *server) any {
 		view.LaunchedAt = &l
 	}
 	for _, g := range s.serverGroupNamesLocked(v) {
-		view.SecurityGroups = append(view.SecurityGroups, map[string]string{"name": g})
+		view.SecurityGroups = append(view.SecurityGroups, nameRef{g})
 	}
-	for _, id := range s.st.volumes.ids(v.Project) {
-		if vol := s.st.volumes.m[id]; vol.AttachedTo == v.ID {
-			view.Volumes = append(view.Volumes, map[string]any{"id": vol.ID, "delete_on_termination": false})
-		}
+	for _, id := range attached[v.ID] {
+		view.Volumes = append(view.Volumes, volumeRef{ID: id})
 	}
 	return view
 }
@@ -157,7 +189,7 @@ func (s *Sim) serverGroupNamesLocked(v *server) []string {
 }
 
 func isAllTenants(c *call) bool {
-	q := c.r.URL.Query()
+	q := c.values()
 	if !q.Has("all_tenants") {
 		return false
 	}
@@ -188,7 +220,7 @@ func (s *Sim) listServers(c *call, detail bool) (int, any, error) {
 		}
 	}
 	status := strings.ToUpper(c.query("status"))
-	q := c.r.URL.Query()
+	q := c.values()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	pg, err := list(s.st.servers, scope, c.query("marker"), limit, func(v *server) bool {
@@ -205,9 +237,13 @@ func (s *Sim) listServers(c *call, detail bool) (int, any, error) {
 	}
 	out := make([]any, 0, len(pg.items))
 	base := c.baseURL()
+	var attached map[string][]string
+	if detail && len(pg.items) > 0 {
+		attached = s.attachmentsLocked(scope)
+	}
 	for _, v := range pg.items {
 		if detail {
-			out = append(out, s.viewServer(base, v))
+			out = append(out, s.viewServer(base, v, attached))
 		} else {
 			out = append(out, map[string]any{"id": v.ID, "name": v.Name,
 				"links": []map[string]string{{"rel": "self", "href": base + cprefix + "/servers/" + v.ID}}})
@@ -235,7 +271,7 @@ func (s *Sim) getServer(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, map[string]any{"server": s.viewServer(c.baseURL(), v)}, nil
+	return http.StatusOK, map[string]any{"server": s.viewServer(c.baseURL(), v, s.attachmentsLocked(v.Project))}, nil
 }
 
 func (s *Sim) serverMetadata(c *call) (int, any, error) {

@@ -104,7 +104,7 @@ func (s *Sim) listLBs(c *call) (int, any, error) {
 			return 0, nil, errf(http.StatusBadRequest, "InvalidLimit", "Supplied pagination limit of 0 is not valid.")
 		}
 	}
-	q := c.r.URL.Query()
+	q := c.values()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	pg, err := list(s.st.lbs, c.neutronScope(), c.query("marker"), limit, func(v *loadBalancer) bool {

@@ -578,3 +578,26 @@ func (s *Sim) Stats() Stats {
 }
 
 var _ = time.Second
+
+// ScaleProject is the project number i of the scale benchmark: user bench-NNNN (password
+// "pw") in project bench-NNNN, one network 10.180.0.0/22, a router attached to it whose
+// routes point 198.19.j.0/24 at the first routes servers, servers servers and volumes volumes.
+func ScaleProject(i, servers, volumes, routes int) ProjectSeed {
+	name := fmt.Sprintf("bench-%04d", i)
+	ps := ProjectSeed{Name: name, Users: []UserSeed{{Name: name, Password: "pw"}},
+		Networks: []NetworkSeed{{Name: "nodes", CIDR: "10.180.0.0/22"}},
+		Routers:  []RouterSeed{{Name: "router", Networks: []string{"nodes"}}}}
+	for j := 0; j < servers; j++ {
+		ip := fmt.Sprintf("10.180.%d.%d", (j+10)/250, (j+10)%250+2)
+		ps.Servers = append(ps.Servers, ServerSeed{Name: fmt.Sprintf("node-%d", j), IP: ip,
+			Metadata: map[string]string{"cluster": name}})
+		if j < routes {
+			ps.Routers[0].Routes = append(ps.Routers[0].Routes, Route{Destination: fmt.Sprintf("198.19.%d.0/24", j%256), NextHop: ip})
+		}
+	}
+	for j := 0; j < volumes; j++ {
+		ps.Volumes = append(ps.Volumes, VolumeSeed{Name: fmt.Sprintf("pvc-%d", j), Size: 1,
+			Metadata: map[string]string{"cinder.csi.openstack.org/cluster": name}})
+	}
+	return ps
+}

@@ -136,6 +136,7 @@ func isConnError(err error) bool {
 }
 
 func TestNeutronStatus(t *testing.T) {
+	t.Parallel()
 	f := newCloud(t)
 	if err := f.neutron.Add(faultproxy.Rule{Name: "create-conflict", Method: "POST", Path: "/v2.0/networks",
 		Fault: faultproxy.Status(409, faultproxy.StyleNeutron, "injected conflict")}); err != nil {
@@ -160,6 +161,7 @@ func TestNeutronStatus(t *testing.T) {
 }
 
 func TestNeutronDelay(t *testing.T) {
+	t.Parallel()
 	f := newCloud(t)
 	if err := f.neutron.Add(faultproxy.Rule{Name: "slow", Method: "GET", Path: "/v2.0/networks", Fault: faultproxy.Delay(5 * time.Second)}); err != nil {
 		t.Fatal(err)
@@ -182,6 +184,7 @@ func TestNeutronDelay(t *testing.T) {
 }
 
 func TestNeutronReset(t *testing.T) {
+	t.Parallel()
 	f := newCloud(t)
 	if err := f.neutron.Add(faultproxy.Rule{Name: "rst", Method: "GET", Path: "/v2.0/networks", Fault: faultproxy.Reset()}); err != nil {
 		t.Fatal(err)
@@ -196,6 +199,7 @@ func TestNeutronReset(t *testing.T) {
 }
 
 func TestNeutronResetAfterUpstream(t *testing.T) {
+	t.Parallel()
 	f := newCloud(t)
 	name := uniqueName("fp-rst-after")
 	if err := f.neutron.Add(faultproxy.Rule{Name: "rst-after", Method: "POST", Path: "/v2.0/networks", Fault: faultproxy.ResetAfterUpstream()}); err != nil {
@@ -220,6 +224,7 @@ func TestNeutronResetAfterUpstream(t *testing.T) {
 }
 
 func TestNeutronTimeout(t *testing.T) {
+	t.Parallel()
 	f := newCloud(t)
 	if err := f.neutron.Add(faultproxy.Rule{Name: "hang", Method: "GET", Path: "/v2.0/networks", Fault: faultproxy.Timeout(0)}); err != nil {
 		t.Fatal(err)
@@ -239,6 +244,7 @@ func TestNeutronTimeout(t *testing.T) {
 }
 
 func TestNeutronTruncate(t *testing.T) {
+	t.Parallel()
 	f := newCloud(t)
 	name := uniqueName("fp-trunc")
 	makeNetworks(t, f.env, name, 2)
@@ -256,6 +262,7 @@ func TestNeutronTruncate(t *testing.T) {
 }
 
 func TestNeutronReorderAndPaging(t *testing.T) {
+	t.Parallel()
 	f := newCloud(t)
 	name := uniqueName("fp-order")
 	makeNetworks(t, f.env, name, 3)
@@ -301,6 +308,7 @@ func TestNeutronReorderAndPaging(t *testing.T) {
 }
 
 func TestNeutronSequenceFailTwiceThenPass(t *testing.T) {
+	t.Parallel()
 	f := newCloud(t)
 	if err := f.neutron.Add(faultproxy.FailTimes("flaky", "GET", "/v2.0/networks", 2, faultproxy.Status(503, faultproxy.StyleNeutron, "try again"))); err != nil {
 		t.Fatal(err)
@@ -327,6 +335,7 @@ func TestNeutronSequenceFailTwiceThenPass(t *testing.T) {
 }
 
 func TestKeystoneFaults(t *testing.T) {
+	t.Parallel()
 	env := testenv.OpenStack(t)
 	cloud, err := faultproxy.NewCloud(env.AuthURL)
 	if err != nil {
@@ -350,6 +359,7 @@ func TestKeystoneFaults(t *testing.T) {
 }
 
 func TestNovaStatus(t *testing.T) {
+	t.Parallel()
 	env := testenv.RequireFull(t)
 	cloud, err := faultproxy.NewCloud(env.AuthURL)
 	if err != nil {
@@ -383,6 +393,7 @@ func TestNovaStatus(t *testing.T) {
 
 // The proxy gives a clear 502 when its upstream is down (a port nothing listens on).
 func TestUpstreamDown(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ type Proxy struct {
 	matched  map[string]int
 	events   []Event
 	requests int
-	catalog  map[string]string            // real origin -> proxy origin, for Keystone token responses
+	catalog  map[string]string          // real origin -> proxy origin, for Keystone token responses
 	catalogF func(origin string) string // maps origins not in catalog ("" = keep)
 }
 
@@ -347,8 +347,12 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.Host = pr.In.Host
 	f, _ := pr.In.Context().Value(ctxKey{}).(Fault)
 	if f.Kind == KindTruncate || f.Kind == KindReorder || (p.hasCatalogRewrite() && isCatalogPath(pr.In.URL.Path)) {
-		// the body is rewritten: have the transport decompress it
+		// the body is rewritten: have the transport decompress it, and ask for JSON (client-go asks
+		// Kubernetes for protobuf; it decodes whatever content type the answer has)
 		pr.Out.Header.Del("Accept-Encoding")
+		if f.Kind == KindReorder {
+			pr.Out.Header.Set("Accept", "application/json")
+		}
 	}
 }
 

@@ -10,7 +10,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
+	"os"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -21,15 +23,19 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
@@ -41,13 +47,19 @@ func opRepoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-var opCRDOnce sync.Mutex
+var (
+	opCRDOnce sync.Mutex
+	opLogOnce sync.Once
+)
 
 // opInstallCRD installs (or updates) the Cluster CRD from deploy/crds and waits until it serves.
 func opInstallCRD(t testing.TB, cfg *rest.Config) {
 	t.Helper()
 	opCRDOnce.Lock()
 	defer opCRDOnce.Unlock()
+	opLogOnce.Do(func() {
+		ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	})
 	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
 		Paths: []string{filepath.Join(opRepoRoot(), "deploy", "crds")}, ErrorIfPathMissing: true,
 		MaxTime: time.Minute, PollInterval: 100 * time.Millisecond,
@@ -229,6 +241,33 @@ func (n *opNet) Port(host int) string {
 	}
 	n.ports = append(n.ports, p.ID)
 	return p.ID
+}
+
+// Server boots a Nova server (fake driver) on a new port holding IP(host), as a node is; deleted
+// at the end of the test.
+func (n *opNet) Server(cloud *openstack.Cloud, host int) string {
+	n.t.Helper()
+	ctx := context.Background()
+	cc, err := cloud.Client(openstack.ServiceCompute)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	port := n.Port(host)
+	pages, err := images.List(cc, images.ListOpts{Name: "cirros-fake"}).AllPages(ctx)
+	if err != nil {
+		n.t.Fatalf("list images: %v", err)
+	}
+	imgs, err := images.ExtractImages(pages)
+	if err != nil || len(imgs) == 0 {
+		n.t.Fatalf("no image cirros-fake (%v)", err)
+	}
+	srv, err := servers.Create(ctx, cc, servers.CreateOpts{Name: "vitals-e2e-node-" + opRandHex(3), FlavorRef: "1", ImageRef: imgs[0].ID,
+		Networks: []servers.Network{{Port: port}}}, nil).Extract()
+	if err != nil {
+		n.t.Fatalf("create server: %v", err)
+	}
+	n.t.Cleanup(func() { _ = servers.Delete(context.Background(), cc, srv.ID).ExtractErr() })
+	return srv.ID
 }
 
 // DeletePort deletes a port (a node going away).

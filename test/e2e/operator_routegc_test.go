@@ -62,6 +62,9 @@ func newGCFixture(t *testing.T, mutate func(*v1alpha1.Cluster)) *gcFixture {
 	f.cloud = opConnect(t, auth, f.faults)
 	f.net = opNewNet(t, opConnect(t, auth, nil))
 	ns := opNamespace(t, f.c)
+	if f.servers {
+		f.net.Server(f.cloud, 4) // a node that lives through the test
+	}
 	sources := []v1alpha1.AddressSource{v1alpha1.AddressSourcePorts}
 	if f.servers {
 		sources = append(sources, v1alpha1.AddressSourceServers)

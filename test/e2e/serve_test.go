@@ -6,6 +6,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -31,7 +32,7 @@ func serveRepoRoot(t *testing.T) string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// serveBuild builds cmd/vitals into a temporary directory.
+// serveBuild builds cmd/vitals into a temporary directory of the test.
 func serveBuild(t *testing.T, root string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "vitals")
@@ -101,6 +102,7 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	root := serveRepoRoot(t)
 	bin := serveBuild(t, root)
+	t.Run("bad config exits 2", func(t *testing.T) { serveBadConfig(t, bin) })
 
 	example, err := os.ReadFile(filepath.Join(root, "examples", "serve.yaml"))
 	if err != nil {
@@ -220,30 +222,18 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 }
 
-// TestServeBadConfigExitCode runs the real binary on a bad config: exit code 2, file:line in stderr.
-func TestServeBadConfigExitCode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: builds and runs the vitals binary")
-	}
-	bin := serveBuild(t, serveRepoRoot(t))
+// serveBadConfig runs the real binary on a bad config: exit code 2, file:line in stderr.
+func serveBadConfig(t *testing.T, bin string) {
 	cfg := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(cfg, []byte("checks:\n  - name: a\n    type: tcp\n    address: x:1\n    interval: 10\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(bin, "serve", "--config", cfg).CombinedOutput()
 	var ee *exec.ExitError
-	if !errorsAs(err, &ee) || ee.ExitCode() != 2 {
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
 		t.Fatalf("exit: %v, want code 2\n%s", err, out)
 	}
 	if want := cfg + ":5: checks[0].interval: expected a duration"; !strings.Contains(string(out), want) {
 		t.Errorf("output %q does not contain %q", out, want)
 	}
-}
-
-func errorsAs(err error, target **exec.ExitError) bool {
-	e, ok := err.(*exec.ExitError)
-	if ok {
-		*target = e
-	}
-	return ok
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 
+	"github.com/vitalsproject/vitals/health"
 	checks "github.com/vitalsproject/vitals/health/checks/openstack"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	vos "github.com/vitalsproject/vitals/openstack"
@@ -51,21 +52,45 @@ func TestKeystoneAndNeutronChecks(t *testing.T) {
 	}
 }
 
-// TestKeystoneStopped stops a private Keystone: the Keystone check fails at its first run after the
-// stop, and passes again at its first run after the restart.
+// TestKeystoneStopped stops a private Keystone. Run directly, the Keystone check fails at its first
+// run after the stop and passes at its first run after the restart; run by a health.Manager, its
+// result turns failed after the stop and OK after the restart (the latencies are logged).
 func TestKeystoneStopped(t *testing.T) {
 	k := testenv.PrivateKeystone(t)
 	c := connect(t, authOf(k.OpenStack()))
-	const interval = 200 * time.Millisecond // as the health manager would run it
-	check := checks.Keystone(c, checks.Options{MinInterval: interval})
-	if err := run(t, check); err != nil {
+	const interval = 200 * time.Millisecond
+	direct := checks.Keystone(c, checks.Options{MinInterval: interval})
+
+	m := health.NewManager()
+	m.MustRegister(health.Check{Name: "keystone", Run: checks.Keystone(c, checks.Options{MinInterval: time.Second}),
+		Interval: 2 * time.Second, Timeout: 2 * time.Second})
+	m.Start(t.Context())
+	t.Cleanup(m.Stop)
+	waitStatus := func(want health.Status) time.Time {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			if r, _ := m.Result("keystone"); r.Status == want {
+				return time.Now()
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		r, _ := m.Result("keystone")
+		t.Fatalf("manager: keystone check still %s (%v) after a minute, want %s", r.Status, r.Err, want)
+		return time.Time{}
+	}
+
+	if err := run(t, direct); err != nil {
 		t.Fatalf("keystone up: %v", err)
 	}
+	waitStatus(health.StatusOK)
+
 	if err := k.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	stopped := time.Now()
 	time.Sleep(interval)
-	err := run(t, check)
+	err := run(t, direct)
 	if err == nil || !strings.Contains(err.Error(), "keystone at "+k.URL()) {
 		t.Fatalf("first run after the stop: %v; want a failure naming %s", err, k.URL())
 	}
@@ -74,13 +99,17 @@ func TestKeystoneStopped(t *testing.T) {
 	if err := run(t, checks.Neutron(c, checks.Options{})); err != nil {
 		t.Errorf("neutron check with the private keystone down: %v", err)
 	}
+	t.Logf("manager saw keystone fail %s after the stop (check interval 2s)", waitStatus(health.StatusFailed).Sub(stopped).Round(time.Millisecond))
+
 	if err := k.Start(); err != nil {
 		t.Fatal(err)
 	}
+	started := time.Now()
 	time.Sleep(interval)
-	if err := run(t, check); err != nil {
+	if err := run(t, direct); err != nil {
 		t.Fatalf("first run after the restart: %v", err)
 	}
+	t.Logf("manager saw keystone recover %s after the restart", waitStatus(health.StatusOK).Sub(started).Round(time.Millisecond))
 }
 
 func TestQuotaHeadroom(t *testing.T) {

@@ -1,0 +1,162 @@
+package healthcheck
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// These tests run the real command (cmd/healthcheck, built static) as Docker would.
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	buildDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+func binary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the command; skipped in -short")
+	}
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "healthcheck-bin")
+		if buildErr != nil {
+			return
+		}
+		binPath = filepath.Join(buildDir, "healthcheck")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", binPath, "github.com/vitalsproject/vitals/cmd/healthcheck")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v: %s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func TestBinaryNeverDiesOfSIGPIPE(t *testing.T) {
+	bin := binary(t)
+	base := startHTTP(t, "tcp4", "127.0.0.1:0", serviceHandler())
+	for _, tc := range []struct {
+		args     []string
+		wantCode int
+	}{
+		{[]string{"http", base + "/health"}, 0},
+		{[]string{"http", base + "/broken"}, 1},
+		{[]string{"http"}, 1},
+	} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close() // nobody reads: the line's write fails with EPIPE
+		cmd := exec.Command(bin, tc.args...)
+		cmd.Stdout = w
+		cmd.Stderr = w
+		err = cmd.Run()
+		w.Close()
+		code := cmd.ProcessState.ExitCode()
+		if code != tc.wantCode {
+			t.Errorf("%v with a closed pipe: exit %d (%v), want %d", tc.args, code, err, tc.wantCode)
+		}
+	}
+}
+
+func TestBinaryExitCodesAndOneLine(t *testing.T) {
+	bin := binary(t)
+	base := startHTTP(t, "tcp4", "127.0.0.1:0", serviceHandler())
+	link := filepath.Join(t.TempDir(), "openstack-healthcheck")
+	if err := os.Symlink(bin, link); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "hc.yaml")
+	if err := os.WriteFile(cfg, []byte("checks:\n  - [http, "+base+"/broken]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path     string
+		args     []string
+		env      []string
+		wantCode int
+		prefix   string
+	}{
+		{bin, []string{"http", base + "/health"}, nil, 0, "healthy: http 200"},
+		{bin, []string{"http", base + "/broken"}, nil, 1, "unhealthy: http"},
+		{bin, []string{"nonsense"}, nil, 1, "unhealthy: invalid check: unknown check"},
+		{link, nil, []string{"HEALTHCHECK_CONFIG=" + cfg}, 1, "unhealthy: http"},
+		{link, nil, []string{"HEALTHCHECK_CONFIG=" + cfg + ".missing"}, 1, "unhealthy: invalid check: read config"},
+	} {
+		cmd := exec.Command(tc.path, tc.args...)
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, tc.env...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, _ := cmd.Output()
+		if code := cmd.ProcessState.ExitCode(); code != tc.wantCode {
+			t.Errorf("%v: exit %d, want %d (%q)", tc.args, code, tc.wantCode, out)
+		}
+		if strings.Count(string(out), "\n") != 1 || !strings.HasPrefix(string(out), tc.prefix) {
+			t.Errorf("%v: output %q, want one line starting %q", tc.args, out, tc.prefix)
+		}
+		if stderr.Len() > 0 {
+			t.Errorf("stderr %q", stderr.String())
+		}
+	}
+}
+
+func TestBinaryProxyEnvironment(t *testing.T) {
+	bin := binary(t)
+	target := "http://vitals-test.invalid/health" // resolves nowhere: only a proxy can answer
+	for _, tc := range []struct {
+		name   string
+		env    []string
+		args   []string
+		prefix string
+	}{
+		{"proxy variables ignored by default", []string{"http_proxy=$P", "HTTP_PROXY=$P"}, nil, "unhealthy: http vitals-test.invalid/health: lookup"},
+		{"HEALTHCHECK_USE_PROXY", []string{"HEALTHCHECK_USE_PROXY=1", "http_proxy=$P"}, nil, "healthy: http 200 vitals-test.invalid/health"},
+		{"--proxy", []string{"HTTP_PROXY=$P"}, []string{"--proxy"}, "healthy: http 200"},
+		{"no_proxy honoured", []string{"HEALTHCHECK_USE_PROXY=yes", "http_proxy=$P", "no_proxy=.invalid"}, nil, "unhealthy: http vitals-test.invalid/health: lookup"},
+		{"NO_PROXY for other hosts", []string{"HEALTHCHECK_USE_PROXY=true", "HTTP_PROXY=$P", "NO_PROXY=example.test,10.0.0.0/8"}, nil, "healthy: http 200"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // the direct cases wait for a DNS answer
+			var proxied atomic.Int32
+			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				proxied.Add(1)
+				fmt.Fprintln(w, "via proxy")
+			}))
+			defer proxy.Close()
+			cmd := exec.Command(bin, append([]string{"http", target}, tc.args...)...)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+			for _, e := range tc.env {
+				cmd.Env = append(cmd.Env, strings.ReplaceAll(e, "$P", proxy.URL))
+			}
+			out, _ := cmd.Output()
+			if !strings.HasPrefix(string(out), tc.prefix) {
+				t.Errorf("got %q, want prefix %q", out, tc.prefix)
+			}
+			if (proxied.Load() > 0) != strings.HasPrefix(tc.prefix, "healthy") {
+				t.Errorf("proxy saw %d requests", proxied.Load())
+			}
+		})
+	}
+}
