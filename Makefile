@@ -5,7 +5,7 @@ BIN := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/vitalsproject/vitals/internal/cli.Version=$(VERSION)
 
-.PHONY: help build vitals healthcheck test test-short lint demo testenv-up testenv-down clean
+.PHONY: help build vitals healthcheck test test-short lint demo testenv-up testenv-down testenv-status clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -30,11 +30,14 @@ lint: ## gofmt, go vet, staticcheck
 demo: ## run Vitals' main job against local services
 	hack/demo.sh
 
-testenv-up: ## start the test services; prints the env file to source
+testenv-up: ## start the test services (VITALS_OPENSTACK_TIER=fast|full); prints the env file to source
 	hack/testenv.sh up
 
 testenv-down: ## stop the test services
 	hack/testenv.sh down
+
+testenv-status: ## show which test services run
+	hack/testenv.sh status
 
 clean:
 	rm -rf $(BIN)

@@ -65,7 +65,7 @@ func TestAgentEndToEnd(t *testing.T) {
 	o.SocketPath = filepath.Join(dir, "cni.sock")
 	o.CNIConfDir = cniDir
 	o.FailuresCount = 2
-	o.CheckInterval = 200 * time.Millisecond
+	o.CheckInterval = time.Second
 	o.ComponentTimeout = 3 * time.Second
 	o.MaxMemoryMiB = 4096
 	o.MemorySource = MemoryRSS
@@ -124,8 +124,8 @@ func TestAgentEndToEnd(t *testing.T) {
 	if _, err := Send(sctx, o.SocketPath, Report{Op: OpAdd, Result: Failure, Pod: "default/web-3", Error: "no IP addresses available in range set"}); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, base+"/alive", http.StatusServiceUnavailable)
-	if code, body := httpGet(t, base+"/livez/"+BudgetCNIAdd); code != http.StatusServiceUnavailable || !strings.Contains(body, "3 consecutive failures") {
+	waitStatus(t, base+"/alive", http.StatusInternalServerError)
+	if code, body := httpGet(t, base+"/livez/"+BudgetCNIAdd); code != http.StatusInternalServerError || !strings.Contains(body, "3 consecutive failures") {
 		t.Errorf("/livez/%s = %d %q", BudgetCNIAdd, code, body)
 	}
 	// Readiness is about the API and capabilities: unaffected.

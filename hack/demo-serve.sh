@@ -14,7 +14,7 @@ LOG=$(mktemp -t vitals-serve-demo.XXXXXX.log)
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 step "build $BIN"
-CGO_ENABLED=0 go build -trimpath -o "$BIN" ./cmd/vitals
+go build -o "$BIN" ./cmd/vitals
 
 step "start: $BIN serve --config $CONFIG --listen $ADDR   (logs: $LOG)"
 "$BIN" serve --config "$CONFIG" --listen "$ADDR" >"$LOG" 2>&1 &

@@ -380,7 +380,7 @@ PYEOF
   cat > "$BIN/resources.py" <<'PYEOF'
 #!/usr/bin/python3
 """'nova': idempotently create flavor m1.tiny (id 1) and a 1 KiB active image 'cirros-fake'; print its id.
-'cinder': wait (120 s max) until cinder-scheduler knows a backend pool."""
+'cinder': wait (300 s max) until cinder-scheduler knows a backend pool."""
 import sys, time
 from keystoneauth1.identity import v3
 from keystoneauth1 import session
@@ -401,10 +401,10 @@ if "nova" in sys.argv:
     print(img["id"])
 if "cinder" in sys.argv:
     cinder = dict(service_type="volumev3", interface="public")
-    deadline = time.time() + 120
+    deadline = time.time() + 300
     while not s.get("/scheduler-stats/get_pools", endpoint_filter=cinder).json()["pools"]:
         if time.time() > deadline:
-            sys.exit("cinder-scheduler knows no pool after 120 s")
+            sys.exit("cinder-scheduler knows no pool after 300 s")
         time.sleep(0.5)
 PYEOF
   chmod +x "$BIN"/*
@@ -502,7 +502,7 @@ start_all() {
     ) & J7=$!
   fi
   wait $J1
-  wait_http keystone http://127.0.0.1:5000/v3 120
+  wait_http keystone http://127.0.0.1:5000/v3 300
   REG="network"
   full && REG="$REG image compute placement volumev3 block-storage load-balancer"
   ( quiet "$LOG/register.log" $PY "$BIN/register.py" $REG; log "catalog registered: $REG" ) & J5=$!
@@ -518,7 +518,7 @@ start_all() {
        0, 'nova')"
   launch neutron-server
   if full; then
-    for i in $(seq 1 480); do (echo > /dev/tcp/127.0.0.1/5673) 2>/dev/null && break; sleep 0.25; done
+    for i in $(seq 1 1200); do (echo > /dev/tcp/127.0.0.1/5673) 2>/dev/null && break; sleep 0.25; done
     (echo > /dev/tcp/127.0.0.1/5673) 2>/dev/null || die "rabbitmq did not start; see $LOG/rabbitmq"
     log "rabbitmq answers"
     wait $J3
@@ -527,7 +527,7 @@ start_all() {
     launch cinder-api; launch cinder-volume
     # cinder-scheduler asks the volume services for their capabilities once, when it starts; a cinder-volume
     # that is not consuming yet misses that and only reports ~60 s later. So start the scheduler after it is.
-    ( for i in $(seq 1 480); do
+    ( for i in $(seq 1 1200); do
         grep -q 'Driver post RPC initialization completed' "$LOG/cinder-volume.log" 2>/dev/null && break; sleep 0.25
       done
       launch cinder-scheduler ) & J6=$!
@@ -537,23 +537,23 @@ start_all() {
   wait $J5
 
   # readiness
-  wait_http neutron http://127.0.0.1:9696/ 180
+  wait_http neutron http://127.0.0.1:9696/ 300
   check_extensions
   if full; then
-    wait_http placement http://127.0.0.1:8778/ 180
-    wait_http glance http://127.0.0.1:9292/ 180
-    wait_http nova-api http://127.0.0.1:8774/ 180
-    for i in $(seq 1 480); do [ "$(SQL "SELECT COUNT(*) FROM nova.compute_nodes WHERE deleted=0")" -ge 1 ] && break; sleep 0.25; done
+    wait_http placement http://127.0.0.1:8778/ 300
+    wait_http glance http://127.0.0.1:9292/ 300
+    wait_http nova-api http://127.0.0.1:8774/ 300
+    for i in $(seq 1 1200); do [ "$(SQL "SELECT COUNT(*) FROM nova.compute_nodes WHERE deleted=0")" -ge 1 ] && break; sleep 0.25; done
     quiet "$LOG/nova-discover_hosts.log" nova-manage $(NV) cell_v2 discover_hosts
     log "nova-compute registered and mapped to cell1"
     img=$($PY "$BIN/resources.py" nova)
     log "flavor m1.tiny + image cirros-fake ($img) ready"
-    wait_http cinder-api http://127.0.0.1:8776/ 180
+    wait_http cinder-api http://127.0.0.1:8776/ 300
     wait $J6
     quiet "$LOG/cinder-pools.log" $PY "$BIN/resources.py" cinder
     log "cinder-volume backend pool known to cinder-scheduler"
-    wait_http octavia-api http://127.0.0.1:9876/ 180 200
-    for i in $(seq 1 480); do grep -qi 'Starting consumer\|Starting 1 workers\|start consumer' "$LOG/octavia-worker.log" 2>/dev/null && break; sleep 0.25; done
+    wait_http octavia-api http://127.0.0.1:9876/ 300 200
+    for i in $(seq 1 1200); do grep -qi 'Starting consumer\|Starting 1 workers\|start consumer' "$LOG/octavia-worker.log" 2>/dev/null && break; sleep 0.25; done
     log "octavia-worker started"
   fi
 
@@ -571,14 +571,25 @@ RC
   log "OpenStack ($1 tier) up; env in $OS_DIR/openrc"
 }
 
-# check_extensions: Neutron must offer what Vitals' route controllers use.
+# check_extensions: Neutron must offer what Vitals' route controllers use. Retries for up to 5 minutes: on a
+# loaded machine the first token and the first Neutron request can take tens of seconds.
 check_extensions() {
-  local tok ext e
-  tok=$(curl -si -m 10 -H 'Content-Type: application/json' http://127.0.0.1:5000/v3/auth/tokens -d '{"auth":{"identity":{"methods":["password"],"password":{"user":{"name":"admin","domain":{"name":"Default"},"password":"admin"}}},"scope":{"project":{"name":"admin","domain":{"name":"Default"}}}}}' \
-    | awk -F': ' 'tolower($1)=="x-subject-token"{print $2}' | tr -d '\r')
-  ext=$(curl -s -m 10 -H "X-Auth-Token: $tok" http://127.0.0.1:9696/v2.0/extensions)
-  for e in router extraroute extraroute-atomic; do
-    grep -q "\"alias\": *\"$e\"" <<<"$ext" || die "neutron lacks extension $e"
+  local tok ext e missing deadline=$((SECONDS + 300))
+  while :; do
+    tok=$(curl -si -m 60 -H 'Content-Type: application/json' http://127.0.0.1:5000/v3/auth/tokens -d '{"auth":{"identity":{"methods":["password"],"password":{"user":{"name":"admin","domain":{"name":"Default"},"password":"admin"}}},"scope":{"project":{"name":"admin","domain":{"name":"Default"}}}}}' 2>/dev/null \
+      | awk -F': ' 'tolower($1)=="x-subject-token"{print $2}' | tr -d '\r' || true)
+    ext=""
+    [ -n "$tok" ] && ext=$(curl -s -m 60 -H "X-Auth-Token: $tok" http://127.0.0.1:9696/v2.0/extensions 2>/dev/null || true)
+    missing=""
+    for e in router extraroute extraroute-atomic; do
+      grep -q "\"alias\": *\"$e\"" <<<"$ext" || missing="$missing $e"
+    done
+    [ -z "$missing" ] && break
+    if [ $SECONDS -ge $deadline ]; then
+      log "GET /v2.0/extensions answered: ${ext:0:300}"
+      die "neutron lacks extensions:$missing"
+    fi
+    sleep 2
   done
   log "neutron extensions present: router extraroute extraroute-atomic"
 }
@@ -614,12 +625,14 @@ start_service() {
   if [ -f "$f" ] && alive "$(cat "$f")"; then log "$1 already running (pid $(cat "$f"))"; return 0; fi
   launch "$1"
   u=$(url_of "$1")
-  [ -z "$u" ] || wait_http "$1" "$u" 120
+  [ -z "$u" ] || wait_http "$1" "$u" 300
 }
 
 status() {
-  local name p
-  for name in $ALL_SERVICES mariadb rabbitmq-server; do
+  local name p names="keystone neutron-server mariadb"
+  full && names="$ALL_SERVICES mariadb rabbitmq-server"
+  echo "tier: $(tier)"
+  for name in $names; do
     p=$(cat "$RUN/$name.pid" 2>/dev/null || true)
     if alive "$p"; then echo "$name running (pid $p)"; else echo "$name stopped"; fi
   done

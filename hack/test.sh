@@ -20,7 +20,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step "install dependencies" "$ROOT/hack/install-deps.sh"
+VITALS_SKIP_GO_TOOLS=1 step "install dependencies" "$ROOT/hack/install-deps.sh"
 step "start test services" "$ROOT/hack/testenv.sh" up "${VITALS_OPENSTACK_TIER:-full}" >/dev/null
 set -a; . "$TESTENV_DIR/env"; set +a
 export VITALS_TESTENV_REQUIRED=1

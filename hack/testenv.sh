@@ -68,8 +68,9 @@ up() {
   if [ -n "${dk_pid:-}" ]; then wait "$dk_pid" || die "dockerd did not start; see $TESTENV_DIR/docker/dockerd.log"; fi
   if [ -n "$os_pid" ]; then
     step "OpenStack ($tier tier)" wait "$os_pid" || rc=$?
-    grep -E '^\[openstack' "$TESTENV_DIR/logs/openstack.log" | tail -25 >&2 || true
-    [ $rc -eq 0 ] || { tail -30 "$TESTENV_DIR/logs/openstack.log" >&2; die "OpenStack did not start"; }
+    if [ $rc -eq 0 ]; then grep -E '^\[openstack' "$TESTENV_DIR/logs/openstack.log" | tail -25 >&2 || true
+    else grep -v '^[IWE][0-9]\{4\} ' "$TESTENV_DIR/logs/openstack.log" | tail -40 >&2 || true; fi
+    [ $rc -eq 0 ] || die "OpenStack did not start; see $TESTENV_DIR/logs/openstack.log and $TESTENV_DIR/openstack/log/"
   fi
   write_env "$assets" "$kubeconfig"
   log "all services up; for a shell: source $ENVF"

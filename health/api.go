@@ -130,7 +130,10 @@ type Result struct {
 	Severity Severity
 	Status   Status
 	// Err is the reason of the current failure (nil when OK). For a stale check it says so.
-	Err                  error
+	Err error
+	// LastErr is the last error seen, kept after recovery and below thresholds (a check under its
+	// failure threshold, a budget not yet tripped); nil if there was none.
+	LastErr              error
 	LastRun              time.Time
 	LastSuccess          time.Time
 	LastFailure          time.Time

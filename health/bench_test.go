@@ -33,7 +33,7 @@ var floorBody = []byte("ok")
 // floor is what no health library can beat: a bare handler writing a constant "ok".
 var floor = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(floorBody) })
 
-// benchManager returns a manager on the real clock with n passing checks of the given severity.
+// benchManager returns a started manager on the real clock with n passing checks.
 func benchManager(b *testing.B, n int) *Manager {
 	b.Helper()
 	m := NewManager(WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
@@ -41,6 +41,8 @@ func benchManager(b *testing.B, n int) *Manager {
 		m.MustRegister(Check{Name: fmt.Sprintf("check-%02d", i), Run: ok, Probes: AllProbes, Interval: time.Hour})
 		entryOf(b, m, fmt.Sprintf("check-%02d", i)).record(m.clock.Now(), 2*time.Millisecond, nil)
 	}
+	m.Start(context.Background())
+	b.Cleanup(m.Stop)
 	return m
 }
 

@@ -182,6 +182,7 @@ func (b *Budget) evaluate(now time.Time) eval {
 		ConsecutiveFailures:  b.consecutive,
 		ConsecutiveSuccesses: b.successes,
 		Count:                n,
+		LastErr:              b.lastErr,
 	}}
 	b.tripped = n >= b.opts.Limit
 	if b.tripped {

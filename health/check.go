@@ -70,13 +70,14 @@ func (e *checkEntry) evaluate(now time.Time) eval {
 		ConsecutiveSuccesses: e.succ,
 		ConsecutiveFailures:  e.fail,
 		Duration:             e.duration,
+		LastErr:              e.lastErr,
 	}}
 	switch e.status {
 	case StatusFailed:
 		ev.r.Err = e.lastErr
 	case StatusUnknown:
 		ev.r.Err = ErrNoResult
-		if e.lastErr != nil {
+		if e.lastErr != nil && e.fail > 0 {
 			ev.r.Err = fmt.Errorf("%w: %w", ErrNoResult, e.lastErr)
 		}
 	}
@@ -114,7 +115,6 @@ func (e *checkEntry) record(at time.Time, d time.Duration, err error) {
 		e.lastSuccess = at
 		if e.status != StatusOK && e.succ >= e.c.SuccessThreshold {
 			e.status = StatusOK
-			e.lastErr = nil
 		}
 	} else {
 		e.fail++

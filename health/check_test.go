@@ -118,6 +118,11 @@ func TestResultFields(t *testing.T) {
 	if r.Status != StatusFailed || !errors.Is(r.Err, errBoom) || r.ConsecutiveFailures != 2 {
 		t.Fatalf("result %+v", r)
 	}
+	e.record(clk.Now(), time.Millisecond, nil)
+	r, _ = m.Result("c")
+	if r.Status != StatusOK || r.Err != nil || !errors.Is(r.LastErr, errBoom) {
+		t.Fatalf("after recovery: %+v", r)
+	}
 }
 
 func TestStaleness(t *testing.T) {

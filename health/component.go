@@ -39,6 +39,7 @@ type Component struct {
 	dead atomic.Bool
 
 	mu       sync.Mutex
+	lastErr  error // last reason of death, kept after recovery
 	err      error // reported failure, nil when alive
 	failedAt time.Time
 	fails    int
@@ -109,6 +110,7 @@ func (c *Component) Fail(err error) {
 	now := c.m.clock.Now()
 	c.mu.Lock()
 	c.err = err
+	c.lastErr = err
 	c.failedAt = now
 	c.fails++
 	if c.opts.Latch && c.latched == nil {
@@ -169,6 +171,10 @@ func (c *Component) evaluate(now time.Time) eval {
 			ev.changesAt = deadline.Add(time.Nanosecond)
 		}
 	}
+	if reason != nil {
+		c.lastErr = reason
+	}
+	ev.r.LastErr = c.lastErr
 	if reason != nil {
 		ev.r.Status = StatusFailed
 		ev.r.Err = reason

@@ -46,10 +46,12 @@
 // Every change (a check result, a heartbeat failure, a budget event) rebuilds an immutable snapshot
 // of all results with each probe's verdict, published through an atomic pointer; each snapshot
 // knows the instant until which it holds (the next staleness, heartbeat deadline, start-period end
-// or budget expiry). A probe reads the pointer and the clock; the verbose and JSON bodies are
-// rendered once per snapshot and then served as cached bytes. A background watcher rebuilds the
-// snapshot at those instants too, so that transitions reach listeners, logs and metrics even when
-// nobody probes.
+// or budget expiry, and at most a second after it was built). A background watcher, started by
+// Start, rebuilds the snapshot at that instant, so that transitions reach listeners, logs and
+// metrics even when nobody probes. On the real clock a probe of a started manager therefore only
+// loads the pointer (a clock read can cost more than the rest of the probe); otherwise it also
+// reads the clock and rebuilds an expired snapshot itself. The verbose and JSON bodies are rendered
+// once per snapshot and then served as cached bytes: a probe allocates nothing.
 //
 // The package depends on the standard library, prometheus/client_golang and k8s.io/utils/clock only.
 package health

@@ -123,6 +123,7 @@ type jsonCheck struct {
 	ConsecutiveFailures  int     `json:"consecutiveFailures"`
 	Count                int     `json:"count,omitempty"`
 	Error                string  `json:"error,omitempty"`
+	LastError            string  `json:"lastError,omitempty"`
 }
 
 func jsonTime(t time.Time) string {
@@ -152,6 +153,9 @@ func toJSONCheck(e *snapEntry, pi int, details bool) jsonCheck {
 	}
 	if details {
 		c.Error = e.reason
+		if e.LastErr != nil {
+			c.LastError = e.LastErr.Error()
+		}
 	}
 	return c
 }

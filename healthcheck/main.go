@@ -6,18 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
 
-// DefaultConfigPath is the YAML file read when the command runs with no arguments under another
-// name (e.g. the /openstack/healthcheck symlink) and HEALTHCHECK_CONFIG is not set.
+// DefaultConfigPath is the YAML file read when the command runs with no arguments (as
+// /openstack/healthcheck does) and HEALTHCHECK_CONFIG is not set.
 const DefaultConfigPath = "/etc/healthcheck.yaml"
-
-// Program is the command's own name; under any other name (a symlink such as
-// /openstack/healthcheck) and without arguments, checks come from the config file.
-const Program = "healthcheck"
 
 // Main runs the command: argv with the program name first, an environment, and the streams. It
 // returns the exit code: 0 healthy, 1 unhealthy or invalid. It writes exactly one line on stdout
@@ -54,13 +49,12 @@ func Main(ctx context.Context, argv []string, env Env, stdout, stderr io.Writer)
 	return 1
 }
 
-// load finds the checks: from the arguments, from --config FILE, or (no arguments) from
-// $HEALTHCHECK_CONFIG or, under another name than "healthcheck", DefaultConfigPath.
+// load finds the checks: from the arguments, from --config FILE, or, with no arguments (how
+// /openstack/healthcheck runs), from $HEALTHCHECK_CONFIG or DefaultConfigPath.
 func load(argv []string, env Env, logf func(string, ...any)) ([]Check, error) {
 	var args []string
-	name := Program
 	if len(argv) > 0 {
-		name, args = filepath.Base(argv[0]), argv[1:]
+		args = argv[1:]
 	}
 	if len(args) > 0 {
 		if path, ok := configFlag(args); ok {
@@ -74,10 +68,10 @@ func load(argv []string, env Env, logf func(string, ...any)) ([]Check, error) {
 	if path := env("HEALTHCHECK_CONFIG"); path != "" {
 		return loadConfig(path, env, logf)
 	}
-	if name != Program {
+	if _, err := os.Stat(DefaultConfigPath); err == nil {
 		return loadConfig(DefaultConfigPath, env, logf)
 	}
-	return ParseArgs(nil, env)
+	return nil, errors.New("no check given and no config (" + DefaultConfigPath + " or $HEALTHCHECK_CONFIG); try: healthcheck --help")
 }
 
 func configFlag(args []string) (string, bool) {

@@ -32,7 +32,7 @@ func startHTTP(t *testing.T, network, addr string, h http.Handler) string {
 func serviceHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/broken", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "service broken", 503) })
+	mux.HandleFunc("/broken", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "service broken", http.StatusServiceUnavailable) })
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
@@ -41,7 +41,7 @@ func serviceHandler() http.Handler {
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Has("broken") {
-			w.WriteHeader(500)
+			w.WriteHeader(http.StatusInternalServerError)
 			fmt.Fprint(w, "[+]ping ok\n[-]keystone failed: reason withheld\n[+]log ok\n[-]neutron failed: reason withheld\nreadyz check failed\n")
 			return
 		}
@@ -110,7 +110,7 @@ func TestMainLinesAndExitCodes(t *testing.T) {
 			`unhealthy: vitals ` + host + `/readyz: status 500, failing: keystone, neutron`},
 		{"vitals default URL", []string{"healthcheck", "vitals"}, env(), -1, `(un)?healthy: vitals .*127\.0\.0\.1:8080/readyz.*`},
 		{"bad arguments", []string{"healthcheck", "http"}, env(), 1, `unhealthy: invalid check: http: expected a URL`},
-		{"no arguments", []string{"healthcheck"}, env(), 1, `unhealthy: invalid check: no check given \(try: healthcheck --help\)`},
+		{"no arguments and no config", []string{"healthcheck"}, env(), -1, `(unhealthy: invalid check: no check given and no config \(/etc/healthcheck.yaml or \$HEALTHCHECK_CONFIG\); try: healthcheck --help|(un)?healthy: .*)`},
 		{"--config", []string{"healthcheck", "--config", cfg}, env(), 0, `healthy: http 200 .*; file .*`},
 		{"--config=", []string{"healthcheck", "--config=" + cfg}, env(), 0, `healthy: http 200 .*; file .*`},
 		{"--config without file", []string{"healthcheck", "--config"}, env(), 1, `unhealthy: invalid check: --config takes one FILE and nothing else`},
@@ -118,7 +118,7 @@ func TestMainLinesAndExitCodes(t *testing.T) {
 			`unhealthy: invalid check: ` + badCfg + `: line 2: http: --status: status "sometimes": .*`},
 		{"symlink name reads HEALTHCHECK_CONFIG", []string{"/openstack/healthcheck"}, env("HEALTHCHECK_CONFIG", cfg), 0, `healthy: http 200 .*; file .*`},
 		{"plain name with HEALTHCHECK_CONFIG", []string{"/healthcheck"}, env("HEALTHCHECK_CONFIG", cfg), 0, `healthy: .*`},
-		{"symlink name, default path", []string{"/openstack/healthcheck"}, env(), -1, `(un)?healthy: .*`},
+		{"symlink, default path", []string{"/openstack/healthcheck"}, env(), -1, `(un)?healthy: .*`},
 		{"symlink name with arguments", []string{"/openstack/healthcheck", "http", base + "/health"}, env(), 0, `healthy: http 200 .*`},
 	}
 	for _, tc := range tests {

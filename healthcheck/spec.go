@@ -3,7 +3,6 @@ package healthcheck
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -13,7 +12,7 @@ import (
 
 // Check is one parsed check, ready to run.
 type Check struct {
-	// Kind is the form's name: http, port, listen, socket, process, file, vitals, tcp, exec,
+	// Kind is the form's name: http, vitals, port, listen, socket, process, file, tcp,
 	// capability or memory.
 	Kind string
 	// Args are the words the check was parsed from (for debug output).
@@ -31,8 +30,8 @@ var ErrHelp = errors.New("help requested")
 // Usage is printed for --help.
 const Usage = `usage: healthcheck CHECK [-- CHECK]...      all checks must pass
        healthcheck --config FILE              checks from a YAML file
-       (run under another name, e.g. /openstack/healthcheck, with no arguments:
-        checks from $HEALTHCHECK_CONFIG, else ` + DefaultConfigPath + `)
+       healthcheck                            no arguments (e.g. run as /openstack/healthcheck):
+                                              checks from $HEALTHCHECK_CONFIG, else ` + DefaultConfigPath + `
 checks:
   http URL [--status 200-399] [--contains TEXT] [--timeout 10s] [--insecure] [--cacert FILE]
            [--method GET|HEAD] [--header 'Name: value'] [--proxy]
@@ -389,13 +388,4 @@ func parseMemory(pos []string, flags map[string][]string, _ Env) (checks.Func, e
 	}
 	opts.CgroupPath, _ = last(flags, "cg-path")
 	return checks.Memory(opts)
-}
-
-// targetOf shortens a URL to host+path for messages.
-func targetOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
-	}
-	return u.Host + u.EscapedPath()
 }

@@ -248,6 +248,16 @@ func TestAuthFromCloudsYAML(t *testing.T) {
 		t.Errorf("dev = %+v, %v", a, err)
 	}
 
+	// AuthFromEnvironment follows OS_CLOUD, else reads OS_* variables.
+	a, err = AuthFromEnvironment(envOf(map[string]string{"OS_CLOUD": "dev", "OS_CLIENT_CONFIG_FILE": path}))
+	if err != nil || a.Options.Username != "dev" {
+		t.Errorf("AuthFromEnvironment(OS_CLOUD) = %+v, %v", a, err)
+	}
+	a, err = AuthFromEnvironment(envOf(map[string]string{"OS_AUTH_URL": "http://k/v3", "OS_USERNAME": "u", "OS_PASSWORD": "p"}))
+	if err != nil || a.Options.Username != "u" || !strings.Contains(a.Source, "environment") {
+		t.Errorf("AuthFromEnvironment(OS_*) = %+v, %v", a, err)
+	}
+
 	_, err = AuthFromCloudsYAML(CloudsYAMLOptions{Cloud: "staging", Paths: []string{path}, Getenv: envOf(nil)})
 	want := `cloud "staging" not found in ` + path + `; known: dev, prod`
 	if err == nil || err.Error() != want {

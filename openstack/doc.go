@@ -4,5 +4,27 @@
 // request metrics and token re-authentication, and small interfaces per resource that controllers
 // and checks use.
 //
-// Every List call returns all pages or an error: never a partial list.
+// Every List call returns all pages or an error: never a partial list. A filter a resource cannot
+// apply is an error too, never silently dropped.
+//
+// Typical use:
+//
+//	auth, err := openstack.AuthFromINI("/etc/kuryr/kuryr.conf") // or AuthFromCloudsYAML, AuthFromEnv
+//	if err != nil { return err }                                  // a *config.Error: file, line, option
+//	cloud, err := openstack.Connect(ctx, openstack.Config{Auth: auth, QPS: 10, Registerer: reg})
+//	if err != nil { return err }                                  // wraps ErrWrongCredentials, ErrUnreachable
+//	routes, err := cloud.RemoveRoutes(ctx, routerID, stale)       // Routers, Ports, Servers, ...
+//
+// Requests pass one http.RoundTripper per Cloud (re-authentication included) that waits for the
+// rate limiter and records, on the Registerer given:
+//
+//	vitals_openstack_requests_total{service,operation,code}
+//	vitals_openstack_request_errors_total{service,operation,reason}   reason: HTTP code, transport, rate_limiter
+//	vitals_openstack_request_duration_seconds{service,operation}
+//	vitals_openstack_rate_limiter_wait_seconds{service}
+//
+// where operation is the method and the path with IDs replaced, e.g. "PUT /v2.0/routers/{id}/remove_extraroutes".
+//
+// Package openstack/contract holds the contract test suite that the real cloud and the simulator
+// (internal/cloudsim) both pass.
 package openstack

@@ -68,15 +68,20 @@ func (c *Cloud) ListRouters(ctx context.Context, opts ListOpts) ([]Router, error
 // AtomicRoutes reports whether Neutron offers extraroute-atomic. The extension list is read once
 // per Cloud (a failed read is not cached).
 func (c *Cloud) AtomicRoutes(ctx context.Context) (bool, error) {
-	exts, err := c.NetworkExtensions(ctx)
+	return c.HasNetworkExtension(ctx, "extraroute-atomic")
+}
+
+// HasNetworkExtension reports whether Neutron offers the extension with this alias (e.g.
+// "extraroute", "quota_details"). The extension list is read once per Cloud.
+func (c *Cloud) HasNetworkExtension(ctx context.Context, alias string) (bool, error) {
+	exts, err := c.networkExtensions(ctx)
 	if err != nil {
 		return false, err
 	}
-	return exts["extraroute-atomic"], nil
+	return exts[alias], nil
 }
 
-// NetworkExtensions returns the aliases of Neutron's extensions, read once per Cloud.
-func (c *Cloud) NetworkExtensions(ctx context.Context) (map[string]bool, error) {
+func (c *Cloud) networkExtensions(ctx context.Context) (map[string]bool, error) {
 	c.extMu.Lock()
 	defer c.extMu.Unlock()
 	if c.extensions != nil {

@@ -5,7 +5,6 @@ import (
 	"net"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -251,12 +250,3 @@ func TypeNames() []string {
 
 // commonKeys are the keys every check entry accepts.
 var commonKeys = config.StructKeys(CheckConfig{})
-
-// quoteList formats values for messages.
-func quoteList(v []string) string {
-	q := make([]string, len(v))
-	for i, s := range v {
-		q[i] = strconv.Quote(s)
-	}
-	return strings.Join(q, ", ")
-}

@@ -53,7 +53,7 @@ func Capability(opts CapabilityOptions) (Func, error) {
 			}
 		}
 		if len(missing) > 0 {
-			return fmt.Errorf("capability %s not in effective set (CapEff %016x)", strings.Join(missing, ","), eff)
+			return fmt.Errorf("%s not in the effective set (CapEff %016x)", strings.Join(missing, ","), eff)
 		}
 		observe(ctx, detail)
 		return nil

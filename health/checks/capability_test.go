@@ -82,7 +82,7 @@ func TestCapabilityRealProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = run(t, f)
-		wantResult(t, err, "capability "+missing[0]+" not in effective set")
+		wantResult(t, err, missing[0]+" not in the effective set")
 	}
 	// This process, by its PID.
 	f, err := Capability(CapabilityOptions{Names: have[:1], PID: os.Getpid()})
@@ -106,7 +106,7 @@ func TestCapabilityFixture(t *testing.T) {
 	}{
 		{"net admin present", map[string]string{"proc/self/status": status("0000000000001000")}, []string{"NET_ADMIN"}, 0, ""},
 		{"all dropped", map[string]string{"proc/self/status": status("0000000000000000")}, []string{"NET_ADMIN", "NET_RAW"}, 0,
-			"capability NET_ADMIN,NET_RAW not in effective set (CapEff 0000000000000000)"},
+			"NET_ADMIN,NET_RAW not in the effective set (CapEff 0000000000000000)"},
 		{"other pid", map[string]string{"proc/42/status": status("0000000000002000")}, []string{"net_raw"}, 42, ""},
 		{"no CapEff line", map[string]string{"proc/self/status": "Name:\tx\n"}, []string{"NET_ADMIN"}, 0, "no CapEff field"},
 		{"garbage", map[string]string{"proc/self/status": status("zz")}, []string{"NET_ADMIN"}, 0, "parse CapEff"},

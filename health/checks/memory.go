@@ -83,7 +83,7 @@ func Memory(opts MemoryOptions) (Func, error) {
 			return err
 		}
 		if used > limit {
-			return fmt.Errorf("memory %s %.1f MiB over limit %d MiB", what, float64(used)/mib, opts.LimitMiB)
+			return fmt.Errorf("%s %.1f MiB over limit %d MiB", what, float64(used)/mib, opts.LimitMiB)
 		}
 		observe(ctx, fmt.Sprintf("%s %.1f/%d MiB", what, float64(used)/mib, opts.LimitMiB))
 		return nil

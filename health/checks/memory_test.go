@@ -14,7 +14,7 @@ func TestMemoryRSSRealProcess(t *testing.T) {
 		wantErr string
 	}{
 		{"under a generous limit", 1 << 20, ""},
-		{"over a 1 MiB limit", 1, "memory rss"},
+		{"over a 1 MiB limit", 1, "rss "},
 		{"disabled", -1, ""},
 	}
 	for _, tc := range tests {
@@ -103,7 +103,7 @@ func TestMemoryCgroupFixtures(t *testing.T) {
 			},
 			opts:        MemoryOptions{LimitMiB: 200},
 			wantVersion: 2, wantDir: "sys/fs/cgroup/svc",
-			wantErr: "memory cgroup memory.current 300.0 MiB over limit 200 MiB",
+			wantErr: "cgroup memory.current 300.0 MiB over limit 200 MiB",
 		},
 		{
 			name: "hybrid host: v1 memory wins, memsw counted",
@@ -115,7 +115,7 @@ func TestMemoryCgroupFixtures(t *testing.T) {
 			},
 			opts:        MemoryOptions{LimitMiB: 200},
 			wantVersion: 1, wantDir: "sys/fs/cgroup/memory/system.slice/kuryr-cni.service",
-			wantErr: "memory cgroup memory.memsw.usage_in_bytes 250.0 MiB over limit 200 MiB",
+			wantErr: "cgroup memory.memsw.usage_in_bytes 250.0 MiB over limit 200 MiB",
 		},
 		{
 			name: "v1 without swap accounting",
@@ -218,7 +218,7 @@ func TestMemoryRSSFixture(t *testing.T) {
 		status, wantErr string
 	}{
 		{"Name:\tx\nVmRSS:\t  10240 kB\n", ""},
-		{"Name:\tx\nVmRSS:\t  30720 kB\n", "memory rss 30.0 MiB over limit 20 MiB"},
+		{"Name:\tx\nVmRSS:\t  30720 kB\n", "rss 30.0 MiB over limit 20 MiB"},
 		{"Name:\tx\n", "no VmRSS field"},
 		{"VmRSS:\t12 MB\n", "parse VmRSS"},
 	}

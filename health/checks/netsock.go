@@ -43,27 +43,40 @@ func (s inetSocket) String() string {
 	return s.proto + " " + s.local.String() + "->" + s.remote.String()
 }
 
+// Verdicts of a socket visitor.
+const (
+	nextSocket = iota
+	skipTable  // the rest of this table cannot match
+	stopAll    // found what was wanted
+)
+
 // readInetSockets reads the tables of the given protocols ("tcp", "udp"; both IP versions each),
-// calling fn for each socket. A missing table (IPv6 disabled) is skipped.
-func readInetSockets(root string, protos []string, fn func(inetSocket)) error {
+// calling fn for each socket until it says stopAll. A missing table (IPv6 disabled) is skipped.
+// Reading a table makes the kernel walk its hash tables, which costs milliseconds on a busy host:
+// callers stop as early as they can.
+func readInetSockets(root string, protos []string, fn func(inetSocket) int) error {
 	for _, p := range protos {
 		for _, table := range []string{p, p + "6"} {
 			path := rooted(root, "/proc/net/"+table)
-			if err := readInetTable(path, table, fn); err != nil {
+			stop, err := readInetTable(path, table, fn)
+			if err != nil {
 				if os.IsNotExist(err) && table != p {
 					continue
 				}
 				return err
+			}
+			if stop {
+				return nil
 			}
 		}
 	}
 	return nil
 }
 
-func readInetTable(path, proto string, fn func(inetSocket)) error {
+func readInetTable(path, proto string, fn func(inetSocket) int) (bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -80,12 +93,17 @@ func readInetTable(path, proto string, fn func(inetSocket)) error {
 		if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 			continue
 		}
-		fn(inetSocket{proto: proto, local: local, remote: remote, state: uint8(state), inode: inode})
+		switch fn(inetSocket{proto: proto, local: local, remote: remote, state: uint8(state), inode: inode}) {
+		case skipTable:
+			return false, nil
+		case stopAll:
+			return true, nil
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
+		return false, fmt.Errorf("read %s: %w", path, err)
 	}
-	return nil
+	return false, nil
 }
 
 // parseHexAddrPort parses "0100007F:1F90" (IPv4) or a 32-digit IPv6 address and a port. The

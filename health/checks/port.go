@@ -53,40 +53,58 @@ func Port(opts PortOptions) (Func, error) {
 		kind = "listening socket"
 	}
 	return func(ctx context.Context) error {
-		var found []inetSocket
-		err := readInetSockets(opts.Root, protos, func(s inetSocket) {
+		// The matching processes' sockets first: a missing process fails without reading the
+		// socket tables, and the tables are read only until a held socket shows up.
+		var held map[uint64]int
+		var pids []int
+		var note string
+		if opts.Process.Name != "" {
+			var err error
+			if held, pids, note, err = heldSockets(opts.Root, opts.Process); err != nil {
+				return err
+			}
+			if len(held) == 0 {
+				return fmt.Errorf("process %s (pid %s) holds no socket at all%s", opts.Process, pidList(pids), note)
+			}
+		}
+		var found *inetSocket
+		err := readInetSockets(opts.Root, protos, func(s inetSocket) int {
+			if opts.Listen && s.tcp() && !s.listening() {
+				// The kernel lists every listening TCP socket before the others.
+				return skipTable
+			}
 			if s.inode == 0 {
-				return // TIME_WAIT and the like: owned by no process
+				return nextSocket // TIME_WAIT and the like: owned by no process
 			}
+			match := ports[s.local.Port()] || (ports[s.remote.Port()] && !s.listening())
 			if opts.Listen {
-				if s.listening() && ports[s.local.Port()] {
-					found = append(found, s)
-				}
-			} else if ports[s.local.Port()] || (ports[s.remote.Port()] && !s.listening()) {
-				found = append(found, s)
+				match = s.listening() && ports[s.local.Port()]
 			}
+			if !match {
+				return nextSocket
+			}
+			if held != nil {
+				if _, ok := held[s.inode]; !ok {
+					return nextSocket
+				}
+			}
+			found = &s
+			return stopAll
 		})
 		if err != nil {
 			return fmt.Errorf("read sockets: %w", err)
 		}
-		if opts.Process.Name == "" {
-			if len(found) == 0 {
-				return fmt.Errorf("no %s on port %s", kind, portList)
-			}
-			observe(ctx, found[0].String())
-			return nil
+		switch {
+		case found == nil && held == nil:
+			return fmt.Errorf("no %s on port %s", kind, portList)
+		case found == nil:
+			return fmt.Errorf("process %s (pid %s) holds no %s on port %s%s",
+				opts.Process, pidList(pids), kind, portList, note)
+		case held != nil:
+			observe(ctx, found.String()+" pid "+strconv.Itoa(held[found.inode]))
+		default:
+			observe(ctx, found.String())
 		}
-		held, pids, note, err := heldSockets(opts.Root, opts.Process)
-		if err != nil {
-			return err
-		}
-		for _, s := range found {
-			if pid, ok := held[s.inode]; ok {
-				observe(ctx, s.String()+" pid "+strconv.Itoa(pid))
-				return nil
-			}
-		}
-		return fmt.Errorf("process %s (pid %s) holds no %s on port %s%s",
-			opts.Process, pidList(pids), kind, portList, note)
+		return nil
 	}, nil
 }

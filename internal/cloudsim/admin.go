@@ -1,7 +1,6 @@
 package cloudsim
 
 import (
-	"encoding/json"
 	"net/http"
 )
 
@@ -99,5 +98,3 @@ func (s *Sim) adminAPI(h handlerFunc) http.Handler {
 		c.writeJSON(status, body)
 	})
 }
-
-var _ = json.Marshal

@@ -58,34 +58,43 @@ func (s *Sim) cinderDispatch(c *call) (int, any, error) {
 }
 
 type volumeView struct {
-	ID                 string              `json:"id"`
-	Name               string              `json:"name"`
-	Description        string              `json:"description"`
-	Status             string              `json:"status"`
-	Size               int                 `json:"size"`
-	AvailabilityZone   string              `json:"availability_zone"`
-	Created            string              `json:"created_at"`
-	Updated            string              `json:"updated_at"`
-	VolumeType         string              `json:"volume_type"`
-	SnapshotID         *string             `json:"snapshot_id"`
-	SourceVolID        *string             `json:"source_volid"`
-	Metadata           map[string]string   `json:"metadata"`
-	Attachments        []map[string]any    `json:"attachments"`
-	Bootable           string              `json:"bootable"`
-	Encrypted          bool                `json:"encrypted"`
-	Multiattach        bool                `json:"multiattach"`
-	ReplicationStatus  *string             `json:"replication_status"`
-	ConsistencyGroupID *string             `json:"consistencygroup_id"`
-	UserID             string              `json:"user_id"`
-	TenantID           string              `json:"os-vol-tenant-attr:tenant_id"`
-	Links              []map[string]string `json:"links"`
+	ID                 string            `json:"id"`
+	Name               string            `json:"name"`
+	Description        string            `json:"description"`
+	Status             string            `json:"status"`
+	Size               int               `json:"size"`
+	AvailabilityZone   string            `json:"availability_zone"`
+	Created            string            `json:"created_at"`
+	Updated            string            `json:"updated_at"`
+	VolumeType         string            `json:"volume_type"`
+	SnapshotID         *string           `json:"snapshot_id"`
+	SourceVolID        *string           `json:"source_volid"`
+	Metadata           map[string]string `json:"metadata"`
+	Attachments        []volAttachment   `json:"attachments"`
+	Bootable           string            `json:"bootable"`
+	Encrypted          bool              `json:"encrypted"`
+	Multiattach        bool              `json:"multiattach"`
+	ReplicationStatus  *string           `json:"replication_status"`
+	ConsistencyGroupID *string           `json:"consistencygroup_id"`
+	UserID             string            `json:"user_id"`
+	TenantID           string            `json:"os-vol-tenant-attr:tenant_id"`
+	Links              []link            `json:"links"`
+}
+
+type volAttachment struct {
+	ID           string  `json:"id"`
+	VolumeID     string  `json:"volume_id"`
+	AttachmentID string  `json:"attachment_id"`
+	ServerID     string  `json:"server_id"`
+	Device       string  `json:"device"`
+	HostName     *string `json:"host_name"`
 }
 
 func viewVolume(base string, v *volume) any {
 	view := &volumeView{ID: v.ID, Name: v.Name, Description: v.Description, Status: v.Status, Size: v.Size,
 		AvailabilityZone: "nova", Created: microNoZ(v.Created), Updated: microNoZ(v.Updated), VolumeType: v.VolumeType,
-		Metadata: v.Metadata, Attachments: []map[string]any{}, Bootable: "false", UserID: v.UserID, TenantID: v.Project,
-		Links: []map[string]string{{"rel": "self", "href": base + "/volume/v3/" + v.Project + "/volumes/" + v.ID}}}
+		Metadata: v.Metadata, Attachments: []volAttachment{}, Bootable: "false", UserID: v.UserID, TenantID: v.Project,
+		Links: []link{{Rel: "self", Href: base + "/volume/v3/" + v.Project + "/volumes/" + v.ID}}}
 	if view.Metadata == nil {
 		view.Metadata = map[string]string{}
 	}
@@ -93,8 +102,8 @@ func viewVolume(base string, v *volume) any {
 		view.VolumeType = "__DEFAULT__"
 	}
 	if v.AttachedTo != "" {
-		view.Attachments = append(view.Attachments, map[string]any{"id": v.ID, "volume_id": v.ID,
-			"attachment_id": v.ID, "server_id": v.AttachedTo, "device": "/dev/vdb", "host_name": nil})
+		view.Attachments = append(view.Attachments, volAttachment{ID: v.ID, VolumeID: v.ID, AttachmentID: v.ID,
+			ServerID: v.AttachedTo, Device: "/dev/vdb"})
 	}
 	return view
 }

@@ -115,8 +115,6 @@ func body(err error) string {
 	return ""
 }
 
-var _ = context.Background
-
 type (
 	ctxT  = context.Context
 	pageT = pagination.Page

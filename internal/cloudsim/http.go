@@ -1,6 +1,7 @@
 package cloudsim
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -162,22 +164,35 @@ func (s *Sim) api(service string, auth bool, h handlerFunc) http.Handler {
 	})
 }
 
+// bufPool holds response buffers: list bodies are tens of KiB, and reusing their memory keeps
+// the garbage collector's work per request small.
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 func (c *call) writeJSON(status int, body any) {
 	c.status = status
 	if body == nil {
 		c.w.WriteHeader(status)
 		return
 	}
-	b, err := json.Marshal(body)
-	if err != nil {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= 1<<20 {
+			bufPool.Put(buf)
+		}
+	}()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(body); err != nil {
 		c.s.log.Error("encode response failed", "path", c.r.URL.Path, "err", err)
 		status = http.StatusInternalServerError
-		b = []byte(`{"error":"encode response"}`)
+		buf.Reset()
+		buf.WriteString(`{"error":"encode response"}`)
 	}
 	c.w.Header().Set("Content-Type", "application/json")
-	c.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	c.w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	c.w.WriteHeader(status)
-	_, _ = c.w.Write(b)
+	_, _ = c.w.Write(buf.Bytes())
 }
 
 // fail answers err in the shape of c's service.

@@ -1,7 +1,6 @@
 package cloudsim
 
 import (
-	"fmt"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -1502,5 +1501,3 @@ func (s *Sim) deleteQuota(c *call) (int, any, error) {
 	s.mu.Unlock()
 	return http.StatusNoContent, nil, nil
 }
-
-var _ = fmt.Sprintf

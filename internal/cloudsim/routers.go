@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
-	"strings"
 )
 
 type routerView struct {
@@ -438,5 +437,3 @@ func (s *Sim) removeRouterInterface(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"id": r.ID, "subnet_id": sid, "subnet_ids": []string{sid},
 		"port_id": p.ID, "network_id": p.NetworkID, "tenant_id": r.Project, "project_id": r.Project}, nil
 }
-
-var _ = strings.TrimSpace

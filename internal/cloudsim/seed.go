@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"time"
 )
 
 // SeedSpec describes projects and their resources to create in one go. Names are the keys
@@ -576,8 +575,6 @@ func (s *Sim) Stats() Stats {
 	}
 	return st
 }
-
-var _ = time.Second
 
 // ScaleProject is the project number i of the scale benchmark: user bench-NNNN (password
 // "pw") in project bench-NNNN, one network 10.180.0.0/22, a router attached to it whose

@@ -160,7 +160,9 @@ func TestPrivateKeystoneStopStart(t *testing.T) {
 }
 
 func TestPrivateKubeKeepsDataAcrossRestart(t *testing.T) {
+	t0 := time.Now()
 	k := testenv.PrivateKube(t)
+	t.Logf("private kube-apiserver ready in %s", time.Since(t0))
 	ctx := ctxFor(t)
 	cs, err := kubernetes.NewForConfig(k.Config())
 	if err != nil {
@@ -170,15 +172,19 @@ func TestPrivateKubeKeepsDataAcrossRestart(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create configmap: %v", err)
 	}
+	t0 = time.Now()
 	if err := k.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("stopped in %s", time.Since(t0))
 	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "survivor", metav1.GetOptions{}); err == nil || apierrors.IsNotFound(err) {
 		t.Fatalf("get from a stopped apiserver: got %v, want a connection error", err)
 	}
+	t0 = time.Now()
 	if err := k.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("restarted in %s", time.Since(t0))
 	got, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "survivor", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get after restart with the client made before it: %v", err)

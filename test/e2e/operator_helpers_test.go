@@ -12,8 +12,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
-	"os"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
@@ -29,7 +30,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -119,9 +119,9 @@ func opAuth(t testing.TB, env testenv.OpenStackEnv) openstack.Auth {
 // opConnect connects to the test cloud, optionally through a fault-injecting transport.
 func opConnect(t testing.TB, a openstack.Auth, tr http.RoundTripper) *openstack.Cloud {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := openstack.Connect(ctx, openstack.Config{Auth: a, Transport: tr, QPS: -1})
+	c, err := openstack.Connect(ctx, openstack.Config{Auth: a, Transport: tr, QPS: -1, HTTPTimeout: 3 * time.Minute})
 	if err != nil {
 		t.Fatalf("connect to the test cloud: %v", err)
 	}

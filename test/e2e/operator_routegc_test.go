@@ -158,6 +158,7 @@ func hasAction(cl *v1alpha1.Cluster, kind v1alpha1.ActionKind, reason, object st
 }
 
 func TestOperatorRouteGCRemovesOrphanAfterTwoPassesOnly(t *testing.T) {
+	t.Parallel()
 	f := newGCFixture(t, func(c *v1alpha1.Cluster) {
 		c.Spec.Controllers.RouteGC.ProtectedRoutes = []v1alpha1.ProtectedRoute{{Destination: "198.19.7.0/24"}}
 	})
@@ -244,6 +245,7 @@ func drainEvents(r *events.FakeRecorder, reason string) bool {
 }
 
 func TestOperatorRouteGCNodeBackKeepsRoute(t *testing.T) {
+	t.Parallel()
 	// A route whose node port disappears for one pass and comes back is never removed.
 	f := newGCFixture(t, nil)
 	port := f.net.Port(6)
@@ -267,6 +269,7 @@ func TestOperatorRouteGCNodeBackKeepsRoute(t *testing.T) {
 }
 
 func TestOperatorRouteGCReadFailureRemovesNothing(t *testing.T) {
+	t.Parallel()
 	f := newGCFixture(t, nil)
 	f.net.Port(5)
 	orphan := openstack.Route{Destination: "198.19.2.0/24", NextHop: f.net.IP(99)}
@@ -309,6 +312,7 @@ func TestOperatorRouteGCReadFailureRemovesNothing(t *testing.T) {
 }
 
 func TestOperatorRouteGCEmptyListIsNotEveryRouteOrphaned(t *testing.T) {
+	t.Parallel()
 	// A project whose port list comes back empty (a wrong project, a policy that hides ports) must
 	// not make every route orphaned: the pass refuses.
 	f := newGCFixture(t, func(c *v1alpha1.Cluster) {
@@ -331,6 +335,7 @@ func TestOperatorRouteGCEmptyListIsNotEveryRouteOrphaned(t *testing.T) {
 }
 
 func TestOperatorRouteGCBudgetAndDryRun(t *testing.T) {
+	t.Parallel()
 	budget := int32(2)
 	f := newGCFixture(t, func(c *v1alpha1.Cluster) {
 		c.Spec.Controllers.RouteGC.Budget = &budget
@@ -397,6 +402,7 @@ func (r *racingRouters) SetRoutes(ctx context.Context, id string, routes []opens
 }
 
 func TestOperatorRouteGCConflictIsRetried(t *testing.T) {
+	t.Parallel()
 	f := newGCFixture(t, nil)
 	f.net.Port(5)
 	orphan := openstack.Route{Destination: "198.19.2.0/24", NextHop: f.net.IP(99)}
@@ -419,6 +425,7 @@ func TestOperatorRouteGCConflictIsRetried(t *testing.T) {
 }
 
 func TestOperatorRouteGCSelfGated(t *testing.T) {
+	t.Parallel()
 	f := newGCFixture(t, nil)
 	f.net.Port(5)
 	orphan := openstack.Route{Destination: "198.19.2.0/24", NextHop: f.net.IP(99)}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Measures the node agent's resident memory at idle and under 100 CNI results per second, sent through
+# its report socket and as kubelet FailedCreatePodSandBox Events in a real kube-apiserver.
+#
+#   bench/agent/run.sh                      # uses .testenv/env (make testenv-up) for the kube-apiserver
+#   RATE=100 DURATION=60s IDLE=20s bench/agent/run.sh
+#
+# Without a kube-apiserver it measures the socket source only (--watch-events=false --node-conditions=false).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RATE=${RATE:-100}
+DURATION=${DURATION:-60s}
+IDLE=${IDLE:-20s}
+work=$(mktemp -d /tmp/vitals-bench-agent.XXXXXX)
+agent_pid=""
+cleanup() {
+	if [[ -n "$agent_pid" ]]; then kill -INT "$agent_pid" 2>/dev/null || true; wait "$agent_pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/vitals" ./cmd/vitals
+go build -o "$work/driver" ./bench/agent/driver
+
+if [[ -z "${VITALS_TEST_KUBECONFIG:-}" && -f .testenv/env ]]; then
+	# shellcheck disable=SC1091
+	source .testenv/env
+fi
+KUBECONFIG_BENCH=${VITALS_TEST_KUBECONFIG:-}
+
+mkdir -p "$work/net.d"
+echo '{"cniVersion":"1.0.0","name":"pods","plugins":[{"type":"bridge"},{"type":"portmap"}]}' >"$work/net.d/10-pods.conflist"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+node="bench-agent-$$"
+args=(agent --node-name "$node" --bind-address 127.0.0.1 --port "$port" --socket "$work/cni.sock"
+	--cni-conf-dir "$work/net.d" --memory-source rss --max-memory-usage 64 --log-level warn)
+if [[ -n "$KUBECONFIG_BENCH" ]]; then
+	go run ./bench/agent/nodeobj -kubeconfig "$KUBECONFIG_BENCH" -node "$node" -create
+	args+=(--kubeconfig "$KUBECONFIG_BENCH")
+else
+	args+=(--watch-events=false --node-conditions=false --capabilities=)
+fi
+
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(go version | cut -d' ' -f3)"
+"$work/vitals" "${args[@]}" 2>"$work/agent.log" &
+agent_pid=$!
+for _ in $(seq 100); do
+	curl -fsS "http://127.0.0.1:$port/alive" >/dev/null 2>&1 && break
+	sleep 0.1
+done
+curl -fsS "http://127.0.0.1:$port/alive" >/dev/null
+
+"$work/driver" -mode idle -pid "$agent_pid" -duration "$IDLE"
+"$work/driver" -mode socket -pid "$agent_pid" -rate "$RATE" -duration "$DURATION" -socket "$work/cni.sock"
+if [[ -n "$KUBECONFIG_BENCH" ]]; then
+	"$work/driver" -mode kube -pid "$agent_pid" -rate "$RATE" -duration "$DURATION" -kubeconfig "$KUBECONFIG_BENCH" -node "$node" -namespace vitals-bench-agent
+fi
+"$work/driver" -mode idle -pid "$agent_pid" -duration 5s
+curl -fsS "http://127.0.0.1:$port/metrics" | grep '^vitals_agent_cni_reports_total' || true
+if [[ -n "$KUBECONFIG_BENCH" ]]; then
+	go run ./bench/agent/nodeobj -kubeconfig "$KUBECONFIG_BENCH" -node "$node" -delete
+fi

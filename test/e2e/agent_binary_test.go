@@ -1,0 +1,283 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/vitalsproject/vitals/internal/testenv"
+)
+
+var (
+	agentBinOnce sync.Once
+	agentBin     string
+	agentBinErr  error
+)
+
+// agentVitalsBinary builds cmd/vitals once per test binary.
+func agentVitalsBinary(t *testing.T) string {
+	t.Helper()
+	agentBinOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		dir, err := os.MkdirTemp("", "vitals-agent-e2e-bin")
+		if err != nil {
+			agentBinErr = err
+			return
+		}
+		agentBin = filepath.Join(dir, "vitals")
+		cmd := exec.Command("go", "build", "-o", agentBin, "./cmd/vitals")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			agentBinErr = fmt.Errorf("go build ./cmd/vitals: %v\n%s", err, out)
+		}
+	})
+	if agentBinErr != nil {
+		t.Fatal(agentBinErr)
+	}
+	return agentBin
+}
+
+func agentFreePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func agentTempDir(t *testing.T) string {
+	t.Helper()
+	// Short: unix socket paths are limited to 108 bytes.
+	dir, err := os.MkdirTemp("", "vagent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func TestAgentBadKuryrConfigExitsTwo(t *testing.T) {
+	bin := agentVitalsBinary(t)
+	dir := agentTempDir(t)
+	conf := filepath.Join(dir, "kuryr.conf")
+	os.WriteFile(conf, []byte("[cni_daemon]\ncni_failures_count = 3\n\n[cni_health_server]\nport = eighty\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad kuryr.conf", []string{"agent", "--config-file", conf, "--node-name", "n"}, conf + ":5: cni_health_server.port: expected a port number"},
+		{"missing kuryr.conf", []string{"agent", "--config-file", filepath.Join(dir, "absent.conf"), "--node-name", "n"}, "absent.conf: read config"},
+		{"bad flag value", []string{"agent", "--node-name", "n", "--cni-failure-mode", "sometimes"}, "cni-failure-mode: expected consecutive or window"},
+		{"no node name", []string{"agent"}, "node-name: required"},
+		{"report without result", []string{"agent", "report", "--socket", filepath.Join(dir, "s.sock")}, `result: missing`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(bin, tt.args...)
+			cmd.Env = append(os.Environ(), "NODE_NAME=")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Fatalf("exit: %v, want status 2; stderr: %s", err, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tt.want) {
+				t.Fatalf("stderr %q lacks %q", stderr.String(), tt.want)
+			}
+		})
+	}
+}
+
+// agentProcess is a running `vitals agent`.
+type agentProcess struct {
+	base   string
+	socket string
+	stderr *bytes.Buffer
+}
+
+// startAgentProcess runs `vitals agent` for node against the shared kube-apiserver, through capsh with
+// the given capabilities dropped when drop is not empty.
+func startAgentProcess(t *testing.T, node, drop string, extra ...string) *agentProcess {
+	t.Helper()
+	bin := agentVitalsBinary(t)
+	kubeconfig := testenv.KubeconfigPath(t)
+	dir := agentTempDir(t)
+	cniDir := filepath.Join(dir, "net.d")
+	os.MkdirAll(cniDir, 0o755)
+	os.WriteFile(filepath.Join(cniDir, "10-bridge.conflist"), []byte(`{"cniVersion":"1.0.0","name":"pods","plugins":[{"type":"bridge"},{"type":"portmap"}]}`), 0o644)
+	kuryrConf := filepath.Join(dir, "kuryr.conf")
+	port := agentFreePort(t)
+	os.WriteFile(kuryrConf, []byte(fmt.Sprintf("[cni_health_server]\nport = %d\nmax_memory_usage = 512\n\n[cni_daemon]\ncni_failures_count = 1\n", port)), 0o644)
+	p := &agentProcess{base: fmt.Sprintf("http://127.0.0.1:%d", port), socket: filepath.Join(dir, "cni.sock"), stderr: &bytes.Buffer{}}
+	args := append([]string{"agent", "--config-file", kuryrConf, "--kubeconfig", kubeconfig, "--node-name", node,
+		"--bind-address", "127.0.0.1", "--socket", p.socket, "--cni-conf-dir", cniDir, "--memory-source", "rss",
+		"--check-interval", "1s", "--log-format", "text"}, extra...)
+	var cmd *exec.Cmd
+	if drop != "" {
+		capsh, err := exec.LookPath("capsh")
+		if err != nil {
+			t.Skip("needs capsh (libcap2-bin)")
+		}
+		cmd = exec.Command(capsh, append([]string{"--drop=" + drop, "--", "-c", `exec "$@"`, "_", bin}, args...)...)
+	} else {
+		cmd = exec.Command(bin, args...)
+	}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("agent exited with %v; log:\n%s", err, p.stderr.String())
+			}
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("agent did not stop on SIGINT; log:\n%s", p.stderr.String())
+		}
+		if _, err := os.Lstat(p.socket); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("agent left its socket behind: %v", err)
+		}
+	})
+	return p
+}
+
+func (p *agentProcess) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(p.base + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (p *agentProcess) waitStatus(t *testing.T, path string, want int) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		code, body := p.get(t, path)
+		if code == want {
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d %q, want %d; agent log:\n%s", path, code, body, want, p.stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func agentCreateNode(t *testing.T, c kubernetes.Interface, name string) {
+	t.Helper()
+	if _, err := c.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create node: %v", err)
+	}
+	t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+func agentCondition(t *testing.T, c kubernetes.Interface, node string, typ corev1.NodeConditionType) corev1.NodeCondition {
+	t.Helper()
+	n, err := c.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == typ {
+			return cond
+		}
+	}
+	return corev1.NodeCondition{}
+}
+
+// TestAgentBinaryCapabilitiesAndReports runs the real `vitals agent` twice: with every capability, and
+// through capsh without NET_ADMIN. Readiness follows NET_ADMIN; liveness does not (netlink needs no
+// capability). Reports sent with `vitals agent report` exhaust the budget (cni_failures_count = 1 from
+// kuryr.conf) and turn the node condition False.
+func TestAgentBinaryCapabilitiesAndReports(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to hold and drop NET_ADMIN")
+	}
+	c, err := kubernetes.NewForConfig(testenv.Kube(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
+	full, reduced := "agent-bin-full-"+suffix, "agent-bin-nonetadmin-"+suffix
+	agentCreateNode(t, c, full)
+	agentCreateNode(t, c, reduced)
+
+	withAll := startAgentProcess(t, full, "", "--capabilities", "NET_ADMIN")
+	without := startAgentProcess(t, reduced, "cap_net_admin", "--capabilities", "NET_ADMIN")
+
+	withAll.waitStatus(t, "/ready", http.StatusOK)
+	withAll.waitStatus(t, "/alive", http.StatusOK)
+	without.waitStatus(t, "/alive", http.StatusOK)
+	body := without.waitStatus(t, "/readyz/capabilities", http.StatusInternalServerError)
+	if !strings.Contains(body, "NET_ADMIN not in effective set") {
+		t.Errorf("/readyz/capabilities without NET_ADMIN: %q", body)
+	}
+	if code, _ := without.get(t, "/ready"); code != http.StatusInternalServerError {
+		t.Errorf("/ready without NET_ADMIN = %d", code)
+	}
+	if code, body := without.get(t, "/livez/netlink"); code != http.StatusOK {
+		t.Errorf("/livez/netlink without NET_ADMIN = %d %q", code, body)
+	}
+
+	// cni_failures_count = 1: one failure is tolerated, the second exhausts the budget.
+	bin := agentVitalsBinary(t)
+	report := func(p *agentProcess, result, pod string) {
+		t.Helper()
+		out, err := exec.Command(bin, "agent", "report", "--socket", p.socket, "--op", "ADD", "--result", result,
+			"--pod", pod, "--error", "failed to allocate for range 0").CombinedOutput()
+		if err != nil {
+			t.Fatalf("vitals agent report: %v\n%s", err, out)
+		}
+	}
+	report(withAll, "failure", "default/a")
+	if code, _ := withAll.get(t, "/alive"); code != http.StatusOK {
+		t.Fatalf("/alive = %d after one tolerated failure", code)
+	}
+	report(withAll, "failure", "default/b")
+	withAll.waitStatus(t, "/alive", http.StatusInternalServerError)
+	deadline := time.Now().Add(60 * time.Second)
+	for agentCondition(t, c, full, "PodNetworkHealthy").Status != corev1.ConditionFalse {
+		if time.Now().After(deadline) {
+			t.Fatalf("PodNetworkHealthy never turned False: %+v", agentCondition(t, c, full, "PodNetworkHealthy"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	report(withAll, "success", "default/c")
+	withAll.waitStatus(t, "/alive", http.StatusOK)
+
+	// The other node is untouched by this node's failures.
+	if cond := agentCondition(t, c, reduced, "PodNetworkHealthy"); cond.Status == corev1.ConditionFalse {
+		t.Errorf("the other node's condition changed: %+v", cond)
+	}
+}
