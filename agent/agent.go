@@ -306,6 +306,9 @@ func (a *Agent) wireSources() error {
 		a.conds.Heartbeat = c
 		a.conds.Period = min(time.Second, beat)
 		a.conds.OnTransition = func(from, to corev1.NodeCondition) {
+			if from.Status == corev1.ConditionUnknown || to.Status == corev1.ConditionUnknown {
+				return // starting up, not news
+			}
 			typ := corev1.EventTypeNormal
 			if to.Status != corev1.ConditionTrue {
 				typ = corev1.EventTypeWarning

@@ -58,6 +58,9 @@ type NodeConditions struct {
 	Period time.Duration
 	// HeartbeatPeriod between writes when nothing changes; default 1 minute.
 	HeartbeatPeriod time.Duration
+	// StartGrace: for this long after Run starts, conditions are not written while one of them would be
+	// Unknown (checks without a first result), so that a restart does not flap them. Default 30s.
+	StartGrace time.Duration
 	// Heartbeat beats on every pass, whether or not the API server answers.
 	Heartbeat Beater
 	Clock     clock.WithTicker
@@ -71,6 +74,7 @@ type NodeConditions struct {
 	mu        sync.Mutex
 	written   map[corev1.NodeConditionType]corev1.NodeCondition
 	lastWrite time.Time
+	startedAt time.Time
 	dirty     bool
 }
 
@@ -103,6 +107,9 @@ func (n *NodeConditions) Run(ctx context.Context) error {
 	n.mu.Lock()
 	n.written = map[corev1.NodeConditionType]corev1.NodeCondition{}
 	n.dirty = true
+	n.mu.Unlock()
+	n.mu.Lock()
+	n.startedAt = clk.Now()
 	n.mu.Unlock()
 	adopted := false
 	for {
@@ -221,9 +228,21 @@ func (n *NodeConditions) sync(ctx context.Context) {
 		}
 	}
 	due := now.Sub(n.lastWrite) >= hb
+	grace := n.StartGrace
+	if grace <= 0 {
+		grace = 30 * time.Second
+	}
+	inGrace := now.Sub(n.startedAt) < grace
 	n.mu.Unlock()
 	if !changed && !due {
 		return
+	}
+	if inGrace {
+		for _, c := range desired {
+			if c.Status == corev1.ConditionUnknown {
+				return
+			}
+		}
 	}
 	if err := n.patch(ctx, desired); err != nil {
 		n.log().Warn("patch node conditions failed", "node", n.NodeName, "err", err)

@@ -131,10 +131,10 @@ func TestBinaryProxyEnvironment(t *testing.T) {
 		args   []string
 		prefix string
 	}{
-		{"proxy variables ignored by default", []string{"http_proxy=$P", "HTTP_PROXY=$P"}, nil, "unhealthy: http vitals-test.invalid/health: lookup"},
+		{"proxy variables ignored by default", []string{"http_proxy=$P", "HTTP_PROXY=$P"}, nil, "unhealthy: http vitals-test.invalid/health: "},
 		{"HEALTHCHECK_USE_PROXY", []string{"HEALTHCHECK_USE_PROXY=1", "http_proxy=$P"}, nil, "healthy: http 200 vitals-test.invalid/health"},
 		{"--proxy", []string{"HTTP_PROXY=$P"}, []string{"--proxy"}, "healthy: http 200"},
-		{"no_proxy honoured", []string{"HEALTHCHECK_USE_PROXY=yes", "http_proxy=$P", "no_proxy=.invalid"}, nil, "unhealthy: http vitals-test.invalid/health: lookup"},
+		{"no_proxy honoured", []string{"HEALTHCHECK_USE_PROXY=yes", "http_proxy=$P", "no_proxy=.invalid"}, nil, "unhealthy: http vitals-test.invalid/health: "},
 		{"NO_PROXY for other hosts", []string{"HEALTHCHECK_USE_PROXY=true", "HTTP_PROXY=$P", "NO_PROXY=example.test,10.0.0.0/8"}, nil, "healthy: http 200"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -158,5 +158,29 @@ func TestBinaryProxyEnvironment(t *testing.T) {
 				t.Errorf("proxy saw %d requests", proxied.Load())
 			}
 		})
+	}
+}
+
+// TestBinaryLinksOnlyTheStandardLibraryAndChecks guards the binary's diet: it runs in every
+// container every few seconds, so client-go, gophercloud, Prometheus, cobra or a YAML library
+// must never creep in (their package init alone costs more than the check).
+func TestBinaryLinksOnlyTheStandardLibraryAndChecks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list; skipped in -short")
+	}
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}",
+		"github.com/vitalsproject/vitals/cmd/healthcheck").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	allowed := map[string]bool{
+		"github.com/vitalsproject/vitals/cmd/healthcheck": true,
+		"github.com/vitalsproject/vitals/healthcheck":     true,
+		"github.com/vitalsproject/vitals/health/checks":   true,
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if !allowed[p] && !strings.HasPrefix(p, "golang.org/x/sys/") {
+			t.Errorf("cmd/healthcheck links %s", p)
+		}
 	}
 }

@@ -32,7 +32,9 @@ func startHTTP(t *testing.T, network, addr string, h http.Handler) string {
 func serviceHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/broken", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "service broken", http.StatusServiceUnavailable) })
+	mux.HandleFunc("/broken", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "service broken", http.StatusServiceUnavailable)
+	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():

@@ -251,6 +251,9 @@ func splitLine(raw string, num int) (yamlLine, error) {
 		if first.null && !first.quoted() {
 			return l, yamlErrf(num, "empty key")
 		}
+		if end-pos > 1000 { // YAML limits implicit keys to 1024 characters
+			return l, yamlErrf(num, "key too long")
+		}
 		l.key = &node{kind: scalarNode, value: first.value, line: num}
 		pos = end + 1
 		for pos < len(s) && s[pos] == ' ' {

@@ -22,7 +22,10 @@ import (
 
 func connect(t *testing.T, cfg openstack.Config) *openstack.Cloud {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	if cfg.HTTPTimeout == 0 {
+		cfg.HTTPTimeout = 5 * time.Minute // only against hangs: a loaded machine makes the services slow
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	c, err := openstack.Connect(ctx, cfg)
 	if err != nil {
@@ -34,6 +37,7 @@ func connect(t *testing.T, cfg openstack.Config) *openstack.Cloud {
 // TestConnectByEachMethod authenticates with clouds.yaml (+ secure.yaml), OS_* variables and a
 // Kuryr-style INI section, and makes one Neutron call with each.
 func TestConnectByEachMethod(t *testing.T) {
+	t.Parallel()
 	e := testenv.OpenStack(t)
 	dir := t.TempDir()
 	write := func(name, data string) string {
@@ -100,13 +104,14 @@ region_name = %s
 }
 
 func TestConnectErrors(t *testing.T) {
+	t.Parallel()
 	e := testenv.OpenStack(t)
 	good := envAuth(t, e)
 
 	t.Run("wrong password", func(t *testing.T) {
 		a := good
 		a.Options.Password = "not-the-password"
-		_, err := openstack.Connect(t.Context(), openstack.Config{Auth: a})
+		_, err := openstack.Connect(t.Context(), openstack.Config{Auth: a, HTTPTimeout: 5 * time.Minute})
 		want := fmt.Sprintf("authenticate to %s as %s: wrong credentials", e.AuthURL, e.Username)
 		if !errors.Is(err, openstack.ErrWrongCredentials) || !strings.HasPrefix(err.Error(), want) {
 			t.Fatalf("err = %v; want %q...", err, want)
@@ -116,7 +121,7 @@ func TestConnectErrors(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		a := good
 		a.Options.IdentityEndpoint = "http://127.0.0.1:1/v3"
-		_, err := openstack.Connect(t.Context(), openstack.Config{Auth: a})
+		_, err := openstack.Connect(t.Context(), openstack.Config{Auth: a, HTTPTimeout: 5 * time.Minute})
 		if !errors.Is(err, openstack.ErrUnreachable) || !strings.Contains(err.Error(), "authenticate to http://127.0.0.1:1/v3") {
 			t.Fatalf("err = %v; want Keystone unreachable", err)
 		}
@@ -131,7 +136,7 @@ func TestConnectErrors(t *testing.T) {
 			t.Fatalf("err = %v; want the network service unavailable", err)
 		}
 		t.Log(err)
-		_, err = openstack.Connect(t.Context(), openstack.Config{Auth: a, Require: []openstack.Service{openstack.ServiceNetworking}})
+		_, err = openstack.Connect(t.Context(), openstack.Config{Auth: a, HTTPTimeout: 5 * time.Minute, Require: []openstack.Service{openstack.ServiceNetworking}})
 		if !errors.Is(err, openstack.ErrServiceUnavailable) {
 			t.Fatalf("Connect requiring networking: err = %v", err)
 		}
@@ -141,6 +146,7 @@ func TestConnectErrors(t *testing.T) {
 // TestReauthAfterRevocation revokes the cloud's token in Keystone; the next call still succeeds
 // with a new token.
 func TestReauthAfterRevocation(t *testing.T) {
+	t.Parallel()
 	e := testenv.OpenStack(t)
 	c := connect(t, openstack.Config{Auth: envAuth(t, e)})
 	ic, err := c.Client(openstack.ServiceIdentity)
@@ -204,6 +210,7 @@ func hasLabel(m *dto.Metric, k, v string) bool {
 // TestRateLimiterAndMetrics checks that requests wait for the limiter and are counted by service
 // and operation, with errors and latency.
 func TestRateLimiterAndMetrics(t *testing.T) {
+	t.Parallel()
 	e := testenv.OpenStack(t)
 	reg := prometheus.NewRegistry()
 	c := connect(t, openstack.Config{Auth: envAuth(t, e), QPS: 2, Burst: 1, Registerer: reg})

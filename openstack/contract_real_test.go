@@ -3,6 +3,7 @@ package openstack_test
 import (
 	"os"
 	"testing"
+	"time"
 
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
@@ -35,11 +36,15 @@ func cutEq(kv string) (string, string, bool) {
 
 // TestContract runs the contract suite against the real test cloud.
 func TestContract(t *testing.T) {
+	t.Parallel()
 	e := testenv.OpenStack(t)
 	full := e.Tier == testenv.TierFull
 	contract.Run(t, contract.Env{
-		Config:  openstack.Config{Auth: envAuth(t, e), QPS: -1},
+		// No rate limit; a generous HTTP timeout, only against hangs (a loaded machine makes
+		// Neutron slow).
+		Config:  openstack.Config{Auth: envAuth(t, e), QPS: -1, HTTPTimeout: 5 * time.Minute},
 		Compute: full, BlockStorage: full, LoadBalancer: full,
 		ImageID: os.Getenv("OS_TEST_IMAGE_ID"),
+		Timeout: 5 * time.Minute,
 	})
 }

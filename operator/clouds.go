@@ -30,37 +30,75 @@ func DefaultConnect(reg prometheus.Registerer, log *slog.Logger) ConnectFunc {
 	}
 }
 
-// lazyCloud connects on first use and again after a failure (not more often than retry), so the
-// operator starts, and reports not ready, while Keystone is down.
+// lazyCloud connects in the background, on first use and again after a failure (not more often
+// than retry), so that the operator starts, and reports not ready, while Keystone is down; and so
+// that a check's short timeout never cuts an authentication that is merely slow.
 type lazyCloud struct {
 	auth    openstack.Auth
 	connect ConnectFunc
 	clock   clock.PassiveClock
 	retry   time.Duration
+	// timeout of one connection attempt (default 1m).
+	timeout time.Duration
 
-	mu      sync.Mutex
-	cloud   *openstack.Cloud
-	err     error
-	lastTry time.Time
+	mu         sync.Mutex
+	cloud      *openstack.Cloud
+	err        error
+	lastTry    time.Time
+	connecting chan struct{} // closed when the attempt in flight ends; nil when none
 }
 
+// get returns the cloud, or the reason there is none yet. It starts a connection attempt when none
+// runs and the last one is older than retry, and waits for it at most until ctx ends.
 func (l *lazyCloud) get(ctx context.Context) (*openstack.Cloud, error) {
+	l.mu.Lock()
+	if l.cloud != nil {
+		l.mu.Unlock()
+		return l.cloud, nil
+	}
+	if l.connecting == nil && (l.lastTry.IsZero() || l.clock.Since(l.lastTry) >= l.retry) {
+		l.lastTry = l.clock.Now()
+		done := make(chan struct{})
+		l.connecting = done
+		go l.attempt(done)
+	}
+	wait := l.connecting
+	l.mu.Unlock()
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to OpenStack (%s): still authenticating", l.auth.Source)
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cloud != nil {
 		return l.cloud, nil
 	}
-	if l.err != nil && l.clock.Since(l.lastTry) < l.retry {
-		return nil, l.err
+	if l.err == nil {
+		return nil, fmt.Errorf("connect to OpenStack (%s): not connected yet", l.auth.Source)
 	}
-	l.lastTry = l.clock.Now()
+	return nil, l.err
+}
+
+func (l *lazyCloud) attempt(done chan struct{}) {
+	timeout := l.timeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	c, err := l.connect(ctx, l.auth)
+	l.mu.Lock()
 	if err != nil {
 		l.err = fmt.Errorf("connect to OpenStack (%s): %w", l.auth.Source, err)
-		return nil, l.err
+	} else {
+		l.cloud, l.err = c, nil
 	}
-	l.cloud, l.err = c, nil
-	return c, nil
+	l.connecting = nil
+	l.mu.Unlock()
+	close(done)
 }
 
 // clusterClouds gives each Cluster its cloud: the operator's default, or one connected with the

@@ -40,9 +40,14 @@ func (o *Operator) healthProfile(cs kclient.Interface) (routegc.Tracker, error) 
 	check := func(name string, p health.Probe, run health.Func) health.Check {
 		return health.Check{Name: name, Probes: p, Run: run, Interval: opts.CheckInterval, Timeout: opts.CheckTimeout}
 	}
+	// The list+watch check holds its watch open for one second (the server closes it): give it room.
+	kube := check(CheckKubernetes, health.Readiness, kchecks.ListWatch(cs, kchecks.ListWatchOptions{
+		Options: kchecks.Options{MinInterval: opts.CheckInterval / 2, Clock: opts.Clock}, Namespace: opts.LeaderElectionNamespace,
+		WatchTimeout: time.Second}))
+	kube.Timeout = max(kube.Timeout, 3*time.Second)
+	kube.Interval = max(kube.Interval, kube.Timeout)
 	checks := []health.Check{
-		check(CheckKubernetes, health.Readiness, kchecks.ListWatch(cs, kchecks.ListWatchOptions{
-			Options: kchecks.Options{MinInterval: opts.CheckInterval / 2, Clock: opts.Clock}, Namespace: opts.LeaderElectionNamespace})),
+		kube,
 		check(CheckInformers, health.Readiness, kchecks.CacheSynced(o.mgr.GetCache())),
 	}
 	if o.cloud != nil {

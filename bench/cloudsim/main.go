@@ -32,6 +32,7 @@ type options struct {
 	duration, warmup                                         time.Duration
 	seed                                                     uint64
 	jsonOut                                                  bool
+	gogc                                                     int
 }
 
 type target struct {
@@ -64,6 +65,7 @@ func main() {
 	flag.IntVar(&o.maxRequests, "max-requests", 2_000_000, "stop after this many measured requests")
 	flag.Uint64Var(&o.seed, "seed", 1, "random seed (IDs and the choice of projects)")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the result as JSON")
+	flag.IntVar(&o.gogc, "gogc", 0, "garbage collector target percentage (0: GOGC or Go's default of 100)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "cloudsim-bench:", err)
@@ -74,6 +76,9 @@ func main() {
 func run(o options) error {
 	if o.projects < 1 || o.clients < 1 || o.servers < 1 || o.routes > o.servers {
 		return fmt.Errorf("need projects, clients, servers >= 1 and routes <= servers")
+	}
+	if o.gogc > 0 {
+		debug.SetGCPercent(o.gogc)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -181,11 +181,11 @@ func TestHTTPProxyEnvironment(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{"proxies off by default", []string{"HTTP_PROXY=$P"}, "error vitals-test.invalid/health: lookup"},
+		{"proxies off by default", []string{"HTTP_PROXY=$P"}, "error vitals-test.invalid/health: "},
 		{"proxy when asked", []string{"USE_PROXY=1", "HTTP_PROXY=$P"}, "ok 200 vitals-test.invalid/health"},
 		{"lower-case http_proxy", []string{"USE_PROXY=1", "http_proxy=$P"}, "ok 200"},
-		{"NO_PROXY honoured", []string{"USE_PROXY=1", "HTTP_PROXY=$P", "NO_PROXY=vitals-test.invalid"}, "error vitals-test.invalid/health: lookup"},
-		{"no_proxy domain suffix honoured", []string{"USE_PROXY=1", "http_proxy=$P", "no_proxy=localhost,.invalid"}, "error vitals-test.invalid/health: lookup"},
+		{"NO_PROXY honoured", []string{"USE_PROXY=1", "HTTP_PROXY=$P", "NO_PROXY=vitals-test.invalid"}, "error vitals-test.invalid/health: "},
+		{"no_proxy domain suffix honoured", []string{"USE_PROXY=1", "http_proxy=$P", "no_proxy=localhost,.invalid"}, "error vitals-test.invalid/health: "},
 		{"no_proxy for another host", []string{"USE_PROXY=1", "HTTP_PROXY=$P", "NO_PROXY=example.test"}, "ok 200"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -59,7 +59,7 @@ orphaned; 1 when the reads fail or look incomplete.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.router, "router", "", "ID of the router (required)")
+	fl.StringVar(&f.router, "router", "", "ID (or unique name) of the router (required)")
 	fl.StringSliceVar(&f.podCIDRs, "pod-cidr", nil, "pod CIDR of the cluster (repeatable; required)")
 	fl.StringVar(&f.cloud, "cloud", "", "cloud of clouds.yaml (default: OS_CLOUD, else OS_* variables)")
 	fl.StringVar(&f.project, "project", "", "project whose ports and servers hold live nexthops (default: the credentials' project)")
@@ -120,6 +120,9 @@ func (f *routesAuditFlags) run(ctx context.Context, cmd *cobra.Command) error {
 	if ro.ProjectID == "" {
 		ro.ProjectID = cloud.ProjectID()
 	}
+	if ro.RouterID, err = resolveRouter(ctx, cloud, f.router, ro.ProjectID); err != nil {
+		return err
+	}
 	snap, err := routegc.Read(ctx, cloud, ro)
 	if err != nil {
 		return err
@@ -133,6 +136,28 @@ func (f *routesAuditFlags) run(ctx context.Context, cmd *cobra.Command) error {
 		return aerr
 	}
 	return nil
+}
+
+// resolveRouter accepts a router ID or a name unique in the project.
+func resolveRouter(ctx context.Context, cloud *openstack.Cloud, idOrName, project string) (string, error) {
+	_, err := cloud.GetRouter(ctx, idOrName)
+	if err == nil {
+		return idOrName, nil
+	}
+	if !openstack.IsNotFound(err) {
+		return "", err
+	}
+	rs, lerr := cloud.ListRouters(ctx, openstack.ListOpts{Name: idOrName, ProjectID: project})
+	if lerr != nil {
+		return "", fmt.Errorf("router %q: not an ID (%v), and listing by name failed: %w", idOrName, err, lerr)
+	}
+	switch len(rs) {
+	case 1:
+		return rs[0].ID, nil
+	case 0:
+		return "", fmt.Errorf("router %q: no router with this ID or name in project %s", idOrName, project)
+	}
+	return "", fmt.Errorf("router %q: %d routers have this name in project %s; give the ID", idOrName, len(rs), project)
 }
 
 // PrintRouteAudit prints an analysis as a table with a summary line.

@@ -147,6 +147,7 @@ func (s *Sim) api(service string, auth bool, h handlerFunc) http.Handler {
 			}
 		}
 		s.advance()
+		echoMicroversion(service, w, r)
 		if auth {
 			tok, err := s.authenticate(r.Header.Get("X-Auth-Token"))
 			if err != nil {
@@ -164,6 +165,9 @@ func (s *Sim) api(service string, auth bool, h handlerFunc) http.Handler {
 	})
 }
 
+// rawJSON is a response body encoded already.
+type rawJSON []byte
+
 // bufPool holds response buffers: list bodies are tens of KiB, and reusing their memory keeps
 // the garbage collector's work per request small.
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -172,6 +176,13 @@ func (c *call) writeJSON(status int, body any) {
 	c.status = status
 	if body == nil {
 		c.w.WriteHeader(status)
+		return
+	}
+	if raw, ok := body.(rawJSON); ok {
+		c.w.Header().Set("Content-Type", "application/json")
+		c.w.Header().Set("Content-Length", strconv.Itoa(len(raw)))
+		c.w.WriteHeader(status)
+		_, _ = c.w.Write(raw)
 		return
 	}
 	buf := bufPool.Get().(*bytes.Buffer)
@@ -307,4 +318,27 @@ func (s *Sim) routes() http.Handler {
 	s.adminRoutes(mux)
 	mux.Handle("/", s.notFound(""))
 	return mux
+}
+
+// echoMicroversion answers the microversion a Nova or Cinder client asked for, as the services
+// do (the simulator serves every microversion alike).
+func echoMicroversion(service string, w http.ResponseWriter, r *http.Request) {
+	var name string
+	switch service {
+	case svcCompute:
+		name = "compute"
+		if v := r.Header.Get("X-OpenStack-Nova-API-Version"); v != "" {
+			w.Header().Set("X-OpenStack-Nova-API-Version", v)
+		}
+	case svcVolume:
+		name = "volume"
+	default:
+		return
+	}
+	if v := r.Header.Get("OpenStack-API-Version"); v != "" {
+		if svc, ver, ok := strings.Cut(v, " "); ok && svc == name {
+			w.Header().Set("OpenStack-API-Version", name+" "+ver)
+			w.Header().Add("Vary", "OpenStack-API-Version")
+		}
+	}
 }

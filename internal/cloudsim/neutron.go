@@ -1,6 +1,7 @@
 package cloudsim
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -196,6 +197,11 @@ func neutronList[T item](c *call, coll *coll[T], key string, field func(T, strin
 	out := make([]any, 0, len(pg.items))
 	for _, v := range pg.items {
 		out = append(out, view(v))
+	}
+	if fields := c.values()["fields"]; len(fields) > 0 {
+		if out, err = selectFields(out, fields); err != nil {
+			return 0, nil, err
+		}
 	}
 	body := map[string]any{key: out}
 	if pg.more {
@@ -1500,4 +1506,30 @@ func (s *Sim) deleteQuota(c *call) (int, any, error) {
 	delete(s.st.quotas, c.r.PathValue("project"))
 	s.mu.Unlock()
 	return http.StatusNoContent, nil, nil
+}
+
+// selectFields keeps only the named fields of each view, as Neutron's fields= parameter does.
+func selectFields(views []any, fields []string) ([]any, error) {
+	keep := map[string]bool{}
+	for _, f := range splitComma(fields) {
+		keep[f] = true
+	}
+	out := make([]any, 0, len(views))
+	for _, v := range views {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, err
+		}
+		for k := range m {
+			if !keep[k] {
+				delete(m, k)
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }

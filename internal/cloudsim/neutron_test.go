@@ -276,3 +276,17 @@ func TestNeutronSecurityGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestNeutronFieldsAndProbePath(t *testing.T) {
+	e := newEnv(t)
+	c := e.member(t)
+	netSubnet(t, c, "10.4.0.0/24")
+	// The Neutron health check's probe: networks?limit=1&fields=id.
+	var b map[string][]map[string]any
+	if _, err := c.net.Get(t.Context(), c.net.ServiceURL("networks")+"?limit=1&fields=id", &b, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(b["networks"]) != 1 || len(b["networks"][0]) != 1 || b["networks"][0]["id"] == "" {
+		t.Fatalf("fields=id answer = %v", b)
+	}
+}

@@ -235,16 +235,31 @@ func (s *Sim) listServers(c *call, detail bool) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := make([]any, 0, len(pg.items))
 	base := c.baseURL()
-	var attached map[string][]string
-	if detail && len(pg.items) > 0 {
-		attached = s.attachmentsLocked(scope)
+	if detail {
+		var attached map[string][]string
+		if len(pg.items) > 0 {
+			attached = s.attachmentsLocked(scope)
+		}
+		b := make([]byte, 0, 64+1200*len(pg.items))
+		b = append(b, `{"servers":[`...)
+		for i, v := range pg.items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = s.appendServerJSON(b, base, v, attached)
+		}
+		b = append(b, ']')
+		if pg.more {
+			b = append(b, `,"servers_links":[{"rel":"next","href":`...)
+			b = appendString(b, c.nextLink(pg.items[len(pg.items)-1].ID)[0]["href"])
+			b = append(b, "}]"...)
+		}
+		return http.StatusOK, rawJSON(append(b, '}')), nil
 	}
+	out := make([]any, 0, len(pg.items))
 	for _, v := range pg.items {
-		if detail {
-			out = append(out, s.viewServer(base, v, attached))
-		} else {
+		{
 			out = append(out, map[string]any{"id": v.ID, "name": v.Name,
 				"links": []map[string]string{{"rel": "self", "href": base + cprefix + "/servers/" + v.ID}}})
 		}

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,7 +117,7 @@ func New(opts Options) (*Sim, error) {
 		s.knobs = *opts.Knobs
 	}
 	s.nextDue.Store(math.MaxInt64)
-	s.baseURL.Store(opts.PublicURL)
+	s.baseURL.Store(strings.TrimRight(opts.PublicURL, "/"))
 	if opts.StatePath != "" {
 		if err := s.load(opts.StatePath); err != nil {
 			return nil, err

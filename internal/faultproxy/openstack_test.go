@@ -15,7 +15,9 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 
 	"github.com/vitalsproject/vitals/internal/faultproxy"
@@ -388,6 +390,57 @@ func TestNovaStatus(t *testing.T) {
 	nova.Clear()
 	if _, err := flavors.ListDetail(cc, nil).AllPages(ctx(t)); err != nil {
 		t.Fatalf("list flavors after Clear: %v", err)
+	}
+}
+
+func TestCinderAndOctavia(t *testing.T) {
+	t.Parallel()
+	env := testenv.RequireFull(t)
+	cloud, err := faultproxy.NewCloud(env.AuthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cloud.Close()
+	cinder, err := cloud.Service("http://127.0.0.1:8776")
+	if err != nil {
+		t.Fatal(err)
+	}
+	octavia, err := cloud.Service("http://127.0.0.1:9876")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cinder.Add(faultproxy.FailTimes("cinder-busy", "GET", "/v3/*/volumes/detail", 1, faultproxy.Status(503, faultproxy.StyleNova, "cinder busy"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := octavia.Add(faultproxy.FailTimes("octavia-409", "GET", "/v2.0/lbaas/loadbalancers", 1, faultproxy.Status(409, faultproxy.StyleOctavia, "immutable"))); err != nil {
+		t.Fatal(err)
+	}
+	opts := env.AuthOptions()
+	opts.IdentityEndpoint = cloud.AuthURL()
+	pc, err := openstack.AuthenticatedClient(ctx(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := openstack.NewBlockStorageV3(pc, env.EndpointOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := openstack.NewLoadBalancerV2(pc, env.EndpointOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = volumes.List(bs, nil).AllPages(ctx(t))
+	wantStatus(t, err, 503, `"serviceUnavailable"`)
+	if _, err := volumes.List(bs, nil).AllPages(ctx(t)); err != nil {
+		t.Fatalf("second volume list (the sequence passes): %v", err)
+	}
+	_, err = loadbalancers.List(lb, nil).AllPages(ctx(t))
+	wantStatus(t, err, 409, `"faultstring"`)
+	if _, err := loadbalancers.List(lb, nil).AllPages(ctx(t)); err != nil {
+		t.Fatalf("second load balancer list: %v", err)
+	}
+	if cinder.Count("cinder-busy") != 1 || octavia.Count("octavia-409") != 1 {
+		t.Fatalf("counts cinder=%d octavia=%d, want 1 and 1", cinder.Count("cinder-busy"), octavia.Count("octavia-409"))
 	}
 }
 

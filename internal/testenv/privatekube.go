@@ -24,7 +24,8 @@ import (
 )
 
 // KubeServer is a private etcd + kube-apiserver for one test, on free ports of 127.0.0.1. Stop and Start keep
-// the data, the ports, the serving certificate and the token, so clients made before a restart work after it.
+// the data, the ports, the serving certificate and the token, so clients made before a restart work after it
+// (the reason this is not envtest, whose control plane picks new ports and directories on every start).
 type KubeServer struct {
 	dir       string
 	token     string

@@ -70,6 +70,18 @@ func TestOpenStack(t *testing.T) {
 			t.Errorf("neutron extension %s: %v", alias, err)
 		}
 	}
+	// Env() is what gophercloud's AuthOptionsFromEnv (and the openstack CLI) read.
+	for _, kv := range e.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	fromEnv, err := openstack.AuthOptionsFromEnv()
+	if err != nil {
+		t.Fatalf("AuthOptionsFromEnv with Env(): %v", err)
+	}
+	if _, err := openstack.AuthenticatedClient(ctx, fromEnv); err != nil {
+		t.Fatalf("authenticate with the options from Env(): %v", err)
+	}
 	env := strings.Join(e.Env(), "\n")
 	for _, want := range []string{"OS_AUTH_URL=" + e.AuthURL, "OS_DOMAIN_NAME=", "OS_REGION_NAME="} {
 		if !strings.Contains(env, want) {

@@ -136,7 +136,18 @@ func (s *suite) network(t *testing.T, cidr string) (netID, subnetID string) {
 	if err != nil {
 		t.Fatalf("create network: %v", err)
 	}
-	cleanup(t, "network "+n.ID, func(ctx context.Context) error { return networks.Delete(ctx, nc, n.ID).ExtractErr() })
+	cleanup(t, "network "+n.ID, func(ctx context.Context) error {
+		// A port whose create timed out on our side may exist all the same: delete what is left.
+		if pages, err := ports.List(nc, ports.ListOpts{NetworkID: n.ID}).AllPages(ctx); err == nil {
+			left, _ := ports.ExtractPorts(pages)
+			for _, p := range left {
+				if p.DeviceOwner == "" {
+					_ = ports.Delete(ctx, nc, p.ID).ExtractErr()
+				}
+			}
+		}
+		return networks.Delete(ctx, nc, n.ID).ExtractErr()
+	})
 	if cidr == "" {
 		return n.ID, ""
 	}

@@ -192,3 +192,99 @@ func TestHealthcheckUnderDocker(t *testing.T) {
 		})
 	}
 }
+
+// TestHealthcheckUnderPodman runs the http scenario under Podman, the optional second engine.
+// Without systemd Podman has no timer for HEALTHCHECK, so the test runs `podman healthcheck run`
+// itself, as the engine's timer would. Skipped when Podman is not installed.
+func TestHealthcheckUnderPodman(t *testing.T) {
+	if testing.Short() {
+		t.Skip("Podman test: skipped in -short")
+	}
+	if _, err := exec.LookPath("podman"); err != nil {
+		t.Skip("podman not installed (optional engine)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the Podman scenario runs rootful")
+	}
+	ctxDir := hcBuildContext(t)
+	store, err := os.MkdirTemp("", "vitals-podman-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// runc: crun refuses hybrid cgroup hosts; cgroupfs and file events: no systemd here.
+	base := []string{"--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run"),
+		"--runtime", "runc", "--cgroup-manager", "cgroupfs", "--events-backend", "file"}
+	podman := func(args ...string) (string, error) {
+		out, err := exec.Command("podman", append(append([]string{}, base...), args...)...).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	must := func(args ...string) string {
+		t.Helper()
+		out, err := podman(args...)
+		if err != nil {
+			t.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	name, image := "vitals-e2e-hc-podman", "localhost/vitals-e2e-healthcheck-podman:latest"
+	t.Cleanup(func() {
+		_, _ = podman("rm", "-f", "-t", "0", name)
+		_, _ = podman("rmi", "-f", image)
+		_ = os.RemoveAll(store)
+	})
+	df := filepath.Join(ctxDir, "Dockerfile.podman")
+	dockerfile := "FROM scratch\nCOPY service /service\nCOPY healthcheck /healthcheck\n" +
+		"HEALTHCHECK --interval=1s --timeout=3s --retries=2 CMD [\"/healthcheck\", \"http\", \"http://127.0.0.1:8080/health\"]\n" +
+		"ENTRYPOINT [\"/service\"]\n"
+	if err := os.WriteFile(df, []byte(dockerfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must("build", "-q", "--format", "docker", "-f", df, "-t", image, ctxDir)
+	// Root without CAP_SYS_RESOURCE cannot raise limits to Podman's defaults: pin them.
+	nofile := "nofile=1024:1024"
+	must("run", "-d", "--name", name, "--network", "none", "--ulimit", nofile, "--ulimit", "nproc=4096:4096", image)
+	status := func() string { return must("inspect", "-f", "{{.State.Health.Status}}", name) }
+	// run probes once as the engine's timer would, retrying while the service starts.
+	run := func(want int) string {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			out, err := podman("healthcheck", "run", name)
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatalf("healthcheck run: %v", err)
+			}
+			if code == want || time.Now().After(deadline) {
+				if code != want {
+					t.Fatalf("podman healthcheck run: exit %d (%s), want %d", code, out, want)
+				}
+				return out
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if s := status(); s != "starting" && s != "" {
+		t.Errorf("first status %q, want starting", s)
+	}
+	run(0)
+	if s := status(); s != "healthy" {
+		t.Fatalf("status %q after a passing run, want healthy", s)
+	}
+	must("exec", name, "/service", "ctl", "break")
+	run(1)
+	run(1) // retries=2: the second failure flips the status
+	if s := status(); s != "unhealthy" {
+		t.Fatalf("status %q after two failures, want unhealthy", s)
+	}
+	logs := must("inspect", "-f", "{{range .State.Health.Log}}{{.Output}}{{end}}", name)
+	if !strings.Contains(logs, "unhealthy: http 127.0.0.1:8080/health: status 503 (want 200-399): service broken") {
+		t.Errorf("health log lacks our line: %q", logs)
+	}
+	must("exec", name, "/service", "ctl", "fix")
+	run(0)
+	if s := status(); s != "healthy" {
+		t.Fatalf("status %q after the fix, want healthy", s)
+	}
+}

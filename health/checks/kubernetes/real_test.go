@@ -40,6 +40,7 @@ func clients(t *testing.T, cfg *rest.Config) (rest.Interface, kclient.Interface)
 }
 
 func TestReadyzAndListWatch(t *testing.T) {
+	t.Parallel()
 	rc, cs := clients(t, testenv.Kube(t))
 	if err := run(t, checks.Readyz(rc, checks.Options{})); err != nil {
 		t.Errorf("readyz: %v", err)
@@ -56,6 +57,7 @@ func TestReadyzAndListWatch(t *testing.T) {
 // TestAPIServerRestart stops a private kube-apiserver: /readyz and list+watch fail at their first run
 // after the stop, and pass again at their first run after the restart.
 func TestAPIServerRestart(t *testing.T) {
+	t.Parallel()
 	k := testenv.PrivateKube(t)
 	cfg := k.Config()
 	cfg.Timeout = 5 * time.Second
@@ -91,6 +93,7 @@ func TestAPIServerRestart(t *testing.T) {
 }
 
 func TestLeaderLease(t *testing.T) {
+	t.Parallel()
 	_, cs := clients(t, testenv.Kube(t))
 	ctx := t.Context()
 	ns := fmt.Sprintf("vitals-lease-%d", time.Now().UnixNano())

@@ -24,9 +24,9 @@ func authOf(e testenv.OpenStackEnv) vos.Auth {
 
 func connect(t *testing.T, a vos.Auth) *vos.Cloud {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	c, err := vos.Connect(ctx, vos.Config{Auth: a})
+	c, err := vos.Connect(ctx, vos.Config{Auth: a, HTTPTimeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,12 +35,13 @@ func connect(t *testing.T, a vos.Auth) *vos.Cloud {
 
 func run(t *testing.T, f func(context.Context) error) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	return f(ctx)
 }
 
 func TestKeystoneAndNeutronChecks(t *testing.T) {
+	t.Parallel()
 	c := connect(t, authOf(testenv.OpenStack(t)))
 	for name, f := range map[string]func(context.Context) error{
 		"keystone": checks.Keystone(c, checks.Options{}),
@@ -56,6 +57,7 @@ func TestKeystoneAndNeutronChecks(t *testing.T) {
 // run after the stop and passes at its first run after the restart; run by a health.Manager, its
 // result turns failed after the stop and OK after the restart (the latencies are logged).
 func TestKeystoneStopped(t *testing.T) {
+	t.Parallel()
 	k := testenv.PrivateKeystone(t)
 	c := connect(t, authOf(k.OpenStack()))
 	const interval = 200 * time.Millisecond
@@ -113,6 +115,7 @@ func TestKeystoneStopped(t *testing.T) {
 }
 
 func TestQuotaHeadroom(t *testing.T) {
+	t.Parallel()
 	c := connect(t, authOf(testenv.OpenStack(t)))
 	ctx := t.Context()
 	nc, err := c.Client(vos.ServiceNetworking)

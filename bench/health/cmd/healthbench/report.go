@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -60,12 +61,31 @@ func report(in io.Reader, out io.Writer) error {
 		}
 		rows = append(rows, r)
 	}
+	rows = medians(rows)
 	floor := map[int]row{}
 	for _, r := range rows {
 		if r.contender == "floor" && r.key == "readyz" {
 			floor[r.conns] = r
 		}
 	}
+	// Order: contender (as first seen), then path key, then connections.
+	order := map[string]int{}
+	for _, r := range rows {
+		if _, ok := order[r.contender]; !ok {
+			order[r.contender] = len(order)
+		}
+	}
+	keyOrder := map[string]int{"readyz": 0, "verbose": 1, "json": 2}
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if order[a.contender] != order[b.contender] {
+			return order[a.contender] < order[b.contender]
+		}
+		if keyOrder[a.key] != keyOrder[b.key] {
+			return keyOrder[a.key] < keyOrder[b.key]
+		}
+		return a.conns < b.conns
+	})
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "contender\tpath\tconns\tCPU µs/req\t×floor\treq/s\t×floor\tp50 µs\tp99 µs\tp99 ×floor\terrors\t")
 	for _, r := range rows {
@@ -84,4 +104,51 @@ func report(in io.Reader, out io.Writer) error {
 			r.cpuPerReq, ratio(r.cpuPerReq, fl.cpuPerReq), r.rps, ratio(r.rps, fl.rps), r.p50, r.p99, ratio(r.p99, fl.p99), errs)
 	}
 	return tw.Flush()
+}
+
+// medians folds repeated runs of the same contender, path and connection count into one row
+// holding the median of each figure.
+func medians(rows []row) []row {
+	type key struct {
+		contender, key string
+		conns          int
+	}
+	groups := map[key][]row{}
+	var keys []key
+	for _, r := range rows {
+		k := key{r.contender, r.key, r.conns}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	med := func(rs []row, f func(row) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		sort.Float64s(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	out := make([]row, 0, len(keys))
+	for _, k := range keys {
+		rs := groups[k]
+		m := rs[0]
+		m.rps = med(rs, func(r row) float64 { return r.rps })
+		m.p50 = med(rs, func(r row) float64 { return r.p50 })
+		m.p99 = med(rs, func(r row) float64 { return r.p99 })
+		m.cpuPerReq = med(rs, func(r row) float64 { return r.cpuPerReq })
+		var errs []string
+		for _, r := range rs {
+			if strings.TrimSpace(r.errors) != "" {
+				errs = append(errs, strings.TrimSpace(r.errors))
+			}
+		}
+		m.errors = strings.Join(errs, "; ")
+		out = append(out, m)
+	}
+	return out
 }

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# The demo: Vitals' operator collecting the orphaned routes of a cluster's router.
+#
+#   make demo                 # simulated OpenStack (default)
+#   make demo DEMO_CLOUD=real # the real local OpenStack of `make testenv-up` (Keystone + Neutron)
+#
+# It starts, on 127.0.0.1 only:
+#   1. a real kube-apiserver + etcd (hack/kube.sh; built from Go modules the first time: ~8 min cold on 2 cores,
+#      ~10 s warm),
+#   2. a cloud: `vitals cloudsim --demo` (a router with 5 live, 3 orphaned and 2 foreign routes), or with
+#      DEMO_CLOUD=real a fresh router on the real Neutron carrying the same kinds of routes,
+#   3. `vitals operator` with its health server,
+# then creates a Cluster resource for that router, shows the probes and the routes being collected, and stops
+# everything it started (also on Ctrl-C). Nothing outside _out/demo/ is written, besides the Go build cache.
+# Env: DEMO_CLOUD=sim|real, DEMO_KEEP=1 (leave the services running and print how to use them),
+#      DEMO_INTERVAL (route collector interval, default 5s).
+set -euo pipefail
+LOG_PREFIX=demo
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+CLOUD=${DEMO_CLOUD:-sim}
+INTERVAL=${DEMO_INTERVAL:-5s}
+DIR=$ROOT/_out/demo
+SIM_PORT=${DEMO_SIM_PORT:-28780}
+HEALTH_PORT=${DEMO_HEALTH_PORT:-28082}
+METRICS_PORT=${DEMO_METRICS_PORT:-28080}
+export KUBE_API_PORT=${DEMO_KUBE_API_PORT:-36443} ETCD_PORT=${DEMO_ETCD_PORT:-32379} ETCD_PEER_PORT=${DEMO_ETCD_PEER_PORT:-32380}
+PIDS=()
+
+cleanup() {
+  local rc=$?
+  if [ "${DEMO_KEEP:-0}" = 1 ] && [ $rc -eq 0 ]; then
+    log "DEMO_KEEP=1: leaving everything running. Stop with: kill ${PIDS[*]//*=/}; hack/kube.sh stop $DIR/kube"
+    return
+  fi
+  log "stopping what the demo started"
+  [ ${#PIDS[@]} -gt 0 ] && stop_pids 10 "${PIDS[@]}" || true
+  if [ "$CLOUD" = real ] && [ -n "${REAL_CLEANUP:-}" ]; then eval "$REAL_CLEANUP" >/dev/null 2>&1 || true; fi
+  [ -f "$DIR/kube/kube-apiserver.pid" ] && hack/kube.sh stop "$DIR/kube" || true
+  [ $rc -eq 0 ] && log "demo finished" || log "demo FAILED (exit $rc); logs in $DIR"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+need() { command -v "$1" >/dev/null 2>&1 || die "$1 is missing: $2"; }
+need go "install Go 1.26 (https://go.dev/dl/)"
+need curl "apt-get install -y curl"
+need openssl "apt-get install -y openssl"
+if ! command -v kubectl >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    step "install kubectl (Debian package)" apt-get install -y -qq kubectl >/dev/null
+  else
+    die "kubectl is missing: apt-get install kubectl"
+  fi
+fi
+rm -rf "$DIR"; mkdir -p "$DIR"
+
+step "build bin/vitals" make -s vitals
+VITALS=$ROOT/bin/vitals
+
+# --- 1. Kubernetes -------------------------------------------------------------------------------------------
+log "kube-apiserver + etcd: the first run builds them from Go modules (~8 min on 2 cores; cached afterwards)"
+KUBECONFIG=$(hack/kube.sh start "$DIR/kube")
+export KUBECONFIG
+log "kube-apiserver ready; KUBECONFIG=$KUBECONFIG"
+step "install the Cluster CRD" kubectl apply --server-side -f deploy/crds/ >/dev/null
+kubectl wait --for=condition=Established crd/clusters.vitals.vitalsproject.io --timeout=60s >/dev/null
+
+# --- 2. The cloud --------------------------------------------------------------------------------------------
+if [ "$CLOUD" = sim ]; then
+  log "starting the OpenStack simulator (vitals cloudsim --demo) on 127.0.0.1:$SIM_PORT"
+  "$VITALS" cloudsim --listen "127.0.0.1:$SIM_PORT" --demo --seed 42 --log-level warn >"$DIR/cloudsim.env" 2>"$DIR/cloudsim.log" &
+  PIDS+=("cloudsim=$!")
+  wait_http "simulator Keystone" "http://127.0.0.1:$SIM_PORT/v3" 30
+  for i in $(seq 1 40); do grep -q OS_AUTH_URL "$DIR/cloudsim.env" && break; sleep 0.25; done
+  # shellcheck disable=SC1091
+  . "$DIR/cloudsim.env"
+  # The demo cluster lives in project "demo", user demo/demo.
+  export OS_USERNAME=demo OS_PASSWORD=demo OS_PROJECT_NAME=demo
+  ROUTER=demo-router
+  PODCIDR=198.19.0.0/16
+else
+  [ -f "$TESTENV_DIR/env" ] || die "DEMO_CLOUD=real needs the local OpenStack: run make testenv-up first"
+  # shellcheck disable=SC1091
+  . "$TESTENV_DIR/env"
+  need openstack "apt-get install -y python3-openstackclient"
+  S=vitals-demo-$$
+  log "creating network, subnet, router and two node ports on the real Neutron ($S)"
+  openstack network create "$S" -f value -c id >/dev/null
+  openstack subnet create "$S" --network "$S" --subnet-range 10.181.0.0/24 -f value -c id >/dev/null
+  openstack router create "$S" -f value -c id >/dev/null
+  openstack router add subnet "$S" "$S"
+  openstack port create "$S-node-0" --network "$S" --fixed-ip subnet="$S",ip-address=10.181.0.10 >/dev/null
+  openstack port create "$S-node-1" --network "$S" --fixed-ip subnet="$S",ip-address=10.181.0.11 >/dev/null
+  openstack router set "$S" --route destination=198.19.0.0/24,gateway=10.181.0.10 --route destination=198.19.1.0/24,gateway=10.181.0.11 \
+    --route destination=198.19.2.0/24,gateway=10.181.0.12 --route destination=198.19.3.0/24,gateway=10.181.0.13 \
+    --route destination=10.250.0.0/24,gateway=10.181.0.14
+  REAL_CLEANUP="openstack router unset --all-route $S; openstack router remove subnet $S $S; openstack router delete $S; openstack port delete $S-node-0 $S-node-1; openstack subnet delete $S; openstack network delete $S"
+  ROUTER=$S
+  PODCIDR=198.19.0.0/16
+fi
+
+log "the router before the operator (vitals routes audit: the same analysis, changing nothing):"
+"$VITALS" routes audit --router "$ROUTER" --pod-cidr "$PODCIDR" --sources ports | tee "$DIR/audit-before.txt" | sed 's/^/    /'
+ROUTER_ID=$(sed -n 's/^router \([^ ]*\) .*/\1/p' "$DIR/audit-before.txt")
+
+# --- 3. The operator -----------------------------------------------------------------------------------------
+log "starting vitals operator (health on :$HEALTH_PORT, metrics on :$METRICS_PORT)"
+"$VITALS" operator --kubeconfig "$KUBECONFIG" --health-bind-address 127.0.0.1 --health-port "$HEALTH_PORT" \
+  --metrics-bind-address "127.0.0.1:$METRICS_PORT" --leader-elect --leader-election-namespace default \
+  --check-interval 2s --check-timeout 2s >"$DIR/operator.log" 2>&1 &
+PIDS+=("operator=$!")
+wait_http "operator health server" "http://127.0.0.1:$HEALTH_PORT/livez" 60 "200 503"
+for i in $(seq 1 60); do
+  code=$(curl -s -o "$DIR/readyz.txt" -w '%{http_code}' "http://127.0.0.1:$HEALTH_PORT/readyz?verbose" || true)
+  [ "$code" = 200 ] && break
+  sleep 0.5
+done
+log "probe /readyz?verbose -> $code (Kubernetes list+watch, informers synced, Keystone token, Neutron answers):"
+sed 's/^/    /' "$DIR/readyz.txt"
+log "probe /livez?verbose -> $(curl -s -o "$DIR/livez.txt" -w '%{http_code}' "http://127.0.0.1:$HEALTH_PORT/livez?verbose") (controller loop, informer, leader Lease):"
+sed 's/^/    /' "$DIR/livez.txt"
+
+# --- 4. The Cluster ------------------------------------------------------------------------------------------
+log "creating Cluster 'demo' for router $ROUTER_ID (pod CIDR $PODCIDR, interval $INTERVAL, protected: 198.19.4.0/24)"
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: vitals.vitalsproject.io/v1alpha1
+kind: Cluster
+metadata: {name: demo, namespace: default}
+spec:
+  openstack: {routerID: "$ROUTER_ID"}
+  podCIDRs: ["$PODCIDR"]
+  controllers:
+    routegc:
+      interval: $INTERVAL
+      addressSources: [ports]
+      protectedRoutes: [{destination: 198.19.4.0/24}]
+YAML
+log "an orphaned route is removed only when two passes at least $INTERVAL apart saw it orphaned; watching ..."
+removed_before=-1
+for i in $(seq 1 120); do
+  removed=$(kubectl get cluster demo -o jsonpath='{.status.routegc.removedTotal}' 2>/dev/null || true)
+  suspects=$(kubectl get cluster demo -o jsonpath='{range .status.routegc.suspects[*]}{.destination} {end}' 2>/dev/null || true)
+  healthy=$(kubectl get cluster demo -o jsonpath='{.status.conditions[?(@.type=="RoutesHealthy")].reason}' 2>/dev/null || true)
+  if [ "${removed:-0}" != "$removed_before" ] || [ $((i % 10)) = 0 ]; then
+    log "  pass: RoutesHealthy=${healthy:-pending} removed=${removed:-0} awaiting proof: ${suspects:-none}"
+    removed_before=${removed:-0}
+  fi
+  [ "$healthy" = NoOrphanedRoutes ] && break
+  sleep 0.5
+done
+grep '"route removed"\|msg="route removed"\|route removed' "$DIR/operator.log" | sed 's/^/    operator: /' | head -20 || true
+log "the Cluster (kubectl get clusters -o wide):"
+kubectl get clusters.vitals.vitalsproject.io -o wide | sed 's/^/    /'
+log "its last actions (status.actions):"
+kubectl get cluster demo -o jsonpath='{range .status.actions[*]}{.action}{"\t"}{.reason}{"\t"}{.object}{"\n"}{end}' | sed 's/^/    /'
+log "events:"
+kubectl get events.events.k8s.io -n default --field-selector regarding.name=demo -o custom-columns=REASON:.reason,NOTE:.note --no-headers 2>/dev/null | sed 's/^/    /' | head -20 || true
+log "metrics (vitals_routegc_*):"
+curl -s "http://127.0.0.1:$METRICS_PORT/metrics" | grep '^vitals_routegc_\(routes_removed_total\|routes_skipped_total\|passes_total\)' | sed 's/^/    /' || true
+log "the router after (vitals routes audit):"
+"$VITALS" routes audit --router "$ROUTER_ID" --pod-cidr "$PODCIDR" --sources ports | sed 's/^/    /'
+[ "$healthy" = NoOrphanedRoutes ] || die "the orphaned routes were not all collected; see $DIR/operator.log"

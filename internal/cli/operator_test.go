@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const testKubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+
+func TestOperatorOptionsFromINIAndFlags(t *testing.T) {
+	kc := writeFile(t, "kubeconfig", testKubeconfig)
+	ini := writeFile(t, "operator.conf", `[kubernetes]
+kubeconfig = `+kc+`
+namespace = team-a
+
+[neutron]
+auth_type = password
+auth_url = http://keystone.example:5000/v3
+username = vitals
+password = secret
+project_name = k8s
+user_domain_name = Default
+project_domain_name = Default
+
+[health_server]
+port = 9082
+
+[operator]
+leader_elect = false
+routegc_interval = 30
+routegc_budget = 5
+`)
+	tests := []struct {
+		name  string
+		args  []string
+		check func(t *testing.T, o operatorOptionsView)
+	}{
+		{"file only", []string{"--config", ini}, func(t *testing.T, o operatorOptionsView) {
+			if o.health != ":9082" || o.ns != "team-a" || o.leader || o.interval != 30*time.Second || o.budget != 5 {
+				t.Errorf("got %+v", o)
+			}
+			if o.authURL != "http://keystone.example:5000/v3" {
+				t.Errorf("auth from [neutron]: %q", o.authURL)
+			}
+		}},
+		{"flags win", []string{"--config", ini, "--health-port", "7000", "--namespace", "b", "--leader-elect", "--routegc-budget", "3"}, func(t *testing.T, o operatorOptionsView) {
+			if o.health != ":7000" || o.ns != "b" || !o.leader || o.budget != 3 || o.interval != 30*time.Second {
+				t.Errorf("got %+v", o)
+			}
+		}},
+		{"defaults", []string{"--kubeconfig", kc}, func(t *testing.T, o operatorOptionsView) {
+			if o.health != ":8082" || !o.leader || o.interval != time.Minute || o.budget != 10 || o.authURL != "" {
+				t.Errorf("got %+v", o)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := newOperatorCommand()
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			f := flagsOf(t, tc.args)
+			o, err := f.options(cmd.Flags(), &bytes.Buffer{}, func(string) string { return "" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := operatorOptionsView{health: o.HealthAddr, ns: o.Namespace, leader: o.LeaderElect, interval: o.RouteGCInterval, budget: o.RouteGCBudget}
+			if o.Cloud != nil {
+				v.authURL = o.Cloud.Options.IdentityEndpoint
+			}
+			tc.check(t, v)
+		})
+	}
+}
+
+type operatorOptionsView struct {
+	health, ns string
+	leader     bool
+	interval   time.Duration
+	budget     int
+	authURL    string
+}
+
+// flagsOf parses args into a fresh operatorFlags through the command's own flag set.
+func flagsOf(t *testing.T, args []string) *operatorFlags {
+	t.Helper()
+	f := &operatorFlags{}
+	cmd := newOperatorCommand()
+	fs := cmd.Flags()
+	get := func(name string) string { v, _ := fs.GetString(name); return v }
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	f.configFile, f.kubeconfig, f.namespace = get("config"), get("kubeconfig"), get("namespace")
+	f.healthPort, _ = fs.GetInt("health-port")
+	f.healthBind, f.metricsAddr = get("health-bind-address"), get("metrics-bind-address")
+	f.leaderElect, _ = fs.GetBool("leader-elect")
+	f.leaderElectionNamespace, f.leaderElectionID, f.cloud = get("leader-election-namespace"), get("leader-election-id"), get("cloud")
+	f.routegcInterval, _ = fs.GetDuration("routegc-interval")
+	f.routegcBudget, _ = fs.GetInt("routegc-budget")
+	f.checkInterval, _ = fs.GetDuration("check-interval")
+	f.checkTimeout, _ = fs.GetDuration("check-timeout")
+	f.logFormat, f.logLevel = get("log-format"), get("log-level")
+	return f
+}
+
+func TestOperatorBadConfigExits2(t *testing.T) {
+	kc := writeFile(t, "kubeconfig", testKubeconfig)
+	tests := []struct {
+		name, ini string
+		args      []string
+		want      []string
+	}{
+		{"bad port", "[health_server]\nport = 99999\n", nil, []string{"operator.conf:2", "health_server.port", "port number"}},
+		{"typo", "[health_server]\nprot = 8082\n", nil, []string{"operator.conf:2", "health_server.prot", "unknown option"}},
+		{"bad interval", "[operator]\nroutegc_interval = soon\n", nil, []string{"operator.conf:2", "operator.routegc_interval"}},
+		{"bad log level", "", []string{"--log-level", "loud"}, []string{"--log-level"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"operator", "--kubeconfig", kc}
+			if tc.ini != "" {
+				args = append(args, "--config", writeFile(t, "operator.conf", tc.ini))
+			}
+			args = append(args, tc.args...)
+			var out, errb bytes.Buffer
+			if code := Main(args, &out, &errb); code != ExitConfig {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, ExitConfig, errb.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errb.String(), w) {
+					t.Errorf("stderr %q lacks %q", errb.String(), w)
+				}
+			}
+		})
+	}
+}
