@@ -16,7 +16,7 @@ vitals: ## build bin/vitals
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/vitals ./cmd/vitals
 
 healthcheck: ## build bin/healthcheck (static, small)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/healthcheck ./cmd/healthcheck
+	CGO_ENABLED=0 $(GO) build -trimpath -tags nethttpomithttp2 -ldflags '-s -w' -o $(BIN)/healthcheck ./cmd/healthcheck
 
 test: ## set up the real services (kube-apiserver+etcd, OpenStack, dockerd) and run every test
 	hack/test.sh

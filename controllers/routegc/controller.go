@@ -239,9 +239,7 @@ func (o *outcome) apply(st *v1alpha1.ClusterStatus, gen int64, end, next time.Ti
 	g.LastPassTime = ptrTime(end)
 	g.NextPassTime = ptrTime(next)
 	st.ObservedGeneration = gen
-	for _, a := range o.actions {
-		st.Actions = append(st.Actions, a)
-	}
+	st.Actions = append(st.Actions, o.actions...)
 	if n := len(st.Actions) - v1alpha1.MaxActions; n > 0 {
 		st.Actions = append([]v1alpha1.Action(nil), st.Actions[n:]...)
 	}

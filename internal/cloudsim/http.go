@@ -165,8 +165,20 @@ func (s *Sim) api(service string, auth bool, h handlerFunc) http.Handler {
 	})
 }
 
-// rawJSON is a response body encoded already.
+// rawJSON is a response body encoded already, in a buffer from getRaw.
 type rawJSON []byte
+
+var rawPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// getRaw returns an empty byte slice to encode a response into; writeJSON recycles it.
+func getRaw() []byte { return (*rawPool.Get().(*[]byte))[:0] }
+
+func putRaw(b []byte) {
+	if cap(b) <= 1<<20 {
+		b = b[:0]
+		rawPool.Put(&b)
+	}
+}
 
 // bufPool holds response buffers: list bodies are tens of KiB, and reusing their memory keeps
 // the garbage collector's work per request small.
@@ -183,6 +195,7 @@ func (c *call) writeJSON(status int, body any) {
 		c.w.Header().Set("Content-Length", strconv.Itoa(len(raw)))
 		c.w.WriteHeader(status)
 		_, _ = c.w.Write(raw)
+		putRaw(raw)
 		return
 	}
 	buf := bufPool.Get().(*bytes.Buffer)

@@ -241,7 +241,7 @@ func (s *Sim) listServers(c *call, detail bool) (int, any, error) {
 		if len(pg.items) > 0 {
 			attached = s.attachmentsLocked(scope)
 		}
-		b := make([]byte, 0, 64+1200*len(pg.items))
+		b := getRaw()
 		b = append(b, `{"servers":[`...)
 		for i, v := range pg.items {
 			if i > 0 {

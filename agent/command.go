@@ -1,0 +1,200 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/vitalsproject/vitals/config"
+)
+
+// agentFlags holds `vitals agent`'s flags; options start from DefaultOptions, then the
+// kuryr.conf-style file, then the flags given on the command line.
+type agentFlags struct {
+	version    string
+	configFile string
+	logLevel   string
+	logFormat  string
+	opts       Options
+}
+
+// NewCommand builds the `agent` command (and its `report` subcommand). It lives here rather than in
+// internal/cli so that a binary holding only the agent can be built from this package alone; version
+// goes into the Kubernetes client's user agent. Configuration errors are *config.Error values (exit 2).
+func NewCommand(version string) *cobra.Command {
+	f := &agentFlags{opts: DefaultOptions(), version: version}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent: CNI health probes, CNI ADD failure budget, node conditions",
+		Long: `Run the node agent on every node (a DaemonSet with host networking).
+
+It serves /ready and /alive (and /readyz, /livez, /healthz, /metrics) on [cni_health_server] port:
+readiness needs the Kubernetes API and NET_ADMIN; liveness needs netlink, a loadable CNI network
+configuration, memory under max_memory_usage, live agent components and a CNI ADD failure budget that is
+not exhausted. CNI ADD results come from kubelet's FailedCreatePodSandBox Events for this node and from
+JSON lines on the report socket (see 'vitals agent report'). The agent writes the node conditions
+CNIHealthy and PodNetworkHealthy.
+
+Options are read from a kuryr.conf-style file ([cni_health_server] port, max_memory_usage, cg_path;
+[cni_daemon] cni_failures_count) given with --config-file, then from flags, which win.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAgent(cmd, f)
+		},
+	}
+	fs := cmd.Flags()
+	o := &f.opts
+	fs.StringVar(&f.configFile, "config-file", "", "kuryr.conf-style INI file to read [cni_health_server] and [cni_daemon] from")
+	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "this node's name (default $NODE_NAME)")
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address of the health server (empty: all)")
+	fs.IntVar(&o.Port, "port", o.Port, "port of the health server ([cni_health_server] port)")
+	fs.Int64Var(&o.MaxMemoryMiB, "max-memory-usage", o.MaxMemoryMiB, "liveness fails above this many MiB; -1 disables ([cni_health_server] max_memory_usage)")
+	fs.StringVar(&o.MemorySource, "memory-source", o.MemorySource, "what the memory check measures: auto (the memory cgroup if found, else RSS), cgroup or rss")
+	fs.StringVar(&o.CgroupPath, "cg-path", o.CgroupPath, "memory cgroup directory to measure ([cni_health_server] cg_path)")
+	fs.IntVar(&o.FailuresCount, "cni-failures-count", o.FailuresCount, "CNI ADD failures tolerated; one more fails liveness ([cni_daemon] cni_failures_count)")
+	fs.StringVar(&o.FailureMode, "cni-failure-mode", o.FailureMode, "how failures are counted: consecutive (a success resets) or window")
+	fs.DurationVar(&o.FailureWindow, "cni-failure-window", o.FailureWindow, "window of the window mode")
+	fs.StringVar(&o.CNIConfDir, "cni-conf-dir", o.CNIConfDir, "CNI network configuration directory")
+	fs.StringVar(&o.SocketPath, "socket", o.SocketPath, "unix socket for CNI reports (empty: off)")
+	fs.BoolVar(&o.WatchEvents, "watch-events", o.WatchEvents, "count kubelet FailedCreatePodSandBox Events for this node")
+	fs.BoolVar(&o.NodeConditions, "node-conditions", o.NodeConditions, "write the CNIHealthy and PodNetworkHealthy node conditions")
+	fs.StringVar(&o.Netns, "netns", o.Netns, "network namespace path for the netlink check (empty: the agent's)")
+	fs.StringSliceVar(&o.Capabilities, "capabilities", o.Capabilities, "capabilities readiness requires in the effective set (empty: none)")
+	fs.DurationVar(&o.CheckInterval, "check-interval", o.CheckInterval, "interval of the checks")
+	fs.DurationVar(&o.HeartbeatPeriod, "condition-heartbeat", o.HeartbeatPeriod, "period of node condition heartbeats")
+	fs.DurationVar(&o.ComponentTimeout, "component-timeout", o.ComponentTimeout, "a component that has not beaten for this long is dead")
+	fs.DurationVar(&o.DrainDelay, "drain-delay", o.DrainDelay, "on SIGTERM, fail readiness and keep serving this long")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig (empty: in-cluster, or $KUBECONFIG)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "json", "json or text")
+	cmd.AddCommand(newAgentReportCommand())
+	return cmd
+}
+
+// agentINIFlags are the flags to the kuryr.conf options they override, for flag-wins precedence.
+var agentINIFlags = []string{"port", "max-memory-usage", "cg-path", "memory-source", "cni-failures-count"}
+
+func runAgent(cmd *cobra.Command, f *agentFlags) error {
+	o := f.opts
+	if f.configFile != "" {
+		fromFile := DefaultOptions()
+		if err := ApplyKuryrINI(f.configFile, &fromFile); err != nil {
+			return err
+		}
+		// Flags given on the command line win over the file.
+		for _, name := range agentINIFlags {
+			if cmd.Flags().Changed(name) {
+				continue
+			}
+			switch name {
+			case "port":
+				o.Port = fromFile.Port
+			case "max-memory-usage":
+				o.MaxMemoryMiB = fromFile.MaxMemoryMiB
+			case "cg-path":
+				o.CgroupPath = fromFile.CgroupPath
+			case "memory-source":
+				o.MemorySource = fromFile.MemorySource
+			case "cni-failures-count":
+				o.FailuresCount = fromFile.FailuresCount
+			}
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	log, err := agentLogger(cmd.ErrOrStderr(), f.logLevel, f.logFormat)
+	if err != nil {
+		return err
+	}
+	klog.SetLogger(logr.FromSlogHandler(log.Handler()))
+	var deps Deps
+	deps.Logger = log
+	if o.WatchEvents || o.NodeConditions || o.Kubeconfig != "" {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = o.Kubeconfig
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		if err != nil {
+			return &config.Error{File: o.Kubeconfig, Field: "kubeconfig", Msg: fmt.Sprintf("load Kubernetes client configuration: %v", err)}
+		}
+		cfg.UserAgent = "vitals-agent/" + f.version
+		// One agent per node: keep each one's share of the API server small.
+		cfg.QPS, cfg.Burst = 5, 10
+		kc, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("build Kubernetes client: %w", err)
+		}
+		deps.Kube = kc
+	}
+	a, err := New(o, deps)
+	if err != nil {
+		return err
+	}
+	return a.Run(cmd.Context())
+}
+
+func agentLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, &config.Error{Field: "log-level", Msg: fmt.Sprintf("expected debug, info, warn or error, got %q", level)}
+	}
+	hopts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, hopts)), nil
+	}
+	return nil, &config.Error{Field: "log-format", Msg: fmt.Sprintf("expected json or text, got %q", format)}
+}
+
+func newAgentReportCommand() *cobra.Command {
+	var (
+		socket  string
+		rep     Report
+		timeout time.Duration
+		op      string
+		result  string
+	)
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "Report one CNI operation result to the node agent's socket",
+		Long: `Report one CNI operation result to the node agent over its unix socket, as a CNI plugin or
+daemon would: one JSON line {"op":"ADD","result":"failure","pod":"ns/name","error":"..."}.
+Exit status 0 when the agent accepted it, 1 when it could not be delivered or was rejected.`,
+		Example: `  vitals agent report --op ADD --result failure --pod default/web-0 --error "no IP addresses available"
+  vitals agent report --op ADD --result success --pod default/web-0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rep.Op = Op(strings.ToUpper(op))
+			rep.Result = Outcome(strings.ToLower(result))
+			if err := rep.Validate(); err != nil {
+				return &config.Error{Field: "report", Msg: err.Error()}
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			if _, err := Send(ctx, socket, rep); err != nil {
+				return fmt.Errorf("report to %s: %w", socket, err)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&socket, "socket", DefaultSocketPath, "the agent's report socket")
+	fs.StringVar(&op, "op", "ADD", "CNI operation: ADD, DEL or CHECK")
+	fs.StringVar(&result, "result", "", "success or failure (required)")
+	fs.StringVar(&rep.Pod, "pod", "", "the pod, namespace/name")
+	fs.StringVar(&rep.Error, "error", "", "why it failed")
+	fs.StringVar(&rep.ContainerID, "container-id", "", "the sandbox's container ID")
+	fs.DurationVar(&timeout, "timeout", 5*time.Second, "give up after this long")
+	return cmd
+}
