@@ -224,3 +224,34 @@ func TestAnalyzeTwoPasses(t *testing.T) {
 		in.Suspects = plan.Suspects
 	}
 }
+
+// BenchmarkAnalyze: one pass's decision for a router at Neutron's default route limit scaled up
+// (250 routes) against a project of 5000 ports, a third of the routes orphaned.
+func BenchmarkAnalyze(b *testing.B) {
+	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	live := NewAddresses()
+	for i := range 5000 {
+		live.Add(netip.AddrFrom4([4]byte{10, 180, byte(i / 250), byte(i%250 + 1)}).String(), "port")
+	}
+	var routes []openstack.Route
+	var suspects []SuspectRecord
+	for i := range 250 {
+		hop := netip.AddrFrom4([4]byte{10, 180, byte(i / 250), byte(i%250 + 1)})
+		if i%3 == 0 {
+			hop = netip.AddrFrom4([4]byte{10, 181, 0, byte(i%250 + 1)})
+		}
+		r := openstack.Route{Destination: netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 19, byte(i), 0}), 24).String(), NextHop: hop.String()}
+		routes = append(routes, r)
+		if i%3 == 0 {
+			suspects = append(suspects, SuspectRecord{Route: r, FirstSeen: t0.Add(-time.Hour), Passes: 1})
+		}
+	}
+	in := Input{Routes: routes, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("198.19.0.0/16")}, Live: live,
+		Sources: []SourceRead{{"ports", 5000}}, Suspects: suspects, Now: t0, Interval: time.Minute, Budget: 10}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Analyze(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
