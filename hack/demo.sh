@@ -123,7 +123,7 @@ log "probe /livez?verbose -> $(curl -s -o "$DIR/livez.txt" -w '%{http_code}' "ht
 sed 's/^/    /' "$DIR/livez.txt"
 
 # --- 4. The Cluster ------------------------------------------------------------------------------------------
-log "creating Cluster 'demo' for router $ROUTER_ID (pod CIDR $PODCIDR, interval $INTERVAL, protected: 198.19.4.0/24)"
+log "creating Cluster 'demo' for router $ROUTER_ID (pod CIDR $PODCIDR, interval $INTERVAL, protected: 198.19.7.0/24)"
 kubectl apply -f - >/dev/null <<YAML
 apiVersion: vitals.vitalsproject.io/v1alpha1
 kind: Cluster
@@ -135,7 +135,7 @@ spec:
     routegc:
       interval: $INTERVAL
       addressSources: [ports]
-      protectedRoutes: [{destination: 198.19.4.0/24}]
+      protectedRoutes: [{destination: 198.19.7.0/24}]   # orphaned, but protected: it stays
 YAML
 log "an orphaned route is removed only when two passes at least $INTERVAL apart saw it orphaned; watching ..."
 removed_before=-1
@@ -150,7 +150,7 @@ for i in $(seq 1 120); do
   [ "$healthy" = NoOrphanedRoutes ] && break
   sleep 0.5
 done
-grep '"route removed"\|msg="route removed"\|route removed' "$DIR/operator.log" | sed 's/^/    operator: /' | head -20 || true
+grep 'msg="route removed"' "$DIR/operator.log" | sed -n 's/.*msg="route removed".* destination=\([^ ]*\) nexthop=\([^ ]*\) method=\([^ ]*\).*/    operator log: route removed \1 via \2 (\3)/p' | head -20 || true
 log "the Cluster (kubectl get clusters -o wide):"
 kubectl get clusters.vitals.vitalsproject.io -o wide | sed 's/^/    /'
 log "its last actions (status.actions):"

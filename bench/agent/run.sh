@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Measures the node agent's resident memory at idle and under 100 CNI results per second, sent through
-# its report socket and as kubelet FailedCreatePodSandBox Events in a real kube-apiserver.
+# its report socket and as kubelet FailedCreatePodSandBox Events in a real kube-apiserver, for two
+# binaries: the all-in-one `vitals agent`, and `slim` (bench/agent/slim: the same command linked alone).
 #
 #   bench/agent/run.sh                      # uses .testenv/env (make testenv-up) for the kube-apiserver
 #   RATE=100 DURATION=60s IDLE=20s bench/agent/run.sh
@@ -20,6 +21,7 @@ cleanup() {
 trap cleanup EXIT
 
 CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/vitals" ./cmd/vitals
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/slim" ./bench/agent/slim
 go build -o "$work/driver" ./bench/agent/driver
 
 if [[ -z "${VITALS_TEST_KUBECONFIG:-}" && -f .testenv/env ]]; then
@@ -30,33 +32,47 @@ KUBECONFIG_BENCH=${VITALS_TEST_KUBECONFIG:-}
 
 mkdir -p "$work/net.d"
 echo '{"cniVersion":"1.0.0","name":"pods","plugins":[{"type":"bridge"},{"type":"portmap"}]}' >"$work/net.d/10-pods.conflist"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 node="bench-agent-$$"
-args=(agent --node-name "$node" --bind-address 127.0.0.1 --port "$port" --socket "$work/cni.sock"
-	--cni-conf-dir "$work/net.d" --memory-source rss --max-memory-usage 64 --log-level warn)
 if [[ -n "$KUBECONFIG_BENCH" ]]; then
 	go run ./bench/agent/nodeobj -kubeconfig "$KUBECONFIG_BENCH" -node "$node" -create
-	args+=(--kubeconfig "$KUBECONFIG_BENCH")
-else
-	args+=(--watch-events=false --node-conditions=false --capabilities=)
 fi
-
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(go version | cut -d' ' -f3)"
-"$work/vitals" "${args[@]}" 2>"$work/agent.log" &
-agent_pid=$!
-for _ in $(seq 100); do
-	curl -fsS "http://127.0.0.1:$port/alive" >/dev/null 2>&1 && break
-	sleep 0.1
-done
-curl -fsS "http://127.0.0.1:$port/alive" >/dev/null
 
-"$work/driver" -mode idle -pid "$agent_pid" -duration "$IDLE"
-"$work/driver" -mode socket -pid "$agent_pid" -rate "$RATE" -duration "$DURATION" -socket "$work/cni.sock"
-if [[ -n "$KUBECONFIG_BENCH" ]]; then
-	"$work/driver" -mode kube -pid "$agent_pid" -rate "$RATE" -duration "$DURATION" -kubeconfig "$KUBECONFIG_BENCH" -node "$node" -namespace vitals-bench-agent
-fi
-"$work/driver" -mode idle -pid "$agent_pid" -duration 5s
-curl -fsS "http://127.0.0.1:$port/metrics" | grep '^vitals_agent_cni_reports_total' || true
+# bench LABEL COMMAND...: runs one agent binary through idle, socket and kube phases.
+bench() {
+	local label=$1
+	shift
+	local port
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	local args=(--node-name "$node" --bind-address 127.0.0.1 --port "$port" --socket "$work/cni.sock"
+		--cni-conf-dir "$work/net.d" --memory-source rss --max-memory-usage 64 --log-level warn)
+	if [[ -n "$KUBECONFIG_BENCH" ]]; then
+		args+=(--kubeconfig "$KUBECONFIG_BENCH")
+	else
+		args+=(--watch-events=false --node-conditions=false --capabilities=)
+	fi
+	echo "## $label"
+	"$@" "${args[@]}" 2>"$work/agent-$label.log" &
+	agent_pid=$!
+	for _ in $(seq 200); do
+		curl -fsS "http://127.0.0.1:$port/alive" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	curl -fsS "http://127.0.0.1:$port/alive" >/dev/null
+	"$work/driver" -mode idle -pid "$agent_pid" -duration "$IDLE"
+	"$work/driver" -mode socket -pid "$agent_pid" -rate "$RATE" -duration "$DURATION" -socket "$work/cni.sock"
+	if [[ -n "$KUBECONFIG_BENCH" ]]; then
+		"$work/driver" -mode kube -pid "$agent_pid" -rate "$RATE" -duration "$DURATION" -kubeconfig "$KUBECONFIG_BENCH" -node "$node" -namespace vitals-bench-agent
+	fi
+	"$work/driver" -mode idle -pid "$agent_pid" -duration 5s
+	curl -fsS "http://127.0.0.1:$port/metrics" | grep '^vitals_agent_cni_reports_total' || true
+	kill -INT "$agent_pid"
+	wait "$agent_pid" || true
+	agent_pid=""
+}
+
+bench vitals "$work/vitals" agent
+bench slim "$work/slim"
 if [[ -n "$KUBECONFIG_BENCH" ]]; then
 	go run ./bench/agent/nodeobj -kubeconfig "$KUBECONFIG_BENCH" -node "$node" -delete
 fi

@@ -209,4 +209,3 @@ func seedCloudsimDemo(sim *cloudsim.Sim) error {
 	}
 	return nil
 }
-

@@ -2,8 +2,10 @@ package cloudsim_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -11,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2"
+	gcos "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/secgroups"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
@@ -232,5 +236,87 @@ func TestAdminHTTP(t *testing.T) {
 	}
 	if code, m := do("GET", "/_sim/stats", ``); code != 200 || m["Routers"] != 1.0 {
 		t.Fatalf("stats = %d %v", code, m)
+	}
+}
+
+func TestStartServesAndSaves(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	sim, err := cloudsim.New(cloudsim.Options{Seed: 1, StatePath: path, SaveInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if err := sim.Start(ctx, "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	pid := sim.CreateProject("p")
+	mustUser(t, sim, "u", "pw", false, pid)
+	pc, err := gcos.AuthenticatedClient(ctx, gophercloud.AuthOptions{IdentityEndpoint: sim.AuthURL(), Username: "u",
+		Password: "pw", DomainName: "Default", TenantName: "p"})
+	if err != nil {
+		t.Fatalf("authenticate against %s: %v", sim.AuthURL(), err)
+	}
+	c := newClients(t, pc)
+	if _, err := routers.List(c.net, nil).AllPages(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The periodic save writes the file while the simulator runs.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte(pid)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("state not saved periodically")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := sim.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := routers.List(c.net, nil).AllPages(ctx); err == nil {
+		t.Fatal("the simulator still answers after Close")
+	}
+}
+
+func TestFaultSlowThirdPage(t *testing.T) {
+	e := newEnv(t)
+	c := e.member(t)
+	netID, _ := netSubnet(t, c, "10.5.0.0/24")
+	for i := 0; i < 5; i++ {
+		if _, err := servers.Create(t.Context(), c.compute, servers.CreateOpts{Name: "s", FlavorRef: "1",
+			Networks: []servers.Network{{UUID: netID}}}, nil).Extract(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.sim.AddFault(cloudsim.Fault{Service: "compute", Path: "/servers/detail$", Query: "marker=", Skip: 1,
+		Latency: cloudsim.Duration(time.Minute), Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int, 1)
+	go func() {
+		p, err := servers.List(c.compute, servers.ListOpts{Limit: 2}).AllPages(t.Context())
+		if err != nil {
+			done <- -1
+			return
+		}
+		ss, _ := servers.ExtractServers(p)
+		done <- len(ss)
+	}()
+	for !e.clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	if hits := e.sim.Faults()[0].Hits; hits != 1 {
+		t.Fatalf("fault hits = %d while page 3 waits", hits)
+	}
+	e.clk.Step(time.Minute)
+	select {
+	case n := <-done:
+		if n != 5 {
+			t.Fatalf("listed %d servers after the slow page, want 5", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("list still waiting")
 	}
 }

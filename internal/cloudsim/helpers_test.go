@@ -2,6 +2,7 @@ package cloudsim_test
 
 import (
 	"context"
+	"errors"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 	"net/http/httptest"
 	"testing"
@@ -109,7 +110,7 @@ func wantCode(t *testing.T, what string, err error, code int) {
 // body returns the response body of a gophercloud HTTP error.
 func body(err error) string {
 	var e gophercloud.ErrUnexpectedResponseCode
-	if ok := asErr(err, &e); ok {
+	if errors.As(err, &e) {
 		return string(e.Body)
 	}
 	return ""

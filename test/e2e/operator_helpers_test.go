@@ -1,14 +1,12 @@
 package e2e
 
-// Helpers of the operator scenarios: the Cluster CRD on the real kube-apiserver, a throw-away
-// network, subnet and router on the real Neutron, and a fault-injecting transport in front of the
-// real cloud.
+// Helpers of the operator scenarios: the Cluster CRD on the real kube-apiserver, and a throw-away
+// network, subnet and router on the real Neutron.
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/big"
@@ -116,7 +114,7 @@ func opAuth(t testing.TB, env testenv.OpenStackEnv) openstack.Auth {
 	return a
 }
 
-// opConnect connects to the test cloud, optionally through a fault-injecting transport.
+// opConnect connects to the test cloud, optionally through another transport.
 func opConnect(t testing.TB, a openstack.Auth, tr http.RoundTripper) *openstack.Cloud {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -126,60 +124,6 @@ func opConnect(t testing.TB, a openstack.Auth, tr http.RoundTripper) *openstack.
 		t.Fatalf("connect to the test cloud: %v", err)
 	}
 	return c
-}
-
-// opFaults is an http.RoundTripper in front of the real cloud that answers chosen requests with a
-// failure (503), as a failing service would.
-type opFaults struct {
-	base http.RoundTripper
-	mu   sync.Mutex
-	// rules: method + " " + path regexp -> HTTP status (0: connection reset).
-	rules map[string]int
-	hits  map[string]int
-}
-
-func newOpFaults() *opFaults {
-	return &opFaults{base: http.DefaultTransport.(*http.Transport).Clone(), rules: map[string]int{}, hits: map[string]int{}}
-}
-
-func (f *opFaults) set(method, pathRE string, status int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.rules[method+" "+pathRE] = status
-}
-
-func (f *opFaults) clear() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.rules = map[string]int{}
-}
-
-func (f *opFaults) hit(rule string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.hits[rule]
-}
-
-func (f *opFaults) RoundTrip(r *http.Request) (*http.Response, error) {
-	f.mu.Lock()
-	for rule, status := range f.rules {
-		method, re, _ := strings.Cut(rule, " ")
-		if method == r.Method && regexp.MustCompile(re).MatchString(r.URL.Path) {
-			f.hits[rule]++
-			f.mu.Unlock()
-			if r.Body != nil {
-				_ = r.Body.Close()
-			}
-			if status == 0 {
-				return nil, errors.New("connection reset by injected fault")
-			}
-			return &http.Response{StatusCode: status, Status: fmt.Sprintf("%d injected", status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-				Header: http.Header{"Content-Type": {"application/json"}}, Request: r,
-				Body: http.NoBody}, nil
-		}
-	}
-	f.mu.Unlock()
-	return f.base.RoundTrip(r)
 }
 
 // opNet is a throw-away network, subnet and router (with an interface on the subnet) on the real

@@ -6,7 +6,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/routegc"
+	"github.com/vitalsproject/vitals/internal/faultproxy"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 )
@@ -42,7 +43,6 @@ type gcFixture struct {
 	c       client.Client
 	net     *opNet
 	cloud   *openstack.Cloud
-	faults  *opFaults
 	key     types.NamespacedName
 	clock   *clocktesting.FakeClock
 	rec     *routegc.Reconciler
@@ -56,10 +56,10 @@ func newGCFixture(t *testing.T, mutate func(*v1alpha1.Cluster)) *gcFixture {
 	cfg := testenv.Kube(t)
 	env := testenv.OpenStack(t)
 	opInstallCRD(t, cfg)
-	f := &gcFixture{t: t, c: opClient(t, cfg), faults: newOpFaults()}
+	f := &gcFixture{t: t, c: opClient(t, cfg)}
 	f.servers = env.Tier == testenv.TierFull
 	auth := opAuth(t, env)
-	f.cloud = opConnect(t, auth, f.faults)
+	f.cloud = opConnect(t, auth, nil)
 	f.net = opNewNet(t, opConnect(t, auth, nil))
 	ns := opNamespace(t, f.c)
 	if f.servers {
@@ -271,31 +271,72 @@ func TestOperatorRouteGCNodeBackKeepsRoute(t *testing.T) {
 func TestOperatorRouteGCReadFailureRemovesNothing(t *testing.T) {
 	t.Parallel()
 	f := newGCFixture(t, nil)
+	// The pass reads the real cloud through internal/faultproxy: a proxy in front of Keystone that points
+	// the token's catalog at one proxy per service.
+	env := testenv.OpenStack(t)
+	proxy, err := faultproxy.NewCloud(env.AuthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	origin := func(s openstack.Service) *faultproxy.Proxy {
+		c, err := f.cloud.Client(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(c.Endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := proxy.Service(u.Scheme + "://" + u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	neutron := origin(openstack.ServiceNetworking)
+	var nova *faultproxy.Proxy
+	if f.servers {
+		nova = origin(openstack.ServiceCompute)
+	}
+	auth := opAuth(t, env)
+	auth.Options.IdentityEndpoint = proxy.AuthURL()
+	proxied := opConnect(t, auth, nil)
+	f.rec.Clouds = staticClouds{proxied, f.cloud.ProjectID()}
+
 	f.net.Port(5)
 	orphan := openstack.Route{Destination: "198.19.2.0/24", NextHop: f.net.IP(99)}
 	f.net.SetRoutes(orphan, openstack.Route{Destination: "198.19.1.0/24", NextHop: f.net.IP(5)})
 	f.pass() // first sighting
 	cases := []struct {
-		name, method, path string
-		status             int
-		full               bool
+		name  string
+		proxy *faultproxy.Proxy
+		rule  faultproxy.Rule
 	}{
-		{"neutron ports 503", "GET", `/v2\.0/ports$`, http.StatusServiceUnavailable, false},
-		{"neutron ports connection reset", "GET", `/v2\.0/ports$`, 0, false},
-		{"neutron router 500", "GET", `/v2\.0/routers/`, http.StatusInternalServerError, false},
-		{"nova servers 503", "GET", `/servers(/detail)?$`, http.StatusServiceUnavailable, true},
+		{"neutron ports 503", neutron, faultproxy.Rule{Name: "ports-503", Method: "GET", Path: "/v2.0/ports",
+			Fault: faultproxy.Status(503, faultproxy.StyleNeutron, "injected")}},
+		{"neutron ports connection reset", neutron, faultproxy.Rule{Name: "ports-reset", Method: "GET", Path: "/v2.0/ports",
+			Fault: faultproxy.Reset()}},
+		{"neutron ports body cut short", neutron, faultproxy.Rule{Name: "ports-truncated", Method: "GET", Path: "/v2.0/ports",
+			Fault: faultproxy.Truncate(100)}},
+		{"neutron router 500", neutron, faultproxy.Rule{Name: "router-500", Method: "GET", Path: "/v2.0/routers/*",
+			Fault: faultproxy.Status(500, faultproxy.StyleNeutron, "injected")}},
+		{"nova servers 503", nova, faultproxy.Rule{Name: "servers-503", Method: "GET", Path: "/**",
+			Fault: faultproxy.Status(503, faultproxy.StyleNova, "injected")}},
 	}
 	for _, tc := range cases {
-		if tc.full && !f.servers {
+		if tc.proxy == nil {
 			t.Logf("%s: skipped (needs Nova: full tier)", tc.name)
 			continue
 		}
-		f.faults.clear()
-		f.faults.set(tc.method, tc.path, tc.status)
+		if err := tc.proxy.Add(tc.rule); err != nil {
+			t.Fatal(err)
+		}
 		f.clock.Step(time.Minute)
 		cl, _ := f.pass()
+		tc.proxy.Clear()
 		f.mustHave(tc.name, orphan)
-		if f.faults.hit(tc.method+" "+tc.path) == 0 {
+		if tc.proxy.Count(tc.rule.Name) == 0 {
 			t.Errorf("%s: the fault was never hit", tc.name)
 		}
 		if c := condition(cl, v1alpha1.ConditionRoutesHealthy); c.Status != metav1.ConditionUnknown || c.Reason != "ReadFailed" {
@@ -305,7 +346,6 @@ func TestOperatorRouteGCReadFailureRemovesNothing(t *testing.T) {
 			t.Errorf("%s: an aborted pass must keep the proof: suspects %+v", tc.name, cl.Status.RouteGC.Suspects)
 		}
 	}
-	f.faults.clear()
 	f.clock.Step(time.Minute)
 	f.pass()
 	f.mustNotHave("after the faults cleared", orphan)
