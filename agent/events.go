@@ -45,9 +45,55 @@ type EventSource struct {
 	// Synced, when set, is called after each successful list (tests wait on it).
 	Synced func()
 
-	seen    map[types.UID]int32
+	seen    seenSet
 	started time.Time
 }
+
+// maxSeen bounds the Events remembered: past it, the older half is forgotten. An Event forgotten and
+// then seen again counts in full, so a storm of more than maxSeen distinct failures may over-count: the
+// budget is long exhausted by then.
+const maxSeen = 8192
+
+// seenSet remembers each Event's count in two generations; when the current one holds maxSeen/2
+// entries it becomes the previous one, and the previous one is dropped.
+type seenSet struct {
+	cur, prev map[types.UID]int32
+}
+
+func (s *seenSet) reset() { s.cur, s.prev = map[types.UID]int32{}, nil }
+
+func (s *seenSet) get(uid types.UID) (int32, bool) {
+	if n, ok := s.cur[uid]; ok {
+		return n, true
+	}
+	n, ok := s.prev[uid]
+	return n, ok
+}
+
+func (s *seenSet) put(uid types.UID, n int32) {
+	if _, ok := s.cur[uid]; !ok && len(s.cur) >= maxSeen/2 {
+		s.prev, s.cur = s.cur, make(map[types.UID]int32, maxSeen/2)
+	}
+	s.cur[uid] = n
+}
+
+func (s *seenSet) remove(uid types.UID) {
+	delete(s.cur, uid)
+	delete(s.prev, uid)
+}
+
+// keepOnly forgets every Event not in present.
+func (s *seenSet) keepOnly(present map[types.UID]bool) {
+	for _, m := range []map[types.UID]int32{s.cur, s.prev} {
+		for uid := range m {
+			if !present[uid] {
+				delete(m, uid)
+			}
+		}
+	}
+}
+
+func (s *seenSet) len() int { return len(s.cur) + len(s.prev) }
 
 // Run lists and watches until ctx is done.
 func (s *EventSource) Run(ctx context.Context) error {
@@ -66,7 +112,7 @@ func (s *EventSource) Run(ctx context.Context) error {
 	}
 	// Event timestamps have a resolution of one second.
 	s.started = clk.Now().Truncate(time.Second)
-	s.seen = map[types.UID]int32{}
+	s.seen.reset()
 	beat := clk.NewTicker(period)
 	defer beat.Stop()
 	s.doBeat()
@@ -133,11 +179,7 @@ func (s *EventSource) list(ctx context.Context, baseline bool) (string, error) {
 		opts.Continue = list.Continue
 	}
 	// Forget events that expired while we were not watching.
-	for uid := range s.seen {
-		if !present[uid] {
-			delete(s.seen, uid)
-		}
-	}
+	s.seen.keepOnly(present)
 	return rv, nil
 }
 
@@ -166,7 +208,7 @@ func (s *EventSource) watch(ctx context.Context, rv string, beat clock.Ticker) {
 				}
 			case watch.Deleted:
 				if e, ok := ev.Object.(*corev1.Event); ok {
-					delete(s.seen, e.UID)
+					s.seen.remove(e.UID)
 				}
 			case watch.Error:
 				err := apierrors.FromObject(ev.Object)
@@ -184,11 +226,11 @@ func (s *EventSource) observe(ctx context.Context, e *corev1.Event, baseline boo
 		return
 	}
 	n := occurrences(e)
-	prev, known := s.seen[e.UID]
+	prev, known := s.seen.get(e.UID)
 	if known && n <= prev {
 		return
 	}
-	s.seen[e.UID] = n
+	s.seen.put(e.UID, n)
 	if baseline {
 		return
 	}

@@ -215,9 +215,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.Error(err, "cannot write cluster status", "cluster", key)
 		return ctrl.Result{}, err
 	}
+	requeue := max(next.Sub(r.Clock.Now()), time.Millisecond)
 	log.Info("route pass done", "cluster", key, "result", out.result, "routes", out.counts.Routes,
-		"orphaned", out.counts.Orphaned, "removed", len(out.removed), "next", next.Sub(end).Round(time.Millisecond).String())
-	return ctrl.Result{RequeueAfter: max(next.Sub(r.Clock.Now()), time.Millisecond)}, nil
+		"orphaned", out.counts.Orphaned, "removed", len(out.removed), "requeueAfter", requeue.Round(time.Millisecond).String())
+	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // outcome is what one pass found and did.
@@ -331,6 +332,11 @@ func (r *Reconciler) pass(ctx context.Context, c *v1alpha1.Cluster, s settings, 
 		skip := func(reason, msg string) {
 			r.Metrics.Skipped.WithLabelValues(key, reason).Inc()
 			r.event(c, corev1.EventTypeNormal, "RouteKept", "Remove", fmt.Sprintf("%s: %s: %s", obj, reason, msg))
+			// A route kept for the same reason pass after pass (protected) gets one status line, not one
+			// per pass: the history must keep room for actions.
+			if reason == "Protected" && hasLine(c.Status.Actions, obj, reason) {
+				return
+			}
 			o.actions = append(o.actions, v1alpha1.Action{Time: metav1.NewTime(now), Controller: Name, Action: v1alpha1.ActionSkipped, Object: obj, Reason: reason, Message: msg})
 		}
 		switch res.Verdict {
@@ -389,6 +395,15 @@ func (r *Reconciler) pass(ctx context.Context, c *v1alpha1.Cluster, s settings, 
 		o.result, o.reason, o.err = "error", "RemovalFailed", err
 	}
 	return o
+}
+
+func hasLine(acts []v1alpha1.Action, object, reason string) bool {
+	for _, a := range acts {
+		if a.Controller == Name && a.Object == object && a.Reason == reason {
+			return true
+		}
+	}
+	return false
 }
 
 // appendSkipLine adds a status line for an aborted pass, unless the last line says the same.

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,30 +95,47 @@ func run(mode string, pid, rate int, duration time.Duration, socket, kubeconfig,
 		defer t.Stop()
 		tick = t.C
 	}
-	sent, errs := 0, 0
-	var firstErr error
+	// Each send runs in its own goroutine (at most 64 at once), so a slow answer does not lower the
+	// rate: CNI plugins do not wait for each other either.
+	var (
+		sent     int
+		errs     atomic.Int64
+		firstErr atomic.Value
+		wg       sync.WaitGroup
+	)
+	sem := make(chan struct{}, 64)
 	start := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
-			sample()
 			el := time.Since(start).Seconds()
-			fmt.Printf("mode=%s sent=%d errors=%d rate=%.1f/s rss_end_kib=%d rss_max_kib=%d hwm_kib=%d\n",
-				mode, sent, errs, float64(sent)/el, lastRSS/1024, maxRSS/1024, hwm(pid)/1024)
-			if firstErr != nil {
-				fmt.Fprintln(os.Stderr, "first error:", firstErr)
+			wg.Wait()
+			sample()
+			anon, file := rollup(pid)
+			fmt.Printf("mode=%s sent=%d errors=%d rate=%.1f/s rss_end_kib=%d rss_max_kib=%d hwm_kib=%d anon_kib=%d file_kib=%d\n",
+				mode, sent, errs.Load(), float64(sent)/el, lastRSS/1024, maxRSS/1024, hwm(pid)/1024, anon/1024, file/1024)
+			if e := firstErr.Load(); e != nil {
+				fmt.Fprintln(os.Stderr, "first error:", e)
 			}
 			return nil
 		case <-sampleT.C:
 			sample()
 		case <-tick:
-			if err := send(sent); err != nil {
-				errs++
-				if firstErr == nil {
-					firstErr = err
-				}
+			select {
+			case sem <- struct{}{}:
+			default:
+				errs.Add(1) // 64 sends outstanding: the agent is not keeping up
+				continue
 			}
+			i := sent
 			sent++
+			wg.Go(func() {
+				defer func() { <-sem }()
+				if err := send(i); err != nil {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				}
+			})
 		}
 	}
 }
@@ -137,3 +156,26 @@ func statusKB(pid int, field string) (uint64, error) {
 
 func rss(pid int) (uint64, error) { return statusKB(pid, "VmRSS") }
 func hwm(pid int) uint64          { v, _ := statusKB(pid, "VmHWM"); return v }
+
+// rollup returns the anonymous and the file-backed parts of the resident memory (Rss_Anon and
+// Rss_File are not in smaps_rollup; Pss_Anon and Pss_File are, and equal them for a private process).
+func rollup(pid int) (anon, file uint64) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
+	if err != nil {
+		return 0, 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseUint(f[1], 10, 64)
+		switch f[0] {
+		case "Pss_Anon:":
+			anon = v * 1024
+		case "Pss_File:":
+			file = v * 1024
+		}
+	}
+	return anon, file
+}

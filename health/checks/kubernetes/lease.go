@@ -31,7 +31,7 @@ func LeaderLease(cs kclient.Interface, opts LeaseOptions) func(context.Context) 
 		if opts.IsLeader != nil && !opts.IsLeader() {
 			return nil
 		}
-		return co.do(ctx, func(ctx context.Context) error {
+		return co.Do(ctx, func(ctx context.Context) error {
 			l, err := cs.CoordinationV1().Leases(opts.Namespace).Get(ctx, opts.Name, metav1.GetOptions{})
 			if err != nil {
 				return fmt.Errorf("get lease %s/%s: %w", opts.Namespace, opts.Name, err)

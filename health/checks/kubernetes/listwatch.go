@@ -37,7 +37,7 @@ func ListWatch(cs kclient.Interface, opts ListWatchOptions) func(context.Context
 	}
 	sel := fields.OneTermEqualSelector("metadata.name", ns).String()
 	return func(ctx context.Context) error {
-		return co.do(ctx, func(ctx context.Context) error {
+		return co.Do(ctx, func(ctx context.Context) error {
 			list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{FieldSelector: sel, Limit: 1})
 			if err != nil {
 				return fmt.Errorf("list namespace %s: %w", ns, err)

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"github.com/vitalsproject/vitals/health"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -14,11 +15,11 @@ type Options struct {
 	Clock clock.PassiveClock
 }
 
-func (o Options) coalescer() *coalescer {
+func (o Options) coalescer() *health.Coalescer {
 	if o.MinInterval <= 0 {
 		o.MinInterval = 5 * time.Second
 	}
-	return newCoalescer(o.Clock, o.MinInterval)
+	return health.NewCoalescer(o.Clock, o.MinInterval)
 }
 
 func (o Options) clock() clock.PassiveClock {

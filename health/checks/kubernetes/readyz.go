@@ -23,7 +23,7 @@ func RESTClientFor(cfg *rest.Config) (rest.Interface, error) {
 func Readyz(client rest.Interface, opts Options) func(context.Context) error {
 	co := opts.coalescer()
 	return func(ctx context.Context) error {
-		return co.do(ctx, func(ctx context.Context) error {
+		return co.Do(ctx, func(ctx context.Context) error {
 			body, err := client.Get().AbsPath("/readyz").Do(ctx).Raw()
 			if err != nil {
 				if failed := failedLines(string(body)); failed != "" {

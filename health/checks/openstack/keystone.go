@@ -3,6 +3,7 @@ package openstack
 import (
 	"context"
 	"fmt"
+	"github.com/vitalsproject/vitals/health"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
@@ -19,11 +20,11 @@ type Options struct {
 	Clock clock.PassiveClock
 }
 
-func (o Options) coalescer(def time.Duration) *coalescer {
+func (o Options) coalescer(def time.Duration) *health.Coalescer {
 	if o.MinInterval <= 0 {
 		o.MinInterval = def
 	}
-	return newCoalescer(o.Clock, o.MinInterval)
+	return health.NewCoalescer(o.Clock, o.MinInterval)
 }
 
 // Keystone checks that the cloud's token is still accepted by the Keystone it authenticated
@@ -35,7 +36,7 @@ func Keystone(c *vos.Cloud, opts Options) func(context.Context) error {
 	co := opts.coalescer(5 * time.Second)
 	url := c.Auth().Options.IdentityEndpoint
 	return func(ctx context.Context) error {
-		return co.do(ctx, func(ctx context.Context) error {
+		return co.Do(ctx, func(ctx context.Context) error {
 			ic, err := c.Client(vos.ServiceIdentity)
 			if err != nil {
 				return err

@@ -24,7 +24,7 @@ const NeutronProbePath = "networks?limit=1&fields=id"
 func Neutron(c *vos.Cloud, opts Options) func(context.Context) error {
 	co := opts.coalescer(5 * time.Second)
 	return func(ctx context.Context) error {
-		return co.do(ctx, func(ctx context.Context) error {
+		return co.Do(ctx, func(ctx context.Context) error {
 			nc, err := c.Client(vos.ServiceNetworking)
 			if err != nil {
 				return err

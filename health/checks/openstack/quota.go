@@ -45,7 +45,7 @@ func QuotaHeadroom(c *vos.Cloud, opts QuotaOptions) func(context.Context) error 
 		opts.MaxRoutes = DefaultMaxRoutes
 	}
 	return func(ctx context.Context) error {
-		return co.do(ctx, func(ctx context.Context) error {
+		return co.Do(ctx, func(ctx context.Context) error {
 			nc, err := c.Client(vos.ServiceNetworking)
 			if err != nil {
 				return err

@@ -1,12 +1,7 @@
 package openstack
 
 import (
-	"context"
-	"errors"
 	"testing"
-	"time"
-
-	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestOverQuota(t *testing.T) {
@@ -27,38 +22,4 @@ func TestOverQuota(t *testing.T) {
 			t.Errorf("overQuota(%d, %d, %v) = %q, want %q", tc.used, tc.limit, tc.threshold, got, tc.want)
 		}
 	}
-}
-
-func TestCoalescer(t *testing.T) {
-	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
-	co := newCoalescer(clk, 10*time.Second)
-	calls := 0
-	fail := errors.New("down")
-	f := func(context.Context) error {
-		calls++
-		if calls == 1 {
-			return fail
-		}
-		return nil
-	}
-	ctx := context.Background()
-	if err := co.do(ctx, f); !errors.Is(err, fail) || calls != 1 {
-		t.Fatalf("first call: %v, %d calls", err, calls)
-	}
-	clk.SetTime(clk.Now().Add(9 * time.Second))
-	if err := co.do(ctx, f); !errors.Is(err, fail) || calls != 1 {
-		t.Fatalf("within the interval: %v, %d calls; want the cached failure and no call", err, calls)
-	}
-	clk.SetTime(clk.Now().Add(time.Second))
-	if err := co.do(ctx, f); err != nil || calls != 2 {
-		t.Fatalf("after the interval: %v, %d calls", err, calls)
-	}
-	// A caller whose context ends while another run holds the check gets its context's error.
-	co.sem <- struct{}{}
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if err := co.do(cctx, f); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled waiter: %v", err)
-	}
-	<-co.sem
 }
