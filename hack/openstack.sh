@@ -148,7 +148,8 @@ core_plugin = ml2
 service_plugins = router
 auth_strategy = keystone
 allow_overlapping_ips = true
-api_workers = 1
+# two API workers: test packages call Neutron in parallel
+api_workers = 2
 rpc_workers = 0
 rpc_state_report_workers = 0
 # no agents: RPC stays in-process
@@ -163,6 +164,14 @@ $KSAT
 lock_path = $RUN/lock
 [oslo_policy]
 policy_dirs = /etc/neutron/policy.d
+[quotas]
+# test packages run in parallel in the admin project: room for all of them (finite, so quota checks have a limit)
+quota_router = 100
+quota_network = 200
+quota_subnet = 200
+quota_port = 1000
+quota_security_group = 200
+quota_security_group_rule = 2000
 CONF
   cat > "$ETC/neutron/ml2_conf.ini" <<'CONF'
 [ml2]
