@@ -31,8 +31,10 @@ const (
 	ComponentInformer = "informer.clusters"
 )
 
-// gateChecks are the readiness checks whose failure holds every controller back.
-var gateChecks = []string{CheckKubernetes, CheckKeystone, CheckNeutron}
+// gateChecks are the checks whose failure holds every controller back: our own Kubernetes, Keystone
+// and Neutron readiness, and the Lease (a replica that lost it must stop acting at once, not only
+// when its elector gives up).
+var gateChecks = []string{CheckKubernetes, CheckKeystone, CheckNeutron, CheckLeaderLease}
 
 // healthProfile registers the controller health profile and returns the tracker of routegc's loop.
 func (o *Operator) healthProfile(cs kclient.Interface) (routegc.Tracker, error) {

@@ -35,8 +35,9 @@ echo "# machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: 
 cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 
 # Start every contender at once (one process each), then interleave the runs: for each repetition,
-# connection count and path, each contender in turn, so that a change of the machine's load hits all
-# of them alike. The report gives the median of the repetitions.
+# connection count and path, each contender in turn (in an order rotated every repetition), so that
+# a change of the machine's load hits all of them alike. The report gives the median of the
+# repetitions.
 declare -A PID ADDR
 port=$BASE_PORT
 for c in $CONTENDERS; do
@@ -52,10 +53,15 @@ for c in $CONTENDERS; do
 	"$BIN" paths -contender "$c" >"$WORK/$c.paths"
 done
 
+read -r -a ALL <<<"$CONTENDERS"
 for rep in $(seq 1 "$REPEAT"); do
+	# Rotate the order each repetition: the contender that runs right after a 512-connection run
+	# pays part of its teardown, so no contender may always follow the same one.
+	shift_by=$(((rep - 1) % ${#ALL[@]}))
+	ORDER=("${ALL[@]:shift_by}" "${ALL[@]:0:shift_by}")
 	for key in readyz verbose json; do
 		for n in $CONNS; do
-			for c in $CONTENDERS; do
+			for c in "${ORDER[@]}"; do
 				path=$(awk -v k="$key" '$1 == k {print $2}' "$WORK/$c.paths")
 				[ -n "$path" ] || continue
 				pid=${PID[$c]} addr=${ADDR[$c]}

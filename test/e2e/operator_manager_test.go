@@ -105,7 +105,9 @@ func TestOperatorLeaderElectionAndRemoval(t *testing.T) {
 
 	base := operator.Options{
 		RestConfig: cfg, Namespace: ns, LeaderElect: true, LeaderElectionNamespace: ns, LeaderElectionID: "vitals-operator-e2e",
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 500 * time.Millisecond,
+		// A long renew deadline: after losing the Lease, replica a goes on believing it leads for up to
+		// 45s, long enough for its liveness to say so.
+		LeaseDuration: 60 * time.Second, RenewDeadline: 45 * time.Second, RetryPeriod: time.Second,
 		Cloud: &auth, CheckInterval: 10 * time.Second, CheckTimeout: 10 * time.Second, ComponentDeadline: 30 * time.Second,
 	}
 	oa := base
@@ -187,7 +189,7 @@ func TestOperatorLeaderElectionAndRemoval(t *testing.T) {
 		t.Fatal(err)
 	}
 	sawDead := false
-	opEventually(t, time.Minute, "replica a not alive, or stopped, after losing its Lease", func() (bool, string) {
+	opEventually(t, 2*time.Minute, "replica a not alive, or stopped, after losing its Lease", func() (bool, string) {
 		select {
 		case err := <-a.done:
 			a.done <- err
@@ -195,19 +197,21 @@ func TestOperatorLeaderElectionAndRemoval(t *testing.T) {
 		default:
 		}
 		code, body := probe(a.op.HealthAddr(), "/livez?verbose")
-		if code == 503 && strings.Contains(body, "leader-election") {
+		if code >= 500 && strings.Contains(body, "leader-election") {
 			sawDead = true
 		}
 		return sawDead, body
 	})
-	t.Logf("replica a after losing the lease: liveness failed=%v", sawDead)
+	if !sawDead {
+		t.Errorf("replica a stopped before its liveness reported the lost Lease")
+	}
 	select {
 	case err := <-a.done:
 		if err == nil || !strings.Contains(err.Error(), "leader election lost") {
 			t.Errorf("replica a stopped with %v, want leader election lost", err)
 		}
 		a.done <- err
-	case <-time.After(time.Minute):
+	case <-time.After(2 * time.Minute):
 		t.Errorf("replica a kept running after losing its Lease")
 	}
 	if b.op.Elected() {
@@ -238,14 +242,14 @@ func TestOperatorReadinessFollowsKeystone(t *testing.T) {
 	if err := k.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	opEventually(t, 3*time.Minute, "/readyz 503 naming keystone with Keystone stopped", func() (bool, string) {
+	opEventually(t, 3*time.Minute, "/readyz failing (5xx) naming keystone with Keystone stopped", func() (bool, string) {
 		code, body := probe(addr, "/readyz?verbose")
 		if code, lbody := probe(addr, "/livez?verbose"); code != 200 {
 			t.Fatalf("/livez = %d while Keystone is down: %s", code, lbody)
 		}
-		return code == 503 && strings.Contains(body, "[-]keystone"), body
+		return code >= 500 && strings.Contains(body, "[-]keystone"), body
 	})
-	if code, body := probe(addr, "/readyz/keystone"); code != 503 {
+	if code, body := probe(addr, "/readyz/keystone"); code < 500 {
 		t.Errorf("/readyz/keystone = %d: %s", code, body)
 	}
 	// Liveness holds for a while with Keystone down.

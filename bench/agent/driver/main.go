@@ -121,21 +121,26 @@ func run(mode string, pid, rate int, duration time.Duration, socket, kubeconfig,
 		case <-sampleT.C:
 			sample()
 		case <-tick:
-			select {
-			case sem <- struct{}{}:
-			default:
-				errs.Add(1) // 64 sends outstanding: the agent is not keeping up
-				continue
-			}
-			i := sent
-			sent++
-			wg.Go(func() {
-				defer func() { <-sem }()
-				if err := send(i); err != nil {
-					errs.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
+			// Catch up on ticks the runtime dropped while this loop was not scheduled.
+			due := int(time.Since(start).Seconds() * float64(rate))
+			for sent < due {
+				select {
+				case sem <- struct{}{}:
+				default:
+					errs.Add(1) // 64 sends outstanding: the agent is not keeping up
+					sent++
+					continue
 				}
-			})
+				i := sent
+				sent++
+				wg.Go(func() {
+					defer func() { <-sem }()
+					if err := send(i); err != nil {
+						errs.Add(1)
+						firstErr.CompareAndSwap(nil, err.Error())
+					}
+				})
+			}
 		}
 	}
 }
