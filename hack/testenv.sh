@@ -8,7 +8,7 @@
 # `up` is idempotent: a component that already runs (and answers) is kept, not restarted; a running full
 # OpenStack also serves a fast request.
 # After `up`:  source .testenv/env   (VITALS_TEST_KUBECONFIG, KUBEBUILDER_ASSETS, OS_*, VITALS_TEST_OPENSTACK,
-#              VITALS_TEST_DOCKER_HOST)
+#              VITALS_TEST_DOCKER_HOST, VITALS_TEST_HELM)
 # Env: VITALS_TESTENV_DIR (state, default <repo>/.testenv), VITALS_CACHE (built binaries), VITALS_SKIP_INSTALL=1.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -37,12 +37,15 @@ docker_ok() {
 }
 
 up() {
-  local tier=${1:-${VITALS_OPENSTACK_TIER:-full}} kb_pid os_pid dk_pid assets kubeconfig rc=0
+  local tier=${1:-${VITALS_OPENSTACK_TIER:-full}} kb_pid hb_pid os_pid dk_pid assets helm kubeconfig rc=0
   [ "$tier" = fast ] || [ "$tier" = full ] || die "tier must be fast or full, not $tier"
   rm -f "$ENVF"
   # The kube-apiserver build is CPU-bound and the package installation network/disk-bound: overlap them.
   "$H/kube-build.sh" > "$TESTENV_DIR/logs/kube-build.out" 2> >(tee "$TESTENV_DIR/logs/kube-build.log" >&2) &
   kb_pid=$!
+  # helm (to render the chart in tests) is built from its Go module too, alongside.
+  "$H/helm-build.sh" > "$TESTENV_DIR/logs/helm-build.out" 2> "$TESTENV_DIR/logs/helm-build.log" &
+  hb_pid=$!
   [ "${VITALS_SKIP_INSTALL:-}" = 1 ] || VITALS_SKIP_GO_TOOLS=1 step "install dependencies" "$H/install-deps.sh"
 
   if openstack_ok "$tier"; then
@@ -72,12 +75,14 @@ up() {
     else grep -v '^[IWE][0-9]\{4\} ' "$TESTENV_DIR/logs/openstack.log" | tail -40 >&2 || true; fi
     [ $rc -eq 0 ] || die "OpenStack did not start; see $TESTENV_DIR/logs/openstack.log and $TESTENV_DIR/openstack/log/"
   fi
-  write_env "$assets" "$kubeconfig"
+  step "helm binary" wait $hb_pid || { tail -20 "$TESTENV_DIR/logs/helm-build.log" >&2; die "helm-build failed; see $TESTENV_DIR/logs/helm-build.log"; }
+  helm=$(tail -1 "$TESTENV_DIR/logs/helm-build.out")
+  write_env "$assets" "$kubeconfig" "$helm"
   log "all services up; for a shell: source $ENVF"
   echo "$ENVF"
 }
 
-write_env() { # ASSETS KUBECONFIG
+write_env() { # ASSETS KUBECONFIG HELM
   local os=$TESTENV_DIR/openstack
   {
     echo "# Written by hack/testenv.sh up on $(date -u +%FT%TZ). Source it: services for Vitals' tests."
@@ -86,6 +91,7 @@ write_env() { # ASSETS KUBECONFIG
     grep -E '^export OS_(AUTH_URL|USERNAME|PASSWORD|PROJECT_NAME|USER_DOMAIN_NAME|PROJECT_DOMAIN_NAME|DOMAIN_NAME|REGION_NAME)=' "$os/openrc"
     echo "export VITALS_TEST_OPENSTACK=$(cat "$os/tier")"
     echo "export VITALS_TEST_DOCKER_HOST=unix://$TESTENV_DIR/docker/docker.sock"
+    echo "export VITALS_TEST_HELM=$3"
   } > "$ENVF.tmp"
   mv "$ENVF.tmp" "$ENVF"
 }

@@ -136,9 +136,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !q.json && !q.verbose && s.healthy[pi] {
-		// The hot path. Content-Type is left to net/http, which sniffs "ok" as the same
-		// "text/plain; charset=utf-8" that the apiserver sets: one header map insert less.
-		w.Header()[hdrSniffKey] = hdrNosniff
+		// The hot path. Content-Type is set rather than left to net/http's sniffing, which
+		// costs more per response (measured in bench/health) than one more header insert.
+		hdr := w.Header()
+		hdr[hdrTypeKey] = hdrText
+		hdr[hdrSniffKey] = hdrNosniff
 		_, _ = w.Write(bodyOK)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"sort"
 	"time"
 
@@ -122,7 +123,11 @@ func Floor() http.Handler {
 // background at spec.Interval; it is started, and serves at "/" (all probe paths).
 func Vitals(spec Spec) (*health.Manager, http.Handler) {
 	spec = spec.withDefaults()
-	m := health.NewManager(health.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	var w io.Writer = io.Discard
+	if os.Getenv("HEALTHBENCH_LOG") != "" {
+		w = os.Stderr // transitions and panics, to explain a failed probe during a run
+	}
+	m := health.NewManager(health.WithLogger(slog.New(slog.NewTextHandler(w, nil))))
 	for i := 0; i < spec.Checks; i++ {
 		m.MustRegister(health.Check{Name: spec.name(i), Probes: health.Readiness | health.Liveness,
 			Interval: spec.Interval, Timeout: spec.Interval / 2, Run: spec.body})
