@@ -165,8 +165,8 @@ func TestOperatorChartServerSideDryRun(t *testing.T) {
 	}
 }
 
-// chartCheckObject checks what the issue asks of the install: probes on /livez and /readyz, non-root,
-// NET_ADMIN only when asked.
+// chartCheckObject checks what the issue asks of the install: HTTP probes on the health endpoints, an operator
+// without capabilities running as non-root, NET_ADMIN for the agent only when asked.
 func chartCheckObject(t *testing.T, u *unstructured.Unstructured, netAdmin bool) {
 	t.Helper()
 	if u.GetKind() != "Deployment" && u.GetKind() != "DaemonSet" {
@@ -180,8 +180,13 @@ func chartCheckObject(t *testing.T, u *unstructured.Unstructured, netAdmin bool)
 	c, _ := containers[0].(map[string]any)
 	live, _, _ := unstructured.NestedString(c, "livenessProbe", "httpGet", "path")
 	ready, _, _ := unstructured.NestedString(c, "readinessProbe", "httpGet", "path")
-	if live != "/livez" || ready != "/readyz" {
-		t.Errorf("%s %s probes: liveness %q readiness %q, want /livez and /readyz", u.GetKind(), u.GetName(), live, ready)
+	// The operator serves /livez and /readyz; the agent keeps Kuryr's CNI health server paths.
+	wantLive, wantReady := "/livez", "/readyz"
+	if u.GetKind() == "DaemonSet" {
+		wantLive, wantReady = "/alive", "/ready"
+	}
+	if live != wantLive || ready != wantReady {
+		t.Errorf("%s %s probes: liveness %q readiness %q, want %s and %s", u.GetKind(), u.GetName(), live, ready, wantLive, wantReady)
 	}
 	caps, _, _ := unstructured.NestedStringSlice(c, "securityContext", "capabilities", "add")
 	hasNetAdmin := false

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"text/template"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -165,36 +164,5 @@ func TestOperatorManifestsServerSideDryRun(t *testing.T) {
 	t.Logf("%d objects passed a server-side dry run", n)
 	if n < 8 {
 		t.Errorf("only %d objects checked", n)
-	}
-}
-
-// TestOperatorChartTemplatesParse parses every template of the chart with Go's template parser and
-// stand-ins for Helm's functions: a syntax error fails here, not at install time. (Helm itself is not
-// packaged for this platform; the rendered defaults are deploy/manifests/operator.yaml.)
-func TestOperatorChartTemplatesParse(t *testing.T) {
-	dir := filepath.Join(opRepoRoot(), "deploy", "chart", "vitals")
-	for _, f := range []string{"Chart.yaml", "values.yaml"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	stub := func(...any) any { return "" }
-	funcs := template.FuncMap{}
-	for _, n := range []string{"include", "default", "toString", "trunc", "trimSuffix", "nindent", "indent", "toYaml",
-		"quote", "dict", "ne", "eq", "and", "or", "not", "printf", "list", "has", "empty", "required", "tpl", "b64enc", "int", "hasKey", "get", "ternary", "sha256sum", "replace", "lower", "upper", "contains", "fail"} {
-		funcs[n] = stub
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "templates", "*"))
-	if len(files) < 5 {
-		t.Fatalf("templates: %v", files)
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := template.New(filepath.Base(f)).Funcs(funcs).Parse(string(data)); err != nil {
-			t.Errorf("%s: %v", filepath.Base(f), err)
-		}
 	}
 }
