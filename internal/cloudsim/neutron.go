@@ -275,13 +275,7 @@ func (s *Sim) getNetworkLocked(c *call, id string) (*network, error) {
 }
 
 func (s *Sim) getNetwork(c *call) (int, any, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	n, err := s.getNetworkLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, map[string]any{"network": viewNetwork(n)}, nil
+	return getOne(s, c, "network", s.getNetworkLocked, viewNetwork)
 }
 
 type networkBody struct {
@@ -454,13 +448,7 @@ func (s *Sim) getSubnetLocked(c *call, id string) (*subnet, error) {
 }
 
 func (s *Sim) getSubnet(c *call) (int, any, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	n, err := s.getSubnetLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, map[string]any{"subnet": viewSubnet(n)}, nil
+	return getOne(s, c, "subnet", s.getSubnetLocked, viewSubnet)
 }
 
 func (s *Sim) createSubnet(c *call) (int, any, error) {
@@ -695,13 +683,7 @@ func (s *Sim) getPortLocked(c *call, id string) (*port, error) {
 }
 
 func (s *Sim) getPort(c *call) (int, any, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	p, err := s.getPortLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, map[string]any{"port": viewPort(p)}, nil
+	return getOne(s, c, "port", s.getPortLocked, viewPort)
 }
 
 type portBody struct {
@@ -1082,13 +1064,7 @@ func (s *Sim) getSecGroupLocked(c *call, id string) (*secGroup, error) {
 }
 
 func (s *Sim) getSecGroup(c *call) (int, any, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	g, err := s.getSecGroupLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, map[string]any{"security_group": s.viewSecGroup(g)}, nil
+	return getOne(s, c, "security_group", s.getSecGroupLocked, s.viewSecGroup)
 }
 
 type secGroupBody struct {
@@ -1532,4 +1508,15 @@ func selectFields(views []any, fields []string) ([]any, error) {
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// getOne answers GET .../{id}: the lookup under the read lock, its view wrapped as {key: view}.
+func getOne[T, V any](s *Sim, c *call, key string, lookup func(*call, string) (T, error), view func(T) V) (int, any, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v, err := lookup(c, c.r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{key: view(v)}, nil
 }

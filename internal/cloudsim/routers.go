@@ -61,13 +61,7 @@ func (s *Sim) getRouterLocked(c *call, id string) (*router, error) {
 }
 
 func (s *Sim) getRouter(c *call) (int, any, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	r, err := s.getRouterLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, map[string]any{"router": viewRouter(r)}, nil
+	return getOne(s, c, "router", s.getRouterLocked, viewRouter)
 }
 
 type routerBody struct {
