@@ -10,7 +10,7 @@
 #   2. a cloud: `vitals cloudsim --demo` (a router with 5 live, 3 orphaned and 2 foreign routes), or with
 #      DEMO_CLOUD=real a fresh router on the real Neutron carrying the same kinds of routes,
 #   3. `vitals operator` with its health server,
-# then creates a Cluster resource for that router, shows the probes and the routes being collected, and stops
+# then creates a VitalsCluster resource for that router, shows the probes and the routes being collected, and stops
 # everything it started (also on Ctrl-C). Nothing outside _out/demo/ is written, besides the Go build cache.
 # Env: DEMO_CLOUD=sim|real, DEMO_KEEP=1 (leave the services running and print how to use them),
 #      DEMO_INTERVAL (route collector interval, default 5s).
@@ -64,8 +64,8 @@ log "kube-apiserver + etcd: the first run builds them from Go modules (~8 min on
 KUBECONFIG=$(hack/kube.sh start "$DIR/kube")
 export KUBECONFIG
 log "kube-apiserver ready; KUBECONFIG=$KUBECONFIG"
-step "install the Cluster CRD" kubectl apply --server-side -f deploy/crds/ >/dev/null
-kubectl wait --for=condition=Established crd/clusters.vitals.vitalsproject.io --timeout=60s >/dev/null
+step "install the VitalsCluster CRD" kubectl apply --server-side -f deploy/crds/ >/dev/null
+kubectl wait --for=condition=Established crd/vitalsclusters.vitals.vitalsproject.io --timeout=60s >/dev/null
 
 # --- 2. The cloud --------------------------------------------------------------------------------------------
 if [ "$CLOUD" = sim ]; then
@@ -126,7 +126,7 @@ sed 's/^/    /' "$DIR/livez.txt"
 log "creating Cluster 'demo' for router $ROUTER_ID (pod CIDR $PODCIDR, interval $INTERVAL, protected: 198.19.7.0/24)"
 kubectl apply -f - >/dev/null <<YAML
 apiVersion: vitals.vitalsproject.io/v1alpha1
-kind: Cluster
+kind: VitalsCluster
 metadata: {name: demo, namespace: default}
 spec:
   openstack: {routerID: "$ROUTER_ID"}
@@ -151,8 +151,8 @@ for i in $(seq 1 120); do
   sleep 0.5
 done
 grep 'msg="route removed"' "$DIR/operator.log" | sed -n 's/.*msg="route removed".* destination=\([^ ]*\) nexthop=\([^ ]*\) method=\([^ ]*\).*/    operator log: route removed \1 via \2 (\3)/p' | head -20 || true
-log "the Cluster (kubectl get clusters -o wide):"
-kubectl get clusters.vitals.vitalsproject.io -o wide | sed 's/^/    /'
+log "the Cluster (kubectl get vitalsclusters -o wide):"
+kubectl get vitalsclusters.vitals.vitalsproject.io -o wide | sed 's/^/    /'
 log "its last actions (status.actions):"
 kubectl get cluster demo -o jsonpath='{range .status.actions[*]}{.action}{"\t"}{.reason}{"\t"}{.object}{"\n"}{end}' | sed 's/^/    /'
 log "events:"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Generates the Cluster resource's deepcopy functions (api/v1alpha1/zz_generated.deepcopy.go) and its CRD
+# Generates the VitalsCluster resource's deepcopy functions (api/v1alpha1/zz_generated.deepcopy.go) and its CRD
 # (deploy/crds/) with controller-gen, then copies the CRD into the Helm chart, and renders the chart's defaults
 # into the plain manifests (deploy/manifests/operator.yaml) with helm template.
 # Run after changing anything under api/ or deploy/chart/. Needs only the Go toolchain (controller-gen and helm

@@ -123,7 +123,7 @@ const DefaultCloudsYAMLKey = "clouds.yaml"
 // DefaultKubeconfigKey is the key of a kubeconfig Secret.
 const DefaultKubeconfigKey = "kubeconfig"
 
-func (cc *clusterClouds) For(ctx context.Context, c *v1alpha1.Cluster) (routegc.Cloud, string, error) {
+func (cc *clusterClouds) For(ctx context.Context, c *v1alpha1.VitalsCluster) (routegc.Cloud, string, error) {
 	cloud, err := cc.cloudOf(ctx, c)
 	if err != nil {
 		return nil, "", err
@@ -138,7 +138,7 @@ func (cc *clusterClouds) For(ctx context.Context, c *v1alpha1.Cluster) (routegc.
 	return cloud, project, nil
 }
 
-func (cc *clusterClouds) cloudOf(ctx context.Context, c *v1alpha1.Cluster) (*openstack.Cloud, error) {
+func (cc *clusterClouds) cloudOf(ctx context.Context, c *v1alpha1.VitalsCluster) (*openstack.Cloud, error) {
 	ref := c.Spec.OpenStack.CredentialsSecretRef
 	if ref == nil {
 		if cc.def == nil {

@@ -28,7 +28,7 @@ const (
 	CheckNeutron      = "neutron"
 	CheckLeaderLease  = "leader-election"
 	ComponentRouteGC  = "controller." + routegc.Name
-	ComponentInformer = "informer.clusters"
+	ComponentInformer = "informer.vitalsclusters"
 )
 
 // gateChecks are the checks whose failure holds every controller back: our own Kubernetes, Keystone
@@ -88,7 +88,7 @@ func (o *Operator) healthProfile(cs kclient.Interface) (routegc.Tracker, error) 
 		if busy := tr.busyFor(); busy <= opts.PassTimeout {
 			loop.Beat()
 		}
-		i, err := o.mgr.GetCache().GetInformer(ctx, &v1alpha1.Cluster{})
+		i, err := o.mgr.GetCache().GetInformer(ctx, &v1alpha1.VitalsCluster{})
 		if err == nil && i.HasSynced() && !i.IsStopped() {
 			inf.Beat()
 		}

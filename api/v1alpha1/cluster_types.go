@@ -2,6 +2,21 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Annotations and the finalizer the operator reads and writes on a VitalsCluster.
+const (
+	// AnnotationPaused: "true" holds back every destructive action of every controller for this cluster
+	// (reads, detection and reports go on).
+	AnnotationPaused = "vitals.vitalsproject.io/paused"
+	// AnnotationExclude: a comma-separated list of cloud-side IDs or names (routers, servers, volumes,
+	// load balancers, security groups, ports) that no controller ever acts on; a route is excluded by its
+	// destination CIDR or "destination@nexthop".
+	AnnotationExclude = "vitals.vitalsproject.io/exclude"
+	// FinalizerDeorbit is set on every VitalsCluster the operator manages; it is removed once the cluster's
+	// cloud resources are cleaned up after deletion.
+	FinalizerDeorbit = "vitals.vitalsproject.io/deorbit"
 )
 
 // CIDR is an IPv4 or IPv6 network in CIDR notation with no host bits set, e.g. 10.100.0.0/16.
@@ -111,6 +126,42 @@ type RouteGCSpec struct {
 	AddressSources []AddressSource `json:"addressSources,omitempty"`
 }
 
+// BudgetSpec bounds destructive actions over a sliding window.
+type BudgetSpec struct {
+	// Actions is the most destructive actions in any Window (default 10). 0 means none: every action
+	// is held back and reported.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	Actions *int32 `json:"actions,omitempty"`
+	// Window of the budget (default 1h).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="must be a duration from 1m to 168h, e.g. 1h"
+	Window *metav1.Duration `json:"window,omitempty"`
+}
+
+// RemediationSpec is this cluster's remediation policy: what every controller asks before a destructive
+// action. The operator's own limits (operator-wide budget, pause, dry-run) apply on top.
+type RemediationSpec struct {
+	// DryRun: every controller detects and reports, and changes nothing.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+	// Budget across all controllers of this cluster (default 10 actions per 1h).
+	// +optional
+	Budget *BudgetSpec `json:"budget,omitempty"`
+	// MaxUnhealthy is the storm rule: when more of a controller's objects than this (a number, or a
+	// percentage such as "40%") look broken at once, the controller acts on none of them and reports a
+	// storm (default "40%").
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	MaxUnhealthy *intstr.IntOrString `json:"maxUnhealthy,omitempty"`
+	// MinProofAge is how long the evidence for a removal must have been seen before the removal
+	// (default 5m), whatever a controller's interval.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration, e.g. 5m"
+	MinProofAge *metav1.Duration `json:"minProofAge,omitempty"`
+}
+
 // ControllersSpec configures the controllers for one cluster.
 type ControllersSpec struct {
 	// RouteGC removes pod routes of the router whose nexthop no longer exists.
@@ -134,6 +185,9 @@ type ClusterSpec struct {
 	// ServiceCIDR is the cluster's service network.
 	// +optional
 	ServiceCIDR CIDR `json:"serviceCIDR,omitempty"`
+	// Remediation is the policy every controller asks before a destructive action.
+	// +optional
+	Remediation RemediationSpec `json:"remediation,omitempty"`
 	// Controllers configure each controller for this cluster.
 	// +optional
 	Controllers ControllersSpec `json:"controllers,omitempty"`
@@ -145,6 +199,16 @@ const (
 	ConditionReady = "Ready"
 	// ConditionRoutesHealthy: the last route pass found no orphaned route left in place.
 	ConditionRoutesHealthy = "RoutesHealthy"
+	// ConditionCloudVerified: the credentials authenticate to one project and every resource the spec
+	// names was proven to belong to it (reasons: Verified, MissingCredentials, UntrustedNamespace,
+	// InvalidCredentials, ForeignResource, ForeignProject, PodCIDRTooWide, PodCIDROverlap, CloudUnavailable).
+	ConditionCloudVerified = "CloudVerified"
+	// ConditionWorkloadReachable: the workload cluster's API answers and the operator's informers on it
+	// have synced.
+	ConditionWorkloadReachable = "WorkloadReachable"
+	// ConditionRemediationAllowed: the remediation policy lets controllers act (reasons: Allowed, Paused,
+	// OperatorPaused, DryRun, BudgetExhausted, Storm, GateClosed).
+	ConditionRemediationAllowed = "RemediationAllowed"
 )
 
 // ActionKind says what a controller did with one object.
@@ -232,6 +296,21 @@ type RouteGCStatus struct {
 	Suspects []SuspectRoute `json:"suspects,omitempty"`
 }
 
+// RemediationStatus is the remediation policy's state for one cluster. The action times are kept here so
+// that the sliding-window budget survives operator restarts and fail-overs.
+type RemediationStatus struct {
+	// ActionTimes are the times of the destructive actions taken within the budget window, oldest first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10000
+	ActionTimes []metav1.Time `json:"actionTimes,omitempty"`
+	// BudgetRemaining is how many actions the window still allows.
+	// +optional
+	BudgetRemaining int32 `json:"budgetRemaining,omitempty"`
+	// StormSince is when the storm rule last tripped; actions resume after the cool-down.
+	// +optional
+	StormSince *metav1.Time `json:"stormSince,omitempty"`
+}
+
 // ClusterStatus is what the controllers observed and did.
 type ClusterStatus struct {
 	// ObservedGeneration is the spec generation the status reflects.
@@ -242,6 +321,12 @@ type ClusterStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ProjectID is the OpenStack project the cluster's credentials were proven to act in.
+	// +optional
+	ProjectID string `json:"projectID,omitempty"`
+	// Remediation reports the remediation policy's state for this cluster.
+	// +optional
+	Remediation *RemediationStatus `json:"remediation,omitempty"`
 	// RouteGC reports the route collector.
 	// +optional
 	RouteGC *RouteGCStatus `json:"routegc,omitempty"`
@@ -253,11 +338,12 @@ type ClusterStatus struct {
 // MaxActions is how many actions the status keeps.
 const MaxActions = 20
 
-// Cluster is one Kubernetes cluster on OpenStack looked after by Vitals.
+// VitalsCluster is one Kubernetes cluster on OpenStack looked after by Vitals. The kind is not
+// "Cluster": that one belongs to Cluster API (clusters.cluster.x-k8s.io), beside which Vitals runs.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced,shortName=vcl,categories=vitals
+// +kubebuilder:resource:scope=Namespaced,shortName=vcl,categories=vitals,path=vitalsclusters,singular=vitalscluster
 // +kubebuilder:printcolumn:name="Router",type=string,JSONPath=`.spec.openstack.routerID`
 // +kubebuilder:printcolumn:name="Pod CIDRs",type=string,JSONPath=`.spec.podCIDRs`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -265,7 +351,7 @@ const MaxActions = 20
 // +kubebuilder:printcolumn:name="Removed",type=integer,JSONPath=`.status.routegc.removedTotal`
 // +kubebuilder:printcolumn:name="Last Pass",type=date,JSONPath=`.status.routegc.lastPassTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-type Cluster struct {
+type VitalsCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
@@ -273,11 +359,11 @@ type Cluster struct {
 	Status ClusterStatus `json:"status,omitempty"`
 }
 
-// ClusterList is a list of Clusters.
+// VitalsClusterList is a list of VitalsClusters.
 //
 // +kubebuilder:object:root=true
-type ClusterList struct {
+type VitalsClusterList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []Cluster `json:"items"`
+	Items           []VitalsCluster `json:"items"`
 }

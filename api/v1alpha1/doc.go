@@ -1,4 +1,4 @@
-// Package v1alpha1 holds the Cluster custom resource: one Kubernetes cluster running on OpenStack that
+// Package v1alpha1 holds the VitalsCluster custom resource: one Kubernetes cluster running on OpenStack that
 // Vitals' operator looks after (its cloud resources, its pod routes, and the controllers that repair
 // them), together with the status those controllers report.
 //

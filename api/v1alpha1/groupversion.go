@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// GroupVersion is the API group and version of the Cluster resource.
+// GroupVersion is the API group and version of the VitalsVitalsCluster resource.
 var GroupVersion = schema.GroupVersion{Group: "vitals.vitalsproject.io", Version: "v1alpha1"}
 
 var (
@@ -17,7 +17,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Cluster{}, &ClusterList{})
+	s.AddKnownTypes(GroupVersion, &VitalsCluster{}, &VitalsClusterList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

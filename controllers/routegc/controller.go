@@ -42,7 +42,7 @@ type Cloud interface {
 
 // Clouds gives the cloud of a Cluster and the project to read in it.
 type Clouds interface {
-	For(ctx context.Context, c *v1alpha1.Cluster) (cloud Cloud, projectID string, err error)
+	For(ctx context.Context, c *v1alpha1.VitalsCluster) (cloud Cloud, projectID string, err error)
 }
 
 // Gate holds passes back while the operator's own dependencies are unhealthy (self-gating).
@@ -64,7 +64,7 @@ type Tracker interface {
 	End()
 }
 
-// Reconciler is the route collector over Cluster resources.
+// Reconciler is the route collector over VitalsVitalsCluster resources.
 type Reconciler struct {
 	Client   client.Client
 	Clouds   Clouds
@@ -85,7 +85,7 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&v1alpha1.Cluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha1.VitalsCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
 }
 
@@ -117,7 +117,7 @@ type settings struct {
 	servers   bool
 }
 
-func (r *Reconciler) settingsOf(c *v1alpha1.Cluster) (settings, error) {
+func (r *Reconciler) settingsOf(c *v1alpha1.VitalsCluster) (settings, error) {
 	sp := c.Spec.Controllers.RouteGC
 	s := settings{enabled: true, interval: r.DefaultInterval, budget: r.DefaultBudget, dryRun: sp.DryRun, subnetID: c.Spec.OpenStack.SubnetID}
 	if sp.Enabled != nil {
@@ -172,7 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.defaults()
 	log := logf.FromContext(ctx)
 	key := req.String()
-	var c v1alpha1.Cluster
+	var c v1alpha1.VitalsCluster
 	if err := r.Client.Get(ctx, req.NamespacedName, &c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(key)
@@ -281,7 +281,7 @@ func (o *outcome) apply(st *v1alpha1.ClusterStatus, gen int64, end, next time.Ti
 	}
 }
 
-func (r *Reconciler) pass(ctx context.Context, c *v1alpha1.Cluster, s settings, now time.Time) *outcome {
+func (r *Reconciler) pass(ctx context.Context, c *v1alpha1.VitalsCluster, s settings, now time.Time) *outcome {
 	log := logf.FromContext(ctx)
 	key := client.ObjectKeyFromObject(c).String()
 	o := &outcome{}
@@ -407,7 +407,7 @@ func hasLine(acts []v1alpha1.Action, object, reason string) bool {
 }
 
 // appendSkipLine adds a status line for an aborted pass, unless the last line says the same.
-func appendSkipLine(c *v1alpha1.Cluster, acts []v1alpha1.Action, now time.Time, reason string, err error) []v1alpha1.Action {
+func appendSkipLine(c *v1alpha1.VitalsCluster, acts []v1alpha1.Action, now time.Time, reason string, err error) []v1alpha1.Action {
 	if n := len(c.Status.Actions); n > 0 {
 		last := c.Status.Actions[n-1]
 		if last.Controller == Name && last.Action == v1alpha1.ActionSkipped && last.Reason == reason && last.Message == err.Error() {
@@ -417,7 +417,7 @@ func appendSkipLine(c *v1alpha1.Cluster, acts []v1alpha1.Action, now time.Time, 
 	return append(acts, v1alpha1.Action{Time: metav1.NewTime(now), Controller: Name, Action: v1alpha1.ActionSkipped, Object: "pass", Reason: reason, Message: err.Error()})
 }
 
-func (r *Reconciler) event(c *v1alpha1.Cluster, typ, reason, action, note string) {
+func (r *Reconciler) event(c *v1alpha1.VitalsCluster, typ, reason, action, note string) {
 	if r.Recorder == nil {
 		return
 	}
@@ -428,7 +428,7 @@ func (r *Reconciler) event(c *v1alpha1.Cluster, typ, reason, action, note string
 }
 
 // writeStatus re-reads the Cluster and applies mutate to its status, retrying on conflict.
-func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.Cluster, mutate func(*v1alpha1.ClusterStatus)) error {
+func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.VitalsCluster, mutate func(*v1alpha1.ClusterStatus)) error {
 	first := true
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {

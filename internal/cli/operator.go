@@ -46,7 +46,7 @@ func newOperatorCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the operator: the Cluster controllers (routegc) with leader election and the controller health profile",
-		Long: `Run the operator: a controller manager over Cluster resources (vitals.vitalsproject.io/v1alpha1)
+		Long: `Run the operator: a controller manager over VitalsVitalsCluster resources (vitals.vitalsproject.io/v1alpha1)
 with leader election on a Lease, Events, Prometheus metrics on --metrics-bind-address, and the controller
 health profile on --health-port: /readyz (/ready) = Kubernetes list+watch, informers synced, Keystone token,
 Neutron answers; /livez (/alive) = every controller loop and informer beats, and a leader still holds its
@@ -94,7 +94,7 @@ variables; without any, only Clusters with their own credentials Secret are serv
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.configFile, "config", "", "oslo-style INI configuration file ([kubernetes], [neutron]/[keystone_authtoken], [health_server], [operator])")
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster holding the Cluster resources (default: in-cluster, then KUBECONFIG)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster holding the VitalsVitalsCluster resources (default: in-cluster, then KUBECONFIG)")
 	fl.StringVar(&f.namespace, "namespace", "", "watch Clusters in this namespace only (default: all)")
 	fl.IntVar(&f.healthPort, "health-port", 8082, "port of the health server (/livez, /readyz, /alive, /ready)")
 	fl.StringVar(&f.healthBind, "health-bind-address", "", "address the health server binds to (default: all)")

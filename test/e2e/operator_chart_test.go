@@ -76,7 +76,7 @@ func TestOperatorChartLint(t *testing.T) {
 func TestOperatorChartServerSideDryRun(t *testing.T) {
 	helm := testenv.Helm(t)
 	cfg := testenv.Kube(t)
-	// The CRD is really installed (idempotently), so that the API server serves the Cluster kind.
+	// The CRD is really installed (idempotently), so that the API server serves the VitalsCluster kind.
 	opInstallCRD(t, cfg)
 	ns := opNamespace(t, opClient(t, cfg))
 	release := "v" + opRandHex(4)

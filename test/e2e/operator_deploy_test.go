@@ -32,8 +32,8 @@ func TestOperatorCRDValidation(t *testing.T) {
 	opInstallCRD(t, cfg)
 	c := opClient(t, cfg)
 	ns := opNamespace(t, c)
-	good := func() *v1alpha1.Cluster {
-		return &v1alpha1.Cluster{
+	good := func() *v1alpha1.VitalsCluster {
+		return &v1alpha1.VitalsCluster{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "v-"},
 			Spec: v1alpha1.ClusterSpec{
 				OpenStack: v1alpha1.OpenStackSpec{RouterID: "r1"},
@@ -46,30 +46,30 @@ func TestOperatorCRDValidation(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		mutate func(*v1alpha1.Cluster)
+		mutate func(*v1alpha1.VitalsCluster)
 		want   []string // substrings of the API server's message
 	}{
-		{"pod CIDR not a CIDR", func(c *v1alpha1.Cluster) { c.Spec.PodCIDRs = []v1alpha1.CIDR{"198.19.0.0/33"} },
+		{"pod CIDR not a CIDR", func(c *v1alpha1.VitalsCluster) { c.Spec.PodCIDRs = []v1alpha1.CIDR{"198.19.0.0/33"} },
 			[]string{"spec.podCIDRs[0]", "must be a network in CIDR notation"}},
-		{"pod CIDR with host bits", func(c *v1alpha1.Cluster) { c.Spec.PodCIDRs = []v1alpha1.CIDR{"198.19.0.1/16"} },
+		{"pod CIDR with host bits", func(c *v1alpha1.VitalsCluster) { c.Spec.PodCIDRs = []v1alpha1.CIDR{"198.19.0.1/16"} },
 			[]string{"spec.podCIDRs[0]", "no host bits set"}},
-		{"service CIDR garbage", func(c *v1alpha1.Cluster) { c.Spec.ServiceCIDR = "banana" },
+		{"service CIDR garbage", func(c *v1alpha1.VitalsCluster) { c.Spec.ServiceCIDR = "banana" },
 			[]string{"spec.serviceCIDR", "must be a network in CIDR notation"}},
-		{"no pod CIDR", func(c *v1alpha1.Cluster) { c.Spec.PodCIDRs = nil },
+		{"no pod CIDR", func(c *v1alpha1.VitalsCluster) { c.Spec.PodCIDRs = nil },
 			[]string{"spec.podCIDRs"}},
-		{"no router", func(c *v1alpha1.Cluster) { c.Spec.OpenStack.RouterID = "" },
+		{"no router", func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.RouterID = "" },
 			[]string{"spec.openstack.routerID"}},
-		{"protected nexthop not an IP", func(c *v1alpha1.Cluster) {
+		{"protected nexthop not an IP", func(c *v1alpha1.VitalsCluster) {
 			c.Spec.Controllers.RouteGC.ProtectedRoutes = []v1alpha1.ProtectedRoute{{Destination: "198.19.1.0/24", NextHop: "10.0.0"}}
 		}, []string{"nexthop", "must be an IP address"}},
-		{"interval too short", func(c *v1alpha1.Cluster) {
+		{"interval too short", func(c *v1alpha1.VitalsCluster) {
 			c.Spec.Controllers.RouteGC.Interval = &metav1.Duration{Duration: 100 * 1e6}
 		}, []string{"interval", "at least 1s"}},
-		{"negative budget", func(c *v1alpha1.Cluster) {
+		{"negative budget", func(c *v1alpha1.VitalsCluster) {
 			b := int32(-1)
 			c.Spec.Controllers.RouteGC.Budget = &b
 		}, []string{"budget"}},
-		{"unknown address source", func(c *v1alpha1.Cluster) {
+		{"unknown address source", func(c *v1alpha1.VitalsCluster) {
 			c.Spec.Controllers.RouteGC.AddressSources = []v1alpha1.AddressSource{"dns"}
 		}, []string{"addressSources", "ports", "servers"}},
 	}

@@ -1,6 +1,6 @@
 package e2e
 
-// Helpers of the operator scenarios: the Cluster CRD on the real kube-apiserver, and a throw-away
+// Helpers of the operator scenarios: the VitalsCluster CRD on the real kube-apiserver, and a throw-away
 // network, subnet and router on the real Neutron.
 
 import (
@@ -50,7 +50,7 @@ var (
 	opLogOnce sync.Once
 )
 
-// opInstallCRD installs (or updates) the Cluster CRD from deploy/crds and waits until it serves.
+// opInstallCRD installs (or updates) the VitalsCluster CRD from deploy/crds and waits until it serves.
 func opInstallCRD(t testing.TB, cfg *rest.Config) {
 	t.Helper()
 	opCRDOnce.Lock()
@@ -63,7 +63,7 @@ func opInstallCRD(t testing.TB, cfg *rest.Config) {
 		MaxTime: time.Minute, PollInterval: 100 * time.Millisecond,
 	})
 	if err != nil {
-		t.Fatalf("install the Cluster CRD: %v", err)
+		t.Fatalf("install the VitalsCluster CRD: %v", err)
 	}
 }
 

@@ -118,7 +118,7 @@ func TestOperatorLeaderElectionAndRemoval(t *testing.T) {
 	ob.Identity = "replica-b"
 	b := opStart(t, ob)
 
-	cl := &v1alpha1.Cluster{
+	cl := &v1alpha1.VitalsCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
 		Spec: v1alpha1.ClusterSpec{
 			OpenStack: v1alpha1.OpenStackSpec{RouterID: n.Router, ProjectID: cloud.ProjectID(), SubnetID: n.Subnet},

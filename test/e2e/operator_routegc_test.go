@@ -33,7 +33,7 @@ type staticClouds struct {
 	project string
 }
 
-func (s staticClouds) For(context.Context, *v1alpha1.Cluster) (routegc.Cloud, string, error) {
+func (s staticClouds) For(context.Context, *v1alpha1.VitalsCluster) (routegc.Cloud, string, error) {
 	return s.cloud, s.project, nil
 }
 
@@ -51,7 +51,7 @@ type gcFixture struct {
 	servers bool
 }
 
-func newGCFixture(t *testing.T, mutate func(*v1alpha1.Cluster)) *gcFixture {
+func newGCFixture(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) *gcFixture {
 	t.Helper()
 	cfg := testenv.Kube(t)
 	env := testenv.OpenStack(t)
@@ -69,7 +69,7 @@ func newGCFixture(t *testing.T, mutate func(*v1alpha1.Cluster)) *gcFixture {
 	if f.servers {
 		sources = append(sources, v1alpha1.AddressSourceServers)
 	}
-	cl := &v1alpha1.Cluster{
+	cl := &v1alpha1.VitalsCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"},
 		Spec: v1alpha1.ClusterSpec{
 			OpenStack: v1alpha1.OpenStackSpec{RouterID: f.net.Router, ProjectID: f.cloud.ProjectID(), NetworkID: f.net.Network, SubnetID: f.net.Subnet},
@@ -96,7 +96,7 @@ func newGCFixture(t *testing.T, mutate func(*v1alpha1.Cluster)) *gcFixture {
 }
 
 // pass runs Reconcile once and returns the Cluster after it.
-func (f *gcFixture) pass() (*v1alpha1.Cluster, ctrl.Result) {
+func (f *gcFixture) pass() (*v1alpha1.VitalsCluster, ctrl.Result) {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -104,7 +104,7 @@ func (f *gcFixture) pass() (*v1alpha1.Cluster, ctrl.Result) {
 	if err != nil {
 		f.t.Fatalf("reconcile: %v", err)
 	}
-	var cl v1alpha1.Cluster
+	var cl v1alpha1.VitalsCluster
 	if err := f.c.Get(ctx, f.key, &cl); err != nil {
 		f.t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func (f *gcFixture) mustNotHave(what string, rs ...openstack.Route) {
 	}
 }
 
-func condition(cl *v1alpha1.Cluster, typ string) metav1.Condition {
+func condition(cl *v1alpha1.VitalsCluster, typ string) metav1.Condition {
 	for _, c := range cl.Status.Conditions {
 		if c.Type == typ {
 			return c
@@ -148,7 +148,7 @@ func condition(cl *v1alpha1.Cluster, typ string) metav1.Condition {
 	return metav1.Condition{}
 }
 
-func hasAction(cl *v1alpha1.Cluster, kind v1alpha1.ActionKind, reason, object string) bool {
+func hasAction(cl *v1alpha1.VitalsCluster, kind v1alpha1.ActionKind, reason, object string) bool {
 	for _, a := range cl.Status.Actions {
 		if a.Action == kind && a.Reason == reason && (object == "" || a.Object == object) {
 			return true
@@ -159,7 +159,7 @@ func hasAction(cl *v1alpha1.Cluster, kind v1alpha1.ActionKind, reason, object st
 
 func TestOperatorRouteGCRemovesOrphanAfterTwoPassesOnly(t *testing.T) {
 	t.Parallel()
-	f := newGCFixture(t, func(c *v1alpha1.Cluster) {
+	f := newGCFixture(t, func(c *v1alpha1.VitalsCluster) {
 		c.Spec.Controllers.RouteGC.ProtectedRoutes = []v1alpha1.ProtectedRoute{{Destination: "198.19.7.0/24"}}
 	})
 	f.net.Port(5)
@@ -355,7 +355,7 @@ func TestOperatorRouteGCEmptyListIsNotEveryRouteOrphaned(t *testing.T) {
 	t.Parallel()
 	// A project whose port list comes back empty (a wrong project, a policy that hides ports) must
 	// not make every route orphaned: the pass refuses.
-	f := newGCFixture(t, func(c *v1alpha1.Cluster) {
+	f := newGCFixture(t, func(c *v1alpha1.VitalsCluster) {
 		c.Spec.OpenStack.ProjectID = "00000000000000000000000000000000" // a project with nothing in it
 		c.Spec.OpenStack.SubnetID = ""
 		c.Spec.Controllers.RouteGC.AddressSources = []v1alpha1.AddressSource{v1alpha1.AddressSourcePorts}
@@ -377,7 +377,7 @@ func TestOperatorRouteGCEmptyListIsNotEveryRouteOrphaned(t *testing.T) {
 func TestOperatorRouteGCBudgetAndDryRun(t *testing.T) {
 	t.Parallel()
 	budget := int32(2)
-	f := newGCFixture(t, func(c *v1alpha1.Cluster) {
+	f := newGCFixture(t, func(c *v1alpha1.VitalsCluster) {
 		c.Spec.Controllers.RouteGC.Budget = &budget
 		c.Spec.Controllers.RouteGC.DryRun = true
 	})

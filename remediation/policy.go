@@ -1,0 +1,100 @@
+package remediation
+
+import (
+	"context"
+	"time"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+)
+
+// Action is one destructive change a controller wants to make in the cloud or the workload cluster.
+type Action struct {
+	// Verb in CamelCase, e.g. RemoveRoute, DeleteVolume, DeleteLoadBalancer, RebootServer, DeleteServer,
+	// DeleteSecurityGroupRule.
+	Verb string
+	// Kind of the object: route, volume, loadbalancer, server, securitygrouprule, port, pvc, service ...
+	Kind string
+	// ID of the object (for a route: "destination via nexthop").
+	ID string
+	// Name of the object, if it has one; exclusions match the ID or the name.
+	Name string
+	// Evidence is when the condition that justifies the action was first seen. A removal is allowed only
+	// once Evidence is at least the cluster's minimum proof age old; zero means the action needs no proof
+	// age (e.g. a delete asked for by the cluster's own deletion).
+	Evidence time.Time
+	// Removal marks actions that take something away on the strength of evidence (routes, servers); they
+	// are subject to the minimum proof age.
+	Removal bool
+}
+
+// Object is how an action is named in Events, metrics and status lines: "kind id".
+func (a Action) Object() string {
+	if a.Name != "" && a.Name != a.ID {
+		return a.Kind + " " + a.ID + " (" + a.Name + ")"
+	}
+	return a.Kind + " " + a.ID
+}
+
+// Outcome of a decision.
+type Outcome string
+
+const (
+	// Allowed: act now, then call Done.
+	Allowed Outcome = "Allowed"
+	// DryRun: would be allowed; report only (already recorded).
+	DryRun Outcome = "DryRun"
+	// Held: a rule holds the action back (already recorded); Reason says which.
+	Held Outcome = "Held"
+)
+
+// Reasons a decision holds an action back.
+const (
+	ReasonPaused         = "Paused"
+	ReasonOperatorPaused = "OperatorPaused"
+	ReasonExcluded       = "Excluded"
+	ReasonBudget         = "BudgetExhausted"
+	ReasonOperatorBudget = "OperatorBudgetExhausted"
+	ReasonStorm          = "Storm"
+	ReasonGateClosed     = "GateClosed"
+	ReasonProofPending   = "ProofPending"
+	ReasonDryRun         = "DryRun"
+	ReasonAllowed        = "Allowed"
+)
+
+// Decision answers one Ask.
+type Decision struct {
+	Outcome Outcome
+	// Reason in CamelCase (one of the Reason constants).
+	Reason string
+	// Message for humans.
+	Message string
+	// RetryAt is when the decision may change (budget window, proof age, storm cool-down); zero: unknown.
+	RetryAt time.Time
+}
+
+// Scope tells the policy about the objects a controller looked at in this pass, for the storm rule.
+type Scope struct {
+	// Unhealthy objects the controller would act on, of Total objects of that kind in the cluster.
+	Unhealthy, Total int
+}
+
+// Pass is one controller's pass over one cluster: it asks, acts, and reports, and gives the status lines
+// and the policy's status to write with the pass's status update.
+type Pass interface {
+	// Ask decides on one action. A Held or DryRun decision is recorded at once; an Allowed one reserves
+	// budget and must be followed by Done.
+	Ask(ctx context.Context, a Action) Decision
+	// Done records the outcome of an allowed action (err nil: done).
+	Done(ctx context.Context, a Action, err error)
+	// Lines are the status lines of this pass, newest last.
+	Lines() []v1alpha1.Action
+	// Apply writes the policy's state (RemediationStatus, the RemediationAllowed condition) into st.
+	Apply(st *v1alpha1.ClusterStatus)
+}
+
+// Policy opens passes.
+type Policy interface {
+	// Begin opens a pass of controller over c. needs names the cluster checks (see Checks) that must pass
+	// for the gate to open, besides the operator's own; scope feeds the storm rule.
+	Begin(ctx context.Context, c *v1alpha1.VitalsCluster, controller string, needs []string, scope Scope) Pass
+}
