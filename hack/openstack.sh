@@ -124,11 +124,19 @@ wsgi-file = $3
 ${4:+env = $4}
 ${5:+pyargv = $5}
 master = true
-processes = 2
-threads = 2
-enable-threads = true
+# worker processes of one thread each: these apps import eventlet/greenlet (oslo.concurrency does), and under
+# uwsgi worker threads a greenlet is switched to from another thread ("greenlet.error: cannot switch to a
+# different thread": the worker hangs) and the teardown of greenlet thread states at exit crashes the worker.
+# Keystone, which every test package authenticates to, gets more workers to keep its concurrency.
+processes = $([ "$1" = keystone ] && echo 4 || echo 2)
+threads = 1
+single-interpreter = true
 lazy-apps = true
+need-app = true
 die-on-term = true
+skip-atexit-teardown = true
+worker-reload-mercy = 5
+reload-mercy = 5
 buffer-size = 65535
 # clients reuse connections; uwsgi's http-socket does not do keep-alive
 add-header = Connection: close

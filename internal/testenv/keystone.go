@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack"
 )
 
 // Keystone is a private Keystone process for one test: the same configuration, database and fernet keys as the
@@ -40,18 +42,9 @@ func PrivateKeystone(t testing.TB) *Keystone {
 	k := &Keystone{
 		url: fmt.Sprintf("http://127.0.0.1:%d/v3", port),
 		proc: &process{
-			name: "keystone (private)",
-			path: uwsgi,
-			args: []string{
-				"--plugins", "python3",
-				"--http-socket", "127.0.0.1:" + strconv.Itoa(port),
-				"--wsgi-file", "/usr/bin/keystone-wsgi-public",
-				"--env", "OS_KEYSTONE_CONFIG_FILES=" + conf,
-				"--master", "--processes", "1", "--threads", "2", "--enable-threads", "--lazy-apps",
-				"--die-on-term", "--buffer-size", "65535",
-				// clients reuse connections; uwsgi's http-socket does not do keep-alive
-				"--add-header", "Connection: close",
-			},
+			name:    "keystone (private)",
+			path:    uwsgi,
+			args:    keystoneUWSGIArgs(port, conf),
 			logPath: filepath.Join(t.TempDir(), "keystone-uwsgi.log"),
 		},
 	}
@@ -68,6 +61,27 @@ func PrivateKeystone(t testing.TB) *Keystone {
 	return k
 }
 
+// keystoneUWSGIArgs runs Keystone in one worker process of one thread: a private Keystone serves one test.
+// Keystone's libraries import eventlet and greenlet (oslo.concurrency does, even unpatched). Under uWSGI worker
+// threads a greenlet made on one thread gets switched to from another ("greenlet.error: cannot switch to a
+// different thread"), which hangs the worker, and the teardown of greenlet thread states at exit crashes it: a
+// restart then sometimes never became ready. One thread, no interpreter teardown at exit and short reload
+// mercies make stop and start deterministic; --need-app makes a worker that cannot load Keystone exit (a clear
+// failure in the log) instead of answering 500s.
+func keystoneUWSGIArgs(port int, conf string) []string {
+	return []string{
+		"--plugins", "python3",
+		"--http-socket", "127.0.0.1:" + strconv.Itoa(port),
+		"--wsgi-file", "/usr/bin/keystone-wsgi-public",
+		"--env", "OS_KEYSTONE_CONFIG_FILES=" + conf,
+		"--master", "--processes", "1", "--threads", "1", "--single-interpreter", "--lazy-apps", "--need-app",
+		"--die-on-term", "--skip-atexit-teardown", "--worker-reload-mercy", "5", "--reload-mercy", "5",
+		"--buffer-size", "65535",
+		// clients reuse connections; uwsgi's http-socket does not do keep-alive
+		"--add-header", "Connection: close",
+	}
+}
+
 // URL returns the private Keystone's identity endpoint (http://127.0.0.1:PORT/v3).
 func (k *Keystone) URL() string { return k.url }
 
@@ -75,12 +89,38 @@ func (k *Keystone) URL() string { return k.url }
 // serves is the shared one: other services are reached at their usual endpoints.
 func (k *Keystone) OpenStack() OpenStackEnv { return k.env }
 
-// Start starts the Keystone process (again) on the same port and waits until it answers.
+// Start starts the Keystone process (again) on the same port and waits until it issues a token: the version
+// document answers as soon as the worker has loaded Keystone, the token proves its database and keys.
 func (k *Keystone) Start() error {
 	if err := k.proc.start(); err != nil {
 		return err
 	}
-	return k.proc.waitReady(90*time.Second, func(ctx context.Context) error { return httpOK(ctx, probeClient, k.url, "") })
+	if err := k.proc.waitReady(90*time.Second, func(ctx context.Context) error { return httpOK(ctx, probeClient, k.url, "") }); err != nil {
+		return err
+	}
+	// One request with a generous timeout, not a poll: the only worker would go on serving every abandoned
+	// probe of a loaded machine, one after the other.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := k.issuesToken(ctx); err != nil {
+		return fmt.Errorf("%s answers but %w; log %s:\n%s", k.proc.name, err, k.proc.logPath, k.proc.logTail(20))
+	}
+	return nil
+}
+
+// issuesToken authenticates at the private Keystone with the shared cloud's admin credentials.
+func (k *Keystone) issuesToken(ctx context.Context) error {
+	pc, err := openstack.NewClient(k.url)
+	if err != nil {
+		return fmt.Errorf("keystone client for %s: %w", k.url, err)
+	}
+	pc.HTTPClient = *probeClient
+	opts := k.env.AuthOptions()
+	opts.AllowReauth = false
+	if err := openstack.Authenticate(ctx, pc, opts); err != nil {
+		return fmt.Errorf("issue a token at %s: %w", k.url, err)
+	}
+	return nil
 }
 
 // Stop stops the Keystone process; connections are refused until Start.
