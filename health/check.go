@@ -88,11 +88,42 @@ func (e *checkEntry) evaluate(now time.Time) eval {
 			ev.r.Status = StatusFailed
 			ev.r.Err = fmt.Errorf("%w: last result at %s is older than interval+timeout (%s)",
 				ErrStale, e.lastRun.UTC().Format(time.RFC3339), e.c.Interval+e.c.Timeout)
+			if lag := e.m.lag.grace(now); lag > 0 && !now.After(staleAt.Add(lag)) {
+				// The process itself was not scheduled (the lag meter was late too): liveness
+				// waits for the check to get its turn, readiness does not.
+				ev.grace, ev.graceWhy = true, "scheduling delay "+lag.Round(time.Millisecond).String()
+				ev.changesAt = staleAt.Add(lag).Add(time.Nanosecond)
+			}
 		} else {
 			ev.changesAt = staleAt.Add(time.Nanosecond)
 		}
 	}
-	if e.c.StartPeriod > 0 && ev.r.Status != StatusOK {
+	if ev.r.Status == StatusUnknown {
+		// Below its failure threshold a check does not fail liveness or startup: a restart needs
+		// FailureThreshold real results. Without any result it fails them once its first result is
+		// overdue (start period, then interval+timeout).
+		switch {
+		case e.fail > 0:
+			ev.grace, ev.graceWhy = true, fmt.Sprintf("%d of %d failures", e.fail, e.c.FailureThreshold)
+		case e.startedAt.IsZero():
+			ev.grace, ev.graceWhy = true, "not started"
+			if e.c.StartPeriod > 0 {
+				ev.graceWhy = "start period"
+			}
+		default:
+			due := e.startedAt.Add(e.c.StartPeriod + e.c.Interval + e.c.Timeout)
+			if !now.After(due) {
+				ev.grace, ev.graceWhy = true, "first result due"
+				if e.c.StartPeriod > 0 && now.Before(e.startedAt.Add(e.c.StartPeriod)) {
+					ev.graceWhy = "start period"
+				}
+				if ev.changesAt.IsZero() || due.Before(ev.changesAt) {
+					ev.changesAt = due.Add(time.Nanosecond)
+				}
+			}
+		}
+	}
+	if !ev.grace && e.c.StartPeriod > 0 && ev.r.Status != StatusOK {
 		end := e.startedAt.Add(e.c.StartPeriod)
 		if e.startedAt.IsZero() || now.Before(end) {
 			ev.grace, ev.graceWhy = true, "start period"

@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"k8s.io/utils/clock"
 )
 
 func TestRegisterValidation(t *testing.T) {
@@ -162,8 +164,10 @@ func TestStartPeriod(t *testing.T) {
 		live, rdy bool
 	}{
 		{"unknown within start period", 10 * time.Second, nil, 5 * time.Second, true, false},
-		{"unknown after start period", 10 * time.Second, nil, 11 * time.Second, false, false},
-		{"unknown without start period", 0, nil, time.Second, false, false},
+		{"unknown after start period, first result due", 10 * time.Second, nil, 11 * time.Second, true, false},
+		{"unknown, first result overdue", 10 * time.Second, nil, 10*time.Second + 2*time.Hour + time.Second, false, false},
+		{"unknown without start period", 0, nil, time.Second, true, false},
+		{"unknown without start period, overdue", 0, nil, 2*time.Hour + time.Second, false, false},
 		{"failing within start period", 10 * time.Second, errBoom, 5 * time.Second, true, false},
 		{"failing after start period", 10 * time.Second, errBoom, 11 * time.Second, false, false},
 	}
@@ -306,4 +310,81 @@ func TestStopWithContext(t *testing.T) {
 	cancel()
 	m.Stop()
 	m.Stop() // idempotent
+}
+
+// TestFailureThresholdLiveness: below its failure threshold a check fails readiness (not ready until
+// proven) but not liveness; the threshold-th real failure fails both.
+func TestFailureThresholdLiveness(t *testing.T) {
+	m, clk := newTest(t)
+	m.MustRegister(Check{Name: "c", Run: ok, Probes: Liveness | Readiness, Interval: time.Minute, FailureThreshold: 3})
+	e := entryOf(t, m, "c")
+	for i := 1; i <= 3; i++ {
+		e.record(clk.Now(), 0, errBoom)
+		live, ready := m.Evaluate(Liveness).Healthy, m.Evaluate(Readiness).Healthy
+		if want := i < 3; live != want || ready {
+			t.Fatalf("after %d failures: live %v ready %v, want live %v ready false", i, live, ready, want)
+		}
+	}
+	status, _, body := get(m.Handler(HandlerOptions{Details: true}), http.MethodGet, "/livez?verbose")
+	if status != 500 || !strings.Contains(body, "[-]c failed: boom") {
+		t.Fatalf("livez after the threshold: %d %q", status, body)
+	}
+}
+
+// TestLagGrace: a stale result whose staleness the process's own scheduling delay explains does not
+// fail liveness (up to the measured delay, capped), and always fails readiness.
+func TestLagGrace(t *testing.T) {
+	tests := []struct {
+		name      string
+		late      time.Duration // the lag meter's last tick was this late
+		pending   time.Duration // and its next tick is overdue by this much
+		past      time.Duration // how far past interval+timeout the result is
+		live      bool
+		graceFrom string
+	}{
+		{"no lag", 0, 0, time.Second, false, ""},
+		{"lag explains it", 3 * time.Second, 0, 2 * time.Second, true, "scheduling delay 3s"},
+		{"lag too short", time.Second, 0, 2 * time.Second, false, ""},
+		{"starved right now", 0, 4 * time.Second, 2 * time.Second, true, "scheduling delay 4s"},
+		{"capped", time.Minute, 0, 15 * time.Second, false, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, clk := newTest(t, WithLagGrace(10*time.Second))
+			m.MustRegister(Check{Name: "c", Run: ok, Probes: Liveness | Readiness, Interval: 10 * time.Second, Timeout: 2 * time.Second})
+			e := entryOf(t, m, "c")
+			e.record(clk.Now(), 0, nil)
+			clk.Step(12*time.Second + tc.past)
+			// The meter's last tick fired pending (+ one period) ago, late by late.
+			m.lag.observe(clk.Now().Add(-tc.pending-lagTick), tc.late)
+			m.changed()
+			rep := m.Evaluate(Liveness)
+			if rep.Healthy != tc.live {
+				t.Fatalf("liveness healthy = %v, want %v (%+v)", rep.Healthy, tc.live, rep.Results)
+			}
+			if m.Evaluate(Readiness).Healthy {
+				t.Fatal("readiness healthy with a stale result")
+			}
+			if tc.graceFrom != "" {
+				_, _, body := get(m.Handler(HandlerOptions{Details: true}), http.MethodGet, "/livez?verbose")
+				if !strings.Contains(body, "("+tc.graceFrom+": ") {
+					t.Fatalf("livez body %q does not say %q", body, tc.graceFrom)
+				}
+			}
+		})
+	}
+}
+
+// TestLagMeterReal runs the meter on the real clock: on an idle process it measures little.
+func TestLagMeterReal(t *testing.T) {
+	l := &lagMeter{clock: clock.RealClock{}, max: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); l.run(ctx) }()
+	eventually(t, func() bool { return l.worstAt.Load() != 0 })
+	cancel()
+	<-done
+	if g := l.grace(time.Unix(0, l.last.Load())); g < 0 || g >= time.Hour {
+		t.Fatalf("grace %s", g)
+	}
 }

@@ -162,7 +162,11 @@ func (c *Component) evaluate(now time.Time) eval {
 			reason = fmt.Errorf("%w: no beat for %s (deadline %s)", ErrMissedDeadline,
 				now.Sub(last).Round(time.Millisecond), c.opts.Deadline)
 			ev.r.LastFailure = deadline
-			if c.opts.Latch {
+			if lag := c.m.lag.grace(now); lag > 0 && !now.After(deadline.Add(lag)) {
+				// The process was scheduled late: liveness waits for the beat (see lagMeter).
+				ev.grace, ev.graceWhy = true, "scheduling delay "+lag.Round(time.Millisecond).String()
+				ev.changesAt = deadline.Add(lag).Add(time.Nanosecond)
+			} else if c.opts.Latch {
 				c.latched = reason
 				c.failedAt = deadline
 				c.dead.Store(true)

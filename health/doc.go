@@ -15,10 +15,17 @@
 // recorded as failed with ErrStillRunning instead, so at most one goroutine per check outlives its
 // timeout. A panic is a failure (ErrPanic) with the panic's message, logged with its stack.
 //
-// A check starts "unknown": it fails readiness (not ready until proven), and it fails liveness and
-// startup only after its start period. FailureThreshold consecutive failures turn an ok or unknown
-// check failed; SuccessThreshold consecutive successes turn a failed or unknown check ok. A degraded
-// check is reported but never fails a probe.
+// A check starts "unknown": it fails readiness (not ready until proven). FailureThreshold
+// consecutive failures turn an ok or unknown check failed; SuccessThreshold consecutive successes
+// turn a failed or unknown check ok. Liveness and startup restart the process, so they fail only on
+// real results: an unknown check fails them neither below its failure threshold nor before its
+// first result is overdue (start period, then interval+timeout after Start). A degraded check is
+// reported but never fails a probe.
+//
+// A result older than interval+timeout is stale and fails readiness at once. On liveness and
+// startup a stale result (or a missed heartbeat) gets a grace as long as the process's own
+// scheduling delay, measured by a timer goroutine that records how late it fires (a starved
+// process's check goroutines wait like every other), capped by WithLagGrace (default 10s).
 //
 // # Components and budgets
 //

@@ -142,13 +142,13 @@ func TestHandlerText(t *testing.T) {
 			}
 		})
 	}
-	// Past the start period the check without a result fails liveness (before Start the start
+	// Once its first result is overdue (start period, interval, timeout) the check without a result fails liveness (before Start the start
 	// period has not begun: pretend it began at t0).
 	w := entryOf(t, m, "warm")
 	w.mu.Lock()
 	w.startedAt = t0
 	w.mu.Unlock()
-	clk.Step(2 * time.Minute)
+	clk.Step(2 * time.Hour)
 	b.Success()
 	if status, _, body := get(plain, http.MethodGet, "/livez"); status != 500 || body != "[-]warm failed: reason withheld\n[+]cni ok\nlivez check failed\n" {
 		t.Fatalf("after start period: %d %q", status, body)

@@ -43,6 +43,11 @@ func WithListener(l Listener) Option {
 	}
 }
 
+// WithLagGrace bounds the grace that liveness gives a stale result while the process itself is
+// scheduled late (default DefaultLagGrace; 0 turns it off). The delay is measured on the real clock
+// only; readiness never gets this grace.
+func WithLagGrace(d time.Duration) Option { return func(m *Manager) { m.lag.max = max(d, 0) } }
+
 // WithDrainDelay sets how long liveness keeps passing after Drain (default 0).
 func WithDrainDelay(d time.Duration) Option { return func(m *Manager) { m.drainDelay = d } }
 
@@ -74,6 +79,7 @@ type Manager struct {
 	k8sMetrics bool
 	listeners  []Listener
 	drainDelay time.Duration
+	lag        *lagMeter
 
 	metrics *metrics
 
@@ -107,6 +113,7 @@ func NewManager(opts ...Option) *Manager {
 	m := &Manager{
 		names: map[string]struct{}{},
 		kick:  make(chan struct{}, 1),
+		lag:   &lagMeter{max: DefaultLagGrace},
 	}
 	for _, o := range opts {
 		o(m)
@@ -114,6 +121,7 @@ func NewManager(opts ...Option) *Manager {
 	if m.clock == nil {
 		m.clock = clock.RealClock{}
 	}
+	m.lag.clock = m.clock
 	if m.rand == nil {
 		m.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
@@ -254,6 +262,13 @@ func (m *Manager) Start(ctx context.Context) {
 	m.rebuildLocked(m.clock.Now())
 	if _, real := m.clock.(clock.RealClock); real {
 		m.watched.Store(true)
+		if m.lag.max > 0 {
+			m.wg.Add(1)
+			go func() {
+				defer m.wg.Done()
+				m.lag.run(m.ctx)
+			}()
+		}
 	}
 }
 
