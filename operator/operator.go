@@ -41,6 +41,8 @@ type Operator struct {
 	cloud    *lazyCloud
 	routegc  *routegc.Reconciler
 
+	log logr.Logger // for controller-runtime parts
+
 	healthLn, metricsLn net.Listener
 	elected             atomic.Bool
 }
@@ -114,7 +116,8 @@ func New(opts Options) (*Operator, error) {
 	if opts.Cloud != nil {
 		o.cloud = &lazyCloud{auth: *opts.Cloud, connect: opts.Connect, clock: opts.Clock, retry: opts.CheckInterval}
 	}
-	tracker, err := o.healthProfile(cs)
+	o.log = log
+	observer, err := o.healthProfile(cs)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +129,7 @@ func New(opts Options) (*Operator, error) {
 		Recorder:        mgr.GetEventRecorder("vitals-" + routegc.Name),
 		Clock:           opts.Clock,
 		Metrics:         routegc.NewMetrics(opts.Registry),
-		Tracker:         tracker,
+		Progress:        observer,
 		DefaultInterval: opts.RouteGCInterval,
 		DefaultBudget:   opts.RouteGCBudget,
 	}

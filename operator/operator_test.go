@@ -51,20 +51,3 @@ func TestLazyCloudSlowConnectDoesNotBlockPastCtx(t *testing.T) {
 	}
 	close(release)
 }
-
-func TestLoopTracker(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
-	tr := &loopTracker{clock: clk}
-	if d := tr.busyFor(); d != 0 {
-		t.Fatalf("idle: busy %s", d)
-	}
-	tr.Begin()
-	clk.Step(time.Minute)
-	if d := tr.busyFor(); d != time.Minute {
-		t.Fatalf("busy %s, want 1m", d)
-	}
-	tr.End()
-	if d := tr.busyFor(); d != 0 {
-		t.Fatalf("after End: busy %s", d)
-	}
-}

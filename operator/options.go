@@ -42,10 +42,10 @@ type Options struct {
 
 	// CheckInterval and CheckTimeout of the readiness checks (default 10s and 5s).
 	CheckInterval, CheckTimeout time.Duration
-	// ComponentDeadline: a controller loop or informer that has not beaten for this long is dead
-	// (default 2m). A pass running longer than PassTimeout counts as stuck.
+	// ComponentDeadline: a controller whose queue holds ready requests that no worker has taken,
+	// while none runs, for this long is stalled and fails liveness (default 2m).
 	ComponentDeadline time.Duration
-	// PassTimeout bounds one controller pass (default 5m).
+	// PassTimeout: a reconcile running longer is hung and fails liveness (default 5m).
 	PassTimeout time.Duration
 
 	// RouteGCInterval and RouteGCBudget are the defaults for Clusters that leave them unset (1m, 10).

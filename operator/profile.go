@@ -5,18 +5,17 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	kclient "k8s.io/client-go/kubernetes"
-	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/health"
 	kchecks "github.com/vitalsproject/vitals/health/checks/kubernetes"
 	oschecks "github.com/vitalsproject/vitals/health/checks/openstack"
+	"github.com/vitalsproject/vitals/health/checks/progress"
 	"github.com/vitalsproject/vitals/openstack"
 )
 
@@ -27,8 +26,8 @@ const (
 	CheckKeystone     = "keystone"
 	CheckNeutron      = "neutron"
 	CheckLeaderLease  = "leader-election"
-	ComponentRouteGC  = "controller." + routegc.Name
-	ComponentInformer = "informer.vitalsclusters"
+	ComponentRouteGC  = "controller." + routegc.Name // liveness from the controller's progress
+	ComponentInformer = "informer.vitalsclusters"    // liveness of the VitalsCluster informer
 )
 
 // gateChecks are the checks whose failure holds every controller back: our own Kubernetes, Keystone
@@ -36,8 +35,9 @@ const (
 // when its elector gives up).
 var gateChecks = []string{CheckKubernetes, CheckKeystone, CheckNeutron, CheckLeaderLease}
 
-// healthProfile registers the controller health profile and returns the tracker of routegc's loop.
-func (o *Operator) healthProfile(cs kclient.Interface) (routegc.Tracker, error) {
+// healthProfile registers the controller health profile and returns the observer of routegc's
+// progress.
+func (o *Operator) healthProfile(cs kclient.Interface) (routegc.Progress, error) {
 	opts := o.opts
 	check := func(name string, p health.Probe, run health.Func) health.Check {
 		return health.Check{Name: name, Probes: p, Run: run, Interval: opts.CheckInterval, Timeout: opts.CheckTimeout}
@@ -74,29 +74,16 @@ func (o *Operator) healthProfile(cs kclient.Interface) (routegc.Tracker, error) 
 	if err := o.health.Register(checks...); err != nil {
 		return nil, fmt.Errorf("operator: health checks: %w", err)
 	}
-	loop, err := o.health.Component(ComponentRouteGC, health.ComponentOptions{Deadline: opts.ComponentDeadline})
-	if err != nil {
-		return nil, fmt.Errorf("operator: health component: %w", err)
+	// Liveness from progress: the controller's workers and queue, and the informer's run loop.
+	rgc := progress.New(routegc.Name, progress.Options{HungAfter: opts.PassTimeout, StallAfter: opts.ComponentDeadline,
+		Log: o.log, Clock: opts.Clock})
+	inf := progress.InformerRunning("vitalsclusters", func(ctx context.Context) (progress.Informer, error) {
+		return o.mgr.GetCache().GetInformer(ctx, &v1alpha1.VitalsCluster{}, cache.BlockUntilSynced(false))
+	})
+	if err := o.health.Register(check(ComponentRouteGC, health.Liveness, rgc.Check), check(ComponentInformer, health.Liveness, inf)); err != nil {
+		return nil, fmt.Errorf("operator: health checks: %w", err)
 	}
-	inf, err := o.health.Component(ComponentInformer, health.ComponentOptions{Deadline: opts.ComponentDeadline})
-	if err != nil {
-		return nil, fmt.Errorf("operator: health component: %w", err)
-	}
-	tr := &loopTracker{clock: opts.Clock}
-	period := max(opts.ComponentDeadline/4, 10*time.Millisecond)
-	wd := &watchdog{clock: opts.Clock, period: period, beat: func(ctx context.Context) {
-		if busy := tr.busyFor(); busy <= opts.PassTimeout {
-			loop.Beat()
-		}
-		i, err := o.mgr.GetCache().GetInformer(ctx, &v1alpha1.VitalsCluster{})
-		if err == nil && i.HasSynced() && !i.IsStopped() {
-			inf.Beat()
-		}
-	}}
-	if err := o.mgr.Add(wd); err != nil {
-		return nil, fmt.Errorf("operator: watchdog: %w", err)
-	}
-	return tr, nil
+	return rgc, nil
 }
 
 // gateOpen reports whether controllers may act: every gate check present passes.
@@ -143,46 +130,4 @@ func (c *cloudCheck) run(ctx context.Context) error {
 	fn := c.fn
 	c.mu.Unlock()
 	return fn(ctx)
-}
-
-// loopTracker knows whether a pass is running and since when.
-type loopTracker struct {
-	clock clock.PassiveClock
-	since atomic.Int64 // unix nanoseconds of the running pass's start; 0 when idle
-}
-
-func (t *loopTracker) Begin() { t.since.Store(t.clock.Now().UnixNano()) }
-func (t *loopTracker) End()   { t.since.Store(0) }
-
-func (t *loopTracker) busyFor() time.Duration {
-	s := t.since.Load()
-	if s == 0 {
-		return 0
-	}
-	return t.clock.Since(time.Unix(0, s))
-}
-
-// watchdog beats the liveness components while the loops they stand for make progress. It runs on
-// every replica, leader or not: a standby is alive.
-type watchdog struct {
-	clock  clock.WithTicker
-	period time.Duration
-	beat   func(context.Context)
-}
-
-var _ manager.LeaderElectionRunnable = (*watchdog)(nil)
-
-func (w *watchdog) NeedLeaderElection() bool { return false }
-
-func (w *watchdog) Start(ctx context.Context) error {
-	t := w.clock.NewTicker(w.period)
-	defer t.Stop()
-	for {
-		w.beat(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C():
-		}
-	}
 }

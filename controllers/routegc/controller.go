@@ -17,8 +17,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/openstack"
@@ -57,11 +59,13 @@ type GateFunc func() (bool, string)
 // Open calls f.
 func (f GateFunc) Open() (bool, string) { return f() }
 
-// Tracker is told when a pass begins and ends (the operator's liveness watchdog uses it to tell a
-// stuck loop from an idle one).
-type Tracker interface {
-	Begin()
-	End()
+// Progress observes the controller's reconciles and work queue (the operator's liveness, see
+// health/checks/progress).
+type Progress interface {
+	// Options returns the controller options to build with (queue, workers).
+	Options() controller.Options
+	// Reconciler wraps the reconciler.
+	Reconciler(reconcile.Reconciler) reconcile.Reconciler
 }
 
 // Reconciler is the route collector over VitalsVitalsCluster resources.
@@ -72,7 +76,7 @@ type Reconciler struct {
 	Recorder events.EventRecorder // nil: no events
 	Clock    clock.Clock          // nil: the real clock
 	Metrics  *Metrics             // nil: unregistered metrics
-	Tracker  Tracker              // nil: none
+	Progress Progress             // nil: not observed
 	// DefaultInterval and DefaultBudget apply when the Cluster leaves them unset.
 	DefaultInterval time.Duration
 	DefaultBudget   int
@@ -83,10 +87,15 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler. Status-only updates do not trigger passes: passes run
 // when the spec changes and at each deadline.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&v1alpha1.VitalsCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Complete(r)
+		For(&v1alpha1.VitalsCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	var rec reconcile.Reconciler = r
+	if r.Progress != nil {
+		b = b.WithOptions(r.Progress.Options())
+		rec = r.Progress.Reconciler(r)
+	}
+	return b.Complete(rec)
 }
 
 func (r *Reconciler) defaults() {
@@ -201,10 +210,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if st := c.Status.RouteGC; st != nil && st.NextPassTime != nil && c.Status.ObservedGeneration == c.Generation && now.Before(st.NextPassTime.Time) {
 		return ctrl.Result{RequeueAfter: st.NextPassTime.Sub(now)}, nil
-	}
-	if r.Tracker != nil {
-		r.Tracker.Begin()
-		defer r.Tracker.End()
 	}
 	out := r.pass(ctx, &c, s, now)
 	end := r.Clock.Now()
