@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/tenancy"
 )
 
 // ConnectFunc connects to one cloud.
@@ -123,26 +123,34 @@ const DefaultCloudsYAMLKey = "clouds.yaml"
 // DefaultKubeconfigKey is the key of a kubeconfig Secret.
 const DefaultKubeconfigKey = "kubeconfig"
 
-func (cc *clusterClouds) For(ctx context.Context, c *v1alpha1.VitalsCluster) (routegc.Cloud, string, error) {
+// Resolve gives c its cloud, project and router; a router of another project is refused.
+func (cc *clusterClouds) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*tenancy.Scope, error) {
 	cloud, err := cc.cloudOf(ctx, c)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	project := c.Spec.OpenStack.ProjectID
+	project := cloud.ProjectID()
 	if project == "" {
-		project = cloud.ProjectID()
+		return nil, &tenancy.Refusal{Reason: "InvalidCredentials", Message: "the credentials are not scoped to a project"}
 	}
-	if project == "" {
-		return nil, "", fmt.Errorf("cluster %s/%s: spec.openstack.projectID is empty and the credentials are not project-scoped", c.Namespace, c.Name)
+	if p := c.Spec.OpenStack.ProjectID; p != "" && p != project {
+		return nil, &tenancy.Refusal{Reason: "ForeignProject", Message: fmt.Sprintf("spec.openstack.projectID %s is not the credentials' project %s", p, project)}
 	}
-	return cloud, project, nil
+	router, err := cloud.GetRouter(ctx, c.Spec.OpenStack.RouterID)
+	if err != nil {
+		return nil, err
+	}
+	if router.ProjectID != project {
+		return nil, &tenancy.Refusal{Reason: "ForeignResource", Message: fmt.Sprintf("router %s does not belong to project %s", router.ID, project)}
+	}
+	return &tenancy.Scope{Cloud: cloud, ProjectID: project, Source: cloud.Auth().Source, Router: router}, nil
 }
 
 func (cc *clusterClouds) cloudOf(ctx context.Context, c *v1alpha1.VitalsCluster) (*openstack.Cloud, error) {
 	ref := c.Spec.OpenStack.CredentialsSecretRef
 	if ref == nil {
 		if cc.def == nil {
-			return nil, fmt.Errorf("cluster %s/%s: %w: set spec.openstack.credentialsSecretRef or give the operator credentials", c.Namespace, c.Name, routegc.ErrNoCloud)
+			return nil, &tenancy.Refusal{Reason: "MissingCredentials", Message: "set spec.openstack.credentialsSecretRef"}
 		}
 		return cc.def.get(ctx)
 	}

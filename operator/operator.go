@@ -124,7 +124,7 @@ func New(opts Options) (*Operator, error) {
 
 	o.routegc = &routegc.Reconciler{
 		Client:          mgr.GetClient(),
-		Clouds:          &clusterClouds{reader: mgr.GetAPIReader(), def: o.cloud, connect: opts.Connect},
+		Tenancy:         &clusterClouds{reader: mgr.GetAPIReader(), def: o.cloud, connect: opts.Connect},
 		Gate:            routegc.GateFunc(o.gateOpen),
 		Recorder:        mgr.GetEventRecorder("vitals-" + routegc.Name),
 		Clock:           opts.Clock,

@@ -24,6 +24,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/tenancy"
 )
 
 // Name of the controller (events, metrics, status lines).
@@ -40,11 +41,6 @@ type Cloud interface {
 	openstack.Routers
 	openstack.Ports
 	openstack.Servers
-}
-
-// Clouds gives the cloud of a Cluster and the project to read in it.
-type Clouds interface {
-	For(ctx context.Context, c *v1alpha1.VitalsCluster) (cloud Cloud, projectID string, err error)
 }
 
 // Gate holds passes back while the operator's own dependencies are unhealthy (self-gating).
@@ -70,8 +66,9 @@ type Progress interface {
 
 // Reconciler is the route collector over VitalsVitalsCluster resources.
 type Reconciler struct {
-	Client   client.Client
-	Clouds   Clouds
+	Client client.Client
+	// Tenancy gives each cluster its cloud, project and proven router, or refuses it.
+	Tenancy  tenancy.Resolver
 	Gate     Gate                 // nil: always open
 	Recorder events.EventRecorder // nil: no events
 	Clock    clock.Clock          // nil: the real clock
@@ -303,11 +300,15 @@ func (r *Reconciler) pass(ctx context.Context, c *v1alpha1.VitalsCluster, s sett
 			return abort("gated", "SelfGated", fmt.Errorf("own readiness checks fail: %s", why))
 		}
 	}
-	cloud, project, err := r.Clouds.For(ctx, c)
+	scope, err := r.Tenancy.Resolve(ctx, c)
 	if err != nil {
-		return abort("error", "CloudUnavailable", err)
+		var refusal *tenancy.Refusal
+		if errors.As(err, &refusal) {
+			return abort("error", refusal.Reason, errors.New(refusal.Message))
+		}
+		return abort("aborted", "ReadFailed", err)
 	}
-	routerID := c.Spec.OpenStack.RouterID
+	cloud, project, routerID := scope.Cloud, scope.ProjectID, scope.Router.ID
 	snap, err := Read(ctx, cloud, ReadOptions{RouterID: routerID, ProjectID: project, Ports: s.ports, Servers: s.servers, SubnetID: s.subnetID})
 	if err != nil {
 		return abort("aborted", "ReadFailed", err)
@@ -461,6 +462,3 @@ func setCondition(st *v1alpha1.ClusterStatus, gen int64, typ string, status meta
 }
 
 func ptrTime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
-
-// ErrNoCloud is returned by Clouds that have no credentials for a Cluster.
-var ErrNoCloud = errors.New("no OpenStack credentials for this cluster")

@@ -25,16 +25,21 @@ import (
 	"github.com/vitalsproject/vitals/internal/faultproxy"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/tenancy"
 )
 
-// staticClouds gives every Cluster the same cloud and project.
-type staticClouds struct {
-	cloud   routegc.Cloud
+// staticTenancy gives every Cluster the same cloud and project, and reads the router it names.
+type staticTenancy struct {
+	cloud   tenancy.Cloud
 	project string
 }
 
-func (s staticClouds) For(context.Context, *v1alpha1.VitalsCluster) (routegc.Cloud, string, error) {
-	return s.cloud, s.project, nil
+func (s staticTenancy) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*tenancy.Scope, error) {
+	router, err := s.cloud.GetRouter(ctx, c.Spec.OpenStack.RouterID)
+	if err != nil {
+		return nil, err
+	}
+	return &tenancy.Scope{Cloud: s.cloud, ProjectID: s.project, Source: "test", Router: router}, nil
 }
 
 // gcFixture is one Cluster over one throw-away router, and a Reconciler with a fake clock.
@@ -90,7 +95,7 @@ func newGCFixture(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) *gcFixture
 	f.clock = clocktesting.NewFakeClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	f.reg = prometheus.NewRegistry()
 	f.events = events.NewFakeRecorder(1000)
-	f.rec = &routegc.Reconciler{Client: f.c, Clouds: staticClouds{f.cloud, f.cloud.ProjectID()}, Clock: f.clock,
+	f.rec = &routegc.Reconciler{Client: f.c, Tenancy: staticTenancy{f.cloud, f.cloud.ProjectID()}, Clock: f.clock,
 		Metrics: routegc.NewMetrics(f.reg), Recorder: f.events}
 	return f
 }
@@ -302,7 +307,7 @@ func TestOperatorRouteGCReadFailureRemovesNothing(t *testing.T) {
 	auth := opAuth(t, env)
 	auth.Options.IdentityEndpoint = proxy.AuthURL()
 	proxied := opConnect(t, auth, nil)
-	f.rec.Clouds = staticClouds{proxied, f.cloud.ProjectID()}
+	f.rec.Tenancy = staticTenancy{proxied, f.cloud.ProjectID()}
 
 	f.net.Port(5)
 	orphan := openstack.Route{Destination: "198.19.2.0/24", NextHop: f.net.IP(99)}
@@ -360,7 +365,7 @@ func TestOperatorRouteGCEmptyListIsNotEveryRouteOrphaned(t *testing.T) {
 		c.Spec.OpenStack.SubnetID = ""
 		c.Spec.Controllers.RouteGC.AddressSources = []v1alpha1.AddressSource{v1alpha1.AddressSourcePorts}
 	})
-	f.rec.Clouds = staticClouds{f.cloud, "00000000000000000000000000000000"}
+	f.rec.Tenancy = staticTenancy{f.cloud, "00000000000000000000000000000000"}
 	orphanLooking := openstack.Route{Destination: "198.19.4.0/24", NextHop: f.net.IP(5)}
 	f.net.Port(5)
 	f.net.SetRoutes(orphanLooking)
@@ -421,7 +426,7 @@ func TestOperatorRouteGCBudgetAndDryRun(t *testing.T) {
 // racingRouters changes the router between our read and our If-Match update, once, as another
 // writer (the cloud provider's route controller) would.
 type racingRouters struct {
-	routegc.Cloud
+	tenancy.Cloud
 	net   *opNet
 	extra openstack.Route
 	raced int
@@ -450,7 +455,7 @@ func TestOperatorRouteGCConflictIsRetried(t *testing.T) {
 	extra := openstack.Route{Destination: "198.19.9.0/24", NextHop: f.net.IP(5)}
 	f.net.SetRoutes(orphan, live)
 	race := &racingRouters{Cloud: f.cloud, net: f.net, extra: extra}
-	f.rec.Clouds = staticClouds{race, f.cloud.ProjectID()}
+	f.rec.Tenancy = staticTenancy{race, f.cloud.ProjectID()}
 	f.pass()
 	f.clock.Step(time.Minute)
 	cl, _ := f.pass()
