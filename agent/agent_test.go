@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/vitalsproject/vitals/cnireport"
 )
 
 func httpGet(t *testing.T, url string) (int, string) {
@@ -112,7 +114,7 @@ func TestAgentEndToEnd(t *testing.T) {
 	// Two failures are tolerated (cni_failures_count = 2), the third exhausts the budget.
 	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer scancel()
-	if _, err := Send(sctx, o.SocketPath,
+	if _, err := cnireport.Send(sctx, o.SocketPath,
 		Report{Op: OpAdd, Result: Failure, Pod: "default/web-1", Error: "no IP addresses available in range set"},
 		Report{Op: OpAdd, Result: Failure, Pod: "default/web-2", Error: "no IP addresses available in range set"},
 	); err != nil {
@@ -121,7 +123,7 @@ func TestAgentEndToEnd(t *testing.T) {
 	if code, _ := httpGet(t, base+"/alive"); code != http.StatusOK {
 		t.Fatalf("/alive = %d after two tolerated failures", code)
 	}
-	if _, err := Send(sctx, o.SocketPath, Report{Op: OpAdd, Result: Failure, Pod: "default/web-3", Error: "no IP addresses available in range set"}); err != nil {
+	if _, err := cnireport.Send(sctx, o.SocketPath, Report{Op: OpAdd, Result: Failure, Pod: "default/web-3", Error: "no IP addresses available in range set"}); err != nil {
 		t.Fatal(err)
 	}
 	waitStatus(t, base+"/alive", http.StatusInternalServerError)

@@ -33,7 +33,7 @@ func (b *BudgetReporter) Report(ctx context.Context, r Report) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	r = r.normalize()
+	r = r.Normalize()
 	if r.Source == "" {
 		r.Source = b.Source
 	}

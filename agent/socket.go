@@ -13,16 +13,12 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/vitalsproject/vitals/cnireport"
 )
 
 // MaxReportLine is the longest report line the socket server accepts.
-const MaxReportLine = 64 << 10
-
-// Response is the line the socket server writes back for each report line.
-type Response struct {
-	OK    bool   `json:"ok"`
-	Error string `json:"error,omitempty"`
-}
+const MaxReportLine = cnireport.MaxLine
 
 // Beater is a heartbeat: a *health.Component satisfies it.
 type Beater interface {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vitalsproject/vitals/cnireport"
 )
 
 // tally is a FailureCounter and Beater that records what it is told.
@@ -74,7 +76,7 @@ func TestSocketWithClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	resps, err := Send(ctx, path,
+	resps, err := cnireport.Send(ctx, path,
 		Report{Op: OpAdd, Result: Failure, Pod: "default/web-1", Error: "no IP addresses available"},
 		Report{Op: "add", Result: "FAILURE", Pod: "default/web-2", Count: 2},
 		Report{Op: OpDel, Result: Failure, Pod: "default/web-1"},

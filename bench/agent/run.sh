@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Measures the node agent's resident memory at idle and under 100 CNI results per second, sent through
 # its report socket and as kubelet FailedCreatePodSandBox Events in a real kube-apiserver, for two
-# binaries: the all-in-one `vitals agent`, and `slim` (bench/agent/slim: the same command linked alone).
+# binaries: `vitals-agent` (the DaemonSet's binary) and `vitals agent` (the same command inside the
+# operator's binary), and prints both binaries' sizes.
 #
 #   bench/agent/run.sh                      # uses .testenv/env (make testenv-up) for the kube-apiserver
 #   RATE=100 DURATION=60s IDLE=20s bench/agent/run.sh
@@ -21,7 +22,7 @@ cleanup() {
 trap cleanup EXIT
 
 CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/vitals" ./cmd/vitals
-CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/slim" ./bench/agent/slim
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/vitals-agent" ./cmd/vitals-agent
 go build -o "$work/driver" ./bench/agent/driver
 
 if [[ -z "${VITALS_TEST_KUBECONFIG:-}" && -f .testenv/env ]]; then
@@ -36,7 +37,8 @@ node="bench-agent-$$"
 if [[ -n "$KUBECONFIG_BENCH" ]]; then
 	go run ./bench/agent/nodeobj -kubeconfig "$KUBECONFIG_BENCH" -node "$node" -create
 fi
-echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(go version | cut -d' ' -f3)"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(go version | cut -d' ' -f3), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# sizes: vitals $(stat -c %s "$work/vitals") bytes, vitals-agent $(stat -c %s "$work/vitals-agent") bytes"
 
 # bench LABEL COMMAND...: runs one agent binary through idle, socket and kube phases.
 bench() {
@@ -71,8 +73,8 @@ bench() {
 	agent_pid=""
 }
 
+bench vitals-agent "$work/vitals-agent"
 bench vitals "$work/vitals" agent
-bench slim "$work/slim"
 if [[ -n "$KUBECONFIG_BENCH" ]]; then
 	go run ./bench/agent/nodeobj -kubeconfig "$KUBECONFIG_BENCH" -node "$node" -delete
 fi

@@ -3,10 +3,11 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/vitalsproject/vitals/agent"
+	"github.com/vitalsproject/vitals/internal/cli/agentcmd"
 )
 
-// newAgentCommand is `vitals agent`; the command itself is built by package agent.
+// newAgentCommand is `vitals agent`, the same command as the `vitals-agent` binary (which the chart
+// runs: it links the agent alone and uses less memory).
 func newAgentCommand() *cobra.Command {
-	return agent.NewCommand(Version)
+	return agentcmd.NewCommand("agent")
 }

@@ -4,10 +4,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-)
 
-// Version is set at build time with -ldflags "-X github.com/vitalsproject/vitals/internal/cli.Version=...".
-var Version = "dev"
+	"github.com/vitalsproject/vitals/internal/version"
+)
 
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
@@ -15,7 +14,7 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), Version)
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), version.Version)
 			return err
 		},
 	}

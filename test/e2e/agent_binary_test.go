@@ -30,8 +30,8 @@ var (
 	agentBinErr  error
 )
 
-// agentVitalsBinary builds cmd/vitals once per test binary.
-func agentVitalsBinary(t *testing.T) string {
+// agentBinary builds cmd/vitals-agent once per test binary.
+func agentBinary(t *testing.T) string {
 	t.Helper()
 	agentBinOnce.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
@@ -41,11 +41,11 @@ func agentVitalsBinary(t *testing.T) string {
 			agentBinErr = err
 			return
 		}
-		agentBin = filepath.Join(dir, "vitals")
-		cmd := exec.Command("go", "build", "-o", agentBin, "./cmd/vitals")
+		agentBin = filepath.Join(dir, "vitals-agent")
+		cmd := exec.Command("go", "build", "-o", agentBin, "./cmd/vitals-agent")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			agentBinErr = fmt.Errorf("go build ./cmd/vitals: %v\n%s", err, out)
+			agentBinErr = fmt.Errorf("go build ./cmd/vitals-agent: %v\n%s", err, out)
 		}
 	})
 	if agentBinErr != nil {
@@ -76,7 +76,7 @@ func agentTempDir(t *testing.T) string {
 }
 
 func TestAgentBadKuryrConfigExitsTwo(t *testing.T) {
-	bin := agentVitalsBinary(t)
+	bin := agentBinary(t)
 	dir := agentTempDir(t)
 	conf := filepath.Join(dir, "kuryr.conf")
 	os.WriteFile(conf, []byte("[cni_daemon]\ncni_failures_count = 3\n\n[cni_health_server]\nport = eighty\n"), 0o644)
@@ -85,11 +85,11 @@ func TestAgentBadKuryrConfigExitsTwo(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"bad kuryr.conf", []string{"agent", "--config-file", conf, "--node-name", "n"}, conf + ":5: cni_health_server.port: expected a port number"},
-		{"missing kuryr.conf", []string{"agent", "--config-file", filepath.Join(dir, "absent.conf"), "--node-name", "n"}, "absent.conf: read config"},
-		{"bad flag value", []string{"agent", "--node-name", "n", "--cni-failure-mode", "sometimes"}, "cni-failure-mode: expected consecutive or window"},
-		{"no node name", []string{"agent"}, "node-name: required"},
-		{"report without result", []string{"agent", "report", "--socket", filepath.Join(dir, "s.sock")}, `result: missing`},
+		{"bad kuryr.conf", []string{"--config-file", conf, "--node-name", "n"}, conf + ":5: cni_health_server.port: expected a port number"},
+		{"missing kuryr.conf", []string{"--config-file", filepath.Join(dir, "absent.conf"), "--node-name", "n"}, "absent.conf: read config"},
+		{"bad flag value", []string{"--node-name", "n", "--cni-failure-mode", "sometimes"}, "cni-failure-mode: expected consecutive or window"},
+		{"no node name", nil, "node-name: required"},
+		{"report without result", []string{"report", "--socket", filepath.Join(dir, "s.sock")}, `result: missing`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,18 +109,18 @@ func TestAgentBadKuryrConfigExitsTwo(t *testing.T) {
 	}
 }
 
-// agentProcess is a running `vitals agent`.
+// agentProcess is a running `vitals-agent`.
 type agentProcess struct {
 	base   string
 	socket string
 	stderr *bytes.Buffer
 }
 
-// startAgentProcess runs `vitals agent` for node against the shared kube-apiserver, through capsh with
+// startAgentProcess runs `vitals-agent` for node against the shared kube-apiserver, through capsh with
 // the given capabilities dropped when drop is not empty.
 func startAgentProcess(t *testing.T, node, drop string, extra ...string) *agentProcess {
 	t.Helper()
-	bin := agentVitalsBinary(t)
+	bin := agentBinary(t)
 	kubeconfig := testenv.KubeconfigPath(t)
 	dir := agentTempDir(t)
 	cniDir := filepath.Join(dir, "net.d")
@@ -130,7 +130,7 @@ func startAgentProcess(t *testing.T, node, drop string, extra ...string) *agentP
 	port := agentFreePort(t)
 	os.WriteFile(kuryrConf, []byte(fmt.Sprintf("[cni_health_server]\nport = %d\nmax_memory_usage = 512\n\n[cni_daemon]\ncni_failures_count = 1\n", port)), 0o644)
 	p := &agentProcess{base: fmt.Sprintf("http://127.0.0.1:%d", port), socket: filepath.Join(dir, "cni.sock"), stderr: &bytes.Buffer{}}
-	args := append([]string{"agent", "--config-file", kuryrConf, "--kubeconfig", kubeconfig, "--node-name", node,
+	args := append([]string{"--config-file", kuryrConf, "--kubeconfig", kubeconfig, "--node-name", node,
 		"--bind-address", "127.0.0.1", "--socket", p.socket, "--cni-conf-dir", cniDir, "--memory-source", "rss",
 		"--check-interval", "1s", "--log-format", "text"}, extra...)
 	var cmd *exec.Cmd
@@ -215,9 +215,9 @@ func agentCondition(t *testing.T, c kubernetes.Interface, node string, typ corev
 	return corev1.NodeCondition{}
 }
 
-// TestAgentBinaryCapabilitiesAndReports runs the real `vitals agent` twice: with every capability, and
+// TestAgentBinaryCapabilitiesAndReports runs the real `vitals-agent` twice: with every capability, and
 // through capsh without NET_ADMIN. Readiness follows NET_ADMIN; liveness does not (netlink needs no
-// capability). Reports sent with `vitals agent report` exhaust the budget (cni_failures_count = 1 from
+// capability). Reports sent with `vitals-agent report` exhaust the budget (cni_failures_count = 1 from
 // kuryr.conf) and turn the node condition False.
 func TestAgentBinaryCapabilitiesAndReports(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -250,13 +250,13 @@ func TestAgentBinaryCapabilitiesAndReports(t *testing.T) {
 	}
 
 	// cni_failures_count = 1: one failure is tolerated, the second exhausts the budget.
-	bin := agentVitalsBinary(t)
+	bin := agentBinary(t)
 	report := func(p *agentProcess, result, pod string) {
 		t.Helper()
-		out, err := exec.Command(bin, "agent", "report", "--socket", p.socket, "--op", "ADD", "--result", result,
+		out, err := exec.Command(bin, "report", "--socket", p.socket, "--op", "ADD", "--result", result,
 			"--pod", pod, "--error", "failed to allocate for range 0").CombinedOutput()
 		if err != nil {
-			t.Fatalf("vitals agent report: %v\n%s", err, out)
+			t.Fatalf("vitals-agent report: %v\n%s", err, out)
 		}
 	}
 	report(withAll, "failure", "default/a")

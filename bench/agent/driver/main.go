@@ -1,4 +1,4 @@
-// Command driver feeds a running `vitals agent` with CNI results at a fixed rate, through its report
+// Command driver feeds a running node agent (`vitals-agent`) with CNI results at a fixed rate, through its report
 // socket or as kubelet FailedCreatePodSandBox Events in the Kubernetes API, and samples the agent's
 // resident memory (VmRSS) while doing so. bench/agent/run.sh drives it.
 package main
@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/vitalsproject/vitals/agent"
+	"github.com/vitalsproject/vitals/cnireport"
 )
 
 func main() {
@@ -27,7 +27,7 @@ func main() {
 	pid := flag.Int("pid", 0, "pid of the agent whose memory is sampled")
 	rate := flag.Int("rate", 100, "events per second")
 	duration := flag.Duration("duration", 60*time.Second, "how long to drive")
-	socket := flag.String("socket", agent.DefaultSocketPath, "agent report socket (mode socket)")
+	socket := flag.String("socket", cnireport.DefaultSocketPath, "agent report socket (mode socket)")
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig (mode kube)")
 	node := flag.String("node", "", "node name the events are about (mode kube)")
 	namespace := flag.String("namespace", "default", "namespace of the events (mode kube)")
@@ -47,11 +47,11 @@ func run(mode string, pid, rate int, duration time.Duration, socket, kubeconfig,
 		send = nil
 	case "socket":
 		send = func(i int) error {
-			r := agent.Report{Op: agent.OpAdd, Result: agent.Failure, Pod: fmt.Sprintf("bench/pod-%d", i), Error: "failed to allocate for range 0: no IP addresses available in range set"}
+			r := cnireport.Report{Op: cnireport.OpAdd, Result: cnireport.Failure, Pod: fmt.Sprintf("bench/pod-%d", i), Error: "failed to allocate for range 0: no IP addresses available in range set"}
 			if i%2 == 1 {
-				r.Result, r.Error = agent.Success, ""
+				r.Result, r.Error = cnireport.Success, ""
 			}
-			_, err := agent.Send(context.Background(), socket, r)
+			_, err := cnireport.Send(context.Background(), socket, r)
 			return err
 		}
 	case "kube":

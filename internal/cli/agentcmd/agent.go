@@ -1,12 +1,9 @@
-package agent
+package agentcmd
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -14,26 +11,27 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/vitalsproject/vitals/agent"
 	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/internal/version"
 )
 
-// agentFlags holds `vitals agent`'s flags; options start from DefaultOptions, then the
+// agentFlags holds the agent's flags; options start from agent.DefaultOptions, then the
 // kuryr.conf-style file, then the flags given on the command line.
 type agentFlags struct {
-	version    string
 	configFile string
 	logLevel   string
 	logFormat  string
-	opts       Options
+	opts       agent.Options
 }
 
-// NewCommand builds the `agent` command (and its `report` subcommand). It lives here rather than in
-// internal/cli so that a binary holding only the agent can be built from this package alone; version
-// goes into the Kubernetes client's user agent. Configuration errors are *config.Error values (exit 2).
-func NewCommand(version string) *cobra.Command {
-	f := &agentFlags{opts: DefaultOptions(), version: version}
+// NewCommand builds the node agent's command (and its `report` subcommand) named use: "vitals-agent"
+// as the root of its own binary, "agent" under `vitals`. Configuration errors are *config.Error values
+// (exit 2).
+func NewCommand(use string) *cobra.Command {
+	f := &agentFlags{opts: agent.DefaultOptions()}
 	cmd := &cobra.Command{
-		Use:   "agent",
+		Use:   use,
 		Short: "Run the node agent: CNI health probes, CNI ADD failure budget, node conditions",
 		Long: `Run the node agent on every node (a DaemonSet with host networking).
 
@@ -41,7 +39,7 @@ It serves /ready and /alive (and /readyz, /livez, /healthz, /metrics) on [cni_he
 readiness needs the Kubernetes API and NET_ADMIN; liveness needs netlink, a loadable CNI network
 configuration, memory under max_memory_usage, live agent components and a CNI ADD failure budget that is
 not exhausted. CNI ADD results come from kubelet's FailedCreatePodSandBox Events for this node and from
-JSON lines on the report socket (see 'vitals agent report'). The agent writes the node conditions
+JSON lines on the report socket (see the 'report' subcommand). The agent writes the node conditions
 CNIHealthy and PodNetworkHealthy.
 
 Options are read from a kuryr.conf-style file ([cni_health_server] port, max_memory_usage, cg_path;
@@ -76,7 +74,7 @@ Options are read from a kuryr.conf-style file ([cni_health_server] port, max_mem
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig (empty: in-cluster, or $KUBECONFIG)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "json or text")
-	cmd.AddCommand(newAgentReportCommand())
+	cmd.AddCommand(newReportCommand(use))
 	return cmd
 }
 
@@ -86,8 +84,8 @@ var agentINIFlags = []string{"port", "max-memory-usage", "cg-path", "memory-sour
 func runAgent(cmd *cobra.Command, f *agentFlags) error {
 	o := f.opts
 	if f.configFile != "" {
-		fromFile := DefaultOptions()
-		if err := ApplyKuryrINI(f.configFile, &fromFile); err != nil {
+		fromFile := agent.DefaultOptions()
+		if err := agent.ApplyKuryrINI(f.configFile, &fromFile); err != nil {
 			return err
 		}
 		// Flags given on the command line win over the file.
@@ -117,7 +115,7 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 		return err
 	}
 	klog.SetLogger(logr.FromSlogHandler(log.Handler()))
-	var deps Deps
+	var deps agent.Deps
 	deps.Logger = log
 	if o.WatchEvents || o.NodeConditions || o.Kubeconfig != "" {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -126,7 +124,7 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 		if err != nil {
 			return &config.Error{File: o.Kubeconfig, Field: "kubeconfig", Msg: fmt.Sprintf("load Kubernetes client configuration: %v", err)}
 		}
-		cfg.UserAgent = "vitals-agent/" + f.version
+		cfg.UserAgent = "vitals-agent/" + version.Version
 		// One agent per node: keep each one's share of the API server small.
 		cfg.QPS, cfg.Burst = 5, 10
 		kc, err := kubernetes.NewForConfig(cfg)
@@ -135,7 +133,7 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 		}
 		deps.Kube = kc
 	}
-	a, err := New(o, deps)
+	a, err := agent.New(o, deps)
 	if err != nil {
 		return err
 	}
@@ -157,44 +155,3 @@ func agentLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, &config.Error{Field: "log-format", Msg: fmt.Sprintf("expected json or text, got %q", format)}
 }
 
-func newAgentReportCommand() *cobra.Command {
-	var (
-		socket  string
-		rep     Report
-		timeout time.Duration
-		op      string
-		result  string
-	)
-	cmd := &cobra.Command{
-		Use:   "report",
-		Short: "Report one CNI operation result to the node agent's socket",
-		Long: `Report one CNI operation result to the node agent over its unix socket, as a CNI plugin or
-daemon would: one JSON line {"op":"ADD","result":"failure","pod":"ns/name","error":"..."}.
-Exit status 0 when the agent accepted it, 1 when it could not be delivered or was rejected.`,
-		Example: `  vitals agent report --op ADD --result failure --pod default/web-0 --error "no IP addresses available"
-  vitals agent report --op ADD --result success --pod default/web-0`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			rep.Op = Op(strings.ToUpper(op))
-			rep.Result = Outcome(strings.ToLower(result))
-			if err := rep.Validate(); err != nil {
-				return &config.Error{Field: "report", Msg: err.Error()}
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			if _, err := Send(ctx, socket, rep); err != nil {
-				return fmt.Errorf("report to %s: %w", socket, err)
-			}
-			return nil
-		},
-	}
-	fs := cmd.Flags()
-	fs.StringVar(&socket, "socket", DefaultSocketPath, "the agent's report socket")
-	fs.StringVar(&op, "op", "ADD", "CNI operation: ADD, DEL or CHECK")
-	fs.StringVar(&result, "result", "", "success or failure (required)")
-	fs.StringVar(&rep.Pod, "pod", "", "the pod, namespace/name")
-	fs.StringVar(&rep.Error, "error", "", "why it failed")
-	fs.StringVar(&rep.ContainerID, "container-id", "", "the sandbox's container ID")
-	fs.DurationVar(&timeout, "timeout", 5*time.Second, "give up after this long")
-	return cmd
-}

@@ -1,4 +1,4 @@
-package agent
+package cnireport
 
 import (
 	"bufio"
@@ -10,11 +10,12 @@ import (
 	"time"
 )
 
-// DefaultSocketPath is where the agent listens for CNI reports.
-const DefaultSocketPath = "/run/vitals/cni.sock"
+// DefaultTimeout bounds Send when ctx has no deadline.
+const DefaultTimeout = 30 * time.Second
 
 // Send writes reports to the agent's socket at path, one JSON line each, and returns the agent's answer
-// to each. It is the client side of the socket protocol (docs/agent.md); `vitals agent report` uses it.
+// to each. The error joins the reasons of the reports the agent rejected, or says why they could not be
+// delivered.
 func Send(ctx context.Context, path string, reports ...Report) ([]Response, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", path)
@@ -25,7 +26,7 @@ func Send(ctx context.Context, path string, reports ...Report) ([]Response, erro
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	} else {
-		_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+		_ = conn.SetDeadline(time.Now().Add(DefaultTimeout))
 	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
