@@ -154,4 +154,3 @@ func agentLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	}
 	return nil, &config.Error{Field: "log-format", Msg: fmt.Sprintf("expected json or text, got %q", format)}
 }
-
