@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/vitalsproject/vitals/internal/cli/clirun"
 )
 
 func TestMainExitCodes(t *testing.T) {
@@ -13,11 +15,11 @@ func TestMainExitCodes(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unknown flag", []string{"--bogus"}, exitConfig, "unknown flag: --bogus"},
-		{"bad mode", []string{"--node-name", "n", "--cni-failure-mode", "sometimes"}, exitConfig, "cni-failure-mode: expected"},
-		{"report without result", []string{"report", "--socket", "/nonexistent/s.sock"}, exitConfig, "result: missing"},
-		{"report nobody listens", []string{"report", "--socket", "/nonexistent/s.sock", "--result", "success"}, exitError, "connect to agent socket"},
-		{"help", []string{"--help"}, exitOK, ""},
+		{"unknown flag", []string{"--bogus"}, clirun.ExitConfig, "unknown flag: --bogus"},
+		{"bad mode", []string{"--node-name", "n", "--cni-failure-mode", "sometimes"}, clirun.ExitConfig, "cni-failure-mode: expected"},
+		{"report without result", []string{"report", "--socket", "/nonexistent/s.sock"}, clirun.ExitConfig, "result: missing"},
+		{"report nobody listens", []string{"report", "--socket", "/nonexistent/s.sock", "--result", "success"}, clirun.ExitError, "connect to agent socket"},
+		{"help", []string{"--help"}, clirun.ExitOK, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
