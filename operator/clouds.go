@@ -123,6 +123,9 @@ const DefaultCloudsYAMLKey = "clouds.yaml"
 // DefaultKubeconfigKey is the key of a kubeconfig Secret.
 const DefaultKubeconfigKey = "kubeconfig"
 
+// Forget drops nothing yet: connected clouds are cached per Secret.
+func (cc *clusterClouds) Forget(types.NamespacedName) {}
+
 // Resolve gives c its cloud, project and router; a router of another project is refused.
 func (cc *clusterClouds) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*tenancy.Scope, error) {
 	cloud, err := cc.cloudOf(ctx, c)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/openstack"
 )
@@ -33,7 +35,34 @@ type Scope struct {
 // Resolver gives each cluster its Scope, or a *Refusal.
 type Resolver interface {
 	Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*Scope, error)
+	// Forget drops what is cached for a cluster that is gone (its connected cloud).
+	Forget(cluster types.NamespacedName)
 }
+
+// Reasons of a Refusal, for the CloudVerified condition and Events.
+const (
+	// ReasonVerified is the CloudVerified reason when nothing was refused.
+	ReasonVerified = "Verified"
+	// ReasonMissingCredentials: no credentials Secret, and the namespace is not trusted with the
+	// operator's credentials (or the operator has none).
+	ReasonMissingCredentials = "MissingCredentials"
+	// ReasonUntrustedNamespace: the operator's credentials were asked for in a namespace not trusted
+	// with them.
+	ReasonUntrustedNamespace = "UntrustedNamespace"
+	// ReasonInvalidCredentials: the Secret, its key or its clouds.yaml is unusable, the credentials
+	// are refused by Keystone, or they are not scoped to a project.
+	ReasonInvalidCredentials = "InvalidCredentials"
+	// ReasonForeignResource: a resource the spec names is not the project's.
+	ReasonForeignResource = "ForeignResource"
+	// ReasonForeignProject: spec.openstack.projectID is not the credentials' project.
+	ReasonForeignProject = "ForeignProject"
+	// ReasonPodCIDRTooWide: a pod CIDR is wider than the operator allows.
+	ReasonPodCIDRTooWide = "PodCIDRTooWide"
+	// ReasonPodCIDROverlap: a pod CIDR overlaps an older cluster's on the same router.
+	ReasonPodCIDROverlap = "PodCIDROverlap"
+	// ReasonCloudUnavailable: the cloud could not be reached or read; nothing was proven either way.
+	ReasonCloudUnavailable = "CloudUnavailable"
+)
 
 // Refusal is why a cluster may not act. Reason is CamelCase for the CloudVerified condition and Events
 // (MissingCredentials, UntrustedNamespace, InvalidCredentials, ForeignResource, ForeignProject,

@@ -34,6 +34,8 @@ type staticTenancy struct {
 	project string
 }
 
+func (staticTenancy) Forget(types.NamespacedName) {}
+
 func (s staticTenancy) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*tenancy.Scope, error) {
 	router, err := s.cloud.GetRouter(ctx, c.Spec.OpenStack.RouterID)
 	if err != nil {

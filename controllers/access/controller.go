@@ -1,0 +1,150 @@
+package access
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/tenancy"
+)
+
+// Name of the controller (events, metrics, logs).
+const Name = "access"
+
+// DefaultInterval between two resolutions of a cluster's tenancy.
+const DefaultInterval = time.Minute
+
+// Reconciler keeps every VitalsCluster's access proven.
+type Reconciler struct {
+	Client client.Client
+	// Tenancy resolves each cluster's cloud scope, or refuses it.
+	Tenancy tenancy.Resolver
+	// Checks receives the per-cluster checks that gate remediation (nil: none kept).
+	Checks   remediation.Checks
+	Recorder events.EventRecorder // nil: no events
+	Clock    clock.PassiveClock   // nil: the real clock
+	// Interval between resolutions (default DefaultInterval); a spec change resolves at once.
+	Interval time.Duration
+}
+
+// SetupWithManager registers the reconciler. Status-only updates do not trigger a resolution; spec
+// changes and deletion (which bumps the generation of an object with finalizers) do.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&v1alpha1.VitalsCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(r)
+}
+
+func (r *Reconciler) defaults() {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Interval <= 0 {
+		r.Interval = DefaultInterval
+	}
+}
+
+// Reconcile sets the finalizer, resolves the cluster's tenancy and reports it; on deletion it forgets
+// the cluster and lets it go.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.defaults()
+	var c v1alpha1.VitalsCluster
+	if err := r.Client.Get(ctx, req.NamespacedName, &c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get cluster %s: %w", req.NamespacedName, err)
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.release(ctx, &c)
+	}
+	if !controllerutil.ContainsFinalizer(&c, v1alpha1.FinalizerDeorbit) {
+		patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(&c, v1alpha1.FinalizerDeorbit)
+		if err := r.Client.Patch(ctx, &c, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer to cluster %s: %w", req.NamespacedName, err)
+		}
+	}
+	cloud := r.verifyCloud(ctx, &c)
+	if err := r.writeStatus(ctx, &c, cloud.apply); err != nil {
+		return ctrl.Result{}, fmt.Errorf("write status of cluster %s: %w", req.NamespacedName, err)
+	}
+	return ctrl.Result{RequeueAfter: r.Interval}, nil
+}
+
+// release lets a deleted cluster go. Until the deorbit controller cleans up after a cluster, the
+// finalizer is removed at once so that deletion never hangs.
+func (r *Reconciler) release(ctx context.Context, c *v1alpha1.VitalsCluster) error {
+	key := client.ObjectKeyFromObject(c)
+	r.forget(key)
+	if !controllerutil.ContainsFinalizer(c, v1alpha1.FinalizerDeorbit) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(c, v1alpha1.FinalizerDeorbit)
+	if err := r.Client.Patch(ctx, c, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer from cluster %s: %w", key, err)
+	}
+	logf.FromContext(ctx).Info("cluster released", "cluster", key.String())
+	return nil
+}
+
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.Tenancy.Forget(key)
+	if r.Checks != nil {
+		r.Checks.Forget(key)
+	}
+}
+
+func (r *Reconciler) event(c *v1alpha1.VitalsCluster, typ, reason, action, note string) {
+	if r.Recorder == nil {
+		return
+	}
+	if len(note) > 1000 {
+		note = note[:1000]
+	}
+	r.Recorder.Eventf(c, nil, typ, reason, action, "%s", note)
+}
+
+// writeStatus re-reads the cluster on conflict and applies mutate to its status.
+func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.VitalsCluster, mutate func(*v1alpha1.ClusterStatus)) error {
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+				return err
+			}
+		}
+		first = false
+		mutate(&c.Status)
+		if err := r.Client.Status().Update(ctx, c); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return nil
+	})
+}
+
+func setCondition(st *v1alpha1.ClusterStatus, gen int64, typ string, status metav1.ConditionStatus, reason, msg string) {
+	if len(msg) > 32000 {
+		msg = msg[:32000]
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+}
