@@ -174,9 +174,10 @@ func TestBinaryLinksOnlyTheStandardLibraryAndChecks(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	allowed := map[string]bool{
-		"github.com/vitalsproject/vitals/cmd/healthcheck": true,
-		"github.com/vitalsproject/vitals/healthcheck":     true,
-		"github.com/vitalsproject/vitals/health/checks":   true,
+		"github.com/vitalsproject/vitals/cmd/healthcheck":  true,
+		"github.com/vitalsproject/vitals/healthcheck":      true,
+		"github.com/vitalsproject/vitals/health/checks":    true,
+		"github.com/vitalsproject/vitals/health/checktype": true,
 	}
 	for _, p := range strings.Fields(string(out)) {
 		if !allowed[p] && !strings.HasPrefix(p, "golang.org/x/sys/") {

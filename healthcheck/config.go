@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/vitalsproject/vitals/health/checktype"
 )
 
 // ParseConfig parses a YAML config:
@@ -18,11 +20,13 @@ import (
 //	    path: /var/run/libvirt/libvirt-sock
 //	  - file: /var/lib/svc/heartbeat
 //	    max_age: 60s
+//	  - exec: [/usr/bin/nova-manage, db, version]
 //	  - [listen, haproxy, "8080"]   # the command-line words of one check
 //
-// In the mapping form the check's kind is the one key naming a form (its value is the first
-// argument, or a list of arguments); "ports" and "path" are further arguments; every other key is
-// a flag of that form (max_age is --max-age; true turns a boolean flag on). Errors name the line.
+// In the mapping form the first key naming a check type is the type; its value holds the
+// positional arguments (one, or a list); every other key is an option of that type, spelled as
+// in vitals serve's YAML (the command-line flag with '_' for '-': max_age is --max-age). Errors
+// name the line.
 func ParseConfig(data []byte, env Env) ([]Check, error) {
 	root, err := parseYAML(data)
 	if err != nil {
@@ -50,11 +54,7 @@ func ParseConfig(data []byte, env Env) ([]Check, error) {
 	}
 	var out []Check
 	for _, item := range list.items {
-		args, err := itemArgs(item)
-		if err != nil {
-			return nil, err
-		}
-		c, err := parseForm(args, env)
+		c, err := parseItem(item, env)
 		if errors.Is(err, ErrHelp) {
 			err = errors.New("help is not a check")
 		}
@@ -66,57 +66,82 @@ func ParseConfig(data []byte, env Env) ([]Check, error) {
 	return out, nil
 }
 
-// itemArgs turns one list item into command-line words.
-func itemArgs(item *node) ([]string, error) {
+// parseItem parses one list item: the words of a command line, or a mapping.
+func parseItem(item *node, env Env) (Check, error) {
 	switch item.kind {
 	case listNode:
 		words, err := scalars(item)
 		if err != nil {
-			return nil, err
+			return Check{}, err
 		}
 		if len(words) == 0 {
-			return nil, fmt.Errorf("line %d: empty check", item.line)
+			return Check{}, errors.New("empty check")
 		}
-		return words, nil
+		return parseForm(words, env)
 	case mapNode:
 	default:
-		return nil, fmt.Errorf("line %d: expected a check: a mapping such as {http: URL} or a list of words", item.line)
+		return Check{}, errors.New("expected a check: a mapping such as {http: URL} or a list of words")
 	}
-	var kind string
-	var pos, flags []string
+	var t *checktype.Type
+	var in checktype.Input
+	words := []string{""}
 	for i := 0; i+1 < len(item.items); i += 2 {
 		k, v := item.items[i], item.items[i+1]
-		key := k.value
-		vals, err := scalars(v)
+		kt := Registry().Lookup(k.value)
+		if kt != nil && t != nil {
+			if o, _ := t.Option(k.value); o == nil {
+				return Check{}, fmt.Errorf("line %d: two kinds in one check: %s and %s", k.line, t.Name, kt.Name)
+			}
+		}
+		if kt != nil && t == nil {
+			args, err := scalars(v)
+			if err != nil {
+				return Check{}, fmt.Errorf("%s: %w", k.value, err)
+			}
+			t, in.Args, in.ArgsLine = kt, args, k.line
+			words[0] = kt.Name
+			words = append(words, args...)
+			continue
+		}
+		f, err := field(k, v)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
+			return Check{}, err
 		}
-		switch {
-		case forms[key].parse != nil:
-			if kind != "" {
-				return nil, fmt.Errorf("line %d: two kinds in one check: %s and %s", k.line, kind, key)
-			}
-			kind = key
-			pos = append(vals, pos...)
-		case key == "ports" || key == "path":
-			pos = append(pos, vals...)
-		default:
-			name := "--" + strings.ReplaceAll(key, "_", "-")
-			for _, v := range vals {
-				switch strings.ToLower(v) {
-				case "true":
-					flags = append(flags, name)
-				case "false":
-				default:
-					flags = append(flags, name, v)
-				}
-			}
+		in.Fields = append(in.Fields, f)
+		for _, val := range f.Values {
+			words = append(words, checktype.Flag(f.Key), val)
 		}
 	}
-	if kind == "" {
-		return nil, fmt.Errorf("line %d: no check kind (expected one of http, vitals, port, listen, socket, process, file, tcp, capability, memory)", item.line)
+	if t == nil {
+		return Check{}, fmt.Errorf("no check kind (expected a key naming one of: %s)", strings.Join(Registry().Names(), ", "))
 	}
-	return append(append([]string{kind}, pos...), flags...), nil
+	return build(t, in, words, env, func(k string) string { return k })
+}
+
+// field turns a key and its value into a registry field: a scalar, a list of scalars, or (for
+// headers) a mapping of scalars.
+func field(k, v *node) (checktype.Field, error) {
+	f := checktype.Field{Key: k.value, Line: k.line}
+	switch v.kind {
+	case mapNode:
+		f.List = true
+		for i := 0; i+1 < len(v.items); i += 2 {
+			name, val := v.items[i], v.items[i+1]
+			if val.kind != scalarNode {
+				return f, fmt.Errorf("%s: line %d: expected a plain value", k.value, val.line)
+			}
+			f.Values = append(f.Values, name.value+": "+val.value)
+		}
+		return f, nil
+	case listNode:
+		f.List = true
+	}
+	vals, err := scalars(v)
+	if err != nil {
+		return f, fmt.Errorf("%s: %w", k.value, err)
+	}
+	f.Values = vals
+	return f, nil
 }
 
 // scalars returns a scalar as one word, a list of scalars as words, null as none.

@@ -16,7 +16,8 @@ const DefaultConfigPath = "/etc/healthcheck.yaml"
 
 // Main runs the command: argv with the program name first, an environment, and the streams. It
 // returns the exit code: 0 healthy, 1 unhealthy or invalid. It writes exactly one line on stdout
-// (except for --help) and, with HEALTHCHECK_DEBUG=1, details on stderr.
+// (except for --help); on stderr, one warning per deprecated spelling used and, with
+// HEALTHCHECK_DEBUG=1, details.
 func Main(ctx context.Context, argv []string, env Env, stdout, stderr io.Writer) int {
 	debug := truthy(env("HEALTHCHECK_DEBUG"))
 	logf := func(format string, a ...any) {
@@ -26,13 +27,22 @@ func Main(ctx context.Context, argv []string, env Env, stdout, stderr io.Writer)
 	}
 	cs, err := load(argv, env, logf)
 	if errors.Is(err, ErrHelp) {
-		fmt.Fprint(stdout, Usage)
+		fmt.Fprint(stdout, Usage())
 		return 0
 	}
 	if err != nil {
 		logf("invalid: %v", err)
 		fmt.Fprintln(stdout, InvalidLine(err))
 		return 1
+	}
+	warned := map[string]bool{}
+	for _, c := range cs {
+		for _, w := range c.Warnings {
+			if !warned[w] {
+				warned[w] = true
+				fmt.Fprintf(stderr, "healthcheck: warning: %s\n", w)
+			}
+		}
 	}
 	rs := Run(ctx, cs, time.Now)
 	for _, r := range rs {

@@ -23,14 +23,20 @@ type Result struct {
 	Duration time.Duration
 }
 
-// Run runs the checks at once (concurrently when there are several) and returns their results in
-// order. now measures durations (time.Now in the command).
+// Run runs the checks at once (concurrently when there are several), each bounded by its timeout,
+// and returns their results in order. now measures durations (time.Now in the command).
 func Run(ctx context.Context, cs []Check, now func() time.Time) []Result {
 	results := make([]Result, len(cs))
 	one := func(i int) {
 		var o checks.Observation
 		start := now()
-		err := safeRun(checks.WithObservation(ctx, &o), cs[i].Run)
+		cctx := ctx
+		if cs[i].Timeout > 0 {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithTimeout(ctx, cs[i].Timeout)
+			defer cancel()
+		}
+		err := safeRun(checks.WithObservation(cctx, &o), cs[i].Run)
 		results[i] = Result{Check: cs[i], Err: err, Detail: o.Detail, Duration: now().Sub(start)}
 	}
 	if len(cs) == 1 {

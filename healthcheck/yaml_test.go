@@ -161,9 +161,9 @@ func TestParseConfig(t *testing.T) {
 		{"no checks", "checks:\n", "", "line 1: checks: expected a list of checks"},
 		{"unknown kind", "checks:\n  - ping: x\n", "", "line 2: no check kind"},
 		{"two kinds", "checks:\n  - http: http://x/\n    port: y\n", "", "line 3: two kinds in one check: http and port"},
-		{"bad flag", "checks:\n  - http: http://x/\n    colour: blue\n", "", "line 2: http: unknown flag --colour"},
-		{"bad duration", "checks:\n  - file: /x\n    max_age: soon\n", "", `line 2: file: --max-age: duration "soon"`},
-		{"bad port", "checks:\n  - port: x\n    ports: [70000]\n", "", `line 2: port: port "70000"`},
+		{"bad flag", "checks:\n  - http: http://x/\n    colour: blue\n", "", "line 2: http: unknown option colour"},
+		{"bad duration", "checks:\n  - file: /x\n    max_age: soon\n", "", `line 2: file: max_age: duration "soon"`},
+		{"bad port", "checks:\n  - port: x\n    ports: [70000]\n", "", `line 2: port: ports: expected a port number (1-65535), got "70000"`},
 		{"nested value", "checks:\n  - http:\n      url: x\n", "", "http: line 3: expected a value or a list of values"},
 		{"a scalar item", "checks:\n  - http\n", "", "line 2: expected a check"},
 		{"help", "checks:\n  - [http, --help]\n", "", "help is not a check"},
@@ -207,7 +207,7 @@ func FuzzParseConfig(f *testing.F) {
 			return
 		}
 		for _, c := range cs {
-			if c.Run == nil || forms[c.Kind].parse == nil {
+			if c.Run == nil || Registry().Lookup(c.Kind) == nil {
 				t.Fatalf("bad check %+v", c)
 			}
 		}
@@ -243,7 +243,7 @@ func FuzzParseArgs(f *testing.F) {
 			return
 		}
 		for _, c := range cs {
-			if c.Run == nil || forms[c.Kind].parse == nil {
+			if c.Run == nil || Registry().Lookup(c.Kind) == nil {
 				t.Fatalf("bad check %+v", c)
 			}
 		}

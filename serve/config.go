@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -43,6 +42,9 @@ type Config struct {
 
 	// File is the path the config was read from (for errors).
 	File string `yaml:"-"`
+	// Warnings found while validating (deprecated spellings), "file:line: field: text"; Run logs
+	// each once.
+	Warnings []string `yaml:"-"`
 	// Self is the document's root mapping node (for error locations).
 	Self yaml.Node `yaml:",node"`
 }
@@ -200,20 +202,57 @@ func (c *Config) validate() error {
 		if ch.SuccessThreshold < 0 {
 			e.add(at(self, "success_threshold"), field+".success_threshold", "expected a positive integer, got %d", ch.SuccessThreshold)
 		}
-		if ch.Interval != 0 && ch.Timeout > ch.Interval {
-			e.add(at(self, "timeout"), field+".timeout", "expected at most the interval (%s), got %s", ch.Interval, ch.Timeout)
-		}
-		t, ok := types[ch.Type]
-		if !ok {
+		timeout, ok := ch.validateTiming(e, field)
+		t := Registry().Lookup(ch.Type)
+		if t == nil {
 			e.add(at(self, "type"), field+".type", "unknown check type %q (expected one of: %s)", ch.Type, strings.Join(TypeNames(), ", "))
 			continue
 		}
-		e.list = append(e.list, t.decode(c.File, field, ch)...)
+		if !ok {
+			continue
+		}
+		errs, warns := decode(c.File, field, t, ch, timeout)
+		e.list = append(e.list, errs...)
+		c.Warnings = append(c.Warnings, warns...)
 	}
 	if len(e.list) > 0 {
 		return e.list
 	}
 	return nil
+}
+
+// MinInterval is the shortest interval a check may have: a shorter one spends the machine on
+// health checks (1ns would keep both cores busy) and answers no probe any better.
+const MinInterval = 100 * time.Millisecond
+
+// MinTimeout is the shortest timeout a check may have: no check completes in less.
+const MinTimeout = time.Millisecond
+
+// validateTiming checks the interval and the timeout against each other, the defaults included
+// (a timeout is honoured as written, never capped), and returns the effective timeout.
+func (ch *CheckConfig) validateTiming(e *errs, field string) (time.Duration, bool) {
+	self := &ch.Self
+	ok := true
+	interval, what := ch.Interval, "the interval"
+	if interval == 0 {
+		interval, what = health.DefaultInterval, "the default interval"
+	}
+	if ch.Interval != 0 && ch.Interval < MinInterval {
+		e.add(at(self, "interval"), field+".interval", "expected at least %s, got %s", MinInterval, ch.Interval)
+		ok = false
+	}
+	timeout := ch.Timeout
+	switch {
+	case timeout == 0:
+		timeout = min(health.DefaultTimeout, interval)
+	case timeout < MinTimeout:
+		e.add(at(self, "timeout"), field+".timeout", "expected at least %s, got %s", MinTimeout, timeout)
+		ok = false
+	case timeout > interval && ok:
+		e.add(at(self, "timeout"), field+".timeout", "expected at most %s (%s), got %s; raise the interval or lower the timeout", what, interval, timeout)
+		ok = false
+	}
+	return timeout, ok
 }
 
 func (ch *CheckConfig) probes() (health.Probe, error) {
@@ -239,14 +278,7 @@ func (ch *CheckConfig) severity() (health.Severity, error) {
 }
 
 // TypeNames lists the check types, sorted.
-func TypeNames() []string {
-	names := make([]string, 0, len(types))
-	for n := range types {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func TypeNames() []string { return Registry().Names() }
 
 // commonKeys are the keys every check entry accepts.
 var commonKeys = config.StructKeys(CheckConfig{})

@@ -43,6 +43,8 @@ func TestParseEveryType(t *testing.T) {
 		"http":       "url: http://127.0.0.1:1/livez\n    status: 200-299\n    headers: {X-A: b}",
 		"tcp":        "address: 127.0.0.1:1",
 		"port":       "ports: [8080]\n    listen: false\n    protocols: [tcp, udp]",
+		"listen":     "ports: [8080]\n    process: x",
+		"vitals":     "url: http://127.0.0.1:1/readyz",
 		"socket":     "path: /run/x.sock\n    process: x",
 		"process":    "process: kthreadd",
 		"file":       "path: /etc/passwd\n    max_age: 1h",

@@ -56,6 +56,9 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
+	for _, w := range cfg.Warnings {
+		log.Warn("configuration to update", "warning", w)
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mopts := []health.Option{

@@ -1,186 +1,168 @@
 package serve
 
 import (
+	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/vitalsproject/vitals/config"
-	"github.com/vitalsproject/vitals/health/checks"
+	"github.com/vitalsproject/vitals/health/checktype"
 )
 
-// checkType is one "type:" of the config: its parameters (a struct decoded strictly from the
-// entry's other keys) and how to build the check body from them.
-type checkType struct {
-	params func() any
-	build  func(p any) (checks.Func, error)
-}
-
-// typed adapts a constructor over a concrete params type.
-func typed[P any](build func(p *P) (checks.Func, error)) checkType {
-	return checkType{
-		params: func() any { return new(P) },
-		build:  func(p any) (checks.Func, error) { return build(p.(*P)) },
+// Registry returns the check types serve offers: every type of the registry.
+var Registry = sync.OnceValue(func() *checktype.Registry {
+	r, err := checktype.NewRegistry(checktype.Builtin()...)
+	if err != nil {
+		panic(err) // the built-in declarations are fixed; a test covers them
 	}
+	return r
+})
+
+// legacyDefaults are the defaults serve used before the check registry where the registry's
+// differ. An entry that omits the option keeps serve's old default, with a warning asking to say
+// it (or to use the listen type): no configuration changes meaning silently.
+var legacyDefaults = []struct{ typ, option, value, hint string }{
+	{"port", "listen", "true", "write type: listen, or listen: false for any socket on the ports"},
+	{"memory", "source", "rss", "write source: rss, or source: cgroup"},
 }
 
-// Parameters of each type. Field docs are the user documentation (docs/serve.md).
-
-type httpParams struct {
-	URL        string            `yaml:"url" config:"required"`
-	Method     string            `yaml:"method"`
-	Headers    map[string]string `yaml:"headers"`
-	Status     string            `yaml:"status"` // "200", "200-399"
-	Contains   string            `yaml:"contains"`
-	Insecure   bool              `yaml:"insecure"`
-	CAFile     string            `yaml:"ca_file"`
-	ServerName string            `yaml:"server_name"`
-	CertFile   string            `yaml:"cert_file"`
-	KeyFile    string            `yaml:"key_file"`
-	Proxy      bool              `yaml:"proxy"`
-}
-
-type tcpParams struct {
-	Address string `yaml:"address" config:"required"`
-}
-
-type portParams struct {
-	Ports     []config.Port `yaml:"ports" config:"required"`
-	Process   string        `yaml:"process"`
-	Cmdline   bool          `yaml:"cmdline"`
-	Listen    *bool         `yaml:"listen"` // default true
-	Protocols []string      `yaml:"protocols"`
-}
-
-type socketParams struct {
-	Path    string `yaml:"path" config:"required"`
-	Process string `yaml:"process"`
-	Cmdline bool   `yaml:"cmdline"`
-}
-
-type processParams struct {
-	Process string `yaml:"process" config:"required"`
-	Cmdline bool   `yaml:"cmdline"`
-}
-
-type fileParams struct {
-	Path   string        `yaml:"path" config:"required"`
-	MaxAge time.Duration `yaml:"max_age" config:"required"`
-}
-
-type execParams struct {
-	Command  []string `yaml:"command" config:"required"`
-	Env      []string `yaml:"env"`
-	Dir      string   `yaml:"dir"`
-	ExitCode int      `yaml:"exit_code"`
-}
-
-type capabilityParams struct {
-	Capabilities []string `yaml:"capabilities" config:"required"`
-}
-
-type memoryParams struct {
-	LimitMiB   *int64 `yaml:"limit_mib" config:"required"`
-	Source     string `yaml:"source"` // rss (default) or cgroup
-	CgroupPath string `yaml:"cgroup_path"`
-}
-
-type goroutinesParams struct {
-	Max int `yaml:"max" config:"required"`
-}
-
-var types = map[string]checkType{
-	"http": typed(func(p *httpParams) (checks.Func, error) {
-		o := checks.HTTPOptions{URL: p.URL, Method: p.Method, Contains: p.Contains, Insecure: p.Insecure,
-			CAFile: p.CAFile, ServerName: p.ServerName, CertFile: p.CertFile, KeyFile: p.KeyFile, Proxy: p.Proxy}
-		if p.Status != "" {
-			lo, hi, err := checks.ParseStatusRange(p.Status)
-			if err != nil {
-				return nil, fmt.Errorf("status: %w", err)
-			}
-			o.StatusMin, o.StatusMax = lo, hi
-		}
-		if len(p.Headers) > 0 {
-			o.Header = http.Header{}
-			for k, v := range p.Headers {
-				o.Header.Set(k, v)
-			}
-		}
-		return checks.HTTP(o)
-	}),
-	"tcp": typed(func(p *tcpParams) (checks.Func, error) {
-		return checks.TCP(checks.TCPOptions{Address: p.Address})
-	}),
-	"port": typed(func(p *portParams) (checks.Func, error) {
-		o := checks.PortOptions{Process: checks.ProcessMatch{Name: p.Process, Cmdline: p.Cmdline},
-			Listen: p.Listen == nil || *p.Listen, Protocols: p.Protocols}
-		for _, port := range p.Ports {
-			o.Ports = append(o.Ports, int(port))
-		}
-		return checks.Port(o)
-	}),
-	"socket": typed(func(p *socketParams) (checks.Func, error) {
-		return checks.UnixSocket(checks.UnixSocketOptions{Path: p.Path,
-			Process: checks.ProcessMatch{Name: p.Process, Cmdline: p.Cmdline}})
-	}),
-	"process": typed(func(p *processParams) (checks.Func, error) {
-		return checks.Process(checks.ProcessOptions{Match: checks.ProcessMatch{Name: p.Process, Cmdline: p.Cmdline}})
-	}),
-	"file": typed(func(p *fileParams) (checks.Func, error) {
-		return checks.File(checks.FileOptions{Path: p.Path, MaxAge: p.MaxAge})
-	}),
-	"exec": typed(func(p *execParams) (checks.Func, error) {
-		return checks.Exec(checks.ExecOptions{Command: p.Command, Env: p.Env, Dir: p.Dir, ExitCode: p.ExitCode})
-	}),
-	"capability": typed(func(p *capabilityParams) (checks.Func, error) {
-		return checks.Capability(checks.CapabilityOptions{Names: p.Capabilities})
-	}),
-	"memory": typed(func(p *memoryParams) (checks.Func, error) {
-		return checks.Memory(checks.MemoryOptions{LimitMiB: *p.LimitMiB, Source: checks.MemorySource(p.Source),
-			CgroupPath: p.CgroupPath})
-	}),
-	"goroutines": typed(func(p *goroutinesParams) (checks.Func, error) {
-		return checks.Goroutines(checks.GoroutinesOptions{Max: p.Max})
-	}),
-}
-
-// decode checks the entry's type-specific keys strictly, decodes them and builds the check body
-// (kept in ch.run). It returns the errors found.
-func (t checkType) decode(file, field string, ch *CheckConfig) config.Errors {
-	p := t.params()
-	own := config.StructKeys(p)
-	ownSet := make(map[string]bool, len(own))
-	for _, k := range own {
-		ownSet[k] = true
-	}
+// decode resolves the entry's type-specific keys through the registry and builds the check body
+// (kept in ch.run), bounded by timeout (the check's effective timeout). It returns the errors
+// found and the warnings (deprecated spellings, legacy defaults).
+func decode(file, field string, t *checktype.Type, ch *CheckConfig, timeout time.Duration) (config.Errors, []string) {
 	var out config.Errors
-	rest := yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: ch.Self.Line, Column: ch.Self.Column}
+	var warns []string
+	in := checktype.Input{ArgsLine: ch.Self.Line, Timeout: timeout}
+	nodes := map[string]*yaml.Node{} // key as written -> its value node, for item locations
+	keys := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(ch.Params.Content); i += 2 {
-		k := ch.Params.Content[i]
-		if !ownSet[k.Value] {
-			all := append(append([]string(nil), commonKeys...), own...)
-			out = append(out, config.NodeError(file, k, field+"."+k.Value,
-				"unknown field for a check of type %q (expected one of: %s)", ch.Type, strings.Join(sortUnique(all), ", ")))
+		k, v := ch.Params.Content[i], resolve(ch.Params.Content[i+1])
+		f, err := paramField(t, k, v)
+		if err != nil {
+			out = append(out, config.NodeError(file, v, field+"."+k.Value, "%v", err))
 			continue
 		}
-		rest.Content = append(rest.Content, k, ch.Params.Content[i+1])
+		nodes[k.Value], keys[k.Value] = v, k
+		in.Fields = append(in.Fields, f)
 	}
-	if err := config.DecodeNode(file, field, &rest, p); err != nil {
-		out = append(out, config.Flatten(err)...)
+	for _, l := range legacyDefaults {
+		if l.typ != t.Name || has(in.Fields, t, l.option) {
+			continue
+		}
+		in.Fields = append(in.Fields, checktype.Field{Key: l.option, Values: []string{l.value}, Line: ch.Self.Line})
+		warns = append(warns, fmt.Sprintf("%s:%d: %s.%s: not given; keeping serve's former default %s (the registry's is now %s): %s",
+			file, ch.Self.Line, field, l.option, l.value, defaultOf(t, l.option), l.hint))
+	}
+	c, ws, err := t.Build(in)
+	for _, w := range ws {
+		use := w.Option
+		if w.Value != "" {
+			use += ": " + w.Value
+		}
+		warns = append(warns, fmt.Sprintf("%s:%d: %s.%s: deprecated spelling; use %s", file, w.Line, field, w.Alias, use))
+	}
+	var es checktype.Errors
+	if errors.As(err, &es) {
+		for _, e := range es {
+			out = append(out, entryError(file, field, t, ch, e, keys, nodes))
+		}
 	}
 	if len(out) > 0 {
-		return out
+		return out, warns
 	}
-	run, err := t.build(p)
-	if err != nil {
-		return config.Errors{config.NodeError(file, &ch.Self, field, "invalid %s check: %v", ch.Type, err)}
+	ch.run = c.Run
+	return nil, warns
+}
+
+// entryError locates and words one registry error as config errors do.
+func entryError(file, field string, t *checktype.Type, ch *CheckConfig, e *checktype.Error, keys, nodes map[string]*yaml.Node) *config.Error {
+	switch {
+	case e.Key == "":
+		return config.NodeError(file, &ch.Self, field, "invalid %s check: %s", t.Name, e.Msg)
+	case e.Missing:
+		return config.NodeError(file, &ch.Self, field+"."+e.Key, "missing required field")
+	case e.Unknown:
+		all := append(append([]string(nil), commonKeys...), t.OptionNames()...)
+		return config.NodeError(file, keyNode(keys, e.Key, &ch.Self), field+"."+e.Key,
+			"unknown field for a check of type %q (expected one of: %s)", t.Name, strings.Join(sortUnique(all), ", "))
 	}
-	ch.run = run
-	return nil
+	n := keyNode(keys, e.Key, &ch.Self)
+	f := field + "." + e.Key
+	if v := nodes[e.Key]; v != nil && e.Item > 0 && e.Item <= len(v.Content) {
+		n, f = v.Content[e.Item-1], fmt.Sprintf("%s[%d]", f, e.Item-1)
+	}
+	return config.NodeError(file, n, f, "%s", e.Msg)
+}
+
+func keyNode(keys map[string]*yaml.Node, key string, def *yaml.Node) *yaml.Node {
+	for k, n := range keys {
+		if checktype.Normalize(k) == key || k == key {
+			return n
+		}
+	}
+	return def
+}
+
+// paramField turns one key of the entry into a registry field: a scalar, a list of scalars, or
+// (for a header option) a mapping of scalars.
+func paramField(t *checktype.Type, k, v *yaml.Node) (checktype.Field, error) {
+	f := checktype.Field{Key: k.Value, Line: k.Line}
+	switch v.Kind {
+	case yaml.ScalarNode:
+		if v.Tag != "!!null" {
+			f.Values = []string{v.Value}
+		}
+		return f, nil
+	case yaml.SequenceNode:
+		f.List = true
+		for _, c := range v.Content {
+			c = resolve(c)
+			if c.Kind != yaml.ScalarNode {
+				return f, errors.New("expected a list of plain values")
+			}
+			f.Values = append(f.Values, c.Value)
+		}
+		return f, nil
+	case yaml.MappingNode:
+		if o, _ := t.Option(k.Value); o != nil && o.Kind == checktype.Header {
+			f.List = true
+			for i := 0; i+1 < len(v.Content); i += 2 {
+				name, val := resolve(v.Content[i]), resolve(v.Content[i+1])
+				if name.Kind != yaml.ScalarNode || val.Kind != yaml.ScalarNode {
+					return f, errors.New("expected a mapping of plain values")
+				}
+				f.Values = append(f.Values, name.Value+": "+val.Value)
+			}
+			return f, nil
+		}
+	}
+	return f, errors.New("expected a value or a list of values")
+}
+
+func resolve(n *yaml.Node) *yaml.Node {
+	for i := 0; i < 16 && n.Kind == yaml.AliasNode && n.Alias != nil; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func has(fields []checktype.Field, t *checktype.Type, option string) bool {
+	for _, f := range fields {
+		if o, _ := t.Option(f.Key); o != nil && o.Name == option {
+			return true
+		}
+	}
+	return false
+}
+
+func defaultOf(t *checktype.Type, option string) string {
+	o, _ := t.Option(option)
+	return o.Default
 }
 
 func sortUnique(v []string) []string {

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // MaxOutput is how much of a command's combined output Exec keeps: 4 KiB, what Docker keeps of a
@@ -24,12 +27,19 @@ type ExecOptions struct {
 	Dir string
 	// ExitCode that counts as healthy; default 0.
 	ExitCode int
-	// Timeout of the command; default 10s. The command is killed at the timeout.
+	// Timeout of the command; default 10s. The command's whole process group is killed at the
+	// timeout (or when the check's context ends).
 	Timeout time.Duration
 }
 
 // Exec runs a command and checks its exit code. Its combined output, kept to MaxOutput bytes,
 // is part of the failure message (squeezed to one line).
+//
+// The command runs in a process group of its own. At the timeout the whole group is killed, not
+// just the command (a shell's children too); when the command exits, whatever it left running in
+// its group is killed as well, so that a check run every few seconds never piles up processes.
+// (A process that leaves the group with setsid or setpgid escapes; a health check has no reason
+// to.)
 func Exec(opts ExecOptions) (Func, error) {
 	if len(opts.Command) == 0 || opts.Command[0] == "" {
 		return nil, errors.New("exec check: no command")
@@ -49,8 +59,10 @@ func Exec(opts ExecOptions) (Func, error) {
 		cmd.Env, cmd.Dir = opts.Env, opts.Dir
 		out := &limitedBuffer{max: MaxOutput}
 		cmd.Stdout, cmd.Stderr = out, out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 		cmd.WaitDelay = time.Second // do not wait for grandchildren holding the pipe
-		err := cmd.Run()
+		err := runInGroup(cmd)
 		code := 0
 		var ee *exec.ExitError
 		switch {
@@ -70,6 +82,33 @@ func Exec(opts ExecOptions) (Func, error) {
 		observe(ctx, fmt.Sprintf("%s exit %d", name, code))
 		return nil
 	}, nil
+}
+
+// runInGroup starts cmd (the leader of a new process group) and waits for it; once the leader has
+// exited, and before it is reaped, the rest of its group is killed. Reaping after the kill keeps
+// the group's id from being reused by an unrelated process in between.
+func runInGroup(cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	pid := cmd.Process.Pid
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			break // on another error, Wait below reports it
+		}
+	}
+	_ = killGroup(pid)
+	return cmd.Wait()
+}
+
+// killGroup sends SIGKILL to every process of the group led by pid; a group already gone is fine.
+func killGroup(pid int) error {
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
+		return err
+	}
+	return nil
 }
 
 func outputSuffix(b *limitedBuffer) string {

@@ -23,7 +23,7 @@ func TestServeBadConfig(t *testing.T) {
 		{
 			name: "unknown check type",
 			yaml: "checks:\n  - name: a\n    type: htttp\n    url: http://x\n",
-			want: `:3: checks[0].type: unknown check type "htttp" (expected one of: capability, exec, file, goroutines, http, memory, port, process, socket, tcp)`,
+			want: `:3: checks[0].type: unknown check type "htttp" (expected one of: capability, exec, file, goroutines, http, listen, memory, port, process, socket, tcp, vitals)`,
 		},
 		{
 			name: "bad duration",
@@ -95,6 +95,16 @@ func TestServeBadConfig(t *testing.T) {
 			name: "timeout above interval",
 			yaml: "checks:\n  - name: a\n    type: goroutines\n    max: 1\n    interval: 1s\n    timeout: 2s\n",
 			want: `:6: checks[0].timeout: expected at most the interval (1s), got 2s`,
+		},
+		{
+			name: "interval below the floor",
+			yaml: "checks:\n  - name: a\n    type: goroutines\n    max: 1\n    interval: 1ns\n",
+			want: `:5: checks[0].interval: expected at least 100ms, got 1ns`,
+		},
+		{
+			name: "timeout above the default interval",
+			yaml: "checks:\n  - name: a\n    type: goroutines\n    max: 1\n    timeout: 30s\n",
+			want: `:5: checks[0].timeout: expected at most the default interval (10s), got 30s`,
 		},
 		{
 			name: "invalid parameter value",
