@@ -178,3 +178,27 @@ func TestMainHelp(t *testing.T) {
 		t.Errorf("%q", stdout.String())
 	}
 }
+
+// TestMainWarnsOnceAboutOldSpellings: a deprecated flag still works and is named once on stderr,
+// however often it is used; stdout keeps its one line.
+func TestMainWarnsOnceAboutOldSpellings(t *testing.T) {
+	url := startHTTP(t, "tcp", "127.0.0.1:0", serviceHandler())
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"healthcheck", "vitals", url + "/readyz", "--cacert", "/dev/null", "--", "vitals", url + "/readyz", "--cacert=/dev/null"},
+		func(string) string { return "" }, &stdout, &stderr)
+	// /dev/null holds no certificate: the option was read (and the check is invalid).
+	if code != 1 || !strings.Contains(stdout.String(), "holds no PEM certificate") || strings.Count(stdout.String(), "\n") != 1 {
+		t.Errorf("exit %d, stdout %q", code, stdout.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code = Main(context.Background(), []string{"healthcheck", "memory", "-1", "--cg-path", "/x", "--", "memory", "-1", "--cg-path", "/y", "--rss"},
+		func(string) string { return "" }, &stdout, &stderr)
+	if code != 0 || !strings.HasPrefix(stdout.String(), "healthy: memory disabled") {
+		t.Errorf("exit %d, stdout %q", code, stdout.String())
+	}
+	want := "healthcheck: warning: --cg-path is deprecated; use --cgroup-path\nhealthcheck: warning: --rss is deprecated; use --source rss\n"
+	if stderr.String() != want {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	}
+}

@@ -58,10 +58,10 @@ checks (every one also takes --timeout DURATION; durations are 10s, 500ms or bar
 	reg := Registry()
 	for _, name := range reg.Names() {
 		t := reg.Lookup(name)
-		fmt.Fprintf(&b, "  %s %s\n      %s\n", name, t.Usage(), t.Doc)
+		fmt.Fprintf(&b, "  %s %s\n      %s\n", name, t.Usage(), strings.ReplaceAll(t.Doc, "`", ""))
 		var flags []string
 		for _, o := range t.Options {
-			if isArg(t, o.Name) {
+			if t.IsArg(o.Name) {
 				continue
 			}
 			f := checktype.Flag(o.Name)
@@ -78,15 +78,6 @@ checks (every one also takes --timeout DURATION; durations are 10s, 500ms or bar
   HEALTHCHECK_USE_PROXY=1 (proxies for http), HEALTHCHECK_DEBUG=1 (details on stderr)
 `)
 	return b.String()
-}
-
-func isArg(t *checktype.Type, name string) bool {
-	for _, a := range t.Args {
-		if a == name {
-			return true
-		}
-	}
-	return false
 }
 
 func isNumber(s string) bool { _, err := strconv.ParseFloat(s, 64); return err == nil }
@@ -229,7 +220,7 @@ func describe(t *checktype.Type, err error, key func(string) string) string {
 	missingArgs := false
 	for _, e := range es {
 		switch {
-		case e.Missing && isArg(t, e.Key):
+		case e.Missing && t.IsArg(e.Key):
 			if !missingArgs {
 				msgs = append(msgs, "expected "+t.Usage())
 			}

@@ -251,3 +251,42 @@ func FuzzLoadServeConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestOldSpellingsAndDefaultsWarn: what older releases accepted still works, with one warning
+// per occurrence naming file, line, field and what to write instead.
+func TestOldSpellingsAndDefaultsWarn(t *testing.T) {
+	in := `checks:
+  - name: h
+    type: http
+    url: https://127.0.0.1:1/
+    headers: {X-A: b}
+  - name: p
+    type: port
+    ports: [8080]
+  - name: m
+    type: memory
+    limit_mib: 512
+    cg_path: /sys/fs/cgroup
+`
+	c, err := Parse("t.yaml", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"t.yaml:5: checks[0].headers: deprecated spelling; use header",
+		"t.yaml:6: checks[1].listen: not given; keeping serve's former default true",
+		"t.yaml:9: checks[2].source: not given; keeping serve's former default rss",
+		"t.yaml:12: checks[2].cg_path: deprecated spelling; use cgroup_path",
+	}
+	if len(c.Warnings) != len(want) {
+		t.Fatalf("warnings %q", c.Warnings)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(c.Warnings[i], w) {
+			t.Errorf("warning %q, want prefix %q", c.Warnings[i], w)
+		}
+	}
+	if ex, err := Load("../examples/serve.yaml"); err != nil || len(ex.Warnings) > 0 {
+		t.Errorf("the example warns: %v %q", err, ex.Warnings)
+	}
+}

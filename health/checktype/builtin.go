@@ -150,20 +150,23 @@ func Builtin() []Type {
 	}
 }
 
+// portType declares port (any socket, with a listen option) and listen (listening sockets only).
 func portType(name string, listen bool, doc string) Type {
+	opts := []Option{
+		{Name: "process", Doc: "process that must hold the socket (any process when empty)"},
+		{Name: "ports", Kind: Ports, Required: true, Arg: "PORT", Doc: "ports, any of which will do (`5671,5672` is two)"},
+		{Name: "protocols", Kind: Strings, Arg: "PROTO", Doc: "`tcp`, `udp` (default both; IPv4 and IPv6 each)",
+			Aliases: []Alias{{Name: "tcp", Value: "tcp", Deprecated: true}, {Name: "udp", Value: "udp", Deprecated: true}}},
+		cmdline,
+	}
+	if !listen {
+		opts = append(opts, Option{Name: "listen", Kind: Bool, Doc: "only a listening socket on a local port counts (the listen type)"})
+	}
 	return Type{
-		Name: name, Args: []string{"process", "ports"}, Doc: doc,
-		Options: []Option{
-			{Name: "process", Doc: "process that must hold the socket (any process when empty)"},
-			{Name: "ports", Kind: Ports, Required: true, Arg: "PORT", Doc: "ports, any of which will do (`5671,5672` is two)"},
-			{Name: "protocols", Kind: Strings, Arg: "PROTO", Doc: "`tcp`, `udp` (default both; IPv4 and IPv6 each)",
-				Aliases: []Alias{{Name: "tcp", Value: "tcp", Deprecated: true}, {Name: "udp", Value: "udp", Deprecated: true}}},
-			{Name: "listen", Kind: Bool, Default: fmt.Sprint(listen), Doc: "only a listening socket on a local port counts"},
-			cmdline,
-		},
+		Name: name, Args: []string{"process", "ports"}, Doc: doc, Options: opts,
 		New: func(v *Values) (checks.Func, error) {
 			return checks.Port(checks.PortOptions{Process: checks.ProcessMatch{Name: v.String("process"), Cmdline: v.Bool("cmdline")},
-				Ports: v.Ports("ports"), Listen: v.Bool("listen"), Protocols: v.Strings("protocols")})
+				Ports: v.Ports("ports"), Listen: listen || v.Bool("listen"), Protocols: v.Strings("protocols")})
 		},
 	}
 }

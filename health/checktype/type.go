@@ -170,6 +170,9 @@ func (t *Type) Usage() string {
 	return strings.Join(parts, " ")
 }
 
+// IsArg reports whether the option can be given as a positional word.
+func (t *Type) IsArg(name string) bool { return slices.Contains(t.Args, name) }
+
 // ArgName is the name of the option's value in usage text.
 func (o *Option) ArgName() string {
 	if o.Arg != "" {
