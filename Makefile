@@ -5,7 +5,7 @@ BIN := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/vitalsproject/vitals/internal/version.Version=$(VERSION)
 
-.PHONY: help build vitals vitals-agent healthcheck test test-short lint demo testenv-up testenv-down testenv-status clean
+.PHONY: help build vitals vitals-agent healthcheck cloudsim test test-short lint demo testenv-up testenv-down testenv-status clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -20,6 +20,9 @@ vitals-agent: ## build bin/vitals-agent (the node agent alone: no operator, no O
 
 healthcheck: ## build bin/healthcheck (static, small)
 	CGO_ENABLED=0 $(GO) build -trimpath -tags nethttpomithttp2 -ldflags '-s -w' -o $(BIN)/healthcheck ./cmd/healthcheck
+
+cloudsim: ## build bin/vitals-cloudsim, the OpenStack simulator (a test and demo tool, not in the image)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/vitals-cloudsim ./cmd/vitals-cloudsim
 
 test: ## set up the real services (kube-apiserver+etcd, OpenStack, dockerd) and run every test
 	hack/test.sh

@@ -7,7 +7,7 @@
 # It starts, on 127.0.0.1 only:
 #   1. a real kube-apiserver + etcd (hack/kube.sh; built from Go modules the first time: ~8 min cold on 2 cores,
 #      ~10 s warm),
-#   2. a cloud: `vitals cloudsim --demo` (a router with 5 live, 3 orphaned and 2 foreign routes), or with
+#   2. a cloud: `vitals-cloudsim --demo` (a router with 5 live, 3 orphaned and 2 foreign routes), or with
 #      DEMO_CLOUD=real a fresh router on the real Neutron carrying the same kinds of routes,
 #   3. `vitals operator` with its health server,
 # then creates a VitalsCluster resource for that router, shows the probes and the routes being collected, and stops
@@ -58,6 +58,9 @@ rm -rf "$DIR"; mkdir -p "$DIR"
 
 step "build bin/vitals" make -s vitals
 VITALS=$ROOT/bin/vitals
+if [ "$CLOUD" = sim ]; then
+  step "build bin/vitals-cloudsim" make -s cloudsim
+fi
 
 # --- 1. Kubernetes -------------------------------------------------------------------------------------------
 log "kube-apiserver + etcd: the first run builds them from Go modules (~8 min on 2 cores; cached afterwards)"
@@ -69,8 +72,8 @@ kubectl wait --for=condition=Established crd/vitalsclusters.vitals.vitalsproject
 
 # --- 2. The cloud --------------------------------------------------------------------------------------------
 if [ "$CLOUD" = sim ]; then
-  log "starting the OpenStack simulator (vitals cloudsim --demo) on 127.0.0.1:$SIM_PORT"
-  "$VITALS" cloudsim --listen "127.0.0.1:$SIM_PORT" --demo --seed 42 --log-level warn >"$DIR/cloudsim.env" 2>"$DIR/cloudsim.log" &
+  log "starting the OpenStack simulator (vitals-cloudsim --demo) on 127.0.0.1:$SIM_PORT"
+  "$ROOT/bin/vitals-cloudsim" --listen "127.0.0.1:$SIM_PORT" --demo --seed 42 --log-level warn >"$DIR/cloudsim.env" 2>"$DIR/cloudsim.log" &
   PIDS+=("cloudsim=$!")
   wait_http "simulator Keystone" "http://127.0.0.1:$SIM_PORT/v3" 30
   for i in $(seq 1 40); do grep -q OS_AUTH_URL "$DIR/cloudsim.env" && break; sleep 0.25; done

@@ -41,7 +41,6 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newServeCommand(),
 		newOperatorCommand(),
 		newAgentCommand(),
-		newCloudsimCommand(),
 		newRoutesCommand(),
 	)
 	return root

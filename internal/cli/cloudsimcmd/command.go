@@ -1,10 +1,12 @@
-package cli
+package cloudsimcmd
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -14,8 +16,21 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/internal/cloudsim"
 )
+
+// Main runs vitals-cloudsim with args (without the program name) until SIGINT or SIGTERM and returns the
+// process exit code (clirun.ExitConfig for bad flags or a bad seed file).
+func Main(args []string, stdout, stderr io.Writer) int {
+	return clirun.Run(NewCommand(stdout, stderr), args, stderr)
+}
+
+// usageError marks bad flags or arguments (exit code 2).
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+func (usageError) ExitCode() int   { return clirun.ExitConfig }
 
 type cloudsimOptions struct {
 	listen        string
@@ -41,10 +56,11 @@ type cloudsimSeedFile struct {
 	Clusters []cloudsim.ClusterSeed `json:"clusters"`
 }
 
-func newCloudsimCommand() *cobra.Command {
+// NewCommand builds the vitals-cloudsim command, writing to stdout and stderr.
+func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &cloudsimOptions{}
 	cmd := &cobra.Command{
-		Use:   "cloudsim --listen ADDR [--state FILE] [--seed N] [--seed-file FILE] [--demo]",
+		Use:   "vitals-cloudsim --listen ADDR [--state FILE] [--seed N] [--seed-file FILE] [--demo]",
 		Short: "Run the OpenStack simulator (Keystone, Neutron, Nova, Cinder, Octavia) on one address",
 		Long: `Run the in-memory OpenStack simulator used by tests, benchmarks and the demo.
 One address serves Keystone v3 (<url>/v3, the auth URL), Neutron, Nova, Cinder and Octavia, with a
@@ -56,6 +72,8 @@ and --demo create resources at start. See docs/cloudsim.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCloudsim(cmd, o) },
 	}
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
 	f := cmd.Flags()
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8780", "listen address host:port (port 0 picks a free one)")
 	f.StringVar(&o.state, "state", "", "JSON state file: loaded at start if present, saved on exit and periodically")
@@ -91,7 +109,7 @@ func runCloudsim(cmd *cobra.Command, o *cloudsimOptions) error {
 	if o.adminUser == "" || o.adminProject == "" {
 		return usageError{fmt.Errorf("--admin-user and --admin-project must not be empty")}
 	}
-	log, err := newServeLogger(cmd, o.logFormat, o.logLevel)
+	log, err := newLogger(cmd.ErrOrStderr(), o.logFormat, o.logLevel)
 	if err != nil {
 		return err
 	}
@@ -158,6 +176,22 @@ func runCloudsim(cmd *cobra.Command, o *cloudsimOptions) error {
 		return err
 	}
 	return nil
+}
+
+// newLogger logs on w in the format (text or json) and from the level of the --log-* flags.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageError{fmt.Errorf("--log-level: expected debug, info, warn or error, got %q", level)}
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageError{fmt.Errorf("--log-format: expected text or json, got %q", format)}
 }
 
 func loadCloudsimSeeds(path string) (*cloudsimSeedFile, error) {

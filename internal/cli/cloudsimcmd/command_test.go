@@ -1,4 +1,4 @@
-package cli
+package cloudsimcmd
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	gcos "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+
+	"github.com/vitalsproject/vitals/internal/cli/clirun"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader in two goroutines.
@@ -38,8 +40,8 @@ func TestCloudsimCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errOut syncBuffer
-	root := NewRootCommand(&out, &errOut)
-	root.SetArgs([]string{"cloudsim", "--listen", "127.0.0.1:0", "--demo", "--seed", "5", "--state", state})
+	root := NewCommand(&out, &errOut)
+	root.SetArgs([]string{"--listen", "127.0.0.1:0", "--demo", "--seed", "5", "--state", state})
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 	var authURL string
@@ -90,15 +92,15 @@ func TestCloudsimBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{
-		{"cloudsim", "--listen", "nohost"},
-		{"cloudsim", "--token-ttl", "0s"},
-		{"cloudsim", "--max-routes", "-1"},
-		{"cloudsim", "--listen", "127.0.0.1:0", "--seed-file", bad},
-		{"cloudsim", "--listen", "127.0.0.1:0", "--seed-file", filepath.Join(t.TempDir(), "missing.yaml")},
+		{"--listen", "nohost"},
+		{"--token-ttl", "0s"},
+		{"--max-routes", "-1"},
+		{"--listen", "127.0.0.1:0", "--seed-file", bad},
+		{"--listen", "127.0.0.1:0", "--seed-file", filepath.Join(t.TempDir(), "missing.yaml")},
 	} {
 		var out, errOut bytes.Buffer
-		if code := Main(args, &out, &errOut); code != ExitConfig {
-			t.Errorf("%v: exit %d (%s), want %d", args, code, errOut.String(), ExitConfig)
+		if code := Main(args, &out, &errOut); code != clirun.ExitConfig {
+			t.Errorf("%v: exit %d (%s), want %d", args, code, errOut.String(), clirun.ExitConfig)
 		}
 	}
 }
