@@ -115,6 +115,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveCheck(w, s, pi, check, head, q.json)
 		return
 	}
+	h.m.observeProbe(s, path, q.exclude)
 	if q.exclude != nil {
 		// Exclusions change the verdict: evaluate this request on its own.
 		ex := newExclusions(q.exclude)

@@ -31,7 +31,8 @@ func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.log = l } }
 func WithRegisterer(r prometheus.Registerer) Option { return func(m *Manager) { m.registerer = r } }
 
 // WithKubernetesMetricNames also exports kubernetes_healthcheck{name,type} and
-// kubernetes_healthchecks_total{name,type,status}, as the apiserver does.
+// kubernetes_healthchecks_total{name,type,status}, counted as the apiserver counts them: per probe
+// request and reported check, with the probe path as type (see metrics.go).
 func WithKubernetesMetricNames() Option { return func(m *Manager) { m.k8sMetrics = true } }
 
 // WithListener adds a listener called on every status transition.
@@ -86,9 +87,11 @@ type Manager struct {
 	// mu guards the registry, the run state and snapshot rebuilds.
 	mu      sync.Mutex
 	entries []entry
-	names   map[string]struct{}
-	index   map[string]int // name -> position in entries, shared by snapshots
-	gen     uint64
+	// emetrics[i] is entries[i]'s metrics, shared by snapshots (only appended to).
+	emetrics []*entryMetrics
+	names    map[string]struct{}
+	index    map[string]int // name -> position in entries, shared by snapshots
+	gen      uint64
 
 	snap  atomic.Pointer[snapshot]
 	dirty atomic.Bool
@@ -230,6 +233,7 @@ func (m *Manager) addLocked(e entry) {
 	m.names[b.name] = struct{}{}
 	m.entries = append(m.entries, e)
 	b.metrics = m.metrics.forEntry(b.name, b.kind, b.probes, b.severity)
+	m.emetrics = append(m.emetrics, b.metrics)
 }
 
 // reserve checks a component's or budget's name.

@@ -2,13 +2,19 @@ package health
 
 import (
 	"errors"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Metric names. The kubernetes_* names are the apiserver's (k8s.io/component-base slis), exported
-// only with WithKubernetesMetricNames.
+// only with WithKubernetesMetricNames, and they count what the apiserver counts: each request to an
+// aggregate probe path observes every check it reports (not the excluded ones), with the path's
+// name as type ("livez", "readyz", "healthz", and "alive", "ready", "startupz"); a check's gauge
+// holds the verdict of the last such request. Per-check sub-paths, disabled handlers and check runs
+// count nothing there.
 const (
 	metricCheckStatus   = "vitals_health_check_status"
 	metricCheckUp       = "vitals_health_check_up"
@@ -18,8 +24,6 @@ const (
 	metricK8sGauge      = "kubernetes_healthcheck"
 	metricK8sTotal      = "kubernetes_healthchecks_total"
 )
-
-var k8sProbeType = [numProbes]string{"livez", "readyz", "startupz"}
 
 type metrics struct {
 	status   *prometheus.GaugeVec
@@ -34,14 +38,24 @@ type metrics struct {
 
 // entryMetrics holds one entry's series, resolved once at registration.
 type entryMetrics struct {
-	status     [numProbes]prometheus.Gauge
-	up         prometheus.Gauge
-	success    prometheus.Counter
-	failure    prometheus.Counter
-	duration   prometheus.Observer
-	k8sGauge   [numProbes]prometheus.Gauge
-	k8sSuccess [numProbes]prometheus.Counter
-	k8sError   [numProbes]prometheus.Counter
+	status   [numProbes]prometheus.Gauge
+	up       prometheus.Gauge
+	success  prometheus.Counter
+	failure  prometheus.Counter
+	duration prometheus.Observer
+	// The apiserver-named series of each probe path, created at the first request that observes
+	// them (as the apiserver's appear); nil vectors without WithKubernetesMetricNames.
+	name     string
+	k8sGauge *prometheus.GaugeVec
+	k8sTotal *prometheus.CounterVec
+	k8s      [numPaths]k8sSeries
+}
+
+// k8sSeries are one entry's apiserver-named series for one probe path.
+type k8sSeries struct {
+	gauge   atomic.Pointer[prometheus.Gauge]
+	success atomic.Pointer[prometheus.Counter]
+	failure atomic.Pointer[prometheus.Counter]
 }
 
 func newMetrics(reg prometheus.Registerer, k8s bool) *metrics {
@@ -77,11 +91,11 @@ func newMetrics(reg prometheus.Registerer, k8s bool) *metrics {
 	if k8s {
 		m.k8sGauge = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: metricK8sGauge,
-			Help: "This metric records the result of a single healthcheck.",
+			Help: "[STABLE] This metric records the result of a single healthcheck.",
 		}, []string{"name", "type"}))
 		m.k8sTotal = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: metricK8sTotal,
-			Help: "This metric records the results of all healthcheck.",
+			Help: "[STABLE] This metric records the results of all healthcheck.",
 		}, []string{"name", "type", "status"}))
 	}
 	return m
@@ -105,19 +119,13 @@ func (m *metrics) forEntry(name string, kind Kind, probes Probe, severity Severi
 	if m == nil {
 		return nil
 	}
-	em := &entryMetrics{up: m.up.WithLabelValues(name, string(kind), severity.String())}
+	em := &entryMetrics{up: m.up.WithLabelValues(name, string(kind), severity.String()),
+		name: name, k8sGauge: m.k8sGauge, k8sTotal: m.k8sTotal}
 	for i, p := range probeByIdx {
 		if probes&p == 0 {
 			continue
 		}
 		em.status[i] = m.status.WithLabelValues(name, string(kind), p.String())
-		if m.k8sGauge != nil {
-			em.k8sGauge[i] = m.k8sGauge.WithLabelValues(name, k8sProbeType[i])
-			if kind == KindCheck {
-				em.k8sSuccess[i] = m.k8sTotal.WithLabelValues(name, k8sProbeType[i], "success")
-				em.k8sError[i] = m.k8sTotal.WithLabelValues(name, k8sProbeType[i], "error")
-			}
-		}
 	}
 	if kind == KindCheck {
 		em.success = m.results.WithLabelValues(name, "success")
@@ -136,10 +144,35 @@ func (em *entryMetrics) setStatus(r Result, fails [numProbes]bool) {
 		if em.status[i] != nil {
 			em.status[i].Set(boolFloat(!fails[i]))
 		}
-		if em.k8sGauge[i] != nil {
-			em.k8sGauge[i].Set(boolFloat(!fails[i]))
-		}
 	}
+}
+
+// observeProbe records that a request to probe path path reported this entry, failed or not, as
+// the apiserver's healthz handler does for each check it runs.
+func (em *entryMetrics) observeProbe(path int, failed bool) {
+	if em == nil || em.k8sGauge == nil {
+		return
+	}
+	s := &em.k8s[path]
+	typ := pathNames[path]
+	g := lazy(&s.gauge, func() prometheus.Gauge { return em.k8sGauge.WithLabelValues(em.name, typ) })
+	if failed {
+		g.Set(0)
+		lazy(&s.failure, func() prometheus.Counter { return em.k8sTotal.WithLabelValues(em.name, typ, "error") }).Inc()
+		return
+	}
+	g.Set(1)
+	lazy(&s.success, func() prometheus.Counter { return em.k8sTotal.WithLabelValues(em.name, typ, "success") }).Inc()
+}
+
+// lazy returns *p, resolving it with get the first time (a race resolves the same series twice).
+func lazy[T any](p *atomic.Pointer[T], get func() T) T {
+	if v := p.Load(); v != nil {
+		return *v
+	}
+	v := get()
+	p.Store(&v)
+	return v
 }
 
 func (em *entryMetrics) observeRun(d time.Duration, ok bool) {
@@ -152,13 +185,21 @@ func (em *entryMetrics) observeRun(d time.Duration, ok bool) {
 		em.failure.Inc()
 	}
 	em.duration.Observe(d.Seconds())
-	for i := range numProbes {
-		switch {
-		case ok && em.k8sSuccess[i] != nil:
-			em.k8sSuccess[i].Inc()
-		case !ok && em.k8sError[i] != nil:
-			em.k8sError[i].Inc()
+}
+
+// observeProbe counts one request to an aggregate probe path under the apiserver's names: each
+// entry it reports, leaving out the excluded ones.
+func (m *Manager) observeProbe(s *snapshot, path int, exclude []string) {
+	if !m.k8sMetrics || m.metrics == nil {
+		return
+	}
+	pi := pathProbe[path]
+	for i := range s.entries {
+		e := &s.entries[i]
+		if e.Probes&probeByIdx[pi] == 0 || slices.Contains(exclude, e.Name) {
+			continue
 		}
+		s.metrics[i].observeProbe(path, e.fails[pi])
 	}
 }
 

@@ -20,17 +20,6 @@ func TestMetrics(t *testing.T) {
 	c.Fail(errBoom)
 
 	want := `
-# HELP kubernetes_healthcheck This metric records the result of a single healthcheck.
-# TYPE kubernetes_healthcheck gauge
-kubernetes_healthcheck{name="db",type="livez"} 0
-kubernetes_healthcheck{name="db",type="readyz"} 0
-kubernetes_healthcheck{name="loop",type="livez"} 0
-# HELP kubernetes_healthchecks_total This metric records the results of all healthcheck.
-# TYPE kubernetes_healthchecks_total counter
-kubernetes_healthchecks_total{name="db",status="error",type="livez"} 1
-kubernetes_healthchecks_total{name="db",status="error",type="readyz"} 1
-kubernetes_healthchecks_total{name="db",status="success",type="livez"} 1
-kubernetes_healthchecks_total{name="db",status="success",type="readyz"} 1
 # HELP vitals_health_check_results_total Runs of each check by result (success or failure).
 # TYPE vitals_health_check_results_total counter
 vitals_health_check_results_total{name="db",result="failure"} 1

@@ -81,6 +81,8 @@ type snapshot struct {
 	valid   time.Time // until when the request path serves this snapshot
 	entries []snapEntry
 	index   map[string]int
+	// metrics[i] is entries[i]'s metrics (nil entries without a registerer).
+	metrics []*entryMetrics
 	healthy [numProbes]bool
 	// draining: readiness fails because of Drain.
 	draining bool
@@ -133,6 +135,7 @@ func (m *Manager) rebuildLocked(now time.Time) []Transition {
 		built:   now,
 		entries: make([]snapEntry, len(m.entries)),
 		index:   m.index,
+		metrics: m.emetrics,
 		healthy: [numProbes]bool{true, true, true},
 	}
 	drainStart, draining := m.drain.started()
