@@ -14,6 +14,8 @@ PKGS=(
   keystone neutron-server nova-api nova-conductor nova-scheduler placement-api glance-api
   cinder-api cinder-scheduler octavia-api octavia-worker
   mariadb-server rabbitmq-server uwsgi-plugin-python3 python3-keystoneclient
+  # oslo.middleware's healthcheck: health's /healthcheck is differential-tested against it
+  python3-oslo.middleware
   # container engine (hack/docker.sh)
   docker.io
   # tools for scripts, tests and benchmarks

@@ -36,6 +36,16 @@ type fileGate struct {
 type gateState struct {
 	at     time.Time
 	reason string // "" when enabled
+	// path is the file that decided (the first disable file, when enabled by none), for details.
+	path, enable string
+}
+
+// details says what decided, as oslo's disable_by_file backend does in its detailed mode.
+func (st *gateState) details() string {
+	if st.reason == ReasonDisabledByFile || (st.reason == "" && st.path != "" && st.path == st.enable) {
+		return "Path '" + st.path + "' was found"
+	}
+	return "Path '" + st.path + "' was not found"
 }
 
 // newFileGate returns nil when no option asks for a file.
@@ -89,28 +99,38 @@ func (g *fileGate) reason(now time.Time) string {
 	if g == nil {
 		return ""
 	}
+	return g.look(now).reason
+}
+
+// look returns the gate's state at now, looking at the files at most once per fileStatInterval.
+func (g *fileGate) look(now time.Time) *gateState {
 	if st := g.state.Load(); st != nil {
 		if age := now.Sub(st.at); age >= 0 && age < fileStatInterval {
-			return st.reason
+			return st
 		}
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if st := g.state.Load(); st != nil {
 		if age := now.Sub(st.at); age >= 0 && age < fileStatInterval {
-			return st.reason
+			return st
 		}
 	}
-	st := &gateState{at: now}
+	st := &gateState{at: now, enable: g.enable}
 	for _, p := range g.disable {
 		if g.stat(p) == nil {
-			st.reason = ReasonDisabledByFile
+			st.reason, st.path = ReasonDisabledByFile, p
 			break
 		}
 	}
-	if st.reason == "" && g.enable != "" && g.stat(g.enable) != nil {
-		st.reason = ReasonFilePathMissing
+	if st.reason == "" && g.enable != "" {
+		st.path = g.enable
+		if g.stat(g.enable) != nil {
+			st.reason = ReasonFilePathMissing
+		}
+	} else if st.reason == "" && len(g.disable) > 0 {
+		st.path = g.disable[0]
 	}
 	g.state.Store(st)
-	return st.reason
+	return st
 }

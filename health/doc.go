@@ -42,7 +42,8 @@
 // body). Aggregate endpoints withhold failure reasons unless HandlerOptions.Details is set; the
 // per-check paths always show them. A handler can be disabled by files as oslo.middleware's
 // healthcheck is (disable_by_file_path, disable_by_file_paths, enable_by_file_paths); the files are
-// looked at no more than once a second.
+// looked at no more than once a second. /healthcheck answers from readiness as oslo.middleware's
+// healthcheck application does (status codes, text/HTML/JSON by Accept, its detailed mode).
 //
 // After Drain, readiness fails at once (a "shutdown" pseudo-check, as in the apiserver) while
 // liveness keeps passing for the drain delay, so that Kubernetes stops sending traffic before the

@@ -19,6 +19,9 @@ type HandlerOptions struct {
 	EnableByFilePaths []string
 	// Port this handler serves on, for the port:path options.
 	Port int
+	// OsloDetailed answers /healthcheck as oslo.middleware's "detailed" mode does (host, time,
+	// version, platform, and each backend's kind and details).
+	OsloDetailed bool
 }
 
 // Endpoint paths and the probe each serves.
@@ -59,7 +62,8 @@ var (
 // leaves checks out. JSON is served on "Accept: application/json" or ?format=json, with the same
 // status codes (200 or 500); reasons only with Details, or on a per-check path. HEAD answers 204
 // when healthy and 503 when not, without a body, as oslo.middleware does. A disabled handler (see
-// HandlerOptions) answers 503 with the reason. Other paths get 404.
+// HandlerOptions) answers 503 with the reason. /healthcheck answers as oslo.middleware's healthcheck
+// application, from readiness (see serveOslo). Other paths get 404.
 func (m *Manager) Handler(opts HandlerOptions) http.Handler {
 	h := &handler{m: m, opts: opts}
 	if opts.Details {
@@ -88,6 +92,10 @@ type query struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == OsloPath {
+		h.serveOslo(w, r)
+		return
+	}
 	path, check, ok := route(r.URL.Path)
 	if !ok {
 		http.NotFound(w, r)
