@@ -23,8 +23,8 @@ type Config struct {
 	Listen string `yaml:"listen"`
 	// Details shows failure reasons in aggregate endpoints and JSON.
 	Details bool `yaml:"details"`
-	// Detailed answers /healthcheck in oslo.middleware's detailed mode.
-	Detailed bool `yaml:"detailed"`
+	// HealthcheckDetailed answers /healthcheck in oslo.middleware's detailed mode.
+	HealthcheckDetailed bool `yaml:"healthcheck_detailed"`
 	// DrainDelay: after SIGTERM readiness fails at once and liveness passes for this long.
 	DrainDelay time.Duration `yaml:"drain_delay"`
 	// ShutdownTimeout bounds the wait for in-flight requests after the drain (default 10s).

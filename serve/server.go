@@ -93,7 +93,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	}
 	mux.Handle("/", m.Handler(health.HandlerOptions{
 		Details:            cfg.Details,
-		OsloDetailed:       cfg.Detailed,
+		OsloDetailed:       cfg.HealthcheckDetailed,
 		DisableByFilePath:  cfg.DisableByFilePath,
 		DisableByFilePaths: cfg.DisableByFilePaths,
 		EnableByFilePaths:  cfg.EnableByFilePaths,
