@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -39,7 +40,17 @@ func TestLoadExample(t *testing.T) {
 
 // TestParseEveryType builds one check of every type from its minimal parameters.
 func TestParseEveryType(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+contexts: [{name: c, context: {cluster: c}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := map[string]string{
+		"kubernetes": "kubeconfig: " + kubeconfig,
 		"http":       "url: http://127.0.0.1:1/livez\n    status: 200-299\n    headers: {X-A: b}",
 		"tcp":        "address: 127.0.0.1:1",
 		"port":       "ports: [8080]\n    listen: false\n    protocols: [tcp, udp]",

@@ -11,12 +11,14 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/health/checks/kubernetes"
 	"github.com/vitalsproject/vitals/health/checktype"
 )
 
-// Registry returns the check types serve offers: every type of the registry.
+// Registry returns the check types serve offers: every built-in type, and those of the check
+// packages with their own clients (Kubernetes).
 var Registry = sync.OnceValue(func() *checktype.Registry {
-	r, err := checktype.NewRegistry(checktype.Builtin()...)
+	r, err := checktype.NewRegistry(append(checktype.Builtin(), kubernetes.Types()...)...)
 	if err != nil {
 		panic(err) // the built-in declarations are fixed; a test covers them
 	}

@@ -23,7 +23,7 @@ func TestServeBadConfig(t *testing.T) {
 		{
 			name: "unknown check type",
 			yaml: "checks:\n  - name: a\n    type: htttp\n    url: http://x\n",
-			want: `:3: checks[0].type: unknown check type "htttp" (expected one of: capability, exec, file, goroutines, http, listen, memory, port, process, socket, tcp, vitals)`,
+			want: `:3: checks[0].type: unknown check type "htttp" (expected one of: capability, exec, file, goroutines, http, kubernetes, listen, memory, port, process, socket, tcp, vitals)`,
 		},
 		{
 			name: "bad duration",

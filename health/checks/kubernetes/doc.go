@@ -4,4 +4,7 @@
 //
 // Every check coalesces: it sends at most one round of requests per MinInterval and answers the
 // calls in between with the last result, so probes never hammer the API server.
+//
+// Types declares the check types of this package for the check registry (health/checktype):
+// vitals serve offers "kubernetes" (the API server's /readyz) through it.
 package kubernetes
