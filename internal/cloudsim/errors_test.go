@@ -6,10 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/vitalsproject/vitals/internal/cloudsim"
+	"github.com/vitalsproject/vitals/internal/errbody"
 )
 
 // tokenFor issues a token for u1 in p1 over plain HTTP.
@@ -194,4 +196,38 @@ func FuzzAPI(f *testing.F) {
 			checkShape(t, req.URL.Path, rec.Code, b)
 		}
 	})
+}
+
+// TestInjectedFaultBodies: a fault injected by the simulator answers the body the fault proxy injects for the
+// same service and status (both come from package errbody).
+func TestInjectedFaultBodies(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		service, path string
+		style         errbody.Style
+	}{
+		{"identity", "/v3/auth/projects", errbody.Keystone},
+		{"network", "/networking/v2.0/networks", errbody.Neutron},
+		{"compute", "/compute/v2.1/servers", errbody.Nova},
+		{"volume", "/volume/v3/volumes", errbody.Nova},
+		{"load-balancer", "/load-balancer/v2/lbaas/loadbalancers", errbody.Octavia},
+	} {
+		for _, status := range []int{404, 409, 422, 503} {
+			id, err := e.sim.AddFault(cloudsim.Fault{Service: tc.service, Status: status, Message: "injected"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := httptest.NewRecorder()
+			e.sim.Handler().ServeHTTP(rec, httptest.NewRequest("GET", tc.path, nil))
+			e.sim.RemoveFault(id)
+			var got, want any
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatalf("%s %d: body %q is not JSON", tc.path, status, rec.Body)
+			}
+			_ = json.Unmarshal(errbody.JSON(tc.style, status, "", "injected"), &want)
+			if rec.Code != status || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s %d: answered %d %s, want %s", tc.path, status, rec.Code, rec.Body, errbody.JSON(tc.style, status, "", "injected"))
+			}
+		}
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vitalsproject/vitals/internal/errbody"
 )
 
 // apiError is an error answered with a service-shaped body.
@@ -142,7 +144,7 @@ func (s *Sim) api(service string, auth bool, h handlerFunc) http.Handler {
 				if msg == "" {
 					msg = http.StatusText(f.Status) + " (injected by cloudsim)"
 				}
-				c.fail(errf(f.Status, "InjectedFault", "%s", msg))
+				c.fail(errf(f.Status, "", "%s", msg)) // the type the status implies, as the fault proxy's
 				return
 			}
 		}
@@ -237,61 +239,35 @@ func (c *call) fail(err error) {
 	}
 	if ae.status == http.StatusUnauthorized {
 		c.w.Header().Set("WWW-Authenticate", fmt.Sprintf("Keystone uri=%q", c.baseURL()+"/v3"))
-		c.writeJSON(ae.status, keystoneError(ae))
+		c.writeJSON(ae.status, errorBody(svcIdentity, ae))
 		return
 	}
 	c.writeJSON(ae.status, errorBody(c.service, ae))
 }
 
-func keystoneError(ae *apiError) any {
-	return map[string]any{"error": map[string]any{"code": ae.status, "title": http.StatusText(ae.status), "message": ae.msg}}
-}
-
-// errorBody shapes an error like the named service does.
-func errorBody(service string, ae *apiError) any {
+// errorStyle is the shape of service's error bodies.
+func errorStyle(service string) errbody.Style {
 	switch service {
-	case svcIdentity, "":
-		return keystoneError(ae)
 	case svcNetwork:
-		return map[string]any{"NeutronError": map[string]any{"type": ae.typ, "message": ae.msg, "detail": ""}}
+		return errbody.Neutron
+	case svcCompute, svcVolume:
+		return errbody.Nova
 	case svcLB:
-		code := "Client"
-		if ae.status >= 500 {
-			code = "Server"
-		}
-		return map[string]any{"faultcode": code, "faultstring": ae.msg, "debuginfo": nil}
-	default: // Nova, Cinder
-		return map[string]any{novaFaultName(ae.status): map[string]any{"code": ae.status, "message": ae.msg}}
+		return errbody.Octavia
+	default:
+		return errbody.Keystone
 	}
 }
 
-func novaFaultName(status int) string {
-	switch status {
-	case 400:
-		return "badRequest"
-	case 401:
-		return "unauthorized"
-	case 403:
-		return "forbidden"
-	case 404:
-		return "itemNotFound"
-	case 405:
-		return "badMethod"
-	case 409:
-		return "conflictingRequest"
-	case 413:
-		return "overLimit"
-	case 415:
-		return "badMediaType"
-	case 501:
-		return "notImplemented"
-	case 503:
-		return "serviceUnavailable"
+// errorBody shapes an error like the named service does. Nova's and Cinder's key and Keystone's title follow
+// the status; Neutron's type is the error's own.
+func errorBody(service string, ae *apiError) any {
+	style := errorStyle(service)
+	typ := ""
+	if style == errbody.Neutron {
+		typ = ae.typ
 	}
-	if status >= 500 {
-		return "computeFault"
-	}
-	return "badRequest"
+	return errbody.Body(style, ae.status, typ, ae.msg)
 }
 
 // authenticate checks a token and returns it.
