@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	oschecks "github.com/vitalsproject/vitals/health/checks/openstack"
 	"github.com/vitalsproject/vitals/openstack"
 )
 
@@ -42,6 +43,14 @@ type Options struct {
 
 	// CheckInterval and CheckTimeout of the readiness checks (default 10s and 5s).
 	CheckInterval, CheckTimeout time.Duration
+	// QuotaCritical makes the quota headroom check fail readiness (default: degraded, reported only).
+	QuotaCritical bool
+	// QuotaInterval between two reads of the quota (default 1m).
+	QuotaInterval time.Duration
+	// MaxRoutes is Neutron's max_routes, the route limit per router the quota check compares with
+	// (default 30).
+	MaxRoutes int
+
 	// ComponentDeadline: a controller whose queue holds ready requests that no worker has taken,
 	// while none runs, for this long is stalled and fails liveness (default 2m).
 	ComponentDeadline time.Duration
@@ -88,6 +97,12 @@ func (o *Options) defaults() {
 	}
 	if o.CheckTimeout > o.CheckInterval {
 		o.CheckTimeout = o.CheckInterval
+	}
+	if o.QuotaInterval == 0 {
+		o.QuotaInterval = time.Minute
+	}
+	if o.MaxRoutes == 0 {
+		o.MaxRoutes = oschecks.DefaultMaxRoutes
 	}
 	if o.ComponentDeadline == 0 {
 		o.ComponentDeadline = 2 * time.Minute

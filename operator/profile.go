@@ -25,6 +25,7 @@ const (
 	CheckInformers    = "informers"
 	CheckKeystone     = "keystone"
 	CheckNeutron      = "neutron"
+	CheckQuota        = "quota"
 	CheckLeaderLease  = "leader-election"
 	ComponentRouteGC  = "controller." + routegc.Name // liveness from the controller's progress
 	ComponentInformer = "informer.vitalsclusters"    // liveness of the VitalsCluster informer
@@ -60,6 +61,18 @@ func (o *Operator) healthProfile(cs kclient.Interface) (routegc.Progress, error)
 			return oschecks.Neutron(c, oschecks.Options{MinInterval: opts.CheckInterval / 2, Clock: opts.Clock})
 		}}
 		checks = append(checks, check(CheckKeystone, health.Readiness, ks.run), check(CheckNeutron, health.Readiness, nt.run))
+		// Quota headroom of the operator's project (ports, subnets, networks, security groups, and
+		// routes per router): degraded unless configured critical.
+		qt := &cloudCheck{cloud: o.cloud, build: func(c *openstack.Cloud) health.Func {
+			return oschecks.QuotaHeadroom(c, oschecks.QuotaOptions{MaxRoutes: opts.MaxRoutes,
+				Options: oschecks.Options{MinInterval: max(opts.CheckInterval/2, opts.QuotaInterval/2), Clock: opts.Clock}})
+		}}
+		q := check(CheckQuota, health.Readiness, qt.run)
+		q.Interval = max(q.Interval, opts.QuotaInterval)
+		if !opts.QuotaCritical {
+			q.Severity = health.Degraded
+		}
+		checks = append(checks, q)
 	}
 	if opts.LeaderElect {
 		c := check(CheckLeaderLease, health.Liveness, kchecks.LeaderLease(cs, kchecks.LeaseOptions{

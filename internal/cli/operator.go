@@ -37,6 +37,8 @@ type operatorFlags struct {
 	routegcBudget           int
 	checkInterval           time.Duration
 	checkTimeout            time.Duration
+	quotaCritical           bool
+	maxRoutes               int
 	logFormat               string
 	logLevel                string
 }
@@ -75,6 +77,8 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   routegc_budget = 10
   check_interval = 10
   check_timeout = 5
+  quota_critical = false                  # quota headroom fails readiness (default: reported only)
+  max_routes = 30                         # Neutron's max_routes, for the quota check
 
 Without an auth section, the credentials come from --cloud (clouds.yaml) or OS_CLOUD, else from OS_*
 variables; without any, only Clusters with their own credentials Secret are served.`,
@@ -107,6 +111,8 @@ variables; without any, only Clusters with their own credentials Secret are serv
 	fl.IntVar(&f.routegcBudget, "routegc-budget", 10, "route removals per pass for Clusters that set none")
 	fl.DurationVar(&f.checkInterval, "check-interval", 10*time.Second, "interval of the readiness checks")
 	fl.DurationVar(&f.checkTimeout, "check-timeout", 5*time.Second, "timeout of each readiness check")
+	fl.BoolVar(&f.quotaCritical, "quota-critical", false, "quota headroom (ports, subnets, networks, security groups, routes) fails readiness instead of being reported only")
+	fl.IntVar(&f.maxRoutes, "max-routes", 30, "Neutron's max_routes: the routes per router the quota check compares with")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd
@@ -136,6 +142,7 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr interface{ Write([]byt
 	o.LeaderElect, o.LeaderElectionNamespace, o.LeaderElectionID = f.leaderElect, f.leaderElectionNamespace, f.leaderElectionID
 	o.RouteGCInterval, o.RouteGCBudget = f.routegcInterval, f.routegcBudget
 	o.CheckInterval, o.CheckTimeout = f.checkInterval, f.checkTimeout
+	o.QuotaCritical, o.MaxRoutes = f.quotaCritical, f.maxRoutes
 	if f.configFile != "" {
 		ini, err := config.LoadINI(f.configFile)
 		if err != nil {
@@ -157,7 +164,7 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr interface{ Write([]byt
 		}
 		op := ini.Section("operator")
 		op.CheckKnown("metrics_bind_address", "leader_elect", "leader_election_namespace", "leader_election_id",
-			"routegc_interval", "routegc_budget", "check_interval", "check_timeout", "cloud")
+			"routegc_interval", "routegc_budget", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud")
 		if !changed("metrics-bind-address") {
 			metrics = op.String("metrics_bind_address", metrics)
 		}
@@ -181,6 +188,12 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr interface{ Write([]byt
 		}
 		if !changed("check-timeout") {
 			o.CheckTimeout = op.Seconds("check_timeout", o.CheckTimeout)
+		}
+		if !changed("quota-critical") {
+			o.QuotaCritical = op.Bool("quota_critical", o.QuotaCritical)
+		}
+		if !changed("max-routes") {
+			o.MaxRoutes = op.IntRange("max_routes", o.MaxRoutes, 1, 10000)
 		}
 		if !changed("cloud") {
 			f.cloud = op.String("cloud", f.cloud)

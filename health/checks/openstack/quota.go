@@ -32,10 +32,11 @@ type QuotaOptions struct {
 }
 
 // QuotaHeadroom fails when the project uses more than Threshold of its Neutron quota of ports,
-// networks, subnets, security groups or routers, or when a router holds more than Threshold of
-// MaxRoutes routes. Register it with health.Degraded: it warns before creation starts failing, it is
-// not a reason to stop serving. It reads the quota details (one request) and the project's routers
-// (all pages), so its default MinInterval is 60s.
+// subnets, networks or security groups (the four resources Kuryr's readiness watched), or when a
+// router holds more than Threshold of MaxRoutes routes. Register it with health.Degraded to warn
+// before creation starts failing, or as critical where running out must stop the service from
+// taking work. A failed read fails the check too. It reads the quota details (one request) and the
+// project's routers (all pages), so its default MinInterval is 60s.
 func QuotaHeadroom(c *vos.Cloud, opts QuotaOptions) func(context.Context) error {
 	co := opts.coalescer(60 * time.Second)
 	if opts.Threshold <= 0 {
@@ -66,8 +67,8 @@ func QuotaHeadroom(c *vos.Cloud, opts QuotaOptions) func(context.Context) error 
 				name string
 				d    quotas.QuotaDetail
 			}{
-				{"ports", q.Port}, {"networks", q.Network}, {"subnets", q.Subnet},
-				{"security groups", q.SecurityGroup}, {"routers", q.Router},
+				{"ports", q.Port}, {"subnets", q.Subnet}, {"networks", q.Network},
+				{"security groups", q.SecurityGroup},
 			} {
 				if msg := overQuota(r.name, r.d.Used+r.d.Reserved, r.d.Limit, opts.Threshold); msg != "" {
 					over = append(over, msg)
