@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -344,32 +342,28 @@ func (a *Agent) Addr() net.Addr {
 	return a.addr
 }
 
-// Handler serves the probe paths and /metrics.
-func (a *Agent) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(a.deps.Registry, promhttp.HandlerOpts{}))
-	mux.Handle("/", a.mgr.Handler(health.HandlerOptions{Port: a.opts.Port}))
-	return mux
-}
-
 // Run serves until ctx is done, then drains: readiness fails at once, liveness and the server hold for
 // the drain delay, then everything stops. It returns an error if a part cannot start.
 func (a *Agent) Run(ctx context.Context) error {
-	ln := a.deps.Listener
-	if ln == nil {
-		var err error
-		addr := net.JoinHostPort(a.opts.BindAddress, strconv.Itoa(a.opts.Port))
-		ln, err = net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("listen for health probes on %s: %w", addr, err)
-		}
+	srv, err := health.NewServer(health.ServerOptions{
+		Name:            "agent",
+		Addr:            net.JoinHostPort(a.opts.BindAddress, strconv.Itoa(a.opts.Port)),
+		Listener:        a.deps.Listener,
+		Manager:         a.mgr,
+		Probes:          health.HandlerOptions{Port: a.opts.Port},
+		Metrics:         a.deps.Registry,
+		Logger:          a.log,
+		ShutdownTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		return err
 	}
 	a.mu.Lock()
-	a.addr = ln.Addr()
+	a.addr = srv.Addr()
 	a.mu.Unlock()
 	if a.socket != nil {
 		if err := a.socket.Listen(); err != nil {
-			ln.Close()
+			srv.Close()
 			return err
 		}
 	}
@@ -382,14 +376,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.mgr.Start(runCtx)
 	defer a.mgr.Stop()
 
-	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Start(ctx) }()
 	var wg sync.WaitGroup
-	errc := make(chan error, 4)
-	wg.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- fmt.Errorf("serve health probes: %w", err)
-		}
-	})
 	if a.socket != nil {
 		wg.Go(func() {
 			if err := a.socket.Serve(runCtx); err != nil {
@@ -403,19 +392,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.conds != nil {
 		wg.Go(func() { _ = a.conds.Run(runCtx) })
 	}
-	a.log.Info("node agent started", "node", a.opts.NodeName, "addr", ln.Addr().String(), "socket", a.opts.SocketPath,
+	a.log.Info("node agent started", "node", a.opts.NodeName, "addr", srv.Addr().String(), "socket", a.opts.SocketPath,
 		"memory", a.memory, "failure_mode", a.opts.FailureMode, "failures_count", a.opts.FailuresCount)
 
-	var runErr error
-	select {
-	case <-ctx.Done():
-		a.log.Info("node agent draining", "delay", a.opts.DrainDelay)
-		<-a.mgr.Drain()
-	case runErr = <-errc:
-	}
-	shutdownCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
-	defer stop()
-	_ = srv.Shutdown(shutdownCtx)
+	// The server drains when ctx ends (or fails); the sources stop after it.
+	runErr := <-serveErr
 	cancel()
 	wg.Wait()
 	a.log.Info("node agent stopped")

@@ -39,8 +39,8 @@
 // Manager.Handler serves the apiserver's text format byte for byte (status, headers and body of
 // "ok", ?verbose, ?exclude= with its warning line, and the /<probe>/<check> paths), JSON on
 // "Accept: application/json" or ?format=json, and HEAD as oslo.middleware does (204 or 503, no
-// body). Aggregate endpoints withhold failure reasons unless HandlerOptions.Details is set; the
-// per-check paths always show them. A handler can be disabled by files as oslo.middleware's
+// body). Failure reasons are withheld unless HandlerOptions.Details is set, except on a per-check
+// path asked from a loopback address. A handler can be disabled by files as oslo.middleware's
 // healthcheck is (disable_by_file_path, disable_by_file_paths, enable_by_file_paths); the files are
 // looked at no more than once a second. /healthcheck answers from readiness as oslo.middleware's
 // healthcheck application does (status codes, text/HTML/JSON by Accept, its detailed mode).
@@ -48,6 +48,14 @@
 // After Drain, readiness fails at once (a "shutdown" pseudo-check, as in the apiserver) while
 // liveness keeps passing for the drain delay, so that Kubernetes stops sending traffic before the
 // process exits.
+//
+// # The server
+//
+// Server is the one HTTP server of Vitals' programs (vitals serve, the node agent, the operator's
+// controller manager, where it is a Runnable that needs no leader election): the probe paths and
+// /metrics, with read-header, read, write and idle timeouts, a header size limit and a connection
+// cap that evicts the longest-waiting idle connection rather than leave the kubelet's next probe
+// queued behind idle or slow clients. When its context ends it drains, then shuts down.
 //
 // # Speed
 //

@@ -2,13 +2,16 @@ package health
 
 import (
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 )
 
 // HandlerOptions configure the HTTP handler.
 type HandlerOptions struct {
-	// Details shows failure reasons in aggregate endpoints and JSON (sub-paths always show them).
+	// Details shows failure reasons in aggregate endpoints, JSON and per-check sub-paths. Without
+	// it, only a sub-path asked from a loopback address (kubectl port-forward, kubectl exec) shows
+	// its reason; everyone else reads "reason withheld".
 	Details bool
 	// DisableByFilePath: when this file exists every probe answers 503 "DISABLED BY FILE" (oslo).
 	DisableByFilePath string
@@ -60,7 +63,8 @@ var (
 // GET answers as the Kubernetes apiserver does: 200 "ok", or with ?verbose one line per check and a
 // closing "<path> check passed" line; on failure 500 with the verbose text; ?exclude=name (repeatable)
 // leaves checks out. JSON is served on "Accept: application/json" or ?format=json, with the same
-// status codes (200 or 500); reasons only with Details, or on a per-check path. HEAD answers 204
+// status codes (200 or 500); reasons only with Details, or on a per-check path asked from a loopback
+// address. HEAD answers 204
 // when healthy and 503 when not, without a body, as oslo.middleware does. A disabled handler (see
 // HandlerOptions) answers 503 with the reason. /healthcheck answers as oslo.middleware's healthcheck
 // application, from readiness (see serveOslo). Other paths get 404.
@@ -120,7 +124,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.m.current()
 	pi := pathProbe[path]
 	if check != "" {
-		h.serveCheck(w, s, pi, check, head, q.json)
+		h.serveCheck(w, r, s, pi, check, head, q.json)
 		return
 	}
 	h.m.observeProbe(s, path, q.exclude)
@@ -218,10 +222,11 @@ func (h *handler) serveDisabled(w http.ResponseWriter, head, json bool, reason s
 }
 
 // serveCheck answers /<probe>/<check>: "ok", or 500 "internal server error: <reason>" as the
-// apiserver's per-check paths do. The reason is always shown. A degraded check that is not ok
-// fails here although it never fails the probe; a check in its start period passes liveness and
-// startup here as in the aggregate.
-func (h *handler) serveCheck(w http.ResponseWriter, s *snapshot, pi int, name string, head, json bool) {
+// apiserver's per-check paths do. The reason is shown with Details or to a loopback client, else it
+// is withheld as in the aggregate: an upstream error body can tell an attacker more than it should.
+// A degraded check that is not ok fails here although it never fails the probe; a check in its
+// start period passes liveness and startup here as in the aggregate.
+func (h *handler) serveCheck(w http.ResponseWriter, r *http.Request, s *snapshot, pi int, name string, head, json bool) {
 	var (
 		e      *snapEntry
 		failed bool
@@ -245,6 +250,10 @@ func (h *handler) serveCheck(w http.ResponseWriter, s *snapshot, pi int, name st
 		}
 		return
 	}
+	show := h.opts.Details || fromLoopback(r)
+	if !show {
+		reason = reasonWithheld
+	}
 	hdr := w.Header()
 	if json {
 		hdr[hdrSniffKey] = hdrNosniff
@@ -252,7 +261,7 @@ func (h *handler) serveCheck(w http.ResponseWriter, s *snapshot, pi int, name st
 		if failed {
 			w.WriteHeader(http.StatusInternalServerError)
 		}
-		_, _ = w.Write(checkJSON(e, pi, failed, reason))
+		_, _ = w.Write(checkJSON(e, pi, failed, reason, show))
 		return
 	}
 	// As the apiserver: http.Error's headers on failure, only the (sniffed) type on success.
@@ -264,6 +273,12 @@ func (h *handler) serveCheck(w http.ResponseWriter, s *snapshot, pi int, name st
 		return
 	}
 	_, _ = w.Write(bodyOK)
+}
+
+// fromLoopback reports whether the request comes from a loopback address.
+func fromLoopback(r *http.Request) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && ap.Addr().Unmap().IsLoopback()
 }
 
 // route maps a URL path to an endpoint and, for sub-paths, a check name.

@@ -22,6 +22,19 @@ func get(h http.Handler, method, target string, hdr ...string) (int, http.Header
 	for i := 0; i+1 < len(hdr); i += 2 {
 		r.Header.Set(hdr[i], hdr[i+1])
 	}
+	return serveOne(h, r)
+}
+
+// getFrom serves one GET from a client at remote (host:port; "" keeps httptest's 192.0.2.1:1234).
+func getFrom(h http.Handler, remote, target string) (int, http.Header, string) {
+	r := httptest.NewRequest(http.MethodGet, target, nil)
+	if remote != "" {
+		r.RemoteAddr = remote
+	}
+	return serveOne(h, r)
+}
+
+func serveOne(h http.Handler, r *http.Request) (int, http.Header, string) {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	res := w.Result()
@@ -124,8 +137,10 @@ func TestHandlerText(t *testing.T) {
 		{details, "/livez", 500, "[+]warm ok (start period: no result yet)\n" +
 			"[-]cni failed: failure budget exhausted: 1 consecutive failures (limit 1), last: add failed\nlivez check failed\n"},
 		{plain, "/startupz?verbose", 200, "[+]warm ok\nstartupz check passed\n"},
-		{plain, "/livez/cni", 500, "internal server error: failure budget exhausted: 1 consecutive failures (limit 1), last: add failed\n"},
-		{plain, "/readyz/cache", 500, "internal server error: cache miss rate 90%\n"},
+		{plain, "/livez/cni", 500, "internal server error: reason withheld\n"},
+		{plain, "/readyz/cache", 500, "internal server error: reason withheld\n"},
+		{details, "/livez/cni", 500, "internal server error: failure budget exhausted: 1 consecutive failures (limit 1), last: add failed\n"},
+		{details, "/readyz/cache", 500, "internal server error: cache miss rate 90%\n"},
 		{plain, "/alive/warm", 200, "ok"},
 		{plain, "/ready/db", 200, "ok"},
 		{plain, "/readyz/warm", 404, "404 page not found\n"},
@@ -230,11 +245,24 @@ func TestHandlerJSON(t *testing.T) {
 			}
 		})
 	}
-	// A sub-path in JSON always has the reason.
-	status, _, body := get(m.Handler(HandlerOptions{}), http.MethodGet, "/readyz/b?format=json")
-	var c jsonCheck
-	if err := json.Unmarshal([]byte(body), &c); err != nil || status != 500 || c.Error != "boom" || !c.Failing {
-		t.Fatalf("sub-path JSON: %d %s %v", status, body, err)
+	// A sub-path in JSON has the reason with details, or for a loopback client.
+	for _, sub := range []struct {
+		name   string
+		h      http.Handler
+		remote string
+		want   string
+	}{
+		{"details", m.Handler(HandlerOptions{Details: true}), "", "boom"},
+		{"loopback", m.Handler(HandlerOptions{}), "127.0.0.1:40000", "boom"},
+		{"loopback v6", m.Handler(HandlerOptions{}), "[::1]:40000", "boom"},
+		{"remote", m.Handler(HandlerOptions{}), "", ""},
+		{"remote v4-mapped", m.Handler(HandlerOptions{}), "[::ffff:10.0.0.1]:40000", ""},
+	} {
+		status, _, body := getFrom(sub.h, sub.remote, "/readyz/b?format=json")
+		var c jsonCheck
+		if err := json.Unmarshal([]byte(body), &c); err != nil || status != 500 || c.Error != sub.want || !c.Failing {
+			t.Errorf("sub-path JSON, %s: %d %s %v", sub.name, status, body, err)
+		}
 	}
 }
 
@@ -254,7 +282,7 @@ func TestHandlerDrain(t *testing.T) {
 	}{
 		{"/readyz", 500, "[+]a ok\n[-]shutdown failed: reason withheld\nreadyz check failed\n"},
 		{"/readyz?exclude=shutdown", 200, "ok"},
-		{"/readyz/shutdown", 500, "internal server error: draining\n"},
+		{"/readyz/shutdown", 500, "internal server error: reason withheld\n"},
 		{"/readyz/a", 200, "ok"},
 		{"/livez", 200, "ok"},
 	}
@@ -263,6 +291,9 @@ func TestHandlerDrain(t *testing.T) {
 		if status != tc.status || body != tc.body {
 			t.Errorf("%s: %d %q, want %d %q", tc.target, status, body, tc.status, tc.body)
 		}
+	}
+	if status, _, body := getFrom(h, "127.0.0.1:40000", "/readyz/shutdown"); status != 500 || body != "internal server error: draining\n" {
+		t.Errorf("/readyz/shutdown from loopback: %d %q", status, body)
 	}
 	eventually(t, clk.HasWaiters)
 	clk.Step(time.Second)

@@ -8,6 +8,9 @@ import (
 	"time"
 )
 
+// reasonWithheld replaces a failure reason that is not shown.
+const reasonWithheld = "reason withheld"
+
 // response is a rendered answer to a probe.
 type response struct {
 	healthy bool
@@ -45,7 +48,7 @@ func renderText(s *snapshot, path int, details bool, ex *exclusions) *response {
 			if details {
 				b.WriteString(reason)
 			} else {
-				b.WriteString("reason withheld")
+				b.WriteString(reasonWithheld)
 			}
 			b.WriteByte('\n')
 		default:
@@ -196,14 +199,17 @@ func renderJSON(s *snapshot, pi int, details bool, ex *exclusions) *response {
 	return resp
 }
 
-// checkJSON renders one check for a sub-path; reasons are always shown there.
-func checkJSON(e *snapEntry, pi int, failed bool, reason string) []byte {
+// checkJSON renders one check for a sub-path, with its reasons when details are shown.
+func checkJSON(e *snapEntry, pi int, failed bool, reason string, details bool) []byte {
 	var c jsonCheck
 	if e != nil {
-		c = toJSONCheck(e, pi, true)
+		c = toJSONCheck(e, pi, details)
 	} else {
 		c = jsonCheck{Name: drainName, Kind: KindCheck, Severity: Critical.String(),
-			Probes: Readiness.String(), Status: StatusFailed, Error: reason}
+			Probes: Readiness.String(), Status: StatusFailed}
+		if details {
+			c.Error = reason
+		}
 	}
 	c.Failing = failed
 	out, _ := json.Marshal(c)

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime"
 	kclient "k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -43,8 +40,8 @@ type Operator struct {
 
 	log logr.Logger // for controller-runtime parts
 
-	healthLn, metricsLn net.Listener
-	elected             atomic.Bool
+	healthSrv, metricsSrv *health.Server
+	elected               atomic.Bool
 }
 
 // Scheme holds the types the operator reads and writes.
@@ -81,7 +78,10 @@ func New(opts Options) (*Operator, error) {
 	}
 	o.opts.LeaderElectionNamespace = leNS
 	mo := ctrl.Options{
-		Scheme:                        Scheme(),
+		Scheme: Scheme(),
+		// The health server drains first (readiness fails, liveness holds for the drain delay), then
+		// the controllers stop: leave room for both.
+		GracefulShutdownTimeout:       ptr(opts.DrainDelay + opts.ShutdownTimeout + 30*time.Second),
 		Logger:                        log,
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        "0",
@@ -112,7 +112,7 @@ func New(opts Options) (*Operator, error) {
 	o.mgr = mgr
 
 	o.health = health.NewManager(health.WithClock(opts.Clock), health.WithLogger(opts.Logger),
-		health.WithRegisterer(opts.Registry), health.WithKubernetesMetricNames())
+		health.WithRegisterer(opts.Registry), health.WithKubernetesMetricNames(), health.WithDrainDelay(opts.DrainDelay))
 	if opts.Cloud != nil {
 		o.cloud = &lazyCloud{auth: *opts.Cloud, connect: opts.Connect, clock: opts.Clock, retry: opts.CheckInterval}
 	}
@@ -137,35 +137,57 @@ func New(opts Options) (*Operator, error) {
 		return nil, fmt.Errorf("operator: set up %s: %w", routegc.Name, err)
 	}
 
-	if err := o.listen(); err != nil {
+	if err := o.servers(); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
-func (o *Operator) listen() error {
+// servers binds the health and metrics servers and adds them to the manager as runnables that do
+// not need leader election: every replica answers its probes and is scraped.
+func (o *Operator) servers() error {
 	var err error
 	if o.opts.HealthAddr != "0" {
-		if o.healthLn, err = net.Listen("tcp", o.opts.HealthAddr); err != nil {
-			return fmt.Errorf("operator: health server on %s: %w", o.opts.HealthAddr, err)
+		o.healthSrv, err = health.NewServer(health.ServerOptions{Name: "health", Addr: o.opts.HealthAddr,
+			Manager: o.health, Logger: o.opts.Logger, ShutdownTimeout: o.opts.ShutdownTimeout})
+		if err != nil {
+			return fmt.Errorf("operator: %w", err)
 		}
 	}
 	if o.opts.MetricsAddr != "0" {
-		if o.metricsLn, err = net.Listen("tcp", o.opts.MetricsAddr); err != nil {
-			if o.healthLn != nil {
-				o.healthLn.Close()
-			}
-			return fmt.Errorf("operator: metrics server on %s: %w", o.opts.MetricsAddr, err)
+		o.metricsSrv, err = health.NewServer(health.ServerOptions{Name: "metrics", Addr: o.opts.MetricsAddr,
+			Metrics: prometheus.Gatherers{ctrlmetrics.Registry, o.opts.Registry}, Logger: o.opts.Logger,
+			ShutdownTimeout: o.opts.ShutdownTimeout})
+		if err != nil {
+			o.closeServers()
+			return fmt.Errorf("operator: %w", err)
+		}
+	}
+	for _, s := range []*health.Server{o.healthSrv, o.metricsSrv} {
+		if s == nil {
+			continue
+		}
+		if err := o.mgr.Add(s); err != nil {
+			o.closeServers()
+			return fmt.Errorf("operator: add the %s server: %w", s.Name(), err)
 		}
 	}
 	return nil
 }
 
+func (o *Operator) closeServers() {
+	for _, s := range []*health.Server{o.healthSrv, o.metricsSrv} {
+		if s != nil {
+			_ = s.Close()
+		}
+	}
+}
+
 // HealthAddr is the bound address of the health server ("" when off).
-func (o *Operator) HealthAddr() string { return addrOf(o.healthLn) }
+func (o *Operator) HealthAddr() string { return addrOf(o.healthSrv) }
 
 // MetricsAddr is the bound address of the metrics server ("" when off).
-func (o *Operator) MetricsAddr() string { return addrOf(o.metricsLn) }
+func (o *Operator) MetricsAddr() string { return addrOf(o.metricsSrv) }
 
 // Identity is this replica's identity in the leader election Lease.
 func (o *Operator) Identity() string { return o.identity }
@@ -179,46 +201,20 @@ func (o *Operator) Manager() manager.Manager { return o.mgr }
 // Elected reports whether this replica leads (always true without leader election, once started).
 func (o *Operator) Elected() bool { return o.elected.Load() }
 
-func addrOf(l net.Listener) string {
-	if l == nil {
+func addrOf(s *health.Server) string {
+	if s == nil {
 		return ""
 	}
-	return l.Addr().String()
+	return s.Addr().String()
 }
 
-// Start runs the operator until ctx ends or leadership is lost. On ctx's end readiness fails at
-// once (drain) while the manager stops.
+// Start runs the operator until ctx ends or leadership is lost. On ctx's end the health server
+// drains (readiness fails at once, liveness holds for the drain delay) before the controllers stop;
+// the checks run until the manager has stopped.
 func (o *Operator) Start(ctx context.Context) error {
 	log := o.opts.Logger
-	o.health.Start(ctx)
+	o.health.Start(context.WithoutCancel(ctx))
 	defer o.health.Stop()
-	servers := []*http.Server{}
-	serve := func(ln net.Listener, h http.Handler, what string) {
-		if ln == nil {
-			return
-		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-		servers = append(servers, srv)
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("server failed", "server", what, "err", err)
-			}
-		}()
-		log.Info("serving", "server", what, "addr", ln.Addr().String())
-	}
-	port := 0
-	if a, ok := addrOfTCP(o.healthLn); ok {
-		port = a
-	}
-	serve(o.healthLn, o.health.Handler(health.HandlerOptions{Port: port}), "health")
-	serve(o.metricsLn, promhttp.HandlerFor(prometheus.Gatherers{ctrlmetrics.Registry, o.opts.Registry}, promhttp.HandlerOpts{}), "metrics")
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		for _, s := range servers {
-			_ = s.Shutdown(sctx)
-		}
-	}()
 	go func() {
 		select {
 		case <-o.mgr.Elected():
@@ -227,27 +223,12 @@ func (o *Operator) Start(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
-	go func() {
-		<-ctx.Done()
-		o.health.Drain()
-	}()
 	log.Info("operator starting", "identity", o.identity, "leaderElection", o.opts.LeaderElect,
 		"lease", o.opts.LeaderElectionNamespace+"/"+o.opts.LeaderElectionID)
 	if err := o.mgr.Start(ctx); err != nil {
 		return fmt.Errorf("operator: %w", err)
 	}
 	return nil
-}
-
-func addrOfTCP(l net.Listener) (int, bool) {
-	if l == nil {
-		return 0, false
-	}
-	a, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, false
-	}
-	return a.Port, true
 }
 
 func inClusterNamespace() string {

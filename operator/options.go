@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/vitalsproject/vitals/health"
 	oschecks "github.com/vitalsproject/vitals/health/checks/openstack"
 	"github.com/vitalsproject/vitals/openstack"
 )
@@ -23,6 +24,11 @@ type Options struct {
 	HealthAddr string
 	// MetricsAddr is where /metrics is served (default ":8080"; "0": off).
 	MetricsAddr string
+	// DrainDelay: on shutdown readiness fails at once and liveness passes for this long before
+	// the servers and controllers stop (default 0).
+	DrainDelay time.Duration
+	// ShutdownTimeout bounds the wait for in-flight requests after the drain (default 10s).
+	ShutdownTimeout time.Duration
 
 	// LeaderElect turns leader election on (a Lease); replicas that do not lead stay idle.
 	LeaderElect bool
@@ -76,6 +82,9 @@ func (o *Options) defaults() {
 	}
 	if o.MetricsAddr == "" {
 		o.MetricsAddr = ":8080"
+	}
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = health.DefaultShutdownTimeout
 	}
 	if o.LeaderElectionID == "" {
 		o.LeaderElectionID = "vitals-operator"

@@ -39,6 +39,13 @@ type Config struct {
 	DisableByFilePaths []string `yaml:"disable_by_file_paths"`
 	// EnableByFilePaths: "port:path" pairs; the server is disabled unless the file exists.
 	EnableByFilePaths []string `yaml:"enable_by_file_paths"`
+	// Limits of the HTTP server (absent or 0: the defaults of health.ServerOptions).
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	ReadTimeout       time.Duration `yaml:"read_timeout"`
+	WriteTimeout      time.Duration `yaml:"write_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	MaxHeaderBytes    int           `yaml:"max_header_bytes"`
+	MaxConnections    int           `yaml:"max_connections"`
 	// Checks to run.
 	Checks []CheckConfig `yaml:"checks" config:"required"`
 
@@ -154,8 +161,9 @@ func (c *Config) validate() error {
 		e.add(at(root, "listen"), "listen", "%v", err)
 	}
 	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = 10 * time.Second
+		c.ShutdownTimeout = health.DefaultShutdownTimeout
 	}
+	c.validateLimits(e)
 	pairs := func(key string, list []string) {
 		seq := config.ValueNode(root, key)
 		for i, s := range list {
@@ -255,6 +263,20 @@ func (ch *CheckConfig) validateTiming(e *errs, field string) (time.Duration, boo
 		ok = false
 	}
 	return timeout, ok
+}
+
+// validateLimits rejects negative server limits: a limit can be tuned, not turned off (durations
+// are positive by decoding).
+func (c *Config) validateLimits(e *errs) {
+	root := &c.Self
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"max_header_bytes", c.MaxHeaderBytes}, {"max_connections", c.MaxConnections}} {
+		if n.v < 0 {
+			e.add(at(root, n.key), n.key, "expected a positive integer, got %d", n.v)
+		}
+	}
 }
 
 func (ch *CheckConfig) probes() (health.Probe, error) {

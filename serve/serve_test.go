@@ -103,6 +103,41 @@ func TestParseDefaults(t *testing.T) {
 	}
 }
 
+func TestParseServerLimits(t *testing.T) {
+	const checks = "checks:\n  - {name: g, type: goroutines, max: 5}\n"
+	tests := []struct {
+		name, in string
+		check    func(*Config) bool
+		wantErr  string
+	}{
+		{"absent: the server's defaults", "", func(c *Config) bool {
+			return c.ReadHeaderTimeout == 0 && c.IdleTimeout == 0 && c.MaxConnections == 0
+		}, ""},
+		{"given", "read_header_timeout: 2s\nread_timeout: 3s\nwrite_timeout: 4s\nidle_timeout: 1m\nmax_header_bytes: 4096\nmax_connections: 32\n",
+			func(c *Config) bool {
+				return c.ReadHeaderTimeout == 2*time.Second && c.ReadTimeout == 3*time.Second && c.WriteTimeout == 4*time.Second &&
+					c.IdleTimeout == time.Minute && c.MaxHeaderBytes == 4096 && c.MaxConnections == 32
+			}, ""},
+		{"negative timeout", "idle_timeout: -1s\n", nil, `t.yaml:1: idle_timeout: expected a positive duration, got "-1s"`},
+		{"negative drain delay", "listen: \":8080\"\ndrain_delay: -2s\n", nil, `t.yaml:2: drain_delay: expected a positive duration, got "-2s"`},
+		{"negative cap", "max_connections: -1\n", nil, "t.yaml:1: max_connections: expected a positive integer, got -1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("t.yaml", []byte(tc.in+checks))
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v, want %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !tc.check(c) {
+				t.Fatalf("got %+v, %v", c, err)
+			}
+		})
+	}
+}
+
 func TestParseReportsEveryError(t *testing.T) {
 	in := `listen: nowhere
 checks:

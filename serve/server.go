@@ -2,16 +2,12 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vitalsproject/vitals/health"
 )
@@ -74,65 +70,52 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 		return fmt.Errorf("register checks from %s: %w", cfg.File, err)
 	}
 
-	ln := opts.Listener
-	if ln == nil {
-		var err error
-		ln, err = net.Listen("tcp", cfg.Listen)
-		if err != nil {
-			return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-		}
-	}
-	port := 0
-	if a, ok := ln.Addr().(*net.TCPAddr); ok {
-		port = a.Port
-	}
-
-	mux := http.NewServeMux()
-	if cfg.MetricsEnabled() {
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	}
-	mux.Handle("/", m.Handler(health.HandlerOptions{
-		Details:            cfg.Details,
-		OsloDetailed:       cfg.HealthcheckDetailed,
-		DisableByFilePath:  cfg.DisableByFilePath,
-		DisableByFilePaths: cfg.DisableByFilePaths,
-		EnableByFilePaths:  cfg.EnableByFilePaths,
-		Port:               port,
-	}))
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	srv, err := health.NewServer(health.ServerOptions{
+		Name:     "serve",
+		Addr:     cfg.Listen,
+		Listener: opts.Listener,
+		Manager:  m,
+		Probes: health.HandlerOptions{
+			Details:            cfg.Details,
+			OsloDetailed:       cfg.HealthcheckDetailed,
+			DisableByFilePath:  cfg.DisableByFilePath,
+			DisableByFilePaths: cfg.DisableByFilePaths,
+			EnableByFilePaths:  cfg.EnableByFilePaths,
+		},
+		Metrics:           metricsOf(cfg, reg),
+		Logger:            log,
+		ShutdownTimeout:   cfg.ShutdownTimeout,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		MaxConnections:    cfg.MaxConnections,
+	})
+	if err != nil {
+		return err
 	}
 
 	// The checks outlive ctx: they keep answering during the drain.
 	m.Start(context.Background())
 	defer m.Stop()
 
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("serving health checks", "addr", ln.Addr().String(), "checks", len(cfg.Checks), "config", cfg.File,
+	log.Info("serving health checks", "addr", srv.Addr().String(), "checks", len(cfg.Checks), "config", cfg.File,
 		"metrics", cfg.MetricsEnabled(), "details", cfg.Details, "drain_delay", cfg.DrainDelay)
 	if opts.Ready != nil {
-		opts.Ready(ln.Addr())
+		opts.Ready(srv.Addr())
 	}
-
-	select {
-	case err := <-serveErr:
-		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	log.Info("draining: readiness fails now, liveness holds", "drain_delay", cfg.DrainDelay)
-	<-m.Drain()
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		_ = srv.Close()
-		return fmt.Errorf("shut down server on %s: %w", ln.Addr(), err)
-	}
-	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
+	if err := srv.Start(ctx); err != nil {
+		return err
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// metricsOf is what /metrics serves: reg, or nothing when metrics are off.
+func metricsOf(cfg *Config, reg *prometheus.Registry) prometheus.Gatherer {
+	if !cfg.MetricsEnabled() {
+		return nil
+	}
+	return reg
 }

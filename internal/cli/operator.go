@@ -28,6 +28,7 @@ type operatorFlags struct {
 	namespace               string
 	healthPort              int
 	healthBind              string
+	drainDelay              time.Duration
 	metricsAddr             string
 	leaderElect             bool
 	leaderElectionNamespace string
@@ -69,6 +70,7 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   project_domain_name = Default
   [health_server]
   port = 8082
+  drain_delay = 5                         # seconds; on SIGTERM readiness fails, liveness holds this long
   [operator]
   metrics_bind_address = :8080
   leader_elect = true
@@ -102,6 +104,7 @@ variables; without any, only Clusters with their own credentials Secret are serv
 	fl.StringVar(&f.namespace, "namespace", "", "watch Clusters in this namespace only (default: all)")
 	fl.IntVar(&f.healthPort, "health-port", 8082, "port of the health server (/livez, /readyz, /alive, /ready)")
 	fl.StringVar(&f.healthBind, "health-bind-address", "", "address the health server binds to (default: all)")
+	fl.DurationVar(&f.drainDelay, "drain-delay", 0, "on SIGTERM, fail readiness and keep liveness passing this long before stopping")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus /metrics server (\"0\": off)")
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader on a Lease; other replicas stand by")
 	fl.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the pod's, else default)")
@@ -158,9 +161,12 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr interface{ Write([]byt
 			namespace = k.String("namespace", namespace)
 		}
 		hs := ini.Section("health_server")
-		hs.CheckKnown("port")
+		hs.CheckKnown("port", "drain_delay")
 		if !changed("health-port") {
 			healthPort = hs.Port("port", healthPort)
+		}
+		if !changed("drain-delay") {
+			f.drainDelay = hs.Seconds("drain_delay", f.drainDelay)
 		}
 		op := ini.Section("operator")
 		op.CheckKnown("metrics_bind_address", "leader_elect", "leader_election_namespace", "leader_election_id",
@@ -216,6 +222,10 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr interface{ Write([]byt
 		return o, &config.Error{Field: "--health-port", Msg: fmt.Sprintf("expected a port number (0-65535), got %d", healthPort)}
 	}
 	o.HealthAddr = net.JoinHostPort(f.healthBind, strconv.Itoa(healthPort))
+	if f.drainDelay < 0 {
+		return o, &config.Error{Field: "--drain-delay", Msg: fmt.Sprintf("expected 0 or a positive duration, got %s", f.drainDelay)}
+	}
+	o.DrainDelay = f.drainDelay
 	o.MetricsAddr = metrics
 	if o.CheckInterval <= 0 || o.CheckTimeout <= 0 {
 		return o, &config.Error{Field: "--check-interval/--check-timeout", Msg: "expected positive durations"}
