@@ -13,10 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -38,7 +34,11 @@ const (
 	ComponentEvents     = "event-watcher"
 	ComponentSocket     = "report-socket"
 	ComponentConditions = "node-conditions"
-	BudgetCNIAdd        = "cni-add-failures"
+	// BudgetCNIAdd counts failed CNI ADDs reported by the CNI (the socket, the Go API).
+	BudgetCNIAdd = "cni-add-failures"
+	// BudgetSandboxNetwork counts kubelet's sandbox network failures (Events that are evidence); it
+	// never fails a probe, only the PodNetworkHealthy condition.
+	BudgetSandboxNetwork = "sandbox-network-failures"
 )
 
 // EventReasonCNIAddFailed is the reason of the Warning Event recorded on the Node for each failed CNI
@@ -48,11 +48,9 @@ const EventReasonCNIAddFailed = "CNIAddFailed"
 // Deps are the agent's collaborators. Kube may be nil: the agent then runs its local checks only
 // (no API check, no Events source, no node conditions).
 type Deps struct {
-	Kube kubernetes.Interface
-	// KubeREST is used for the API server's /readyz; default Kube's discovery REST client.
-	KubeREST rest.Interface
-	Clock    clock.WithTicker
-	Logger   *slog.Logger
+	Kube   *Kube
+	Clock  clock.WithTicker
+	Logger *slog.Logger
 	// Registry receives the metrics and is served on /metrics; nil: a new one.
 	Registry *prometheus.Registry
 	// Listener for the health server; nil: listen on Options.BindAddress:Port.
@@ -66,11 +64,14 @@ type Agent struct {
 	log      *slog.Logger
 	mgr      *health.Manager
 	budget   *health.Budget
+	sandbox  *health.Budget
 	reporter *BudgetReporter
 	socket   *SocketServer
 	events   *EventSource
+	pods     *PodIndex
 	conds    *NodeConditions
 	reports  *prometheus.CounterVec
+	verdicts *prometheus.CounterVec
 	memory   string
 
 	broadcaster record.EventBroadcaster
@@ -147,11 +148,20 @@ func DefaultConditionSpecs() []ConditionSpec {
 			FailReason: "CNIFailing",
 		},
 		{
-			Type:       ConditionPodNetworkHealthy,
-			Results:    []string{BudgetCNIAdd},
-			OKReason:   "CNIAddFailuresWithinBudget",
-			OKMessage:  "CNI ADD failures are within the budget",
-			FailReason: "CNIAddFailuresExceeded",
+			Type:      ConditionPodNetworkHealthy,
+			Results:   []string{BudgetCNIAdd, BudgetSandboxNetwork},
+			OKReason:  "CNIAddFailuresWithinBudget",
+			OKMessage: "CNI ADD failures are within the budget",
+			FailReasons: map[string]string{
+				BudgetCNIAdd:         "CNIAddFailuresExceeded",
+				BudgetSandboxNetwork: "SandboxNetworkFailures",
+			},
+			FailMessages: map[string]string{
+				BudgetCNIAdd:         "the CNI is broken on this node",
+				BudgetSandboxNetwork: "kubelet cannot set up pod networks on this node",
+			},
+			FailReason:    "CNIAddFailuresExceeded",
+			CountDegraded: true,
 		},
 	}
 }
@@ -161,10 +171,7 @@ func (a *Agent) registerChecks() error {
 	timeout := min(5*time.Second, o.CheckInterval)
 	var list []health.Check
 	if a.deps.Kube != nil {
-		rc := a.deps.KubeREST
-		if rc == nil {
-			rc = a.deps.Kube.Discovery().RESTClient()
-		}
+		rc := a.deps.Kube.REST()
 		list = append(list, health.Check{
 			Name:     CheckKubernetesAPI,
 			Probes:   health.Readiness,
@@ -215,6 +222,13 @@ func (a *Agent) registerChecks() error {
 		return fmt.Errorf("register CNI ADD failure budget: %w", err)
 	}
 	a.budget = b
+	if o.WatchEvents {
+		sb, err := a.mgr.Budget(BudgetSandboxNetwork, sandboxBudgetOptions(o))
+		if err != nil {
+			return fmt.Errorf("register sandbox network failure budget: %w", err)
+		}
+		a.sandbox = sb
+	}
 	return nil
 }
 
@@ -225,7 +239,18 @@ func budgetOptions(o Options) health.BudgetOptions {
 	if o.FailureMode == ModeWindow {
 		bo.Mode, bo.Window = health.Window, o.FailureWindow
 	}
+	if !o.FailuresFailLiveness {
+		bo.Severity = health.Degraded
+	}
 	return bo
+}
+
+// sandboxBudgetOptions: kubelet Events report failures only, never a success, so they are counted in a
+// window; and anyone who can write Events can write one, so they never fail a probe (Degraded): they
+// turn PodNetworkHealthy False and fail /livez/sandbox-network-failures.
+func sandboxBudgetOptions(o Options) health.BudgetOptions {
+	return health.BudgetOptions{Mode: health.Window, Window: o.FailureWindow, Limit: o.FailuresCount + 1,
+		Probes: health.Liveness, Severity: health.Degraded}
 }
 
 // memoryCheck builds the memory check and says what it measures.
@@ -257,19 +282,27 @@ func (a *Agent) wireSources() error {
 	if err := a.deps.Registry.Register(a.reports); err != nil {
 		return fmt.Errorf("register agent metrics: %w", err)
 	}
+	a.verdicts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vitals_agent_kube_events_total",
+		Help: "kubelet sandbox failure Events about this node that were news, by verdict (counted, or why not).",
+	}, []string{"verdict"})
+	if err := a.deps.Registry.Register(a.verdicts); err != nil {
+		return fmt.Errorf("register agent metrics: %w", err)
+	}
 	if a.deps.Kube != nil {
 		a.broadcaster = record.NewBroadcaster()
-		a.recorder = a.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "vitals-agent", Host: o.NodeName})
+		a.recorder = a.broadcaster.NewRecorder(a.deps.Kube.Scheme(), corev1.EventSource{Component: "vitals-agent", Host: o.NodeName})
+	}
+	countReport := func(r Report) {
+		a.reports.WithLabelValues(string(r.Op), string(r.Result), r.Source).Add(float64(r.Count))
 	}
 	a.reporter = &BudgetReporter{
-		Budget: a.budget,
-		Source: "api",
-		OnReport: func(r Report) {
-			a.reports.WithLabelValues(string(r.Op), string(r.Result), r.Source).Add(float64(r.Count))
-		},
+		Budget:   a.budget,
+		Source:   "api",
+		OnReport: countReport,
 		OnFailure: func(r Report) {
 			a.log.Warn("CNI ADD failed", "pod", r.Pod, "source", r.Source, "count", r.Count, "err", r.Error)
-			if a.recorder != nil && o.NodeName != "" && r.Source != "kube-events" {
+			if a.recorder != nil && o.NodeName != "" {
 				a.recorder.Event(a.nodeRef, corev1.EventTypeWarning, EventReasonCNIAddFailed, (&AddFailureError{Report: r}).Error())
 			}
 		},
@@ -294,7 +327,15 @@ func (a *Agent) wireSources() error {
 		if err != nil {
 			return err
 		}
-		a.events = &EventSource{Client: a.deps.Kube, NodeName: o.NodeName, Reporter: a.reporter, Heartbeat: c, BeatPeriod: beat, Clock: a.deps.Clock, Log: a.log}
+		a.pods = NewPodIndex(a.deps.Kube, o.NodeName)
+		a.events = &EventSource{Client: a.deps.Kube, NodeName: o.NodeName, Pods: a.pods, Heartbeat: c, BeatPeriod: beat,
+			MaxAge: o.EventMaxAge, Clock: a.deps.Clock, Log: a.log,
+			Reporter: &BudgetReporter{Budget: a.sandbox, Source: "kube-events", OnReport: countReport,
+				OnFailure: func(r Report) {
+					a.log.Warn("pod network failure reported by kubelet", "pod", r.Pod, "count", r.Count, "err", r.Error)
+				}},
+			OnVerdict: func(v string) { a.verdicts.WithLabelValues(v).Inc() },
+		}
 	}
 	if a.conds != nil {
 		c, err := component(ComponentConditions)
@@ -318,6 +359,9 @@ func (a *Agent) wireSources() error {
 	}
 	return nil
 }
+
+// stopTimeout bounds the wait for the agent's parts after the drain.
+const stopTimeout = 10 * time.Second
 
 // Manager returns the agent's health manager (to add checks before Run).
 func (a *Agent) Manager() *health.Manager { return a.mgr }
@@ -368,7 +412,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	if a.broadcaster != nil {
-		a.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: a.deps.Kube.CoreV1().Events("")})
+		a.broadcaster.StartRecordingToSink(eventSink{a.deps.Kube})
 		defer a.broadcaster.Shutdown()
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -387,6 +431,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		})
 	}
 	if a.events != nil {
+		wg.Go(func() { a.pods.Run(runCtx) })
 		wg.Go(func() { _ = a.events.Run(runCtx) })
 	}
 	if a.conds != nil {
@@ -398,7 +443,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	// The server drains when ctx ends (or fails); the sources stop after it.
 	runErr := <-serveErr
 	cancel()
-	wg.Wait()
+	// Every part stops on cancel; should one not, the process still exits: SIGTERM is honoured.
+	stopped := make(chan struct{})
+	go func() { wg.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-a.deps.Clock.After(stopTimeout):
+		a.log.Error("node agent parts did not stop; exiting anyway", "timeout", stopTimeout)
+	}
 	a.log.Info("node agent stopped")
 	return runErr
 }

@@ -12,7 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 
 	"github.com/vitalsproject/vitals/health"
@@ -33,6 +33,7 @@ const maxConditionMessage = 1024
 
 // ConditionSpec maps health results to one node condition. The condition is True when every result it
 // covers passes, False when one fails (with that result's reason), Unknown while one has no result yet.
+// A degraded result (one that never fails a probe) that fails is ignored, unless CountDegraded is set.
 type ConditionSpec struct {
 	Type corev1.NodeConditionType
 	// Results are the names of the checks, components or budgets the condition covers.
@@ -42,14 +43,26 @@ type ConditionSpec struct {
 	// FailReasons gives the reason per failing result; FailReason is the fallback.
 	FailReasons map[string]string
 	FailReason  string
+	// FailMessages, per result, says what its failure means; it leads the message.
+	FailMessages map[string]string
+	// CountDegraded: a failing degraded result turns the condition False too (the condition is then
+	// where that failure shows).
+	CountDegraded bool
+}
+
+// NodeClient reads a Node and patches its status (*Kube is one).
+type NodeClient interface {
+	GetNode(ctx context.Context, name string) (*corev1.Node, error)
+	PatchNodeStatus(ctx context.Context, name string, patch []byte) error
 }
 
 // NodeConditions keeps the node's conditions in line with the health results: it patches them when
 // they change and refreshes lastHeartbeatTime every HeartbeatPeriod. It writes with a strategic merge
 // patch of status.conditions (merged by type), so it never overwrites conditions that kubelet or
-// others set, and needs no read-modify-write retry on conflicts.
+// others set, and needs no read-modify-write retry on conflicts. After a failed read or write it waits
+// out a jittered exponential backoff (Backoff) before the next attempt.
 type NodeConditions struct {
-	Client   kubernetes.Interface
+	Client   NodeClient
 	NodeName string
 	Specs    []ConditionSpec
 	// Results returns the current health results (Manager.Results).
@@ -63,8 +76,10 @@ type NodeConditions struct {
 	StartGrace time.Duration
 	// Heartbeat beats on every pass, whether or not the API server answers.
 	Heartbeat Beater
-	Clock     clock.WithTicker
-	Log       *slog.Logger
+	// Backoff after a failed read or write of the Node; default DefaultAPIBackoff.
+	Backoff wait.Backoff
+	Clock   clock.WithTicker
+	Log     *slog.Logger
 	// OnTransition is called when a condition changes status (not on the first write). It must not block.
 	OnTransition func(from, to corev1.NodeCondition)
 
@@ -112,15 +127,25 @@ func (n *NodeConditions) Run(ctx context.Context) error {
 	n.startedAt = clk.Now()
 	n.mu.Unlock()
 	adopted := false
+	retry := newRetrier(n.Backoff)
 	for {
 		if n.Heartbeat != nil {
 			n.Heartbeat.Beat()
 		}
-		if !adopted {
-			adopted = n.adopt(ctx)
-		}
-		if adopted {
-			n.sync(ctx)
+		if now := clk.Now(); retry.due(now) {
+			ok := adopted
+			if !adopted {
+				ok = n.adopt(ctx)
+				adopted = ok
+			}
+			if ok {
+				ok = n.sync(ctx)
+			}
+			if ok {
+				retry.ok()
+			} else {
+				retry.fail(now)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -136,7 +161,7 @@ func (n *NodeConditions) Run(ctx context.Context) error {
 func (n *NodeConditions) adopt(ctx context.Context) bool {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	node, err := n.Client.CoreV1().Nodes().Get(rctx, n.NodeName, metav1.GetOptions{})
+	node, err := n.Client.GetNode(rctx, n.NodeName)
 	if err != nil {
 		n.log().Warn("read node conditions failed", "node", n.NodeName, "err", err)
 		return false
@@ -170,13 +195,16 @@ func Desired(specs []ConditionSpec, results []health.Result, prev map[corev1.Nod
 			switch {
 			case !ok || r.Status == health.StatusUnknown:
 				pending = append(pending, name)
-			case r.Status == health.StatusFailed && r.Severity == health.Critical:
+			case r.Status == health.StatusFailed && (r.Severity == health.Critical || s.CountDegraded):
 				if firstFailing == "" {
 					firstFailing = name
 				}
 				msg := name + " failed"
 				if r.Err != nil {
 					msg = name + ": " + r.Err.Error()
+				}
+				if m, ok := s.FailMessages[name]; ok {
+					msg = m + ": " + msg
 				}
 				failing = append(failing, msg)
 			}
@@ -207,8 +235,8 @@ func Desired(specs []ConditionSpec, results []health.Result, prev map[corev1.Nod
 	return out
 }
 
-// sync writes the conditions if they changed or the heartbeat is due.
-func (n *NodeConditions) sync(ctx context.Context) {
+// sync writes the conditions if they changed or the heartbeat is due; false when the write failed.
+func (n *NodeConditions) sync(ctx context.Context) bool {
 	now := n.clock().Now()
 	hb := n.HeartbeatPeriod
 	if hb <= 0 {
@@ -235,12 +263,12 @@ func (n *NodeConditions) sync(ctx context.Context) {
 	inGrace := now.Sub(n.startedAt) < grace
 	n.mu.Unlock()
 	if !changed && !due {
-		return
+		return true
 	}
 	if inGrace {
 		for _, c := range desired {
 			if c.Status == corev1.ConditionUnknown {
-				return
+				return true
 			}
 		}
 	}
@@ -249,7 +277,7 @@ func (n *NodeConditions) sync(ctx context.Context) {
 		n.mu.Lock()
 		n.dirty = true
 		n.mu.Unlock()
-		return
+		return false
 	}
 	n.mu.Lock()
 	for _, c := range desired {
@@ -265,6 +293,7 @@ func (n *NodeConditions) sync(ctx context.Context) {
 			n.OnTransition(tr[0], tr[1])
 		}
 	}
+	return true
 }
 
 func (n *NodeConditions) patch(ctx context.Context, conds []corev1.NodeCondition) error {
@@ -274,7 +303,7 @@ func (n *NodeConditions) patch(ctx context.Context, conds []corev1.NodeCondition
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := n.Client.CoreV1().Nodes().PatchStatus(pctx, n.NodeName, body); err != nil {
+	if err := n.Client.PatchNodeStatus(pctx, n.NodeName, body); err != nil {
 		return fmt.Errorf("patch status of node %s: %w", n.NodeName, err)
 	}
 	return nil

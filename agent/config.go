@@ -50,9 +50,15 @@ type Options struct {
 	// FailuresCount CNI ADD failures are tolerated; one more fails liveness (Kuryr's cni_failures_count).
 	FailuresCount int
 	// FailureMode: consecutive (a success resets the count) or window (FailuresCount+1 failures within
-	// FailureWindow).
+	// FailureWindow). Consecutive needs a source that reports successes too (the CNI reporter).
 	FailureMode   string
 	FailureWindow time.Duration
+	// FailuresFailLiveness: a tripped CNI ADD failure budget fails the agent's liveness (Kuryr's CNI
+	// daemon, which was the CNI, was restarted). False: it only turns PodNetworkHealthy False and fails
+	// /livez/cni-add-failures, which the CNI's own DaemonSet may probe.
+	FailuresFailLiveness bool
+	// EventMaxAge: kubelet Events last seen longer ago are not evidence.
+	EventMaxAge time.Duration
 	// CNIConfDir holds the CNI network configuration.
 	CNIConfDir string
 	// SocketPath of the CNI report socket; "" disables it.
@@ -81,21 +87,23 @@ type Options struct {
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options {
 	return Options{
-		NodeName:         os.Getenv("NODE_NAME"),
-		Port:             DefaultPort,
-		MaxMemoryMiB:     DefaultMaxMemoryMiB,
-		MemorySource:     MemoryAuto,
-		FailuresCount:    DefaultFailuresCount,
-		FailureMode:      ModeConsecutive,
-		FailureWindow:    DefaultFailureWindow,
-		CNIConfDir:       cniconfig.DefaultDir,
-		SocketPath:       DefaultSocketPath,
-		WatchEvents:      true,
-		NodeConditions:   true,
-		Capabilities:     []string{"NET_ADMIN"},
-		CheckInterval:    DefaultCheckInterval,
-		HeartbeatPeriod:  DefaultHeartbeatPeriod,
-		ComponentTimeout: DefaultComponentTimeout,
+		NodeName:             os.Getenv("NODE_NAME"),
+		Port:                 DefaultPort,
+		MaxMemoryMiB:         DefaultMaxMemoryMiB,
+		MemorySource:         MemoryAuto,
+		FailuresCount:        DefaultFailuresCount,
+		FailureMode:          ModeWindow,
+		FailureWindow:        DefaultFailureWindow,
+		FailuresFailLiveness: true,
+		EventMaxAge:          DefaultEventMaxAge,
+		CNIConfDir:           cniconfig.DefaultDir,
+		SocketPath:           DefaultSocketPath,
+		WatchEvents:          true,
+		NodeConditions:       true,
+		Capabilities:         []string{"NET_ADMIN"},
+		CheckInterval:        DefaultCheckInterval,
+		HeartbeatPeriod:      DefaultHeartbeatPeriod,
+		ComponentTimeout:     DefaultComponentTimeout,
 	}
 }
 
@@ -187,6 +195,9 @@ func (o Options) Validate() error {
 	}
 	if o.SocketPath != "" && len(o.SocketPath) > 107 {
 		bad("socket", "unix socket paths are limited to 107 bytes, got %d", len(o.SocketPath))
+	}
+	if o.EventMaxAge <= 0 {
+		bad("event-max-age", "expected a positive duration, got %s", o.EventMaxAge)
 	}
 	if o.CheckInterval <= 0 {
 		bad("check-interval", "expected a positive duration, got %s", o.CheckInterval)

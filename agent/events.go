@@ -11,8 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/clock"
 )
@@ -26,28 +26,84 @@ const SandboxFailureReason = "FailedCreatePodSandBox"
 // component), type and metadata.*), so the node is matched on the client.
 const EventFieldSelector = "involvedObject.kind=Pod,reason=" + SandboxFailureReason + ",source=kubelet"
 
+// EventClient lists and watches core/v1 Events of every namespace (*Kube is one).
+type EventClient interface {
+	ListEvents(ctx context.Context, opts metav1.ListOptions) (*corev1.EventList, error)
+	WatchEvents(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// Verdicts on a kubelet sandbox Event about this node (the metric vitals_agent_kube_events_total).
+const (
+	VerdictCounted    = "counted"     // consistent evidence of a failed CNI ADD: reported
+	VerdictNotNetwork = "not-network" // a sandbox failure, but not the network's (ClassifySandboxFailure)
+	VerdictStale      = "stale"       // last seen more than MaxAge ago, or in the future
+	VerdictNoPod      = "no-pod"      // no such pod is bound to this node
+	VerdictUIDChanged = "uid-mismatch"
+	VerdictPodRunning = "pod-running" // the pod's containers run: its sandbox exists
+	VerdictPodDone    = "pod-done"    // the pod has finished: no sandbox is being created
+)
+
 // EventSource turns kubelet's FailedCreatePodSandBox Events about pods on one node into failed CNI ADD
-// reports. It lists then watches core/v1 Events (no cache of the objects is kept: only each event's UID
-// and count), and reports each new occurrence once: an Event seen again with a higher count reports
-// the difference. Events that exist when it starts are history, not news: they are not reported.
+// reports, when they are consistent evidence. Anyone allowed to create Events in a namespace can write
+// one that names any node and any text, so an Event counts only when:
+//
+//   - its message is a network failure (ClassifySandboxFailure), not an image or runtime one;
+//   - it happened recently (within MaxAge of now, by its last timestamp);
+//   - the pod it names is bound to this node (Pods, an informer on spec.nodeName), with the UID the
+//     Event names, and is not running (no running container) nor finished.
+//
+// It lists then watches core/v1 Events (no cache of the objects is kept: only each event's UID and
+// count), and reports each new occurrence once: an Event seen again with a higher count reports the
+// difference, at most MaxEventDelta at a time (a count patched to 2^31 is one bounded step, not two
+// billion). Events that exist when it starts are history, not news: they are not reported. The report
+// names the pod and the Event, never the Event's message: the message is the writer's text.
 type EventSource struct {
-	Client   kubernetes.Interface
+	Client   EventClient
 	NodeName string
+	// Pods finds the pods bound to this node; required.
+	Pods     PodLookup
 	Reporter Reporter
 	// Heartbeat, when set, beats every BeatPeriod while the source's loop runs, whether or not the API
 	// server answers: liveness must not depend on a remote service.
 	Heartbeat  Beater
 	BeatPeriod time.Duration
-	// RetryDelay after a failed list; default 2s.
-	RetryDelay time.Duration
-	Clock      clock.WithTicker
-	Log        *slog.Logger
+	// MaxAge: older Events are not evidence; default DefaultEventMaxAge.
+	MaxAge time.Duration
+	// Backoff between failed lists and failed watches; default DefaultAPIBackoff.
+	Backoff wait.Backoff
+	Clock   clock.WithTicker
+	Log     *slog.Logger
 	// Synced, when set, is called after each successful list (tests wait on it).
 	Synced func()
+	// OnVerdict, when set, is called with the verdict on each Event about this node that is news.
+	OnVerdict func(verdict string)
 
 	seen    seenSet
 	started time.Time
+	pending []pendingEvent
 }
+
+// DefaultEventMaxAge is how old a kubelet Event may be and still count.
+const DefaultEventMaxAge = 5 * time.Minute
+
+// MaxEventDelta is the most occurrences one update of an Event counts for.
+const MaxEventDelta = 10
+
+// maxClockSkew is how far in the future an Event's timestamp may be (the kubelet's clock, not ours).
+const maxClockSkew = time.Minute
+
+// pendingEvent waits for its pod to show in the pod index (the Event may arrive first).
+type pendingEvent struct {
+	e     *corev1.Event
+	delta int
+	since time.Time
+}
+
+// maxPending bounds the Events waiting for their pod; pendingFor is how long one waits.
+const (
+	maxPending = 256
+	pendingFor = 30 * time.Second
+)
 
 // maxSeen bounds the Events remembered: past it, the older half is forgotten. An Event forgotten and
 // then seen again counts in full, so a storm of more than maxSeen distinct failures may over-count: the
@@ -97,8 +153,8 @@ func (s *seenSet) len() int { return len(s.cur) + len(s.prev) }
 
 // Run lists and watches until ctx is done.
 func (s *EventSource) Run(ctx context.Context) error {
-	if s.Client == nil || s.NodeName == "" || s.Reporter == nil {
-		return errors.New("event source: Client, NodeName and Reporter are required")
+	if s.Client == nil || s.NodeName == "" || s.Reporter == nil || s.Pods == nil {
+		return errors.New("event source: Client, NodeName, Pods and Reporter are required")
 	}
 	clk := s.clock()
 	log := s.log()
@@ -106,10 +162,7 @@ func (s *EventSource) Run(ctx context.Context) error {
 	if period <= 0 {
 		period = 5 * time.Second
 	}
-	retry := s.RetryDelay
-	if retry <= 0 {
-		retry = 2 * time.Second
-	}
+	retry := newRetrier(s.Backoff)
 	// Event timestamps have a resolution of one second.
 	s.started = clk.Now().Truncate(time.Second)
 	s.seen.reset()
@@ -123,12 +176,14 @@ func (s *EventSource) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				break
 			}
-			log.Warn("list kubelet sandbox events failed", "node", s.NodeName, "err", err)
-			if !s.wait(ctx, clk.After(retry), beat) {
+			d := retry.fail(clk.Now())
+			log.Warn("list kubelet sandbox events failed", "node", s.NodeName, "retry_in", d, "err", err)
+			if !s.wait(ctx, clk.After(d), beat) {
 				break
 			}
 			continue
 		}
+		retry.ok()
 		baseline = false
 		if s.Synced != nil {
 			s.Synced()
@@ -148,6 +203,7 @@ func (s *EventSource) wait(ctx context.Context, ch <-chan time.Time, beat clock.
 			return true
 		case <-beat.C():
 			s.doBeat()
+			s.retryPending(ctx)
 		}
 	}
 }
@@ -164,7 +220,7 @@ func (s *EventSource) list(ctx context.Context, baseline bool) (string, error) {
 	present := map[types.UID]bool{}
 	var rv string
 	for {
-		list, err := s.Client.CoreV1().Events("").List(ctx, opts)
+		list, err := s.Client.ListEvents(ctx, opts)
 		if err != nil {
 			return "", fmt.Errorf("list events (%s): %w", EventFieldSelector, err)
 		}
@@ -185,7 +241,11 @@ func (s *EventSource) list(ctx context.Context, baseline bool) (string, error) {
 
 // watch follows changes from rv until the watch cannot resume (resource version too old) or ctx ends.
 func (s *EventSource) watch(ctx context.Context, rv string, beat clock.Ticker) {
-	rw, err := watchtools.NewRetryWatcherWithContext(ctx, rv, eventWatcher{s.Client})
+	w := &backoffWatcher{clock: s.clock(), r: newRetrier(s.Backoff), watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		opts.FieldSelector = EventFieldSelector
+		return s.Client.WatchEvents(ctx, opts)
+	}}
+	rw, err := watchtools.NewRetryWatcherWithContext(ctx, rv, w)
 	if err != nil {
 		s.log().Warn("watch kubelet sandbox events failed", "node", s.NodeName, "err", err)
 		return
@@ -197,6 +257,7 @@ func (s *EventSource) watch(ctx context.Context, rv string, beat clock.Ticker) {
 			return
 		case <-beat.C():
 			s.doBeat()
+			s.retryPending(ctx)
 		case ev, ok := <-rw.ResultChan():
 			if !ok {
 				return
@@ -220,7 +281,7 @@ func (s *EventSource) watch(ctx context.Context, rv string, beat clock.Ticker) {
 	}
 }
 
-// observe records one Event and reports the occurrences that are new.
+// observe records one Event and reports the occurrences that are new, if the Event is evidence.
 func (s *EventSource) observe(ctx context.Context, e *corev1.Event, baseline bool) {
 	if !s.onThisNode(e) || e.Reason != SandboxFailureReason || e.InvolvedObject.Kind != "Pod" {
 		return
@@ -234,25 +295,87 @@ func (s *EventSource) observe(ctx context.Context, e *corev1.Event, baseline boo
 	if baseline {
 		return
 	}
-	delta := n - prev
 	if !known && lastSeen(e).Before(s.started) {
 		// Found on a later list, but it happened before we started: history.
+		return
+	}
+	delta := int(min(n-prev, MaxEventDelta))
+	s.judge(ctx, e, delta, s.clock().Now())
+}
+
+// judge decides whether an Event is evidence, and reports it if it is. An Event whose pod is not in
+// the index yet waits (at most pendingFor) for it.
+func (s *EventSource) judge(ctx context.Context, e *corev1.Event, delta int, since time.Time) {
+	verdict, pod := s.verdict(e)
+	if verdict == VerdictNoPod && s.clock().Now().Sub(since) < pendingFor {
+		if len(s.pending) >= maxPending {
+			s.pending = s.pending[1:]
+		}
+		s.pending = append(s.pending, pendingEvent{e: e, delta: delta, since: since})
+		return
+	}
+	if s.OnVerdict != nil {
+		s.OnVerdict(verdict)
+	}
+	if verdict != VerdictCounted {
+		s.log().Debug("kubelet sandbox event not counted", "event", e.Namespace+"/"+e.Name, "verdict", verdict)
 		return
 	}
 	rep := Report{
 		Op:     OpAdd,
 		Result: Failure,
-		Pod:    e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name,
-		Error:  e.Message,
+		Pod:    pod.Namespace + "/" + pod.Name,
+		Error:  fmt.Sprintf("kubelet could not set up the pod's network (Event %s/%s)", e.Namespace, e.Name),
 		Source: "kube-events",
-		Count:  int(delta),
+		Count:  delta,
 		Time:   lastSeen(e),
-	}
-	if e.InvolvedObject.Namespace == "" || e.InvolvedObject.Name == "" {
-		rep.Pod = ""
 	}
 	if err := s.Reporter.Report(ctx, rep); err != nil {
 		s.log().Warn("report of kubelet sandbox event rejected", "event", e.Namespace+"/"+e.Name, "err", err)
+	}
+}
+
+// verdict checks an Event against the clock, its message and the pod it names.
+func (s *EventSource) verdict(e *corev1.Event) (string, *corev1.Pod) {
+	maxAge := s.MaxAge
+	if maxAge <= 0 {
+		maxAge = DefaultEventMaxAge
+	}
+	now := s.clock().Now()
+	if t := lastSeen(e); now.Sub(t) > maxAge || t.Sub(now) > maxClockSkew {
+		return VerdictStale, nil
+	}
+	if ClassifySandboxFailure(e.Message) != SandboxNetwork {
+		return VerdictNotNetwork, nil
+	}
+	pod, ok := s.Pods.Pod(e.InvolvedObject.Namespace, e.InvolvedObject.Name)
+	if !ok || pod.Spec.NodeName != s.NodeName {
+		return VerdictNoPod, nil
+	}
+	if e.InvolvedObject.UID != "" && e.InvolvedObject.UID != pod.UID {
+		return VerdictUIDChanged, nil
+	}
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		return VerdictPodDone, nil
+	}
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.State.Running != nil {
+			return VerdictPodRunning, nil
+		}
+	}
+	return VerdictCounted, pod
+}
+
+// retryPending judges again the Events that waited for their pod.
+func (s *EventSource) retryPending(ctx context.Context) {
+	if len(s.pending) == 0 {
+		return
+	}
+	waiting := s.pending
+	s.pending = nil
+	for _, p := range waiting {
+		s.judge(ctx, p.e, p.delta, p.since)
 	}
 }
 
@@ -285,13 +408,6 @@ func lastSeen(e *corev1.Event) time.Time {
 		t = e.CreationTimestamp.Time
 	}
 	return t
-}
-
-type eventWatcher struct{ c kubernetes.Interface }
-
-func (w eventWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	opts.FieldSelector = EventFieldSelector
-	return w.c.CoreV1().Events("").Watch(ctx, opts)
 }
 
 func (s *EventSource) clock() clock.WithTicker {

@@ -17,7 +17,8 @@ import (
 	"github.com/vitalsproject/vitals/internal/testenv"
 )
 
-// kubeClient connects to the shared test kube-apiserver.
+// kubeClient connects to the shared test kube-apiserver with client-go's clientset (the tests' own
+// reads and writes).
 func kubeClient(t *testing.T) kubernetes.Interface {
 	t.Helper()
 	c, err := kubernetes.NewForConfig(testenv.Kube(t))
@@ -25,6 +26,56 @@ func kubeClient(t *testing.T) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// agentKube is the agent's own client of the shared test kube-apiserver.
+func agentKube(t *testing.T) *Kube {
+	t.Helper()
+	k, err := NewKube(testenv.Kube(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// createPod creates a Pod bound to node (no kubelet runs it: it stays Pending), deleted at cleanup.
+func createPod(t *testing.T, c kubernetes.Interface, ns, name, node string) *corev1.Pod {
+	t.Helper()
+	p, err := c.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}},
+			AutomountServiceAccountToken: new(false)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = c.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))})
+	})
+	return p
+}
+
+// setPodRunning writes the status kubelet would once the pod's sandbox and container run.
+func setPodRunning(t *testing.T, c kubernetes.Interface, p *corev1.Pod) {
+	t.Helper()
+	p.Status.Phase = corev1.PodRunning
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "registry.invalid/app:1",
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
+	if _, err := c.CoreV1().Pods(p.Namespace).UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("update pod status: %v", err)
+	}
+}
+
+// startPods runs a pod index of node until the test ends and waits for its first list.
+func startPods(t *testing.T, k *Kube, node string) *PodIndex {
+	t.Helper()
+	p := NewPodIndex(k, node)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, "pod index synced", p.HasSynced)
+	return p
 }
 
 // uniqueName returns a DNS-1123 name unique to this test run.
@@ -57,7 +108,7 @@ func sandboxEvent(ns, pod, node, component string, count int32) *corev1.Event {
 	now := metav1.Now()
 	return &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{GenerateName: pod + ".", Namespace: ns},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod, APIVersion: "v1", UID: "uid-" + "pod"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod, APIVersion: "v1"},
 		Reason:         SandboxFailureReason,
 		Message:        `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "abc": plugin type="kuryr-cni" failed (add): no IP available`,
 		Source:         corev1.EventSource{Component: component, Host: node},
@@ -88,6 +139,7 @@ func (c *collected) get() []Report {
 
 func TestEventSourceAgainstKubeAPIServer(t *testing.T) {
 	c := kubeClient(t)
+	k := agentKube(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	node := uniqueName("agent-events")
@@ -95,6 +147,12 @@ func TestEventSourceAgainstKubeAPIServer(t *testing.T) {
 	ns := uniqueName("agent-events")
 	createNamespace(t, c, ns)
 	events := c.CoreV1().Events(ns)
+	for _, p := range []string{"old-pod", "web-1", "web-3", "web-4", "marker"} {
+		createPod(t, c, ns, p, node)
+	}
+	createPod(t, c, ns, "web-2", other)
+	pods := startPods(t, k, node)
+	waitFor(t, "pods in the index", func() bool { _, ok := pods.Pod(ns, "marker"); return ok })
 
 	// History: an Event that exists before the source starts is not reported.
 	old, err := events.Create(ctx, sandboxEvent(ns, "old-pod", node, "kubelet", 5), metav1.CreateOptions{})
@@ -104,8 +162,11 @@ func TestEventSourceAgainstKubeAPIServer(t *testing.T) {
 
 	got := &collected{}
 	synced := make(chan struct{}, 10)
-	src := &EventSource{Client: c, NodeName: node, Reporter: got, BeatPeriod: 50 * time.Millisecond,
-		Synced: func() { synced <- struct{}{} }}
+	var vmu sync.Mutex
+	verdicts := map[string]int{}
+	src := &EventSource{Client: k, NodeName: node, Pods: pods, Reporter: got, BeatPeriod: 50 * time.Millisecond,
+		Synced:    func() { synced <- struct{}{} },
+		OnVerdict: func(v string) { vmu.Lock(); verdicts[v]++; vmu.Unlock() }}
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx) }()
 	select {
@@ -163,13 +224,19 @@ func TestEventSourceAgainstKubeAPIServer(t *testing.T) {
 		if want[r.Pod] != r.Count || r.Op != OpAdd || r.Result != Failure || r.Source != "kube-events" {
 			t.Errorf("report %+v, want count %d", r, want[r.Pod])
 		}
-		if !strings.Contains(r.Error, "no IP available") {
+		// The Event's message is its writer's text: it is not passed on.
+		if strings.Contains(r.Error, "no IP available") || !strings.Contains(r.Error, "(Event "+ns+"/") {
 			t.Errorf("report error %q", r.Error)
 		}
 	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	vmu.Lock()
+	defer vmu.Unlock()
+	if verdicts[VerdictCounted] != 3 {
+		t.Errorf("verdicts = %v, want 3 counted", verdicts)
 	}
 }
 
@@ -229,11 +296,11 @@ func TestNodeConditionsAgainstKubeAPIServer(t *testing.T) {
 	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(t0)
 	res := &staticResults{}
-	res.set(okResult(CheckNetlink), okResult(CheckCNIConfig), okResult(BudgetCNIAdd))
+	res.set(okResult(CheckNetlink), okResult(CheckCNIConfig), okResult(BudgetCNIAdd), okResult(BudgetSandboxNetwork))
 	hb := &tally{}
 	var trMu sync.Mutex
 	var transitions []string
-	nc := &NodeConditions{Client: c, NodeName: node, Specs: DefaultConditionSpecs(), Results: res.get,
+	nc := &NodeConditions{Client: agentKube(t), NodeName: node, Specs: DefaultConditionSpecs(), Results: res.get,
 		Period: time.Second, HeartbeatPeriod: time.Minute, Heartbeat: hb, Clock: clk,
 		OnTransition: func(from, to corev1.NodeCondition) {
 			trMu.Lock()
@@ -258,7 +325,7 @@ func TestNodeConditionsAgainstKubeAPIServer(t *testing.T) {
 	t1 := t0.Add(5 * time.Second)
 	clk.SetTime(t1)
 	res.set(okResult(CheckNetlink), okResult(CheckCNIConfig),
-		failResult(BudgetCNIAdd, "failure budget exhausted: 4 consecutive failures (limit 4), last: CNI ADD failed for pod a/b"))
+		failResult(BudgetCNIAdd, "failure budget exhausted: 4 consecutive failures (limit 4), last: CNI ADD failed for pod a/b"), okResult(BudgetSandboxNetwork))
 	nc.Poke()
 	waitFor(t, "PodNetworkHealthy False", func() bool {
 		cond, _ := nodeCondition(t, c, node, ConditionPodNetworkHealthy)
@@ -307,7 +374,7 @@ func TestNodeConditionsAgainstKubeAPIServer(t *testing.T) {
 
 	// A restarted agent adopts the transition times of unchanged conditions.
 	clk.SetTime(t3.Add(time.Hour))
-	nc2 := &NodeConditions{Client: c, NodeName: node, Specs: DefaultConditionSpecs(), Results: res.get, Clock: clk, Period: time.Second}
+	nc2 := &NodeConditions{Client: agentKube(t), NodeName: node, Specs: DefaultConditionSpecs(), Results: res.get, Clock: clk, Period: time.Second}
 	runCtx2, stop2 := context.WithCancel(ctx)
 	done2 := make(chan error, 1)
 	go func() { done2 <- nc2.Run(runCtx2) }()

@@ -44,7 +44,7 @@ func (o *Operator) healthProfile(cs kclient.Interface) (routegc.Progress, error)
 		return health.Check{Name: name, Probes: p, Run: run, Interval: opts.CheckInterval, Timeout: opts.CheckTimeout}
 	}
 	// The list+watch check holds its watch open for one second (the server closes it): give it room.
-	kube := check(CheckKubernetes, health.Readiness, kchecks.ListWatch(cs, kchecks.ListWatchOptions{
+	kube := check(CheckKubernetes, health.Readiness, kchecks.ListWatch(cs.CoreV1().Namespaces(), kchecks.ListWatchOptions{
 		Options: kchecks.Options{MinInterval: opts.CheckInterval / 2, Clock: opts.Clock}, Namespace: opts.LeaderElectionNamespace,
 		WatchTimeout: time.Second}))
 	kube.Timeout = max(kube.Timeout, 3*time.Second)
@@ -75,7 +75,7 @@ func (o *Operator) healthProfile(cs kclient.Interface) (routegc.Progress, error)
 		checks = append(checks, q)
 	}
 	if opts.LeaderElect {
-		c := check(CheckLeaderLease, health.Liveness, kchecks.LeaderLease(cs, kchecks.LeaseOptions{
+		c := check(CheckLeaderLease, health.Liveness, kchecks.LeaderLease(cs.CoordinationV1().Leases(opts.LeaderElectionNamespace), kchecks.LeaseOptions{
 			Options:   kchecks.Options{MinInterval: opts.CheckInterval / 2, Clock: opts.Clock},
 			Namespace: opts.LeaderElectionNamespace, Name: opts.LeaderElectionID, Identity: o.identity,
 			IsLeader: o.elected.Load,

@@ -5,13 +5,19 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kclient "k8s.io/client-go/kubernetes"
 )
+
+// LeaseGetter reads Leases of one namespace: client-go's CoordinationV1().Leases(namespace) is one.
+type LeaseGetter interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error)
+}
 
 // LeaseOptions configure LeaderLease.
 type LeaseOptions struct {
 	Options
+	// Namespace of the Lease, for messages (leases reads that namespace).
 	Namespace string
 	Name      string
 	// Identity this process holds the lease as (the leader elector's identity).
@@ -24,7 +30,7 @@ type LeaseOptions struct {
 // LeaderLease checks the leader election Lease: held by Identity, and renewed recently enough that
 // renewTime + leaseDurationSeconds is not past (by the injected clock). A leader that stopped
 // renewing, or lost the lease without noticing, fails.
-func LeaderLease(cs kclient.Interface, opts LeaseOptions) func(context.Context) error {
+func LeaderLease(leases LeaseGetter, opts LeaseOptions) func(context.Context) error {
 	co := opts.coalescer()
 	clk := opts.clock()
 	return func(ctx context.Context) error {
@@ -32,7 +38,7 @@ func LeaderLease(cs kclient.Interface, opts LeaseOptions) func(context.Context) 
 			return nil
 		}
 		return co.Do(ctx, func(ctx context.Context) error {
-			l, err := cs.CoordinationV1().Leases(opts.Namespace).Get(ctx, opts.Name, metav1.GetOptions{})
+			l, err := leases.Get(ctx, opts.Name, metav1.GetOptions{})
 			if err != nil {
 				return fmt.Errorf("get lease %s/%s: %w", opts.Namespace, opts.Name, err)
 			}

@@ -8,9 +8,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	kclient "k8s.io/client-go/kubernetes"
 )
+
+// NamespaceLister lists and watches Namespaces: client-go's CoreV1().Namespaces() is one.
+type NamespaceLister interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*corev1.NamespaceList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
 
 // ListWatchOptions configure ListWatch.
 type ListWatchOptions struct {
@@ -25,7 +31,7 @@ type ListWatchOptions struct {
 // ListWatch checks what an informer does: a list (here of one Namespace, by field selector), then a
 // watch from the list's resourceVersion that must run until the server closes it without an error
 // event (an expired or too-large resourceVersion, a broken watch cache, a proxy that cuts streams).
-func ListWatch(cs kclient.Interface, opts ListWatchOptions) func(context.Context) error {
+func ListWatch(namespaces NamespaceLister, opts ListWatchOptions) func(context.Context) error {
 	co := opts.coalescer()
 	ns := opts.Namespace
 	if ns == "" {
@@ -38,11 +44,11 @@ func ListWatch(cs kclient.Interface, opts ListWatchOptions) func(context.Context
 	sel := fields.OneTermEqualSelector("metadata.name", ns).String()
 	return func(ctx context.Context) error {
 		return co.Do(ctx, func(ctx context.Context) error {
-			list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{FieldSelector: sel, Limit: 1})
+			list, err := namespaces.List(ctx, metav1.ListOptions{FieldSelector: sel, Limit: 1})
 			if err != nil {
 				return fmt.Errorf("list namespace %s: %w", ns, err)
 			}
-			w, err := cs.CoreV1().Namespaces().Watch(ctx, metav1.ListOptions{FieldSelector: sel,
+			w, err := namespaces.Watch(ctx, metav1.ListOptions{FieldSelector: sel,
 				ResourceVersion: list.ResourceVersion, TimeoutSeconds: &timeout, AllowWatchBookmarks: true})
 			if err != nil {
 				return fmt.Errorf("watch namespace %s from resourceVersion %s: %w", ns, list.ResourceVersion, err)

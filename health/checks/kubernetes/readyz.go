@@ -5,17 +5,26 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/client-go/discovery"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 )
 
-// RESTClientFor builds, once, the plain REST client that Readyz uses from a client configuration.
+// RESTClientFor builds, once, the plain REST client that Readyz uses from a client configuration. It
+// knows no API group (only metav1's Status, to read error answers), so that a process that needs no
+// more, such as the node agent, does not link client-go's clientset.
 func RESTClientFor(cfg *rest.Config) (rest.Interface, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	c := rest.CopyConfig(cfg)
+	c.APIPath, c.GroupVersion = "", nil
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	rc, err := rest.UnversionedRESTClientFor(c)
 	if err != nil {
 		return nil, fmt.Errorf("build a REST client for %s: %w", cfg.Host, err)
 	}
-	return dc.RESTClient(), nil
+	return rc, nil
 }
 
 // Readyz checks the API server's GET /readyz (etcd reachable, informers synced, ...). On failure it

@@ -45,10 +45,10 @@ func TestReadyzAndListWatch(t *testing.T) {
 	if err := run(t, checks.Readyz(rc, checks.Options{})); err != nil {
 		t.Errorf("readyz: %v", err)
 	}
-	if err := run(t, checks.ListWatch(cs, checks.ListWatchOptions{})); err != nil {
+	if err := run(t, checks.ListWatch(cs.CoreV1().Namespaces(), checks.ListWatchOptions{})); err != nil {
 		t.Errorf("list+watch: %v", err)
 	}
-	err := run(t, checks.ListWatch(cs, checks.ListWatchOptions{Namespace: "no-such-namespace"}))
+	err := run(t, checks.ListWatch(cs.CoreV1().Namespaces(), checks.ListWatchOptions{Namespace: "no-such-namespace"}))
 	if err != nil {
 		t.Errorf("list+watch of an absent namespace (an empty list, then a watch): %v", err)
 	}
@@ -64,7 +64,7 @@ func TestAPIServerRestart(t *testing.T) {
 	rc, cs := clients(t, cfg)
 	const interval = 100 * time.Millisecond
 	readyz := checks.Readyz(rc, checks.Options{MinInterval: interval})
-	lw := checks.ListWatch(cs, checks.ListWatchOptions{Options: checks.Options{MinInterval: interval}})
+	lw := checks.ListWatch(cs.CoreV1().Namespaces(), checks.ListWatchOptions{Options: checks.Options{MinInterval: interval}})
 	for name, f := range map[string]func(context.Context) error{"readyz": readyz, "list+watch": lw} {
 		if err := run(t, f); err != nil {
 			t.Fatalf("%s before the stop: %v", name, err)
@@ -131,7 +131,7 @@ func TestLeaderLease(t *testing.T) {
 			if name == "" {
 				name = "vitals-operator"
 			}
-			check := checks.LeaderLease(cs, checks.LeaseOptions{Namespace: ns, Name: name, Identity: tc.identity, IsLeader: tc.isLeader,
+			check := checks.LeaderLease(cs.CoordinationV1().Leases(ns), checks.LeaseOptions{Namespace: ns, Name: name, Identity: tc.identity, IsLeader: tc.isLeader,
 				Options: checks.Options{Clock: clocktesting.NewFakePassiveClock(tc.now)}})
 			err := run(t, check)
 			if tc.wantErr == "" {

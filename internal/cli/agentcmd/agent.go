@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -59,8 +58,10 @@ Options are read from a kuryr.conf-style file ([cni_health_server] port, max_mem
 	fs.StringVar(&o.MemorySource, "memory-source", o.MemorySource, "what the memory check measures: auto (the memory cgroup if found, else RSS), cgroup or rss")
 	fs.StringVar(&o.CgroupPath, "cg-path", o.CgroupPath, "memory cgroup directory to measure ([cni_health_server] cg_path)")
 	fs.IntVar(&o.FailuresCount, "cni-failures-count", o.FailuresCount, "CNI ADD failures tolerated; one more fails liveness ([cni_daemon] cni_failures_count)")
-	fs.StringVar(&o.FailureMode, "cni-failure-mode", o.FailureMode, "how failures are counted: consecutive (a success resets) or window")
-	fs.DurationVar(&o.FailureWindow, "cni-failure-window", o.FailureWindow, "window of the window mode")
+	fs.StringVar(&o.FailureMode, "cni-failure-mode", o.FailureMode, "how reported CNI ADD failures are counted: window, or consecutive (a success resets; needs the CNI reporter, which reports successes)")
+	fs.DurationVar(&o.FailureWindow, "cni-failure-window", o.FailureWindow, "window of the window mode (and of kubelet's sandbox network failures)")
+	fs.BoolVar(&o.FailuresFailLiveness, "cni-failures-fail-liveness", o.FailuresFailLiveness, "a tripped CNI ADD failure budget fails the agent's liveness (false: only the node condition and /livez/cni-add-failures)")
+	fs.DurationVar(&o.EventMaxAge, "event-max-age", o.EventMaxAge, "kubelet Events last seen longer ago are not evidence")
 	fs.StringVar(&o.CNIConfDir, "cni-conf-dir", o.CNIConfDir, "CNI network configuration directory")
 	fs.StringVar(&o.SocketPath, "socket", o.SocketPath, "unix socket for CNI reports (empty: off)")
 	fs.BoolVar(&o.WatchEvents, "watch-events", o.WatchEvents, "count kubelet FailedCreatePodSandBox Events for this node")
@@ -127,9 +128,9 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 		cfg.UserAgent = "vitals-agent/" + version.Version
 		// One agent per node: keep each one's share of the API server small.
 		cfg.QPS, cfg.Burst = 5, 10
-		kc, err := kubernetes.NewForConfig(cfg)
+		kc, err := agent.NewKube(cfg)
 		if err != nil {
-			return fmt.Errorf("build Kubernetes client: %w", err)
+			return err
 		}
 		deps.Kube = kc
 	}
