@@ -69,6 +69,9 @@ type EventSource struct {
 	BeatPeriod time.Duration
 	// MaxAge: older Events are not evidence; default DefaultEventMaxAge.
 	MaxAge time.Duration
+	// PodWait: how long an Event waits for its pod to show in Pods (the Event may be seen first);
+	// default 5s.
+	PodWait time.Duration
 	// Backoff between failed lists and failed watches; default DefaultAPIBackoff.
 	Backoff wait.Backoff
 	Clock   clock.WithTicker
@@ -99,11 +102,8 @@ type pendingEvent struct {
 	since time.Time
 }
 
-// maxPending bounds the Events waiting for their pod; pendingFor is how long one waits.
-const (
-	maxPending = 256
-	pendingFor = 30 * time.Second
-)
+// maxPending bounds the Events waiting for their pod.
+const maxPending = 256
 
 // maxSeen bounds the Events remembered: past it, the older half is forgotten. An Event forgotten and
 // then seen again counts in full, so a storm of more than maxSeen distinct failures may over-count: the
@@ -304,10 +304,14 @@ func (s *EventSource) observe(ctx context.Context, e *corev1.Event, baseline boo
 }
 
 // judge decides whether an Event is evidence, and reports it if it is. An Event whose pod is not in
-// the index yet waits (at most pendingFor) for it.
+// the index yet waits (at most PodWait) for it.
 func (s *EventSource) judge(ctx context.Context, e *corev1.Event, delta int, since time.Time) {
 	verdict, pod := s.verdict(e)
-	if verdict == VerdictNoPod && s.clock().Now().Sub(since) < pendingFor {
+	wait := s.PodWait
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	if verdict == VerdictNoPod && s.clock().Now().Sub(since) < wait {
 		if len(s.pending) >= maxPending {
 			s.pending = s.pending[1:]
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime/debug"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -82,7 +84,23 @@ Options are read from a kuryr.conf-style file ([cni_health_server] port, max_mem
 // agentINIFlags are the flags to the kuryr.conf options they override, for flag-wins precedence.
 var agentINIFlags = []string{"port", "max-memory-usage", "cg-path", "memory-source", "cni-failures-count"}
 
+// Memory defaults of the agent process, unless GOGC or GOMEMLIMIT say otherwise: the agent runs
+// on every node, so a MiB saved is saved on each of them (docs/benchmarks.md, "Node agent memory").
+// The heap of an idle agent is a few MiB; collecting at 50% growth instead of 100% keeps it there, and
+// the soft limit makes the collector work harder before the heap passes it. The CPU this costs is a
+// fraction of a percent: the agent allocates little.
+const (
+	defaultGCPercent   = 50
+	defaultMemoryLimit = 16 << 20
+)
+
 func runAgent(cmd *cobra.Command, f *agentFlags) error {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 	o := f.opts
 	if f.configFile != "" {
 		fromFile := agent.DefaultOptions()
