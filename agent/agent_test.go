@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -50,52 +49,14 @@ func TestAgentEndToEnd(t *testing.T) {
 	node := uniqueName("agent-e2e")
 	createNode(t, c, node)
 
-	dir, err := os.MkdirTemp("", "vitals-agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	cniDir := filepath.Join(dir, "net.d")
-	os.MkdirAll(cniDir, 0o755)
-	conf := filepath.Join(cniDir, "10-kuryr.conf")
-	if err := os.WriteFile(conf, []byte(kuryr), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	o := DefaultOptions()
-	o.NodeName = node
-	o.SocketPath = filepath.Join(dir, "cni.sock")
-	o.CNIConfDir = cniDir
-	o.FailuresCount = 2
-	// The socket and the Go API report successes too, as the CNI reporter does.
-	o.FailureMode = ModeConsecutive
-	o.CheckInterval = time.Second
-	o.ComponentTimeout = 3 * time.Second
-	o.MaxMemoryMiB = 4096
-	o.MemorySource = MemoryRSS
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := New(o, Deps{Kube: agentKube(t), Listener: ln})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("Run did not return")
-		}
-	}()
-	base := "http://" + ln.Addr().String()
+	a, base, o := startAgent(t, node, func(o *Options) {
+		o.Capabilities = []string{"NET_ADMIN"}
+		o.FailuresCount = 2
+		// The socket and the Go API report successes too, as the CNI reporter does.
+		o.FailureMode = ModeConsecutive
+		o.MaxMemoryMiB = 4096
+	})
+	conf := filepath.Join(o.CNIConfDir, "10-kuryr.conf")
 	waitStatus(t, base+"/ready", http.StatusOK)
 	waitStatus(t, base+"/alive", http.StatusOK)
 	body := waitStatus(t, base+"/livez?verbose", http.StatusOK)

@@ -67,7 +67,7 @@ func TestForgedSandboxEventsAreNotEvidence(t *testing.T) {
 	createPod(t, c, ns, "elsewhere", node+"-other")
 	pending := createPod(t, c, ns, "pending", node)
 
-	a, base := startAgent(t, node)
+	a, base, _ := startAgent(t, node, nil)
 
 	forge := func(pod string, mutate func(*corev1.Event)) {
 		t.Helper()
@@ -134,9 +134,10 @@ func TestForgedSandboxEventsAreNotEvidence(t *testing.T) {
 	}
 }
 
-// startAgent runs an agent for node against the shared kube-apiserver until the test ends, with one
-// tolerated failure, and returns it with its base URL.
-func startAgent(t *testing.T, node string) (*Agent, string) {
+// startAgent runs an agent for node against the shared kube-apiserver until the test ends (one
+// tolerated failure, no capability required, then mutate's changes) and returns it with its base URL
+// and options.
+func startAgent(t *testing.T, node string, mutate func(*Options)) (*Agent, string, Options) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "vagent")
 	if err != nil {
@@ -159,6 +160,9 @@ func startAgent(t *testing.T, node string) (*Agent, string) {
 	o.CheckInterval = time.Second
 	o.ComponentTimeout = 3 * time.Second
 	o.MemorySource = MemoryRSS
+	if mutate != nil {
+		mutate(&o)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +187,7 @@ func startAgent(t *testing.T, node string) (*Agent, string) {
 	})
 	base := "http://" + ln.Addr().String()
 	waitStatus(t, base+"/alive", http.StatusOK)
-	return a, base
+	return a, base, o
 }
 
 var verdictLine = regexp.MustCompile(`(?m)^vitals_agent_kube_events_total\{verdict="([a-z-]+)"\} (\d+)$`)
