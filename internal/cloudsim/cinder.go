@@ -8,24 +8,24 @@ import (
 	"time"
 )
 
-func (s *Sim) cinderRoutes(mux *http.ServeMux) {
+func (s *cinder) routes(mux *http.ServeMux, api apiFunc) {
 	version := func(base string) map[string]any {
 		return map[string]any{"id": "v3.0", "status": "CURRENT", "version": "3.70", "min_version": "3.0",
 			"updated": "2023-08-31T00:00:00Z", "links": []any{map[string]string{"rel": "self", "href": base + "/volume/v3/"}}}
 	}
-	mux.Handle("GET /volume/{$}", s.api(svcVolume, false, func(c *call) (int, any, error) {
+	mux.Handle("GET /volume/{$}", api(svcVolume, false, func(c *call) (int, any, error) {
 		return http.StatusMultipleChoices, map[string]any{"versions": []any{version(c.baseURL())}}, nil
 	}))
-	mux.Handle("GET /volume/v3/{$}", s.api(svcVolume, false, func(c *call) (int, any, error) {
+	mux.Handle("GET /volume/v3/{$}", api(svcVolume, false, func(c *call) (int, any, error) {
 		return http.StatusOK, map[string]any{"versions": []any{version(c.baseURL())}}, nil
 	}))
-	mux.Handle("/volume/v3/", s.api(svcVolume, true, s.cinderDispatch))
-	mux.Handle("/volume/", s.notFound(svcVolume))
+	mux.Handle("/volume/v3/", api(svcVolume, true, s.cinderDispatch))
+	mux.Handle("/volume/", api(svcVolume, false, notFound))
 }
 
 // cinderDispatch routes /volume/v3[/{project_id}]/volumes/... by hand: the project segment is
 // optional, which ServeMux patterns cannot say.
-func (s *Sim) cinderDispatch(c *call) (int, any, error) {
+func (s *cinder) cinderDispatch(c *call) (int, any, error) {
 	segs := strings.Split(strings.Trim(strings.TrimPrefix(c.r.URL.Path, "/volume/v3/"), "/"), "/")
 	if len(segs) > 0 && segs[0] != "volumes" {
 		if segs[0] != c.project() && !c.admin() {
@@ -120,7 +120,7 @@ func parseCinderMetadata(s string) (map[string]string, error) {
 	return m, nil
 }
 
-func (s *Sim) listVolumes(c *call, detail bool) (int, any, error) {
+func (s *cinder) listVolumes(c *call, detail bool) (int, any, error) {
 	limit, err := c.limit(1000)
 	if err != nil {
 		return 0, nil, err
@@ -169,7 +169,7 @@ func (s *Sim) listVolumes(c *call, detail bool) (int, any, error) {
 	return http.StatusOK, body, nil
 }
 
-func (s *Sim) getVolumeLocked(c *call, id string) (*volume, error) {
+func (s *cloud) getVolumeLocked(c *call, id string) (*volume, error) {
 	v, ok := s.st.volumes.get(id)
 	if !ok || !c.visible(v.Project) {
 		return nil, errf(http.StatusNotFound, "itemNotFound", "Volume %s could not be found.", id)
@@ -177,7 +177,7 @@ func (s *Sim) getVolumeLocked(c *call, id string) (*volume, error) {
 	return v, nil
 }
 
-func (s *Sim) getVolume(c *call, id string) (int, any, error) {
+func (s *cinder) getVolume(c *call, id string) (int, any, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	v, err := s.getVolumeLocked(c, id)
@@ -187,7 +187,7 @@ func (s *Sim) getVolume(c *call, id string) (int, any, error) {
 	return http.StatusOK, map[string]any{"volume": viewVolume(c.baseURL(), v)}, nil
 }
 
-func (s *Sim) createVolume(c *call) (int, any, error) {
+func (s *cinder) createVolume(c *call) (int, any, error) {
 	var b struct {
 		Volume *struct {
 			Size        json.Number       `json:"size"`
@@ -214,7 +214,7 @@ func (s *Sim) createVolume(c *call) (int, any, error) {
 	v := &volume{ID: s.newUUID(), Name: vb.Name, Description: vb.Description, Project: c.project(), UserID: c.tok.UserID,
 		Status: "creating", Size: size, VolumeType: vb.VolumeType, Metadata: vb.Metadata, Created: now, Updated: now}
 	s.st.volumes.put(v)
-	v.Due = now.Add(time.Duration(s.knobs.VolumeCreateLatency))
+	v.Due = now.Add(time.Duration(s.knob().VolumeCreateLatency))
 	s.schedule(v.Due, evVolume, v.ID)
 	return http.StatusAccepted, map[string]any{"volume": viewVolume(c.baseURL(), v)}, nil
 }
@@ -222,7 +222,7 @@ func (s *Sim) createVolume(c *call) (int, any, error) {
 var deletableVolumeStatus = map[string]bool{"available": true, "error": true, "error_restoring": true,
 	"error_extending": true, "error_managing": true}
 
-func (s *Sim) deleteVolume(c *call, id string) (int, any, error) {
+func (s *cinder) deleteVolume(c *call, id string) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, err := s.getVolumeLocked(c, id)
@@ -236,18 +236,18 @@ func (s *Sim) deleteVolume(c *call, id string) (int, any, error) {
 	return http.StatusAccepted, nil, nil
 }
 
-func (s *Sim) startVolumeDeleteLocked(v *volume) {
+func (s *cloud) startVolumeDeleteLocked(v *volume) {
 	v.Status = "deleting"
 	v.Updated = s.now()
 	v.Due = time.Time{}
-	if s.knobs.volumeStuck(v) {
+	if s.knob().volumeStuck(v) {
 		return
 	}
-	v.Due = v.Updated.Add(time.Duration(s.knobs.VolumeDeleteLatency))
+	v.Due = v.Updated.Add(time.Duration(s.knob().VolumeDeleteLatency))
 	s.schedule(v.Due, evVolume, v.ID)
 }
 
-func (s *Sim) volumeAction(c *call, id string) (int, any, error) {
+func (s *cinder) volumeAction(c *call, id string) (int, any, error) {
 	var b map[string]any
 	if err := c.decode(&b); err != nil {
 		return 0, nil, err

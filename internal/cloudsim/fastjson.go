@@ -84,7 +84,7 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 }
 
 // appendServerJSON appends the detail view of a server. Callers hold s.mu.
-func (s *Sim) appendServerJSON(b []byte, base string, v *server, attached map[string][]string) []byte {
+func (s *cloud) appendServerJSON(b []byte, base string, v *server, attached map[string][]string) []byte {
 	b = append(b, `{"id":`...)
 	b = appendString(b, v.ID)
 	b = append(b, `,"name":`...)

@@ -40,7 +40,7 @@ func TestAppendServerJSONMatchesView(t *testing.T) {
 		if !json.Valid(fast) {
 			t.Fatalf("server %s: invalid JSON %s", v.Name, fast)
 		}
-		slow, err := json.Marshal(sim.viewServer("http://h", v, attached))
+		slow, err := json.Marshal(sim.nova.viewServer("http://h", v, attached))
 		if err != nil {
 			t.Fatal(err)
 		}

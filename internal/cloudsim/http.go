@@ -113,6 +113,9 @@ func (c *call) nextLink(marker string) []map[string]string {
 
 type handlerFunc func(c *call) (int, any, error)
 
+// apiFunc makes the handler of one API call of a service (Sim.api): each service registers its calls with it.
+type apiFunc func(service string, auth bool, h handlerFunc) http.Handler
+
 // api wraps a handler: recovery, faults, latency, auth, error shapes, JSON.
 func (s *Sim) api(service string, auth bool, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -151,7 +154,7 @@ func (s *Sim) api(service string, auth bool, h handlerFunc) http.Handler {
 		s.advance()
 		echoMicroversion(service, w, r)
 		if auth {
-			tok, err := s.authenticate(r.Header.Get("X-Auth-Token"))
+			tok, err := s.id.authenticate(r.Header.Get("X-Auth-Token"))
 			if err != nil {
 				c.fail(err)
 				return
@@ -271,7 +274,7 @@ func errorBody(service string, ae *apiError) any {
 }
 
 // authenticate checks a token and returns it.
-func (s *Sim) authenticate(id string) (*token, error) {
+func (s *identity) authenticate(id string) (*token, error) {
 	unauth := errf(http.StatusUnauthorized, "Unauthorized", "The request you have made requires authentication.")
 	if id == "" {
 		return nil, unauth
@@ -291,21 +294,19 @@ func (s *Sim) authenticate(id string) (*token, error) {
 }
 
 // notFound answers paths no service knows.
-func (s *Sim) notFound(service string) http.Handler {
-	return s.api(service, false, func(c *call) (int, any, error) {
-		return 0, nil, errf(http.StatusNotFound, "HTTPNotFound", "The resource could not be found.")
-	})
+func notFound(*call) (int, any, error) {
+	return 0, nil, errf(http.StatusNotFound, "HTTPNotFound", "The resource could not be found.")
 }
 
 func (s *Sim) routes() http.Handler {
 	mux := http.NewServeMux()
-	s.keystoneRoutes(mux)
-	s.neutronRoutes(mux)
-	s.novaRoutes(mux)
-	s.cinderRoutes(mux)
-	s.octaviaRoutes(mux)
+	s.id.routes(mux, s.api)
+	s.neutron.routes(mux, s.api)
+	s.nova.routes(mux, s.api)
+	s.cinder.routes(mux, s.api)
+	s.octavia.routes(mux, s.api)
 	s.adminRoutes(mux)
-	mux.Handle("/", s.notFound(""))
+	mux.Handle("/", s.api("", false, notFound))
 	return mux
 }
 

@@ -4,37 +4,98 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 )
 
 const keystoneTimeFormat = "2006-01-02T15:04:05.000000Z"
 
-func (s *Sim) keystoneRoutes(mux *http.ServeMux) {
+// identity is Keystone: projects, users, application credentials and tokens, behind a lock of their own (every
+// call of every service validates its token here).
+type identity struct {
+	*core
+	region string
+
+	mu sync.RWMutex // guards st
+	st *identityState
+}
+
+// identityState is what Keystone holds.
+type identityState struct {
+	projects map[string]*project
+	users    map[string]*user
+	appCreds map[string]*appCred
+	tokens   map[string]*token
+}
+
+func newIdentityState() *identityState {
+	return &identityState{projects: map[string]*project{}, users: map[string]*user{}, appCreds: map[string]*appCred{},
+		tokens: map[string]*token{}}
+}
+
+func newIdentity(co *core, region string) *identity {
+	return &identity{core: co, region: region, st: newIdentityState()}
+}
+
+type project struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	DomainID string `json:"domain_id"`
+}
+
+type user struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	DomainID  string          `json:"domain_id"`
+	Password  string          `json:"password"`
+	Projects  map[string]bool `json:"projects"` // project ID -> admin role
+	DefaultPj string          `json:"default_project_id,omitempty"`
+}
+
+type appCred struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Secret    string `json:"secret"`
+	UserID    string `json:"user_id"`
+	ProjectID string `json:"project_id"`
+}
+
+type token struct {
+	ID        string    `json:"id"`
+	UserID    string    `json:"user_id"`
+	ProjectID string    `json:"project_id,omitempty"`
+	Admin     bool      `json:"admin"`
+	Methods   []string  `json:"methods"`
+	IssuedAt  time.Time `json:"issued_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+func (s *identity) routes(mux *http.ServeMux, api apiFunc) {
 	versions := func(c *call) (int, any, error) {
 		return http.StatusMultipleChoices, map[string]any{"versions": map[string]any{"values": []any{keystoneVersion(c.baseURL())}}}, nil
 	}
-	mux.Handle("GET /{$}", s.api(svcIdentity, false, versions))
-	mux.Handle("GET /v3", s.api(svcIdentity, false, func(c *call) (int, any, error) {
+	mux.Handle("GET /{$}", api(svcIdentity, false, versions))
+	mux.Handle("GET /v3", api(svcIdentity, false, func(c *call) (int, any, error) {
 		return http.StatusOK, map[string]any{"version": keystoneVersion(c.baseURL())}, nil
 	}))
-	mux.Handle("GET /v3/{$}", s.api(svcIdentity, false, func(c *call) (int, any, error) {
+	mux.Handle("GET /v3/{$}", api(svcIdentity, false, func(c *call) (int, any, error) {
 		return http.StatusOK, map[string]any{"version": keystoneVersion(c.baseURL())}, nil
 	}))
-	mux.Handle("POST /v3/auth/tokens", s.api(svcIdentity, false, s.issueToken))
-	mux.Handle("GET /v3/auth/tokens", s.api(svcIdentity, false, s.validateToken))
-	mux.Handle("HEAD /v3/auth/tokens", s.api(svcIdentity, false, func(c *call) (int, any, error) {
+	mux.Handle("POST /v3/auth/tokens", api(svcIdentity, false, s.issueToken))
+	mux.Handle("GET /v3/auth/tokens", api(svcIdentity, false, s.validateToken))
+	mux.Handle("HEAD /v3/auth/tokens", api(svcIdentity, false, func(c *call) (int, any, error) {
 		if _, _, err := s.validateToken(c); err != nil {
 			return 0, nil, err
 		}
 		return http.StatusOK, nil, nil
 	}))
-	mux.Handle("DELETE /v3/auth/tokens", s.api(svcIdentity, false, s.revokeToken))
-	mux.Handle("GET /v3/auth/catalog", s.api(svcIdentity, true, func(c *call) (int, any, error) {
+	mux.Handle("DELETE /v3/auth/tokens", api(svcIdentity, false, s.revokeToken))
+	mux.Handle("GET /v3/auth/catalog", api(svcIdentity, true, func(c *call) (int, any, error) {
 		return http.StatusOK, map[string]any{"catalog": s.catalog(c.baseURL(), c.tok.ProjectID)}, nil
 	}))
-	mux.Handle("GET /v3/projects", s.api(svcIdentity, true, s.listProjects))
-	mux.Handle("GET /v3/auth/projects", s.api(svcIdentity, true, s.listProjects))
-	mux.Handle("/v3/", s.notFound(svcIdentity))
+	mux.Handle("GET /v3/projects", api(svcIdentity, true, s.listProjects))
+	mux.Handle("GET /v3/auth/projects", api(svcIdentity, true, s.listProjects))
+	mux.Handle("/v3/", api(svcIdentity, false, notFound))
 }
 
 func keystoneVersion(base string) map[string]any {
@@ -77,7 +138,7 @@ type authRequest struct {
 
 var errUnauthorized = errf(http.StatusUnauthorized, "Unauthorized", "The request you have made requires authentication.")
 
-func (s *Sim) issueToken(c *call) (int, any, error) {
+func (s *identity) issueToken(c *call) (int, any, error) {
 	var req authRequest
 	if err := c.decode(&req); err != nil {
 		return 0, nil, err
@@ -162,7 +223,7 @@ func (s *Sim) issueToken(c *call) (int, any, error) {
 	now := s.now()
 	t := &token{
 		ID: "gAAAAA" + s.newHex(48), UserID: u.ID, ProjectID: scopeProject, Admin: admin,
-		Methods: []string{method}, IssuedAt: now, ExpiresAt: now.Add(time.Duration(s.knobs.TokenTTL)),
+		Methods: []string{method}, IssuedAt: now, ExpiresAt: now.Add(time.Duration(s.knob().TokenTTL)),
 	}
 	s.st.tokens[t.ID] = t
 	s.pruneTokensLocked()
@@ -171,7 +232,7 @@ func (s *Sim) issueToken(c *call) (int, any, error) {
 }
 
 // pruneTokensLocked drops expired tokens once there are many.
-func (s *Sim) pruneTokensLocked() {
+func (s *identity) pruneTokensLocked() {
 	if len(s.st.tokens) < 10000 {
 		return
 	}
@@ -183,7 +244,7 @@ func (s *Sim) pruneTokensLocked() {
 	}
 }
 
-func (s *Sim) findUserLocked(ref authRef) *user {
+func (s *identity) findUserLocked(ref authRef) *user {
 	if ref.ID != "" {
 		return s.st.users[ref.ID]
 	}
@@ -204,7 +265,7 @@ func (s *Sim) findUserLocked(ref authRef) *user {
 	return nil
 }
 
-func (s *Sim) resolveScopeLocked(raw json.RawMessage) (string, error) {
+func (s *identity) resolveScopeLocked(raw json.RawMessage) (string, error) {
 	var unscoped string
 	if json.Unmarshal(raw, &unscoped) == nil {
 		if unscoped == "unscoped" {
@@ -248,7 +309,7 @@ func (s *Sim) resolveScopeLocked(raw json.RawMessage) (string, error) {
 	return "", errUnauthorized
 }
 
-func (s *Sim) tokenBodyLocked(base string, t *token) map[string]any {
+func (s *identity) tokenBodyLocked(base string, t *token) map[string]any {
 	u := s.st.users[t.UserID]
 	roles := []any{map[string]string{"id": "member", "name": "member"}, map[string]string{"id": "reader", "name": "reader"}}
 	if t.Admin {
@@ -275,13 +336,13 @@ func (s *Sim) tokenBodyLocked(base string, t *token) map[string]any {
 }
 
 // catalog lists every simulated service, all on base.
-func (s *Sim) catalog(base, projectID string) []any {
+func (s *identity) catalog(base, projectID string) []any {
 	entry := func(typ, name, url string) any {
 		var eps []any
 		for _, iface := range []string{"public", "internal", "admin"} {
 			eps = append(eps, map[string]string{
-				"id": name + "-" + iface, "interface": iface, "region": s.opts.Region,
-				"region_id": s.opts.Region, "url": url,
+				"id": name + "-" + iface, "interface": iface, "region": s.region,
+				"region_id": s.region, "url": url,
 			})
 		}
 		return map[string]any{"id": name, "type": typ, "name": name, "endpoints": eps}
@@ -297,7 +358,7 @@ func (s *Sim) catalog(base, projectID string) []any {
 }
 
 // subjectToken checks the caller's token and finds the subject token. Callers hold s.mu.
-func (s *Sim) subjectTokenLocked(c *call) (*token, error) {
+func (s *identity) subjectTokenLocked(c *call) (*token, error) {
 	now := s.clock.Now()
 	caller, ok := s.st.tokens[c.r.Header.Get("X-Auth-Token")]
 	if !ok || !now.Before(caller.ExpiresAt) {
@@ -310,7 +371,7 @@ func (s *Sim) subjectTokenLocked(c *call) (*token, error) {
 	return sub, nil
 }
 
-func (s *Sim) validateToken(c *call) (int, any, error) {
+func (s *identity) validateToken(c *call) (int, any, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	sub, err := s.subjectTokenLocked(c)
@@ -321,7 +382,7 @@ func (s *Sim) validateToken(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"token": s.tokenBodyLocked(c.baseURL(), sub)}, nil
 }
 
-func (s *Sim) revokeToken(c *call) (int, any, error) {
+func (s *identity) revokeToken(c *call) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sub, err := s.subjectTokenLocked(c)
@@ -332,7 +393,7 @@ func (s *Sim) revokeToken(c *call) (int, any, error) {
 	return http.StatusNoContent, nil, nil
 }
 
-func (s *Sim) listProjects(c *call) (int, any, error) {
+func (s *identity) listProjects(c *call) (int, any, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	u := s.st.users[c.tok.UserID]
@@ -360,28 +421,40 @@ func (s *Sim) listProjects(c *call) (int, any, error) {
 
 // Keystone seeding.
 
-// CreateProject adds a project (in the Default domain) with a "default" security group and
-// returns its ID. A project of that name that exists already is returned as is.
-func (s *Sim) CreateProject(name string) string {
+// createProject adds a project (or finds the one of that name) and reports whether it is new.
+func (s *identity) createProject(name string) (id string, created bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.createProjectLocked(name)
-}
-
-func (s *Sim) createProjectLocked(name string) string {
 	for _, p := range s.st.projects {
 		if p.Name == name {
-			return p.ID
+			return p.ID, false
 		}
 	}
 	p := &project{ID: s.newHex(16), Name: name, DomainID: DefaultDomainID}
 	s.st.projects[p.ID] = p
-	s.createSecGroupLocked(p.ID, "default", "Default security group")
-	return p.ID
+	return p.ID, true
 }
 
-// ProjectID returns the ID of the named project.
-func (s *Sim) ProjectID(name string) (string, bool) {
+// hasProject reports whether the project exists.
+func (s *identity) hasProject(id string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.st.projects[id] != nil
+}
+
+// projectIDs returns the IDs of every project, sorted.
+func (s *identity) projectIDs() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.st.projects))
+	for _, p := range sortedValues(s.st.projects) {
+		out = append(out, p.ID)
+	}
+	return out
+}
+
+// projectID returns the ID of the named project.
+func (s *identity) projectID(name string) (string, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, p := range s.st.projects {
@@ -392,9 +465,8 @@ func (s *Sim) ProjectID(name string) (string, bool) {
 	return "", false
 }
 
-// CreateUser adds a user with a password and a role on each project: admin when admin is set,
-// member otherwise. The first project is the user's default project. It returns the user ID.
-func (s *Sim) CreateUser(name, password string, admin bool, projectIDs ...string) (string, error) {
+// createUser adds a user (see Sim.CreateUser).
+func (s *identity) createUser(name, password string, admin bool, projectIDs ...string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, u := range s.st.users {
@@ -416,9 +488,8 @@ func (s *Sim) CreateUser(name, password string, admin bool, projectIDs ...string
 	return u.ID, nil
 }
 
-// CreateApplicationCredential adds an application credential of a user, bound to one of the
-// user's projects, and returns its ID.
-func (s *Sim) CreateApplicationCredential(userID, projectID, name, secret string) (string, error) {
+// createApplicationCredential adds an application credential (see Sim.CreateApplicationCredential).
+func (s *identity) createApplicationCredential(userID, projectID, name, secret string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u := s.st.users[userID]
@@ -433,9 +504,39 @@ func (s *Sim) CreateApplicationCredential(userID, projectID, name, secret string
 	return a.ID, nil
 }
 
-// RevokeTokens drops every issued token (a Keystone restart with new keys).
-func (s *Sim) RevokeTokens() {
+// revokeTokens drops every issued token.
+func (s *identity) revokeTokens() {
 	s.mu.Lock()
 	s.st.tokens = map[string]*token{}
 	s.mu.Unlock()
 }
+
+// CreateProject adds a project (in the Default domain) with a "default" security group and
+// returns its ID. A project of that name that exists already is returned as is.
+func (s *Sim) CreateProject(name string) string {
+	pid, created := s.id.createProject(name)
+	if created {
+		s.mu.Lock()
+		s.createSecGroupLocked(pid, "default", "Default security group")
+		s.mu.Unlock()
+	}
+	return pid
+}
+
+// ProjectID returns the ID of the named project.
+func (s *Sim) ProjectID(name string) (string, bool) { return s.id.projectID(name) }
+
+// CreateUser adds a user with a password and a role on each project: admin when admin is set,
+// member otherwise. The first project is the user's default project. It returns the user ID.
+func (s *Sim) CreateUser(name, password string, admin bool, projectIDs ...string) (string, error) {
+	return s.id.createUser(name, password, admin, projectIDs...)
+}
+
+// CreateApplicationCredential adds an application credential of a user, bound to one of the
+// user's projects, and returns its ID.
+func (s *Sim) CreateApplicationCredential(userID, projectID, name, secret string) (string, error) {
+	return s.id.createApplicationCredential(userID, projectID, name, secret)
+}
+
+// RevokeTokens drops every issued token (a Keystone restart with new keys).
+func (s *Sim) RevokeTokens() { s.id.revokeTokens() }

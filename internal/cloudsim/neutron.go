@@ -12,9 +12,9 @@ import (
 
 const nprefix = "/networking/v2.0"
 
-func (s *Sim) neutronRoutes(mux *http.ServeMux) {
-	h := func(pattern string, fn handlerFunc) { mux.Handle(pattern, s.api(svcNetwork, true, fn)) }
-	mux.Handle("GET /networking/{$}", s.api(svcNetwork, false, func(c *call) (int, any, error) {
+func (s *neutron) routes(mux *http.ServeMux, api apiFunc) {
+	h := func(pattern string, fn handlerFunc) { mux.Handle(pattern, api(svcNetwork, true, fn)) }
+	mux.Handle("GET /networking/{$}", api(svcNetwork, false, func(c *call) (int, any, error) {
 		return http.StatusOK, map[string]any{"versions": []any{map[string]any{"id": "v2.0", "status": "CURRENT",
 			"links": []any{map[string]string{"rel": "self", "href": c.baseURL() + nprefix + "/"}}}}}, nil
 	}))
@@ -76,10 +76,10 @@ func (s *Sim) neutronRoutes(mux *http.ServeMux) {
 	h("PUT "+nprefix+"/quotas/{project}", s.updateQuota)
 	h("DELETE "+nprefix+"/quotas/{project}", s.deleteQuota)
 
-	mux.Handle("/networking/", s.notFound(svcNetwork))
+	mux.Handle("/networking/", api(svcNetwork, false, notFound))
 }
 
-func (s *Sim) neutronResources(c *call) (int, any, error) {
+func (s *neutron) neutronResources(c *call) (int, any, error) {
 	var res []any
 	for _, r := range [][2]string{{"network", "networks"}, {"subnet", "subnets"}, {"port", "ports"},
 		{"security_group", "security-groups"}, {"security_group_rule", "security-group-rules"},
@@ -147,7 +147,7 @@ func (c *call) ownerFor(projectID, tenantID string) (string, error) {
 	if !c.admin() {
 		return "", errf(http.StatusForbidden, "HTTPForbidden", "Specifying 'project_id' or 'tenant_id' other than the authenticated project in request requires admin privileges")
 	}
-	if c.s.st.projects[p] == nil {
+	if !c.s.id.hasProject(p) {
 		return "", badRequest("Invalid input for operation: project %s does not exist.", p)
 	}
 	return p, nil
@@ -262,11 +262,11 @@ func networkField(n *network, k string) ([]string, bool) {
 	return commonField(k, n.ID, n.Name, n.Project, n.Tags, n.Revision)
 }
 
-func (s *Sim) listNetworks(c *call) (int, any, error) {
+func (s *neutron) listNetworks(c *call) (int, any, error) {
 	return neutronList(c, s.st.networks, "networks", networkField, viewNetwork)
 }
 
-func (s *Sim) getNetworkLocked(c *call, id string) (*network, error) {
+func (s *cloud) getNetworkLocked(c *call, id string) (*network, error) {
 	n, ok := s.st.networks.get(id)
 	if !ok || !(c.visible(n.Project) || n.External) {
 		return nil, errf(http.StatusNotFound, "NetworkNotFound", "Network %s could not be found.", id)
@@ -274,8 +274,8 @@ func (s *Sim) getNetworkLocked(c *call, id string) (*network, error) {
 	return n, nil
 }
 
-func (s *Sim) getNetwork(c *call) (int, any, error) {
-	return getOne(s, c, "network", s.getNetworkLocked, viewNetwork)
+func (s *neutron) getNetwork(c *call) (int, any, error) {
+	return getOne(s.cloud, c, "network", s.getNetworkLocked, viewNetwork)
 }
 
 type networkBody struct {
@@ -288,7 +288,7 @@ type networkBody struct {
 	} `json:"network"`
 }
 
-func (s *Sim) createNetwork(c *call) (int, any, error) {
+func (s *neutron) createNetwork(c *call) (int, any, error) {
 	var b networkBody
 	if err := c.decode(&b); err != nil {
 		return 0, nil, err
@@ -320,7 +320,7 @@ func (s *Sim) createNetwork(c *call) (int, any, error) {
 	return http.StatusCreated, map[string]any{"network": viewNetwork(n)}, nil
 }
 
-func (s *Sim) updateNetwork(c *call) (int, any, error) {
+func (s *neutron) updateNetwork(c *call) (int, any, error) {
 	var b networkBody
 	if err := c.decode(&b); err != nil {
 		return 0, nil, err
@@ -348,7 +348,7 @@ func (s *Sim) updateNetwork(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"network": viewNetwork(n)}, nil
 }
 
-func (s *Sim) deleteNetwork(c *call) (int, any, error) {
+func (s *neutron) deleteNetwork(c *call) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, err := s.getNetworkLocked(c, c.r.PathValue("id"))
@@ -435,11 +435,11 @@ func subnetField(n *subnet, k string) ([]string, bool) {
 	return commonField(k, n.ID, n.Name, n.Project, nil, n.Revision)
 }
 
-func (s *Sim) listSubnets(c *call) (int, any, error) {
+func (s *neutron) listSubnets(c *call) (int, any, error) {
 	return neutronList(c, s.st.subnets, "subnets", subnetField, viewSubnet)
 }
 
-func (s *Sim) getSubnetLocked(c *call, id string) (*subnet, error) {
+func (s *cloud) getSubnetLocked(c *call, id string) (*subnet, error) {
 	n, ok := s.st.subnets.get(id)
 	if !ok || !c.visible(n.Project) {
 		return nil, errf(http.StatusNotFound, "SubnetNotFound", "Subnet %s could not be found.", id)
@@ -447,11 +447,11 @@ func (s *Sim) getSubnetLocked(c *call, id string) (*subnet, error) {
 	return n, nil
 }
 
-func (s *Sim) getSubnet(c *call) (int, any, error) {
-	return getOne(s, c, "subnet", s.getSubnetLocked, viewSubnet)
+func (s *neutron) getSubnet(c *call) (int, any, error) {
+	return getOne(s.cloud, c, "subnet", s.getSubnetLocked, viewSubnet)
 }
 
-func (s *Sim) createSubnet(c *call) (int, any, error) {
+func (s *neutron) createSubnet(c *call) (int, any, error) {
 	var b struct {
 		Subnet *struct {
 			Name      string  `json:"name"`
@@ -494,7 +494,7 @@ func (s *Sim) createSubnet(c *call) (int, any, error) {
 	return http.StatusCreated, map[string]any{"subnet": viewSubnet(sub)}, nil
 }
 
-func (s *Sim) addSubnetLocked(owner string, n *network, name, cidr string, ipVersion int, gw string, defaultGW bool) (*subnet, error) {
+func (s *cloud) addSubnetLocked(owner string, n *network, name, cidr string, ipVersion int, gw string, defaultGW bool) (*subnet, error) {
 	if err := s.checkQuotaLocked(owner, "subnet"); err != nil {
 		return nil, err
 	}
@@ -537,7 +537,7 @@ func (s *Sim) addSubnetLocked(owner string, n *network, name, cidr string, ipVer
 	return sub, nil
 }
 
-func (s *Sim) deleteSubnet(c *call) (int, any, error) {
+func (s *neutron) deleteSubnet(c *call) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sub, err := s.getSubnetLocked(c, c.r.PathValue("id"))
@@ -558,7 +558,7 @@ func (s *Sim) deleteSubnet(c *call) (int, any, error) {
 }
 
 // allocateIPLocked reserves an address on a subnet: want, or the next free one.
-func (s *Sim) allocateIPLocked(sub *subnet, want, portID string) (string, error) {
+func (s *cloud) allocateIPLocked(sub *subnet, want, portID string) (string, error) {
 	idx := s.ipIndex[sub.ID]
 	if idx == nil {
 		idx = map[string]string{}
@@ -607,7 +607,7 @@ func (s *Sim) allocateIPLocked(sub *subnet, want, portID string) (string, error)
 	return "", errf(http.StatusConflict, "IpAddressGenerationFailure", "No more IP addresses available on network %s.", sub.NetworkID)
 }
 
-func (s *Sim) releaseIPsLocked(p *port) {
+func (s *cloud) releaseIPsLocked(p *port) {
 	for _, f := range p.FixedIPs {
 		if idx := s.ipIndex[f.SubnetID]; idx != nil && idx[f.IPAddress] == p.ID {
 			delete(idx, f.IPAddress)
@@ -670,11 +670,11 @@ func portField(p *port, k string) ([]string, bool) {
 	return commonField(k, p.ID, p.Name, p.Project, p.Tags, p.Revision)
 }
 
-func (s *Sim) listPorts(c *call) (int, any, error) {
+func (s *neutron) listPorts(c *call) (int, any, error) {
 	return neutronList(c, s.st.ports, "ports", portField, viewPort)
 }
 
-func (s *Sim) getPortLocked(c *call, id string) (*port, error) {
+func (s *cloud) getPortLocked(c *call, id string) (*port, error) {
 	p, ok := s.st.ports.get(id)
 	if !ok || !c.visible(p.Project) {
 		return nil, errf(http.StatusNotFound, "PortNotFound", "Port %s could not be found.", id)
@@ -682,8 +682,8 @@ func (s *Sim) getPortLocked(c *call, id string) (*port, error) {
 	return p, nil
 }
 
-func (s *Sim) getPort(c *call) (int, any, error) {
-	return getOne(s, c, "port", s.getPortLocked, viewPort)
+func (s *neutron) getPort(c *call) (int, any, error) {
+	return getOne(s.cloud, c, "port", s.getPortLocked, viewPort)
 }
 
 type portBody struct {
@@ -702,7 +702,7 @@ type portBody struct {
 	} `json:"port"`
 }
 
-func (s *Sim) createPort(c *call) (int, any, error) {
+func (s *neutron) createPort(c *call) (int, any, error) {
 	var b portBody
 	if err := c.decode(&b); err != nil {
 		return 0, nil, err
@@ -769,7 +769,7 @@ type portSpec struct {
 }
 
 // createPortLocked makes a port; c may be nil for seeding (no visibility checks).
-func (s *Sim) createPortLocked(c *call, spec portSpec) (*port, error) {
+func (s *cloud) createPortLocked(c *call, spec portSpec) (*port, error) {
 	if err := s.checkQuotaLocked(spec.Owner, "port"); err != nil {
 		return nil, err
 	}
@@ -839,7 +839,7 @@ func (s *Sim) createPortLocked(c *call, spec portSpec) (*port, error) {
 	return p, nil
 }
 
-func (s *Sim) subnetForIPLocked(n *network, ip string) string {
+func (s *cloud) subnetForIPLocked(n *network, ip string) string {
 	a, err := netip.ParseAddr(ip)
 	if err != nil {
 		return ""
@@ -875,7 +875,7 @@ func validatePairs(in []addressPair) ([]addressPair, error) {
 	return out, nil
 }
 
-func (s *Sim) updatePort(c *call) (int, any, error) {
+func (s *neutron) updatePort(c *call) (int, any, error) {
 	var b portBody
 	if err := c.decode(&b); err != nil {
 		return 0, nil, err
@@ -885,7 +885,7 @@ func (s *Sim) updatePort(c *call) (int, any, error) {
 		return 0, nil, badRequest("Resource body required")
 	}
 	if pb.SecurityGroups != nil || pb.AddressPairs != nil {
-		if err := s.sleep(c.r.Context(), time.Duration(s.Knobs().SecurityGroupUpdateLatency)); err != nil {
+		if err := s.sleep(c.r.Context(), time.Duration(s.knob().SecurityGroupUpdateLatency)); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -938,7 +938,7 @@ func (s *Sim) updatePort(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"port": viewPort(p)}, nil
 }
 
-func (s *Sim) deletePort(c *call) (int, any, error) {
+func (s *neutron) deletePort(c *call) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, err := s.getPortLocked(c, c.r.PathValue("id"))
@@ -1001,7 +1001,7 @@ type secGroupView struct {
 	Updated     string   `json:"updated_at"`
 }
 
-func (s *Sim) viewSecGroup(g *secGroup) any {
+func (s *neutron) viewSecGroup(g *secGroup) any {
 	rules := make([]any, 0, len(g.Rules))
 	for _, id := range g.Rules {
 		if r, ok := s.st.sgRules.get(id); ok {
@@ -1020,11 +1020,11 @@ func secGroupField(g *secGroup, k string) ([]string, bool) {
 	return commonField(k, g.ID, g.Name, g.Project, g.Tags, g.Revision)
 }
 
-func (s *Sim) listSecGroups(c *call) (int, any, error) {
+func (s *neutron) listSecGroups(c *call) (int, any, error) {
 	return neutronList(c, s.st.secGroups, "security_groups", secGroupField, s.viewSecGroup)
 }
 
-func (s *Sim) defaultGroupLocked(project string) string {
+func (s *cloud) defaultGroupLocked(project string) string {
 	for _, id := range s.st.secGroups.ids(project) {
 		if g := s.st.secGroups.m[id]; g.Name == "default" {
 			return g.ID
@@ -1033,7 +1033,7 @@ func (s *Sim) defaultGroupLocked(project string) string {
 	return ""
 }
 
-func (s *Sim) createSecGroupLocked(project, name, description string) *secGroup {
+func (s *cloud) createSecGroupLocked(project, name, description string) *secGroup {
 	now := s.now()
 	g := &secGroup{ID: s.newUUID(), Name: name, Description: description, Project: project, Revision: 1, Created: now, Updated: now}
 	s.st.secGroups.put(g)
@@ -1055,7 +1055,7 @@ func (s *Sim) createSecGroupLocked(project, name, description string) *secGroup 
 	return g
 }
 
-func (s *Sim) getSecGroupLocked(c *call, id string) (*secGroup, error) {
+func (s *cloud) getSecGroupLocked(c *call, id string) (*secGroup, error) {
 	g, ok := s.st.secGroups.get(id)
 	if !ok || !c.visible(g.Project) {
 		return nil, errf(http.StatusNotFound, "SecurityGroupNotFound", "Security group %s does not exist", id)
@@ -1063,8 +1063,8 @@ func (s *Sim) getSecGroupLocked(c *call, id string) (*secGroup, error) {
 	return g, nil
 }
 
-func (s *Sim) getSecGroup(c *call) (int, any, error) {
-	return getOne(s, c, "security_group", s.getSecGroupLocked, s.viewSecGroup)
+func (s *neutron) getSecGroup(c *call) (int, any, error) {
+	return getOne(s.cloud, c, "security_group", s.getSecGroupLocked, s.viewSecGroup)
 }
 
 type secGroupBody struct {
@@ -1077,7 +1077,7 @@ type secGroupBody struct {
 	} `json:"security_group"`
 }
 
-func (s *Sim) createSecGroup(c *call) (int, any, error) {
+func (s *neutron) createSecGroup(c *call) (int, any, error) {
 	var b secGroupBody
 	if err := c.decode(&b); err != nil {
 		return 0, nil, err
@@ -1109,7 +1109,7 @@ func (s *Sim) createSecGroup(c *call) (int, any, error) {
 	return http.StatusCreated, map[string]any{"security_group": s.viewSecGroup(g)}, nil
 }
 
-func (s *Sim) updateSecGroup(c *call) (int, any, error) {
+func (s *neutron) updateSecGroup(c *call) (int, any, error) {
 	var b secGroupBody
 	if err := c.decode(&b); err != nil {
 		return 0, nil, err
@@ -1117,7 +1117,7 @@ func (s *Sim) updateSecGroup(c *call) (int, any, error) {
 	if b.SecurityGroup == nil {
 		return 0, nil, badRequest("Resource body required")
 	}
-	if err := s.sleep(c.r.Context(), time.Duration(s.Knobs().SecurityGroupUpdateLatency)); err != nil {
+	if err := s.sleep(c.r.Context(), time.Duration(s.knob().SecurityGroupUpdateLatency)); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
@@ -1146,7 +1146,7 @@ func (s *Sim) updateSecGroup(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"security_group": s.viewSecGroup(g)}, nil
 }
 
-func (s *Sim) deleteSecGroup(c *call) (int, any, error) {
+func (s *neutron) deleteSecGroup(c *call) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g, err := s.getSecGroupLocked(c, c.r.PathValue("id"))
@@ -1197,11 +1197,11 @@ func ruleField(r *sgRule, k string) ([]string, bool) {
 	return commonField(k, r.ID, "", r.Project, nil, r.Revision)
 }
 
-func (s *Sim) listRules(c *call) (int, any, error) {
+func (s *neutron) listRules(c *call) (int, any, error) {
 	return neutronList(c, s.st.sgRules, "security_group_rules", ruleField, viewRule)
 }
 
-func (s *Sim) getRule(c *call) (int, any, error) {
+func (s *neutron) getRule(c *call) (int, any, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	r, ok := s.st.sgRules.get(c.r.PathValue("id"))
@@ -1213,7 +1213,7 @@ func (s *Sim) getRule(c *call) (int, any, error) {
 
 var protocolNumbers = map[string]int{"icmp": 1, "tcp": 6, "udp": 17, "gre": 47, "esp": 50, "ah": 51, "ipv6-icmp": 58, "icmpv6": 58, "sctp": 132, "vrrp": 112}
 
-func (s *Sim) createRule(c *call) (int, any, error) {
+func (s *neutron) createRule(c *call) (int, any, error) {
 	var b struct {
 		Rule *struct {
 			GroupID        string  `json:"security_group_id"`
@@ -1285,7 +1285,7 @@ func (s *Sim) createRule(c *call) (int, any, error) {
 	if rb.RemoteIPPrefix != nil && rb.RemoteGroupID != nil {
 		return 0, nil, badRequest("Only remote_ip_prefix or remote_group_id may be provided.")
 	}
-	if err := s.sleep(c.r.Context(), time.Duration(s.Knobs().SecurityGroupUpdateLatency)); err != nil {
+	if err := s.sleep(c.r.Context(), time.Duration(s.knob().SecurityGroupUpdateLatency)); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
@@ -1328,8 +1328,8 @@ func (s *Sim) createRule(c *call) (int, any, error) {
 	return http.StatusCreated, map[string]any{"security_group_rule": viewRule(r)}, nil
 }
 
-func (s *Sim) deleteRule(c *call) (int, any, error) {
-	if err := s.sleep(c.r.Context(), time.Duration(s.Knobs().SecurityGroupUpdateLatency)); err != nil {
+func (s *neutron) deleteRule(c *call) (int, any, error) {
+	if err := s.sleep(c.r.Context(), time.Duration(s.knob().SecurityGroupUpdateLatency)); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
@@ -1349,14 +1349,14 @@ func (s *Sim) deleteRule(c *call) (int, any, error) {
 
 // Quotas.
 
-func (s *Sim) quotaLocked(project string) quota {
+func (s *cloud) quotaLocked(project string) quota {
 	if q := s.st.quotas[project]; q != nil {
 		return *q
 	}
 	return defaultQuota()
 }
 
-func (s *Sim) usageLocked(project string) map[string]int {
+func (s *cloud) usageLocked(project string) map[string]int {
 	return map[string]int{
 		"network": len(s.st.networks.ids(project)), "subnet": len(s.st.subnets.ids(project)),
 		"port": len(s.st.ports.ids(project)), "router": len(s.st.routers.ids(project)),
@@ -1370,7 +1370,7 @@ func quotaMap(q quota) map[string]int {
 		"security_group": q.SecurityGroup, "security_group_rule": q.SecurityGroupRule, "floatingip": q.FloatingIP}
 }
 
-func (s *Sim) checkQuotaLocked(project, resource string) error {
+func (s *cloud) checkQuotaLocked(project, resource string) error {
 	limit := quotaMap(s.quotaLocked(project))[resource]
 	if limit >= 0 && s.usageLocked(project)[resource] >= limit {
 		return errf(http.StatusConflict, "OverQuota", "Quota exceeded for resources: ['%s'].", resource)
@@ -1378,7 +1378,7 @@ func (s *Sim) checkQuotaLocked(project, resource string) error {
 	return nil
 }
 
-func (s *Sim) quotaProject(c *call) (string, error) {
+func (s *neutron) quotaProject(c *call) (string, error) {
 	p := c.r.PathValue("project")
 	if p != c.project() && !c.admin() {
 		return "", errf(http.StatusForbidden, "HTTPForbidden", "Non-admin is not authorized to access quotas for another project")
@@ -1386,16 +1386,16 @@ func (s *Sim) quotaProject(c *call) (string, error) {
 	return p, nil
 }
 
-func (s *Sim) listQuotas(c *call) (int, any, error) {
+func (s *neutron) listQuotas(c *call) (int, any, error) {
 	if !c.admin() {
 		return 0, nil, errf(http.StatusForbidden, "HTTPForbidden", "rule:get_quota is disallowed by policy")
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := []any{}
-	for _, p := range sortedValues(s.st.projects) {
-		if q := s.st.quotas[p.ID]; q != nil {
-			m := map[string]any{"project_id": p.ID, "tenant_id": p.ID}
+	for _, pid := range s.id.projectIDs() {
+		if q := s.st.quotas[pid]; q != nil {
+			m := map[string]any{"project_id": pid, "tenant_id": pid}
 			for k, v := range quotaMap(*q) {
 				m[k] = v
 			}
@@ -1405,7 +1405,7 @@ func (s *Sim) listQuotas(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"quotas": out}, nil
 }
 
-func (s *Sim) getQuota(c *call) (int, any, error) {
+func (s *neutron) getQuota(c *call) (int, any, error) {
 	p, err := s.quotaProject(c)
 	if err != nil {
 		return 0, nil, err
@@ -1415,7 +1415,7 @@ func (s *Sim) getQuota(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"quota": quotaMap(s.quotaLocked(p))}, nil
 }
 
-func (s *Sim) getQuotaDetails(c *call) (int, any, error) {
+func (s *neutron) getQuotaDetails(c *call) (int, any, error) {
 	if d := c.r.PathValue("details"); d != "details" && d != "details.json" {
 		return 0, nil, errf(http.StatusNotFound, "HTTPNotFound", "The resource could not be found.")
 	}
@@ -1433,7 +1433,7 @@ func (s *Sim) getQuotaDetails(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"quota": out}, nil
 }
 
-func (s *Sim) updateQuota(c *call) (int, any, error) {
+func (s *neutron) updateQuota(c *call) (int, any, error) {
 	if !c.admin() {
 		return 0, nil, errf(http.StatusForbidden, "HTTPForbidden", "rule:update_quota is disallowed by policy")
 	}
@@ -1474,7 +1474,7 @@ func (s *Sim) updateQuota(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"quota": quotaMap(q)}, nil
 }
 
-func (s *Sim) deleteQuota(c *call) (int, any, error) {
+func (s *neutron) deleteQuota(c *call) (int, any, error) {
 	if !c.admin() {
 		return 0, nil, errf(http.StatusForbidden, "HTTPForbidden", "rule:delete_quota is disallowed by policy")
 	}
@@ -1511,7 +1511,7 @@ func selectFields(views []any, fields []string) ([]any, error) {
 }
 
 // getOne answers GET .../{id}: the lookup under the read lock, its view wrapped as {key: view}.
-func getOne[T, V any](s *Sim, c *call, key string, lookup func(*call, string) (T, error), view func(T) V) (int, any, error) {
+func getOne[T, V any](s *cloud, c *call, key string, lookup func(*call, string) (T, error), view func(T) V) (int, any, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	v, err := lookup(c, c.r.PathValue("id"))

@@ -10,17 +10,17 @@ import (
 
 const cprefix = "/compute/v2.1"
 
-func (s *Sim) novaRoutes(mux *http.ServeMux) {
-	h := func(pattern string, fn handlerFunc) { mux.Handle(pattern, s.api(svcCompute, true, fn)) }
+func (s *nova) routes(mux *http.ServeMux, api apiFunc) {
+	h := func(pattern string, fn handlerFunc) { mux.Handle(pattern, api(svcCompute, true, fn)) }
 	version := func(base string) map[string]any {
 		return map[string]any{"id": "v2.1", "status": "CURRENT", "version": "2.90", "min_version": "2.1",
 			"updated": "2013-07-23T11:33:21Z", "links": []any{map[string]string{"rel": "self", "href": base + cprefix + "/"}}}
 	}
-	mux.Handle("GET /compute/{$}", s.api(svcCompute, false, func(c *call) (int, any, error) {
+	mux.Handle("GET /compute/{$}", api(svcCompute, false, func(c *call) (int, any, error) {
 		return http.StatusOK, map[string]any{"versions": []any{version(c.baseURL())}}, nil
 	}))
 	for _, p := range []string{"GET " + cprefix, "GET " + cprefix + "/{$}"} {
-		mux.Handle(p, s.api(svcCompute, false, func(c *call) (int, any, error) {
+		mux.Handle(p, api(svcCompute, false, func(c *call) (int, any, error) {
 			return http.StatusOK, map[string]any{"version": version(c.baseURL())}, nil
 		}))
 	}
@@ -32,7 +32,7 @@ func (s *Sim) novaRoutes(mux *http.ServeMux) {
 	h("POST "+cprefix+"/servers/{id}/action", s.serverAction)
 	h("GET "+cprefix+"/servers/{id}/os-security-groups", s.serverSecGroups)
 	h("GET "+cprefix+"/servers/{id}/metadata", s.serverMetadata)
-	mux.Handle("/compute/", s.notFound(svcCompute))
+	mux.Handle("/compute/", api(svcCompute, false, notFound))
 }
 
 type novaAddress struct {
@@ -93,7 +93,7 @@ type serverView struct {
 }
 
 // attachmentsLocked maps server IDs to the volumes attached to them, for one project.
-func (s *Sim) attachmentsLocked(project string) map[string][]string {
+func (s *cloud) attachmentsLocked(project string) map[string][]string {
 	var out map[string][]string
 	for _, id := range s.st.volumes.ids(project) {
 		if vol := s.st.volumes.m[id]; vol.AttachedTo != "" {
@@ -106,7 +106,7 @@ func (s *Sim) attachmentsLocked(project string) map[string][]string {
 	return out
 }
 
-func (s *Sim) viewServer(base string, v *server, attached map[string][]string) any {
+func (s *nova) viewServer(base string, v *server, attached map[string][]string) any {
 	addrs := make(map[string][]novaAddress, 1)
 	for _, pid := range v.Ports {
 		p, ok := s.st.ports.get(pid)
@@ -161,7 +161,7 @@ func (s *Sim) viewServer(base string, v *server, attached map[string][]string) a
 }
 
 // serverGroupsLocked lists the IDs of the security groups on a server's ports.
-func (s *Sim) serverGroupsLocked(v *server) []string {
+func (s *cloud) serverGroupsLocked(v *server) []string {
 	if len(v.Ports) == 0 {
 		return v.Groups
 	}
@@ -178,7 +178,7 @@ func (s *Sim) serverGroupsLocked(v *server) []string {
 	return out
 }
 
-func (s *Sim) serverGroupNamesLocked(v *server) []string {
+func (s *cloud) serverGroupNamesLocked(v *server) []string {
 	var out []string
 	for _, g := range s.serverGroupsLocked(v) {
 		if sg, ok := s.st.secGroups.get(g); ok && !slices.Contains(out, sg.Name) {
@@ -197,7 +197,7 @@ func isAllTenants(c *call) bool {
 	return v != "0" && v != "false" && v != "f" && v != "no" && v != "off"
 }
 
-func (s *Sim) listServers(c *call, detail bool) (int, any, error) {
+func (s *nova) listServers(c *call, detail bool) (int, any, error) {
 	limit, err := c.limit(1000)
 	if err != nil {
 		return 0, nil, err
@@ -271,7 +271,7 @@ func (s *Sim) listServers(c *call, detail bool) (int, any, error) {
 	return http.StatusOK, body, nil
 }
 
-func (s *Sim) getServerLocked(c *call, id string) (*server, error) {
+func (s *cloud) getServerLocked(c *call, id string) (*server, error) {
 	v, ok := s.st.servers.get(id)
 	if !ok || !c.visible(v.Project) {
 		return nil, errf(http.StatusNotFound, "itemNotFound", "Instance %s could not be found.", id)
@@ -279,7 +279,7 @@ func (s *Sim) getServerLocked(c *call, id string) (*server, error) {
 	return v, nil
 }
 
-func (s *Sim) getServer(c *call) (int, any, error) {
+func (s *nova) getServer(c *call) (int, any, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	v, err := s.getServerLocked(c, c.r.PathValue("id"))
@@ -289,7 +289,7 @@ func (s *Sim) getServer(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"server": s.viewServer(c.baseURL(), v, s.attachmentsLocked(v.Project))}, nil
 }
 
-func (s *Sim) serverMetadata(c *call) (int, any, error) {
+func (s *nova) serverMetadata(c *call) (int, any, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	v, err := s.getServerLocked(c, c.r.PathValue("id"))
@@ -304,7 +304,7 @@ func (s *Sim) serverMetadata(c *call) (int, any, error) {
 }
 
 // findGroupLocked finds a project's security group by ID or name.
-func (s *Sim) findGroupLocked(project, ref string) *secGroup {
+func (s *cloud) findGroupLocked(project, ref string) *secGroup {
 	if g, ok := s.st.secGroups.get(ref); ok && g.Project == project {
 		return g
 	}
@@ -316,7 +316,7 @@ func (s *Sim) findGroupLocked(project, ref string) *secGroup {
 	return nil
 }
 
-func (s *Sim) createServer(c *call) (int, any, error) {
+func (s *nova) createServer(c *call) (int, any, error) {
 	var b struct {
 		Server *struct {
 			Name           string            `json:"name"`
@@ -444,7 +444,7 @@ func (s *Sim) createServer(c *call) (int, any, error) {
 		v.Ports = append(v.Ports, p.ID)
 	}
 	s.st.servers.put(v)
-	v.Due = now.Add(time.Duration(s.knobs.ServerBuildLatency))
+	v.Due = now.Add(time.Duration(s.knob().ServerBuildLatency))
 	s.schedule(v.Due, evServer, v.ID)
 	var sgs []map[string]string
 	for _, g := range s.serverGroupNamesLocked(v) {
@@ -455,7 +455,7 @@ func (s *Sim) createServer(c *call) (int, any, error) {
 		"links": []map[string]string{{"rel": "self", "href": c.baseURL() + cprefix + "/servers/" + v.ID}}}}, nil
 }
 
-func (s *Sim) deleteServer(c *call) (int, any, error) {
+func (s *nova) deleteServer(c *call) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, err := s.getServerLocked(c, c.r.PathValue("id"))
@@ -467,12 +467,12 @@ func (s *Sim) deleteServer(c *call) (int, any, error) {
 	}
 	v.TaskState = "deleting"
 	v.Updated = s.now()
-	v.Due = v.Updated.Add(time.Duration(s.knobs.ServerDeleteLatency))
+	v.Due = v.Updated.Add(time.Duration(s.knob().ServerDeleteLatency))
 	s.schedule(v.Due, evServer, v.ID)
 	return http.StatusNoContent, nil, nil
 }
 
-func (s *Sim) serverAction(c *call) (int, any, error) {
+func (s *nova) serverAction(c *call) (int, any, error) {
 	var b map[string]any
 	if err := c.decode(&b); err != nil {
 		return 0, nil, err
@@ -492,7 +492,7 @@ func (s *Sim) serverAction(c *call) (int, any, error) {
 		if str("name") == "" {
 			return 0, nil, badRequest("Invalid input for field/attribute name. 'name' is a required property")
 		}
-		if err := s.sleep(c.r.Context(), time.Duration(s.Knobs().SecurityGroupUpdateLatency)); err != nil {
+		if err := s.sleep(c.r.Context(), time.Duration(s.knob().SecurityGroupUpdateLatency)); err != nil {
 			return 0, nil, err
 		}
 	case "reboot", "os-start", "os-stop":
@@ -526,7 +526,7 @@ func (s *Sim) serverAction(c *call) (int, any, error) {
 			v.Status, v.TaskState = "HARD_REBOOT", "rebooting_hard"
 		}
 		v.VMState, v.Updated = "active", now
-		v.Due = now.Add(time.Duration(s.knobs.ServerRebootLatency))
+		v.Due = now.Add(time.Duration(s.knob().ServerRebootLatency))
 		s.schedule(v.Due, evServer, v.ID)
 	case "os-stop":
 		if v.VMState != "active" || v.TaskState != "" {
@@ -571,7 +571,7 @@ func (s *Sim) serverAction(c *call) (int, any, error) {
 	return http.StatusAccepted, nil, nil
 }
 
-func (s *Sim) serverSecGroups(c *call) (int, any, error) {
+func (s *nova) serverSecGroups(c *call) (int, any, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	v, err := s.getServerLocked(c, c.r.PathValue("id"))

@@ -8,14 +8,14 @@ import (
 	"time"
 )
 
-func (s *Sim) octaviaRoutes(mux *http.ServeMux) {
-	mux.Handle("GET /load-balancer/{$}", s.api(svcLB, false, func(c *call) (int, any, error) {
+func (s *octavia) routes(mux *http.ServeMux, api apiFunc) {
+	mux.Handle("GET /load-balancer/{$}", api(svcLB, false, func(c *call) (int, any, error) {
 		return http.StatusOK, map[string]any{"versions": []any{map[string]any{"id": "v2.0", "status": "CURRENT",
 			"updated": "2023-02-01T00:00:00Z",
 			"links":   []any{map[string]string{"rel": "self", "href": c.baseURL() + "/load-balancer/v2/"}}}}}, nil
 	}))
 	h := func(pattern string, fn handlerFunc) {
-		mux.Handle(pattern, s.api(svcLB, true, func(c *call) (int, any, error) {
+		mux.Handle(pattern, api(svcLB, true, func(c *call) (int, any, error) {
 			if v := c.r.PathValue("ver"); v != "v2" && v != "v2.0" {
 				return 0, nil, errf(http.StatusNotFound, "NotFound", "The resource could not be found.")
 			}
@@ -29,7 +29,7 @@ func (s *Sim) octaviaRoutes(mux *http.ServeMux) {
 	h("POST /load-balancer/{ver}/lbaas/listeners", s.createListener)
 	h("GET /load-balancer/{ver}/lbaas/listeners/{id}", s.getListener)
 	h("DELETE /load-balancer/{ver}/lbaas/listeners/{id}", s.deleteListener)
-	mux.Handle("/load-balancer/", s.notFound(svcLB))
+	mux.Handle("/load-balancer/", api(svcLB, false, notFound))
 }
 
 type lbView struct {
@@ -94,7 +94,7 @@ func lbField(v *loadBalancer, k string) ([]string, bool) {
 	return commonField(k, v.ID, v.Name, v.Project, v.Tags, 0)
 }
 
-func (s *Sim) listLBs(c *call) (int, any, error) {
+func (s *octavia) listLBs(c *call) (int, any, error) {
 	limit, err := c.limit(0)
 	if err != nil {
 		return 0, nil, err
@@ -124,7 +124,7 @@ func (s *Sim) listLBs(c *call) (int, any, error) {
 	return http.StatusOK, body, nil
 }
 
-func (s *Sim) getLBLocked(c *call, id string) (*loadBalancer, error) {
+func (s *cloud) getLBLocked(c *call, id string) (*loadBalancer, error) {
 	v, ok := s.st.lbs.get(id)
 	if !ok || !c.visible(v.Project) {
 		return nil, errf(http.StatusNotFound, "NotFound", "Load Balancer %s not found.", id)
@@ -132,7 +132,7 @@ func (s *Sim) getLBLocked(c *call, id string) (*loadBalancer, error) {
 	return v, nil
 }
 
-func (s *Sim) getLB(c *call) (int, any, error) {
+func (s *octavia) getLB(c *call) (int, any, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	v, err := s.getLBLocked(c, c.r.PathValue("id"))
@@ -142,7 +142,7 @@ func (s *Sim) getLB(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"loadbalancer": viewLB(v)}, nil
 }
 
-func (s *Sim) createLB(c *call) (int, any, error) {
+func (s *octavia) createLB(c *call) (int, any, error) {
 	var b struct {
 		LB *struct {
 			Name         string   `json:"name"`
@@ -187,7 +187,7 @@ type lbSpec struct {
 }
 
 // addLBLocked creates a load balancer with a VIP port; c may be nil when seeding.
-func (s *Sim) addLBLocked(c *call, owner string, spec lbSpec) (*loadBalancer, error) {
+func (s *cloud) addLBLocked(c *call, owner string, spec lbSpec) (*loadBalancer, error) {
 	var sub *subnet
 	var vip *port
 	switch {
@@ -238,13 +238,13 @@ func (s *Sim) addLBLocked(c *call, owner string, spec lbSpec) (*loadBalancer, er
 	if spec.Active {
 		v.ProvisioningStatus, v.OperatingStatus = "ACTIVE", "ONLINE"
 	} else {
-		v.Due = now.Add(time.Duration(s.knobs.LBCreateLatency))
+		v.Due = now.Add(time.Duration(s.knob().LBCreateLatency))
 		s.schedule(v.Due, evLB, v.ID)
 	}
 	return v, nil
 }
 
-func (s *Sim) deleteLB(c *call) (int, any, error) {
+func (s *octavia) deleteLB(c *call) (int, any, error) {
 	cascade := false
 	if v := c.query("cascade"); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -267,7 +267,7 @@ func (s *Sim) deleteLB(c *call) (int, any, error) {
 	}
 	v.ProvisioningStatus = "PENDING_DELETE"
 	v.Updated = s.now()
-	v.Due = v.Updated.Add(time.Duration(s.knobs.LBDeleteLatency))
+	v.Due = v.Updated.Add(time.Duration(s.knob().LBDeleteLatency))
 	s.schedule(v.Due, evLB, v.ID)
 	return http.StatusNoContent, nil, nil
 }
@@ -283,7 +283,7 @@ func viewListener(v *loadBalancer, l lbListener) any {
 }
 
 // findListenerLocked finds a listener and its load balancer.
-func (s *Sim) findListenerLocked(c *call, id string) (*loadBalancer, int, error) {
+func (s *cloud) findListenerLocked(c *call, id string) (*loadBalancer, int, error) {
 	for _, lid := range s.st.lbs.ids(c.neutronScope()) {
 		v := s.st.lbs.m[lid]
 		if !c.visible(v.Project) {
@@ -298,7 +298,7 @@ func (s *Sim) findListenerLocked(c *call, id string) (*loadBalancer, int, error)
 	return nil, 0, errf(http.StatusNotFound, "NotFound", "Listener %s not found.", id)
 }
 
-func (s *Sim) createListener(c *call) (int, any, error) {
+func (s *octavia) createListener(c *call) (int, any, error) {
 	var b struct {
 		Listener *struct {
 			LoadBalancerID string `json:"loadbalancer_id"`
@@ -335,14 +335,14 @@ func (s *Sim) createListener(c *call) (int, any, error) {
 }
 
 // lbUpdateLocked puts a load balancer in PENDING_UPDATE until the create latency passes.
-func (s *Sim) lbUpdateLocked(v *loadBalancer) {
+func (s *cloud) lbUpdateLocked(v *loadBalancer) {
 	v.ProvisioningStatus = "PENDING_UPDATE"
 	v.Updated = s.now()
-	v.Due = v.Updated.Add(time.Duration(s.knobs.LBCreateLatency))
+	v.Due = v.Updated.Add(time.Duration(s.knob().LBCreateLatency))
 	s.schedule(v.Due, evLB, v.ID)
 }
 
-func (s *Sim) getListener(c *call) (int, any, error) {
+func (s *octavia) getListener(c *call) (int, any, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	v, i, err := s.findListenerLocked(c, c.r.PathValue("id"))
@@ -352,7 +352,7 @@ func (s *Sim) getListener(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"listener": viewListener(v, v.Listeners[i])}, nil
 }
 
-func (s *Sim) deleteListener(c *call) (int, any, error) {
+func (s *octavia) deleteListener(c *call) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, i, err := s.findListenerLocked(c, c.r.PathValue("id"))

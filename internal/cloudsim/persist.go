@@ -45,19 +45,24 @@ func (s *Sim) Save() error {
 
 // SaveTo writes the state to path.
 func (s *Sim) SaveTo(path string) error {
-	s.mu.RLock()
-	snap := snapshot{Version: snapshotVersion, SavedAt: s.clock.Now().UTC(), Knobs: s.knobs,
-		Projects: sortedValues(s.st.projects), Users: sortedValues(s.st.users), AppCreds: sortedValues(s.st.appCreds),
-		Tokens: sortedValues(s.st.tokens), Quotas: s.st.quotas,
+	s.mu.RLock() // the lock order: cloud, identity, then the random source
+	s.id.mu.RLock()
+	ids := s.id.st
+	snap := snapshot{Version: snapshotVersion, SavedAt: s.clock.Now().UTC(), Knobs: s.knob(),
+		Projects: sortedValues(ids.projects), Users: sortedValues(ids.users), AppCreds: sortedValues(ids.appCreds),
+		Tokens: sortedValues(ids.tokens), Quotas: s.st.quotas,
 		Networks: s.st.networks.values(), Subnets: s.st.subnets.values(), Ports: s.st.ports.values(),
 		SecurityGroups: s.st.secGroups.values(), Rules: s.st.sgRules.values(), Routers: s.st.routers.values(),
 		Servers: s.st.servers.values(), Volumes: s.st.volumes.values(), LoadBalancers: s.st.lbs.values()}
+	s.rmu.Lock()
 	if m, ok := s.src.(encoding.BinaryMarshaler); ok {
 		if b, err := m.MarshalBinary(); err == nil {
 			snap.Rand = b
 		}
 	}
+	s.rmu.Unlock()
 	b, err := json.Marshal(&snap)
+	s.id.mu.RUnlock()
 	s.mu.RUnlock()
 	if err != nil {
 		return fmt.Errorf("cloudsim save %s: encode: %w", path, err)
@@ -102,19 +107,23 @@ func (s *Sim) load(path string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := newState()
+	ids := newIdentityState()
 	for _, v := range snap.Projects {
-		st.projects[v.ID] = v
+		ids.projects[v.ID] = v
 	}
 	for _, v := range snap.Users {
-		st.users[v.ID] = v
+		ids.users[v.ID] = v
 	}
 	for _, v := range snap.AppCreds {
-		st.appCreds[v.ID] = v
+		ids.appCreds[v.ID] = v
 	}
 	for _, v := range snap.Tokens {
-		st.tokens[v.ID] = v
+		ids.tokens[v.ID] = v
 	}
+	s.id.mu.Lock()
+	s.id.st = ids
+	s.id.mu.Unlock()
+	st := newState()
 	for k, v := range snap.Quotas {
 		st.quotas[k] = v
 	}
@@ -128,7 +137,9 @@ func (s *Sim) load(path string) error {
 	putAll(st.volumes, snap.Volumes)
 	putAll(st.lbs, snap.LoadBalancers)
 	s.st = st
+	s.kmu.Lock()
 	s.knobs = snap.Knobs
+	s.kmu.Unlock()
 	s.ipIndex = map[string]map[string]string{}
 	for _, p := range snap.Ports {
 		for _, f := range p.FixedIPs {
@@ -154,12 +165,14 @@ func (s *Sim) load(path string) error {
 			s.schedule(v.Due, evLB, v.ID)
 		}
 	}
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
 	if u, ok := s.src.(encoding.BinaryUnmarshaler); ok && len(snap.Rand) > 0 {
 		if err := u.UnmarshalBinary(snap.Rand); err != nil {
 			return fmt.Errorf("cloudsim load %s: random state: %w", path, err)
 		}
 	}
-	s.log.Info("state loaded", "path", path, "projects", len(st.projects), "servers", len(st.servers.m))
+	s.log.Info("state loaded", "path", path, "projects", len(ids.projects), "servers", len(st.servers.m))
 	return nil
 }
 

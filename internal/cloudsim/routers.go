@@ -48,11 +48,11 @@ func routerField(r *router, k string) ([]string, bool) {
 	return commonField(k, r.ID, r.Name, r.Project, r.Tags, r.Revision)
 }
 
-func (s *Sim) listRouters(c *call) (int, any, error) {
+func (s *neutron) listRouters(c *call) (int, any, error) {
 	return neutronList(c, s.st.routers, "routers", routerField, viewRouter)
 }
 
-func (s *Sim) getRouterLocked(c *call, id string) (*router, error) {
+func (s *cloud) getRouterLocked(c *call, id string) (*router, error) {
 	r, ok := s.st.routers.get(id)
 	if !ok || !c.visible(r.Project) {
 		return nil, errf(http.StatusNotFound, "RouterNotFound", "Router %s could not be found", id)
@@ -60,8 +60,8 @@ func (s *Sim) getRouterLocked(c *call, id string) (*router, error) {
 	return r, nil
 }
 
-func (s *Sim) getRouter(c *call) (int, any, error) {
-	return getOne(s, c, "router", s.getRouterLocked, viewRouter)
+func (s *neutron) getRouter(c *call) (int, any, error) {
+	return getOne(s.cloud, c, "router", s.getRouterLocked, viewRouter)
 }
 
 type routerBody struct {
@@ -78,7 +78,7 @@ type routerBody struct {
 	} `json:"router"`
 }
 
-func (s *Sim) createRouter(c *call) (int, any, error) {
+func (s *neutron) createRouter(c *call) (int, any, error) {
 	var b routerBody
 	if err := c.decode(&b); err != nil {
 		return 0, nil, err
@@ -118,13 +118,13 @@ func (s *Sim) createRouter(c *call) (int, any, error) {
 	return http.StatusCreated, map[string]any{"router": viewRouter(r)}, nil
 }
 
-func (s *Sim) newRouterLocked(owner string) *router {
+func (s *cloud) newRouterLocked(owner string) *router {
 	now := s.now()
 	return &router{ID: s.newUUID(), Project: owner, Status: "ACTIVE", Revision: 1, Created: now, Updated: now}
 }
 
 // validateRoutesLocked checks a router's whole new route list the way Neutron does.
-func (s *Sim) validateRoutesLocked(r *router, routes []route) error {
+func (s *cloud) validateRoutesLocked(r *router, routes []route) error {
 	seen := map[route]bool{}
 	for _, rt := range routes {
 		if _, err := netip.ParsePrefix(rt.Destination); err != nil {
@@ -141,11 +141,11 @@ func (s *Sim) validateRoutesLocked(r *router, routes []route) error {
 		}
 		seen[rt] = true
 	}
-	if max := s.knobs.MaxRoutes; max > 0 && len(routes) > max {
+	if max := s.knob().MaxRoutes; max > 0 && len(routes) > max {
 		return errf(http.StatusBadRequest, "RoutesExhausted",
 			"Unable to complete operation for %s. The number of routes exceeds the maximum %d.", r.ID, max)
 	}
-	if s.knobs.AllowUnconnectedNexthop {
+	if s.knob().AllowUnconnectedNexthop {
 		return nil
 	}
 	for _, rt := range routes {
@@ -179,7 +179,7 @@ func formatRoute(rt route) string {
 	return fmt.Sprintf("[{'destination': '%s', 'nexthop': '%s'}]", rt.Destination, rt.NextHop)
 }
 
-func (s *Sim) updateRouter(c *call) (int, any, error) {
+func (s *neutron) updateRouter(c *call) (int, any, error) {
 	var b routerBody
 	if err := c.decode(&b); err != nil {
 		return 0, nil, err
@@ -230,7 +230,7 @@ func (s *Sim) updateRouter(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"router": viewRouter(r)}, nil
 }
 
-func (s *Sim) extraRoutes(c *call, add bool) (int, any, error) {
+func (s *neutron) extraRoutes(c *call, add bool) (int, any, error) {
 	var b routerBody
 	if err := c.decode(&b); err != nil {
 		return 0, nil, err
@@ -277,10 +277,10 @@ func (s *Sim) extraRoutes(c *call, add bool) (int, any, error) {
 	return http.StatusOK, map[string]any{"router": viewRouter(r)}, nil
 }
 
-func (s *Sim) addExtraRoutes(c *call) (int, any, error)    { return s.extraRoutes(c, true) }
-func (s *Sim) removeExtraRoutes(c *call) (int, any, error) { return s.extraRoutes(c, false) }
+func (s *neutron) addExtraRoutes(c *call) (int, any, error)    { return s.extraRoutes(c, true) }
+func (s *neutron) removeExtraRoutes(c *call) (int, any, error) { return s.extraRoutes(c, false) }
 
-func (s *Sim) deleteRouter(c *call) (int, any, error) {
+func (s *neutron) deleteRouter(c *call) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.getRouterLocked(c, c.r.PathValue("id"))
@@ -302,7 +302,7 @@ type interfaceBody struct {
 	PortID   string `json:"port_id"`
 }
 
-func (s *Sim) addRouterInterface(c *call) (int, any, error) {
+func (s *neutron) addRouterInterface(c *call) (int, any, error) {
 	var b interfaceBody
 	if err := c.decode(&b); err != nil {
 		return 0, nil, err
@@ -326,7 +326,7 @@ func (s *Sim) addRouterInterface(c *call) (int, any, error) {
 
 // attachLocked connects a subnet to a router through a new port with the subnet's gateway IP,
 // or through an existing port. c may be nil when seeding.
-func (s *Sim) attachLocked(c *call, r *router, subnetID, portID string) (*port, *subnet, error) {
+func (s *cloud) attachLocked(c *call, r *router, subnetID, portID string) (*port, *subnet, error) {
 	var p *port
 	var sub *subnet
 	if portID != "" {
@@ -381,7 +381,7 @@ func (s *Sim) attachLocked(c *call, r *router, subnetID, portID string) (*port, 
 	return p, sub, nil
 }
 
-func (s *Sim) removeRouterInterface(c *call) (int, any, error) {
+func (s *neutron) removeRouterInterface(c *call) (int, any, error) {
 	var b interfaceBody
 	if err := c.decode(&b); err != nil {
 		return 0, nil, err

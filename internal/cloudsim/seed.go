@@ -565,11 +565,13 @@ type Stats struct {
 func (s *Sim) Stats() Stats {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	st := Stats{Projects: len(s.st.projects), Users: len(s.st.users), Tokens: len(s.st.tokens),
+	s.id.mu.RLock()
+	st := Stats{Projects: len(s.id.st.projects), Users: len(s.id.st.users), Tokens: len(s.id.st.tokens),
 		Networks: len(s.st.networks.m), Subnets: len(s.st.subnets.m), Ports: len(s.st.ports.m),
 		SecurityGroups: len(s.st.secGroups.m), SecurityGroupRules: len(s.st.sgRules.m), Routers: len(s.st.routers.m),
 		Servers: len(s.st.servers.m), Volumes: len(s.st.volumes.m), LoadBalancers: len(s.st.lbs.m),
 		PendingTransitions: len(s.events)}
+	s.id.mu.RUnlock()
 	for _, r := range s.st.routers.m {
 		st.Routes += len(r.Routes)
 	}

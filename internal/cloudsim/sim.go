@@ -1,14 +1,10 @@
 package cloudsim
 
 import (
-	"container/heap"
 	"context"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -60,22 +56,22 @@ type Options struct {
 }
 
 // Sim is a running OpenStack simulator. All methods are safe for concurrent use.
+//
+// It is made of one part per service: identity (Keystone, with its own lock: every call of every service
+// validates a token there), and neutron, nova, cinder and octavia, the handlers of the other services. Those
+// four share the store of cloud resources (cloud, one lock), because their changes cross services and must be
+// atomic: a server comes and goes with its Neutron ports, a load balancer with its VIP port, a route is checked
+// against the router's subnets. The clock, the random source, the knobs and the faults (core) have locks of
+// their own.
 type Sim struct {
-	clock clock.Clock
-	log   *slog.Logger
-	opts  Options
+	*cloud
+	opts Options
 
-	mu      sync.RWMutex // guards st, rng, knobs, events
-	st      *state
-	ipIndex map[string]map[string]string // subnet ID -> IP -> port ID
-	rng     *rand.Rand
-	src     rand.Source
-	knobs   Knobs
-	events  eventHeap
-	nextDue atomic.Int64 // unix nanos of the earliest pending transition
-
-	fmu    sync.Mutex
-	faults []*Fault
+	id      *identity
+	neutron *neutron
+	nova    *nova
+	cinder  *cinder
+	octavia *octavia
 
 	handler http.Handler
 	baseURL atomic.Value // string
@@ -87,36 +83,39 @@ type Sim struct {
 
 // New builds a simulator. It fails only when Options.StatePath names a file that cannot be read.
 func New(opts Options) (*Sim, error) {
-	s := &Sim{opts: opts, clock: opts.Clock, log: opts.Logger, st: newState(), ipIndex: map[string]map[string]string{}}
-	if s.clock == nil {
-		s.clock = clock.RealClock{}
+	co := &core{clock: opts.Clock, log: opts.Logger}
+	if co.clock == nil {
+		co.clock = clock.RealClock{}
 	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+	if co.log == nil {
+		co.log = slog.New(slog.DiscardHandler)
 	}
-	if s.opts.Region == "" {
-		s.opts.Region = "RegionOne"
+	if opts.Region == "" {
+		opts.Region = "RegionOne"
 	}
-	if s.opts.SaveInterval <= 0 {
-		s.opts.SaveInterval = time.Minute
+	if opts.SaveInterval <= 0 {
+		opts.SaveInterval = time.Minute
 	}
-	s.src = opts.Rand
-	if s.src == nil {
+	co.src = opts.Rand
+	if co.src == nil {
 		seed := opts.Seed
 		if seed == 0 {
-			seed = uint64(s.clock.Now().UnixNano())
+			seed = uint64(co.clock.Now().UnixNano())
 		}
-		s.src = rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)
+		co.src = rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)
 	}
-	s.rng = rand.New(s.src)
-	s.knobs = DefaultKnobs()
+	co.rng = rand.New(co.src)
+	co.knobs = DefaultKnobs()
 	if opts.Knobs != nil {
 		if err := opts.Knobs.validate(); err != nil {
 			return nil, fmt.Errorf("cloudsim knobs: %w", err)
 		}
-		s.knobs = *opts.Knobs
+		co.knobs = *opts.Knobs
 	}
-	s.nextDue.Store(math.MaxInt64)
+	id := newIdentity(co, opts.Region)
+	cl := newCloud(co, id)
+	s := &Sim{cloud: cl, opts: opts, id: id, neutron: &neutron{cl}, nova: &nova{cl}, cinder: &cinder{cl},
+		octavia: &octavia{cl}}
 	s.baseURL.Store(strings.TrimRight(opts.PublicURL, "/"))
 	if opts.StatePath != "" {
 		if err := s.load(opts.StatePath); err != nil {
@@ -209,27 +208,17 @@ func (s *Sim) Close() error {
 }
 
 // Knobs returns the current behaviour knobs.
-func (s *Sim) Knobs() Knobs {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.knobs
-}
+func (s *Sim) Knobs() Knobs { return s.knob() }
 
 // SetKnobs replaces the behaviour knobs.
 func (s *Sim) SetKnobs(k Knobs) error {
-	if err := k.validate(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.knobs = k
-	s.mu.Unlock()
-	return nil
+	return s.UpdateKnobs(func(cur *Knobs) { *cur = k })
 }
 
-// UpdateKnobs changes the knobs with f under the simulator's lock.
+// UpdateKnobs changes the knobs with f under the knobs' lock.
 func (s *Sim) UpdateKnobs(f func(*Knobs)) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.kmu.Lock()
+	defer s.kmu.Unlock()
 	k := s.knobs
 	f(&k)
 	if err := k.validate(); err != nil {
@@ -244,9 +233,7 @@ func (s *Sim) AddFault(f Fault) (string, error) {
 	if err := f.compile(); err != nil {
 		return "", fmt.Errorf("fault: %w", err)
 	}
-	s.mu.Lock()
 	f.ID = s.newHex(8)
-	s.mu.Unlock()
 	f.Hits = 0
 	s.fmu.Lock()
 	s.faults = append(s.faults, &f)
@@ -307,171 +294,4 @@ func (s *Sim) matchFault(service, method, path, rawQuery string) *Fault {
 		return &c
 	}
 	return nil
-}
-
-// sleep waits d on the simulator's clock, or until ctx ends.
-func (s *Sim) sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	select {
-	case <-s.clock.After(d):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// newUUID returns a random UUID (version 4). Callers hold s.mu for writing.
-func (s *Sim) newUUID() string {
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], s.rng.Uint64())
-	binary.BigEndian.PutUint64(b[8:], s.rng.Uint64())
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
-
-// newHex returns n random bytes in hex. Callers hold s.mu for writing.
-func (s *Sim) newHex(n int) string {
-	b := make([]byte, 0, n+8)
-	for len(b) < n {
-		b = binary.BigEndian.AppendUint64(b, s.rng.Uint64())
-	}
-	return hex.EncodeToString(b[:n])
-}
-
-// newMAC returns an OpenStack-style MAC address. Callers hold s.mu for writing.
-func (s *Sim) newMAC() string {
-	v := s.rng.Uint64()
-	return fmt.Sprintf("fa:16:3e:%02x:%02x:%02x", byte(v), byte(v>>8), byte(v>>16))
-}
-
-// now is the simulator's time, truncated to microseconds like the services' databases.
-func (s *Sim) now() time.Time { return s.clock.Now().UTC().Truncate(time.Microsecond) }
-
-// Pending state transitions: a min-heap of due times.
-
-type eventKind uint8
-
-const (
-	evServer eventKind = iota + 1
-	evVolume
-	evLB
-)
-
-type event struct {
-	at   time.Time
-	kind eventKind
-	id   string
-}
-
-type eventHeap []event
-
-func (h eventHeap) Len() int           { return len(h) }
-func (h eventHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h eventHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)        { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
-}
-
-// schedule records a transition due at at. Callers hold s.mu for writing.
-func (s *Sim) schedule(at time.Time, kind eventKind, id string) {
-	heap.Push(&s.events, event{at: at, kind: kind, id: id})
-	if n := at.UnixNano(); n < s.nextDue.Load() {
-		s.nextDue.Store(n)
-	}
-}
-
-// advance applies the transitions that are due. It is cheap when none is.
-func (s *Sim) advance() {
-	now := s.clock.Now()
-	if now.UnixNano() < s.nextDue.Load() {
-		return
-	}
-	s.mu.Lock()
-	s.advanceLocked(now)
-	s.mu.Unlock()
-}
-
-func (s *Sim) advanceLocked(now time.Time) {
-	for len(s.events) > 0 && !s.events[0].at.After(now) {
-		e := heap.Pop(&s.events).(event)
-		s.apply(e)
-	}
-	if len(s.events) > 0 {
-		s.nextDue.Store(s.events[0].at.UnixNano())
-	} else {
-		s.nextDue.Store(math.MaxInt64)
-	}
-}
-
-func (s *Sim) apply(e event) {
-	now := s.now()
-	switch e.kind {
-	case evServer:
-		v, ok := s.st.servers.get(e.id)
-		if !ok || !v.Due.Equal(e.at) {
-			return
-		}
-		v.Due = time.Time{}
-		if v.TaskState == "deleting" {
-			s.removeServerLocked(v)
-			return
-		}
-		v.Status, v.VMState, v.TaskState, v.Updated = "ACTIVE", "active", "", now
-	case evVolume:
-		v, ok := s.st.volumes.get(e.id)
-		if !ok || !v.Due.Equal(e.at) {
-			return
-		}
-		v.Due = time.Time{}
-		switch v.Status {
-		case "deleting":
-			s.st.volumes.del(v.ID)
-		case "creating":
-			v.Status, v.Updated = "available", now
-		}
-	case evLB:
-		v, ok := s.st.lbs.get(e.id)
-		if !ok || !v.Due.Equal(e.at) {
-			return
-		}
-		v.Due = time.Time{}
-		switch v.ProvisioningStatus {
-		case "PENDING_DELETE":
-			s.removeLBLocked(v)
-		default:
-			v.ProvisioningStatus, v.OperatingStatus, v.Updated = "ACTIVE", "ONLINE", now
-		}
-	}
-}
-
-// removeServerLocked deletes a server and the ports Nova made for it.
-func (s *Sim) removeServerLocked(v *server) {
-	for _, pid := range v.Ports {
-		if p, ok := s.st.ports.get(pid); ok && p.DeviceID == v.ID {
-			s.releaseIPsLocked(p)
-			s.st.ports.del(pid)
-		}
-	}
-	for _, id := range s.st.volumes.ids(v.Project) {
-		if vol := s.st.volumes.m[id]; vol.AttachedTo == v.ID {
-			vol.AttachedTo, vol.Status = "", "available"
-		}
-	}
-	s.st.servers.del(v.ID)
-}
-
-func (s *Sim) removeLBLocked(v *loadBalancer) {
-	if p, ok := s.st.ports.get(v.VIPPortID); ok {
-		s.releaseIPsLocked(p)
-		s.st.ports.del(p.ID)
-	}
-	s.st.lbs.del(v.ID)
 }

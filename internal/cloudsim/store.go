@@ -155,39 +155,6 @@ func list[T item](c *coll[T], project, marker string, limit int, match func(T) b
 
 // Stored resources. Exported fields are the persisted form (see persist.go).
 
-type project struct {
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	DomainID string `json:"domain_id"`
-}
-
-type user struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	DomainID  string          `json:"domain_id"`
-	Password  string          `json:"password"`
-	Projects  map[string]bool `json:"projects"` // project ID -> admin role
-	DefaultPj string          `json:"default_project_id,omitempty"`
-}
-
-type appCred struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Secret    string `json:"secret"`
-	UserID    string `json:"user_id"`
-	ProjectID string `json:"project_id"`
-}
-
-type token struct {
-	ID        string    `json:"id"`
-	UserID    string    `json:"user_id"`
-	ProjectID string    `json:"project_id,omitempty"`
-	Admin     bool      `json:"admin"`
-	Methods   []string  `json:"methods"`
-	IssuedAt  time.Time `json:"issued_at"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
 type network struct {
 	ID       string    `json:"id"`
 	Name     string    `json:"name"`
@@ -398,13 +365,9 @@ func defaultQuota() quota {
 	return quota{Network: 100, Subnet: 100, Port: 500, Router: 10, SecurityGroup: 10, SecurityGroupRule: 100, FloatingIP: 50}
 }
 
-// state is everything the simulator holds.
+// state is the resources of the cloud (identity holds projects, users and tokens).
 type state struct {
-	projects map[string]*project
-	users    map[string]*user
-	appCreds map[string]*appCred
-	tokens   map[string]*token
-	quotas   map[string]*quota
+	quotas map[string]*quota
 
 	networks  *coll[*network]
 	subnets   *coll[*subnet]
@@ -419,10 +382,6 @@ type state struct {
 
 func newState() *state {
 	return &state{
-		projects:  map[string]*project{},
-		users:     map[string]*user{},
-		appCreds:  map[string]*appCred{},
-		tokens:    map[string]*token{},
 		quotas:    map[string]*quota{},
 		networks:  newColl[*network](),
 		subnets:   newColl[*subnet](),
