@@ -275,101 +275,66 @@ func (s *cloud) getNetworkLocked(c *call, id string) (*network, error) {
 }
 
 func (s *neutron) getNetwork(c *call) (int, any, error) {
-	return getOne(s.cloud, c, "network", s.getNetworkLocked, viewNetwork)
+	return show(s, c, s.networks())
 }
 
-type networkBody struct {
-	Network *struct {
-		Name      *string  `json:"name"`
-		ProjectID string   `json:"project_id"`
-		TenantID  string   `json:"tenant_id"`
-		External  *bool    `json:"router:external"`
-		Tags      []string `json:"tags"`
-	} `json:"network"`
+type networkFields struct {
+	Name      *string  `json:"name"`
+	ProjectID string   `json:"project_id"`
+	TenantID  string   `json:"tenant_id"`
+	External  *bool    `json:"router:external"`
+	Tags      []string `json:"tags"`
 }
 
 func (s *neutron) createNetwork(c *call) (int, any, error) {
-	var b networkBody
-	if err := c.decode(&b); err != nil {
-		return 0, nil, err
-	}
-	if b.Network == nil {
-		return 0, nil, badRequest("Resource body required")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	owner, err := c.ownerFor(b.Network.ProjectID, b.Network.TenantID)
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := s.checkQuotaLocked(owner, "network"); err != nil {
-		return 0, nil, err
-	}
-	now := s.now()
-	n := &network{ID: s.newUUID(), Project: owner, Revision: 1, Created: now, Updated: now, Tags: b.Network.Tags}
-	if b.Network.Name != nil {
-		n.Name = *b.Network.Name
-	}
-	if b.Network.External != nil {
-		if *b.Network.External && !c.admin() {
-			return 0, nil, errf(http.StatusForbidden, "HTTPForbidden", "(rule:create_network:router:external) is disallowed by policy")
+	ids := func(b *networkFields) (string, string) { return b.ProjectID, b.TenantID }
+	return create(s, c, s.networks(), ids, func(owner string, b *networkFields) (*network, error) {
+		if err := s.checkQuotaLocked(owner, "network"); err != nil {
+			return nil, err
 		}
-		n.External = *b.Network.External
-	}
-	s.st.networks.put(n)
-	return http.StatusCreated, map[string]any{"network": viewNetwork(n)}, nil
+		now := s.now()
+		n := &network{ID: s.newUUID(), Project: owner, Revision: 1, Created: now, Updated: now, Tags: b.Tags}
+		if b.Name != nil {
+			n.Name = *b.Name
+		}
+		if b.External != nil {
+			if *b.External && !c.admin() {
+				return nil, errf(http.StatusForbidden, "HTTPForbidden", "(rule:create_network:router:external) is disallowed by policy")
+			}
+			n.External = *b.External
+		}
+		s.st.networks.put(n)
+		return n, nil
+	})
 }
 
 func (s *neutron) updateNetwork(c *call) (int, any, error) {
-	var b networkBody
-	if err := c.decode(&b); err != nil {
-		return 0, nil, err
-	}
-	if b.Network == nil {
-		return 0, nil, badRequest("Resource body required")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, err := s.getNetworkLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := c.ifMatch(n.Revision); err != nil {
-		return 0, nil, err
-	}
-	if b.Network.Name != nil {
-		n.Name = *b.Network.Name
-	}
-	if b.Network.Tags != nil {
-		n.Tags = b.Network.Tags
-	}
-	n.Revision++
-	n.Updated = s.now()
-	return http.StatusOK, map[string]any{"network": viewNetwork(n)}, nil
+	return update(s, c, s.networks(), nil, func(n *network, b *networkFields) error {
+		if b.Name != nil {
+			n.Name = *b.Name
+		}
+		if b.Tags != nil {
+			n.Tags = b.Tags
+		}
+		return nil
+	})
 }
 
 func (s *neutron) deleteNetwork(c *call) (int, any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, err := s.getNetworkLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := c.ifMatch(n.Revision); err != nil {
-		return 0, nil, err
-	}
-	for _, id := range s.st.ports.ids(n.Project) {
-		if p := s.st.ports.m[id]; p.NetworkID == n.ID && p.DeviceOwner != "network:dhcp" {
-			return 0, nil, errf(http.StatusConflict, "NetworkInUse",
-				"Unable to complete operation on network %s. There are one or more ports still in use on the network.", n.ID)
+	return remove(s, c, s.networks(), func(n *network) error {
+		for _, id := range s.st.ports.ids(n.Project) {
+			if p := s.st.ports.m[id]; p.NetworkID == n.ID && p.DeviceOwner != "network:dhcp" {
+				return errf(http.StatusConflict, "NetworkInUse",
+					"Unable to complete operation on network %s. There are one or more ports still in use on the network.", n.ID)
+			}
 		}
-	}
-	for _, sid := range n.Subnets {
-		s.st.subnets.del(sid)
-		delete(s.ipIndex, sid)
-	}
-	s.st.networks.del(n.ID)
-	return http.StatusNoContent, nil, nil
+		for _, sid := range n.Subnets {
+			s.st.subnets.del(sid)
+			delete(s.ipIndex, sid)
+		}
+		s.st.networks.del(n.ID)
+		return nil
+	})
 }
 
 // Subnets.
@@ -448,7 +413,7 @@ func (s *cloud) getSubnetLocked(c *call, id string) (*subnet, error) {
 }
 
 func (s *neutron) getSubnet(c *call) (int, any, error) {
-	return getOne(s.cloud, c, "subnet", s.getSubnetLocked, viewSubnet)
+	return show(s, c, s.subnets())
 }
 
 func (s *neutron) createSubnet(c *call) (int, any, error) {
@@ -538,23 +503,19 @@ func (s *cloud) addSubnetLocked(owner string, n *network, name, cidr string, ipV
 }
 
 func (s *neutron) deleteSubnet(c *call) (int, any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sub, err := s.getSubnetLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	if len(s.ipIndex[sub.ID]) > 0 {
-		return 0, nil, errf(http.StatusConflict, "SubnetInUse",
-			"Unable to complete operation on subnet %s: One or more ports have an IP allocation from this subnet.", sub.ID)
-	}
-	if n, ok := s.st.networks.get(sub.NetworkID); ok {
-		n.Subnets = slices.DeleteFunc(n.Subnets, func(id string) bool { return id == sub.ID })
-		n.Revision++
-	}
-	delete(s.ipIndex, sub.ID)
-	s.st.subnets.del(sub.ID)
-	return http.StatusNoContent, nil, nil
+	return remove(s, c, s.subnets(), func(sub *subnet) error {
+		if len(s.ipIndex[sub.ID]) > 0 {
+			return errf(http.StatusConflict, "SubnetInUse",
+				"Unable to complete operation on subnet %s: One or more ports have an IP allocation from this subnet.", sub.ID)
+		}
+		if n, ok := s.st.networks.get(sub.NetworkID); ok {
+			n.Subnets = slices.DeleteFunc(n.Subnets, func(id string) bool { return id == sub.ID })
+			n.Revision++
+		}
+		delete(s.ipIndex, sub.ID)
+		s.st.subnets.del(sub.ID)
+		return nil
+	})
 }
 
 // allocateIPLocked reserves an address on a subnet: want, or the next free one.
@@ -683,73 +644,56 @@ func (s *cloud) getPortLocked(c *call, id string) (*port, error) {
 }
 
 func (s *neutron) getPort(c *call) (int, any, error) {
-	return getOne(s.cloud, c, "port", s.getPortLocked, viewPort)
+	return show(s, c, s.ports())
 }
 
-type portBody struct {
-	Port *struct {
-		Name           *string        `json:"name"`
-		NetworkID      string         `json:"network_id"`
-		DeviceID       *string        `json:"device_id"`
-		DeviceOwner    *string        `json:"device_owner"`
-		FixedIPs       *[]fixedIP     `json:"fixed_ips"`
-		AddressPairs   *[]addressPair `json:"allowed_address_pairs"`
-		SecurityGroups *[]string      `json:"security_groups"`
-		MACAddress     string         `json:"mac_address"`
-		ProjectID      string         `json:"project_id"`
-		TenantID       string         `json:"tenant_id"`
-		Tags           []string       `json:"tags"`
-	} `json:"port"`
+type portFields struct {
+	Name           *string        `json:"name"`
+	NetworkID      string         `json:"network_id"`
+	DeviceID       *string        `json:"device_id"`
+	DeviceOwner    *string        `json:"device_owner"`
+	FixedIPs       *[]fixedIP     `json:"fixed_ips"`
+	AddressPairs   *[]addressPair `json:"allowed_address_pairs"`
+	SecurityGroups *[]string      `json:"security_groups"`
+	MACAddress     string         `json:"mac_address"`
+	ProjectID      string         `json:"project_id"`
+	TenantID       string         `json:"tenant_id"`
+	Tags           []string       `json:"tags"`
 }
 
 func (s *neutron) createPort(c *call) (int, any, error) {
-	var b portBody
-	if err := c.decode(&b); err != nil {
-		return 0, nil, err
-	}
-	pb := b.Port
-	if pb == nil {
-		return 0, nil, badRequest("Resource body required")
-	}
-	if pb.NetworkID == "" {
-		return 0, nil, badRequest("Failed to parse request. Required attribute 'network_id' not specified")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, err := s.getNetworkLocked(c, pb.NetworkID)
-	if err != nil {
-		return 0, nil, err
-	}
-	owner, err := c.ownerFor(pb.ProjectID, pb.TenantID)
-	if err != nil {
-		return 0, nil, err
-	}
-	spec := portSpec{Network: n, Owner: owner, MAC: pb.MACAddress, Tags: pb.Tags}
-	if pb.Name != nil {
-		spec.Name = *pb.Name
-	}
-	if pb.DeviceID != nil {
-		spec.DeviceID = *pb.DeviceID
-	}
-	if pb.DeviceOwner != nil {
-		spec.DeviceOwner = *pb.DeviceOwner
-	}
-	if pb.FixedIPs != nil {
-		spec.FixedIPs = *pb.FixedIPs
-		spec.FixedIPsSet = true
-	}
-	if pb.AddressPairs != nil {
-		spec.Pairs = *pb.AddressPairs
-	}
-	if pb.SecurityGroups != nil {
-		spec.Groups = *pb.SecurityGroups
-		spec.GroupsSet = true
-	}
-	p, err := s.createPortLocked(c, spec)
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusCreated, map[string]any{"port": viewPort(p)}, nil
+	ids := func(b *portFields) (string, string) { return b.ProjectID, b.TenantID }
+	return create(s, c, s.ports(), ids, func(owner string, b *portFields) (*port, error) {
+		if b.NetworkID == "" {
+			return nil, badRequest("Failed to parse request. Required attribute 'network_id' not specified")
+		}
+		n, err := s.getNetworkLocked(c, b.NetworkID)
+		if err != nil {
+			return nil, err
+		}
+		spec := portSpec{Network: n, Owner: owner, MAC: b.MACAddress, Tags: b.Tags}
+		if b.Name != nil {
+			spec.Name = *b.Name
+		}
+		if b.DeviceID != nil {
+			spec.DeviceID = *b.DeviceID
+		}
+		if b.DeviceOwner != nil {
+			spec.DeviceOwner = *b.DeviceOwner
+		}
+		if b.FixedIPs != nil {
+			spec.FixedIPs = *b.FixedIPs
+			spec.FixedIPsSet = true
+		}
+		if b.AddressPairs != nil {
+			spec.Pairs = *b.AddressPairs
+		}
+		if b.SecurityGroups != nil {
+			spec.Groups = *b.SecurityGroups
+			spec.GroupsSet = true
+		}
+		return s.createPortLocked(c, spec)
+	})
 }
 
 type portSpec struct {
@@ -876,88 +820,65 @@ func validatePairs(in []addressPair) ([]addressPair, error) {
 }
 
 func (s *neutron) updatePort(c *call) (int, any, error) {
-	var b portBody
-	if err := c.decode(&b); err != nil {
-		return 0, nil, err
-	}
-	pb := b.Port
-	if pb == nil {
-		return 0, nil, badRequest("Resource body required")
-	}
-	if pb.SecurityGroups != nil || pb.AddressPairs != nil {
-		if err := s.sleep(c.r.Context(), time.Duration(s.knob().SecurityGroupUpdateLatency)); err != nil {
-			return 0, nil, err
+	wait := func(b *portFields) time.Duration {
+		if b.SecurityGroups != nil || b.AddressPairs != nil {
+			return time.Duration(s.knob().SecurityGroupUpdateLatency)
 		}
+		return 0
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, err := s.getPortLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := c.ifMatch(p.Revision); err != nil {
-		return 0, nil, err
-	}
-	if pb.FixedIPs != nil {
-		return 0, nil, badRequest("Updating fixed_ips is not supported by the simulator")
-	}
-	if pb.AddressPairs != nil {
-		pairs, err := validatePairs(*pb.AddressPairs)
-		if err != nil {
-			return 0, nil, err
+	return update(s, c, s.ports(), wait, func(p *port, b *portFields) error {
+		if b.FixedIPs != nil {
+			return badRequest("Updating fixed_ips is not supported by the simulator")
 		}
-		for i := range pairs {
-			if pairs[i].MACAddress == "" {
-				pairs[i].MACAddress = p.MAC
+		if b.AddressPairs != nil {
+			pairs, err := validatePairs(*b.AddressPairs)
+			if err != nil {
+				return err
 			}
-		}
-		p.AddressPairs = pairs
-	}
-	if pb.SecurityGroups != nil {
-		for _, g := range *pb.SecurityGroups {
-			if sg, ok := s.st.secGroups.get(g); !ok || !c.visible(sg.Project) {
-				return 0, nil, errf(http.StatusNotFound, "SecurityGroupNotFound", "Security group %s does not exist", g)
+			for i := range pairs {
+				if pairs[i].MACAddress == "" {
+					pairs[i].MACAddress = p.MAC
+				}
 			}
+			p.AddressPairs = pairs
 		}
-		p.SecurityGroups = slices.Clone(*pb.SecurityGroups)
-	}
-	if pb.Name != nil {
-		p.Name = *pb.Name
-	}
-	if pb.DeviceID != nil {
-		p.DeviceID = *pb.DeviceID
-	}
-	if pb.DeviceOwner != nil {
-		p.DeviceOwner = *pb.DeviceOwner
-	}
-	if pb.Tags != nil {
-		p.Tags = pb.Tags
-	}
-	p.Revision++
-	p.Updated = s.now()
-	return http.StatusOK, map[string]any{"port": viewPort(p)}, nil
+		if b.SecurityGroups != nil {
+			for _, g := range *b.SecurityGroups {
+				if sg, ok := s.st.secGroups.get(g); !ok || !c.visible(sg.Project) {
+					return errf(http.StatusNotFound, "SecurityGroupNotFound", "Security group %s does not exist", g)
+				}
+			}
+			p.SecurityGroups = slices.Clone(*b.SecurityGroups)
+		}
+		if b.Name != nil {
+			p.Name = *b.Name
+		}
+		if b.DeviceID != nil {
+			p.DeviceID = *b.DeviceID
+		}
+		if b.DeviceOwner != nil {
+			p.DeviceOwner = *b.DeviceOwner
+		}
+		if b.Tags != nil {
+			p.Tags = b.Tags
+		}
+		return nil
+	})
 }
 
 func (s *neutron) deletePort(c *call) (int, any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, err := s.getPortLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := c.ifMatch(p.Revision); err != nil {
-		return 0, nil, err
-	}
-	if p.DeviceOwner == "network:router_interface" {
-		return 0, nil, errf(http.StatusConflict, "PortInUse",
-			"Port %s cannot be deleted directly via the port API: has device owner network:router_interface.", p.ID)
-	}
-	s.releaseIPsLocked(p)
-	s.st.ports.del(p.ID)
-	if srv, ok := s.st.servers.get(p.DeviceID); ok {
-		srv.Ports = slices.DeleteFunc(srv.Ports, func(id string) bool { return id == p.ID })
-	}
-	return http.StatusNoContent, nil, nil
+	return remove(s, c, s.ports(), func(p *port) error {
+		if p.DeviceOwner == "network:router_interface" {
+			return errf(http.StatusConflict, "PortInUse",
+				"Port %s cannot be deleted directly via the port API: has device owner network:router_interface.", p.ID)
+		}
+		s.releaseIPsLocked(p)
+		s.st.ports.del(p.ID)
+		if srv, ok := s.st.servers.get(p.DeviceID); ok {
+			srv.Ports = slices.DeleteFunc(srv.Ports, func(id string) bool { return id == p.ID })
+		}
+		return nil
+	})
 }
 
 // Security groups.
@@ -1064,111 +985,74 @@ func (s *cloud) getSecGroupLocked(c *call, id string) (*secGroup, error) {
 }
 
 func (s *neutron) getSecGroup(c *call) (int, any, error) {
-	return getOne(s.cloud, c, "security_group", s.getSecGroupLocked, s.viewSecGroup)
+	return show(s, c, s.secGroups())
 }
 
-type secGroupBody struct {
-	SecurityGroup *struct {
-		Name        *string  `json:"name"`
-		Description *string  `json:"description"`
-		ProjectID   string   `json:"project_id"`
-		TenantID    string   `json:"tenant_id"`
-		Tags        []string `json:"tags"`
-	} `json:"security_group"`
+type secGroupFields struct {
+	Name        *string  `json:"name"`
+	Description *string  `json:"description"`
+	ProjectID   string   `json:"project_id"`
+	TenantID    string   `json:"tenant_id"`
+	Tags        []string `json:"tags"`
 }
 
 func (s *neutron) createSecGroup(c *call) (int, any, error) {
-	var b secGroupBody
-	if err := c.decode(&b); err != nil {
-		return 0, nil, err
-	}
-	if b.SecurityGroup == nil {
-		return 0, nil, badRequest("Resource body required")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	owner, err := c.ownerFor(b.SecurityGroup.ProjectID, b.SecurityGroup.TenantID)
-	if err != nil {
-		return 0, nil, err
-	}
-	name, desc := "", ""
-	if b.SecurityGroup.Name != nil {
-		name = *b.SecurityGroup.Name
-	}
-	if b.SecurityGroup.Description != nil {
-		desc = *b.SecurityGroup.Description
-	}
-	if name == "default" {
-		return 0, nil, errf(http.StatusConflict, "SecurityGroupDefaultAlreadyExists", "Default security group already exists.")
-	}
-	if err := s.checkQuotaLocked(owner, "security_group"); err != nil {
-		return 0, nil, err
-	}
-	g := s.createSecGroupLocked(owner, name, desc)
-	g.Tags = b.SecurityGroup.Tags
-	return http.StatusCreated, map[string]any{"security_group": s.viewSecGroup(g)}, nil
+	ids := func(b *secGroupFields) (string, string) { return b.ProjectID, b.TenantID }
+	return create(s, c, s.secGroups(), ids, func(owner string, b *secGroupFields) (*secGroup, error) {
+		name, desc := "", ""
+		if b.Name != nil {
+			name = *b.Name
+		}
+		if b.Description != nil {
+			desc = *b.Description
+		}
+		if name == "default" {
+			return nil, errf(http.StatusConflict, "SecurityGroupDefaultAlreadyExists", "Default security group already exists.")
+		}
+		if err := s.checkQuotaLocked(owner, "security_group"); err != nil {
+			return nil, err
+		}
+		g := s.createSecGroupLocked(owner, name, desc)
+		g.Tags = b.Tags
+		return g, nil
+	})
 }
 
 func (s *neutron) updateSecGroup(c *call) (int, any, error) {
-	var b secGroupBody
-	if err := c.decode(&b); err != nil {
-		return 0, nil, err
-	}
-	if b.SecurityGroup == nil {
-		return 0, nil, badRequest("Resource body required")
-	}
-	if err := s.sleep(c.r.Context(), time.Duration(s.knob().SecurityGroupUpdateLatency)); err != nil {
-		return 0, nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g, err := s.getSecGroupLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := c.ifMatch(g.Revision); err != nil {
-		return 0, nil, err
-	}
-	if b.SecurityGroup.Name != nil {
-		if g.Name == "default" && *b.SecurityGroup.Name != "default" {
-			return 0, nil, errf(http.StatusConflict, "SecurityGroupCannotUpdateDefault", "Updating default security group not allowed.")
+	wait := func(*secGroupFields) time.Duration { return time.Duration(s.knob().SecurityGroupUpdateLatency) }
+	return update(s, c, s.secGroups(), wait, func(g *secGroup, b *secGroupFields) error {
+		if b.Name != nil {
+			if g.Name == "default" && *b.Name != "default" {
+				return errf(http.StatusConflict, "SecurityGroupCannotUpdateDefault", "Updating default security group not allowed.")
+			}
+			g.Name = *b.Name
 		}
-		g.Name = *b.SecurityGroup.Name
-	}
-	if b.SecurityGroup.Description != nil {
-		g.Description = *b.SecurityGroup.Description
-	}
-	if b.SecurityGroup.Tags != nil {
-		g.Tags = b.SecurityGroup.Tags
-	}
-	g.Revision++
-	g.Updated = s.now()
-	return http.StatusOK, map[string]any{"security_group": s.viewSecGroup(g)}, nil
+		if b.Description != nil {
+			g.Description = *b.Description
+		}
+		if b.Tags != nil {
+			g.Tags = b.Tags
+		}
+		return nil
+	})
 }
 
 func (s *neutron) deleteSecGroup(c *call) (int, any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g, err := s.getSecGroupLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := c.ifMatch(g.Revision); err != nil {
-		return 0, nil, err
-	}
-	if g.Name == "default" && !c.admin() {
-		return 0, nil, errf(http.StatusConflict, "SecurityGroupCannotRemoveDefault", "Insufficient rights for removing default security group.")
-	}
-	for _, id := range s.st.ports.ids(g.Project) {
-		if slices.Contains(s.st.ports.m[id].SecurityGroups, g.ID) {
-			return 0, nil, errf(http.StatusConflict, "SecurityGroupInUse", "Security Group %s in use.", g.ID)
+	return remove(s, c, s.secGroups(), func(g *secGroup) error {
+		if g.Name == "default" && !c.admin() {
+			return errf(http.StatusConflict, "SecurityGroupCannotRemoveDefault", "Insufficient rights for removing default security group.")
 		}
-	}
-	for _, rid := range g.Rules {
-		s.st.sgRules.del(rid)
-	}
-	s.st.secGroups.del(g.ID)
-	return http.StatusNoContent, nil, nil
+		for _, id := range s.st.ports.ids(g.Project) {
+			if slices.Contains(s.st.ports.m[id].SecurityGroups, g.ID) {
+				return errf(http.StatusConflict, "SecurityGroupInUse", "Security Group %s in use.", g.ID)
+			}
+		}
+		for _, rid := range g.Rules {
+			s.st.sgRules.del(rid)
+		}
+		s.st.secGroups.del(g.ID)
+		return nil
+	})
 }
 
 func ruleField(r *sgRule, k string) ([]string, bool) {
@@ -1508,15 +1392,4 @@ func selectFields(views []any, fields []string) ([]any, error) {
 		out = append(out, m)
 	}
 	return out, nil
-}
-
-// getOne answers GET .../{id}: the lookup under the read lock, its view wrapped as {key: view}.
-func getOne[T, V any](s *cloud, c *call, key string, lookup func(*call, string) (T, error), view func(T) V) (int, any, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	v, err := lookup(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, map[string]any{key: view(v)}, nil
 }

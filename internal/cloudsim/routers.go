@@ -61,61 +61,52 @@ func (s *cloud) getRouterLocked(c *call, id string) (*router, error) {
 }
 
 func (s *neutron) getRouter(c *call) (int, any, error) {
-	return getOne(s.cloud, c, "router", s.getRouterLocked, viewRouter)
+	return show(s, c, s.routers())
 }
 
 type routerBody struct {
-	Router *struct {
-		Name        *string  `json:"name"`
-		Description *string  `json:"description"`
-		ProjectID   string   `json:"project_id"`
-		TenantID    string   `json:"tenant_id"`
-		Routes      *[]route `json:"routes"`
-		GatewayInfo *struct {
-			NetworkID string `json:"network_id"`
-		} `json:"external_gateway_info"`
-		Tags []string `json:"tags"`
-	} `json:"router"`
+	Router *routerFields `json:"router"`
+}
+
+type routerFields struct {
+	Name        *string  `json:"name"`
+	Description *string  `json:"description"`
+	ProjectID   string   `json:"project_id"`
+	TenantID    string   `json:"tenant_id"`
+	Routes      *[]route `json:"routes"`
+	GatewayInfo *struct {
+		NetworkID string `json:"network_id"`
+	} `json:"external_gateway_info"`
+	Tags []string `json:"tags"`
 }
 
 func (s *neutron) createRouter(c *call) (int, any, error) {
-	var b routerBody
-	if err := c.decode(&b); err != nil {
-		return 0, nil, err
-	}
-	rb := b.Router
-	if rb == nil {
-		return 0, nil, badRequest("Resource body required")
-	}
-	if rb.Routes != nil {
-		return 0, nil, badRequest("Attribute 'routes' not allowed in POST")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	owner, err := c.ownerFor(rb.ProjectID, rb.TenantID)
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := s.checkQuotaLocked(owner, "router"); err != nil {
-		return 0, nil, err
-	}
-	r := s.newRouterLocked(owner)
-	if rb.Name != nil {
-		r.Name = *rb.Name
-	}
-	if rb.Description != nil {
-		r.Description = *rb.Description
-	}
-	if rb.GatewayInfo != nil && rb.GatewayInfo.NetworkID != "" {
-		n, ok := s.st.networks.get(rb.GatewayInfo.NetworkID)
-		if !ok || !n.External {
-			return 0, nil, badRequest("Bad router request: Network %s is not an external network.", rb.GatewayInfo.NetworkID)
+	ids := func(b *routerFields) (string, string) { return b.ProjectID, b.TenantID }
+	return create(s, c, s.routers(), ids, func(owner string, b *routerFields) (*router, error) {
+		if b.Routes != nil {
+			return nil, badRequest("Attribute 'routes' not allowed in POST")
 		}
-		r.GatewayNet = n.ID
-	}
-	r.Tags = rb.Tags
-	s.st.routers.put(r)
-	return http.StatusCreated, map[string]any{"router": viewRouter(r)}, nil
+		if err := s.checkQuotaLocked(owner, "router"); err != nil {
+			return nil, err
+		}
+		r := s.newRouterLocked(owner)
+		if b.Name != nil {
+			r.Name = *b.Name
+		}
+		if b.Description != nil {
+			r.Description = *b.Description
+		}
+		if b.GatewayInfo != nil && b.GatewayInfo.NetworkID != "" {
+			n, ok := s.st.networks.get(b.GatewayInfo.NetworkID)
+			if !ok || !n.External {
+				return nil, badRequest("Bad router request: Network %s is not an external network.", b.GatewayInfo.NetworkID)
+			}
+			r.GatewayNet = n.ID
+		}
+		r.Tags = b.Tags
+		s.st.routers.put(r)
+		return r, nil
+	})
 }
 
 func (s *cloud) newRouterLocked(owner string) *router {
@@ -180,54 +171,37 @@ func formatRoute(rt route) string {
 }
 
 func (s *neutron) updateRouter(c *call) (int, any, error) {
-	var b routerBody
-	if err := c.decode(&b); err != nil {
-		return 0, nil, err
-	}
-	rb := b.Router
-	if rb == nil {
-		return 0, nil, badRequest("Resource body required")
-	}
-	if rb.ProjectID != "" || rb.TenantID != "" {
-		return 0, nil, badRequest("Cannot update read-only attribute project_id")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.getRouterLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := c.ifMatch(r.Revision); err != nil {
-		return 0, nil, err
-	}
-	if rb.Routes != nil {
-		routes := *rb.Routes
-		if err := s.validateRoutesLocked(r, routes); err != nil {
-			return 0, nil, err
+	return update(s, c, s.routers(), nil, func(r *router, b *routerFields) error {
+		if b.ProjectID != "" || b.TenantID != "" {
+			return badRequest("Cannot update read-only attribute project_id")
 		}
-		r.Routes = slices.Clone(routes)
-	}
-	if rb.Name != nil {
-		r.Name = *rb.Name
-	}
-	if rb.Description != nil {
-		r.Description = *rb.Description
-	}
-	if rb.Tags != nil {
-		r.Tags = rb.Tags
-	}
-	if rb.GatewayInfo != nil {
-		if rb.GatewayInfo.NetworkID == "" {
-			r.GatewayNet = ""
-		} else if n, ok := s.st.networks.get(rb.GatewayInfo.NetworkID); ok && n.External {
-			r.GatewayNet = n.ID
-		} else {
-			return 0, nil, badRequest("Bad router request: Network %s is not an external network.", rb.GatewayInfo.NetworkID)
+		if b.Routes != nil {
+			routes := *b.Routes
+			if err := s.validateRoutesLocked(r, routes); err != nil {
+				return err
+			}
+			r.Routes = slices.Clone(routes)
 		}
-	}
-	r.Revision++
-	r.Updated = s.now()
-	return http.StatusOK, map[string]any{"router": viewRouter(r)}, nil
+		if b.Name != nil {
+			r.Name = *b.Name
+		}
+		if b.Description != nil {
+			r.Description = *b.Description
+		}
+		if b.Tags != nil {
+			r.Tags = b.Tags
+		}
+		if b.GatewayInfo != nil {
+			if b.GatewayInfo.NetworkID == "" {
+				r.GatewayNet = ""
+			} else if n, ok := s.st.networks.get(b.GatewayInfo.NetworkID); ok && n.External {
+				r.GatewayNet = n.ID
+			} else {
+				return badRequest("Bad router request: Network %s is not an external network.", b.GatewayInfo.NetworkID)
+			}
+		}
+		return nil
+	})
 }
 
 func (s *neutron) extraRoutes(c *call, add bool) (int, any, error) {
@@ -281,20 +255,13 @@ func (s *neutron) addExtraRoutes(c *call) (int, any, error)    { return s.extraR
 func (s *neutron) removeExtraRoutes(c *call) (int, any, error) { return s.extraRoutes(c, false) }
 
 func (s *neutron) deleteRouter(c *call) (int, any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.getRouterLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := c.ifMatch(r.Revision); err != nil {
-		return 0, nil, err
-	}
-	if len(r.Subnets) > 0 {
-		return 0, nil, errf(http.StatusConflict, "RouterInUse", "Router %s still has ports", r.ID)
-	}
-	s.st.routers.del(r.ID)
-	return http.StatusNoContent, nil, nil
+	return remove(s, c, s.routers(), func(r *router) error {
+		if len(r.Subnets) > 0 {
+			return errf(http.StatusConflict, "RouterInUse", "Router %s still has ports", r.ID)
+		}
+		s.st.routers.del(r.ID)
+		return nil
+	})
 }
 
 type interfaceBody struct {
