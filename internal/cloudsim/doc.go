@@ -21,6 +21,12 @@
 // volumes stuck in deleting, the route limit, the token TTL) and scripted faults change while
 // the simulator runs, from Go or over HTTP.
 //
+// Each service is a part of its own (one file or a few per service, named after it): identity (Keystone, with
+// its own lock), and neutron, nova, cinder and octavia, whose handlers share the store of cloud resources
+// (cloud, one lock: their changes cross services and must be atomic). Neutron's resources share generic
+// create, show, update and delete handlers (crud.go: body, ownership, quota, If-Match, revision). Error bodies
+// come from package errbody, the table the fault proxy injects from too.
+//
 // The simulator is a test double: it is not a security boundary and keeps everything in memory,
 // optionally persisted to a JSON file.
 package cloudsim
