@@ -51,6 +51,33 @@ func (s *neutron) routers() resource[*router] {
 	return resource[*router]{key: "router", find: s.getRouterLocked, view: viewRouter}
 }
 
+// decodeFields reads a request body {key: {fields}} into the fields.
+func decodeFields[B any](c *call, key string) (*B, error) {
+	var body map[string]*B
+	if err := c.decode(&body); err != nil {
+		return nil, err
+	}
+	b := body[key]
+	if b == nil {
+		return nil, badRequest("Resource body required")
+	}
+	return b, nil
+}
+
+// findForWrite finds the resource of the request's path for a change: one the caller may see, at the revision
+// of Neutron's If-Match when the request has one. Callers hold the lock.
+func (r resource[T]) findForWrite(c *call) (T, error) {
+	v, err := r.find(c, c.r.PathValue("id"))
+	if err != nil {
+		return v, err
+	}
+	if err := c.ifMatch(v.revision()); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
 // show answers GET .../{id}: the resource under the read lock, as {key: view}.
 func show[T revisioned](s *neutron, c *call, r resource[T]) (int, any, error) {
 	s.mu.RLock()
@@ -66,13 +93,9 @@ func show[T revisioned](s *neutron, c *call, r resource[T]) (int, any, error) {
 // resource, Neutron's If-Match, apply, a new revision, the answer. wait, when set, says how long to wait before
 // taking the lock (the knob that makes security-group changes slow).
 func update[T revisioned, B any](s *neutron, c *call, r resource[T], wait func(*B) time.Duration, apply func(T, *B) error) (int, any, error) {
-	var body map[string]*B
-	if err := c.decode(&body); err != nil {
+	b, err := decodeFields[B](c, r.key)
+	if err != nil {
 		return 0, nil, err
-	}
-	b := body[r.key]
-	if b == nil {
-		return 0, nil, badRequest("Resource body required")
 	}
 	if wait != nil {
 		if err := s.sleep(c.r.Context(), wait(b)); err != nil {
@@ -81,11 +104,8 @@ func update[T revisioned, B any](s *neutron, c *call, r resource[T], wait func(*
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, err := r.find(c, c.r.PathValue("id"))
+	v, err := r.findForWrite(c)
 	if err != nil {
-		return 0, nil, err
-	}
-	if err := c.ifMatch(v.revision()); err != nil {
 		return 0, nil, err
 	}
 	if err := apply(v, b); err != nil {
@@ -100,11 +120,8 @@ func update[T revisioned, B any](s *neutron, c *call, r resource[T], wait func(*
 func remove[T revisioned](s *neutron, c *call, r resource[T], del func(T) error) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, err := r.find(c, c.r.PathValue("id"))
+	v, err := r.findForWrite(c)
 	if err != nil {
-		return 0, nil, err
-	}
-	if err := c.ifMatch(v.revision()); err != nil {
 		return 0, nil, err
 	}
 	if err := del(v); err != nil {
@@ -117,13 +134,9 @@ func remove[T revisioned](s *neutron, c *call, r resource[T], del func(T) error)
 // the resource is for (the caller's, or for an admin the one ids names), and build, which checks the rest of the
 // request, the project's quota, and stores the resource.
 func create[T revisioned, B any](s *neutron, c *call, r resource[T], ids func(*B) (projectID, tenantID string), build func(project string, b *B) (T, error)) (int, any, error) {
-	var body map[string]*B
-	if err := c.decode(&body); err != nil {
+	b, err := decodeFields[B](c, r.key)
+	if err != nil {
 		return 0, nil, err
-	}
-	b := body[r.key]
-	if b == nil {
-		return 0, nil, badRequest("Resource body required")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -106,22 +106,7 @@ func (s *neutron) updateQuota(c *call) (int, any, error) {
 		if v < -1 {
 			return 0, nil, badRequest("Invalid input for %s. Reason: '%d' should be greater than or equal to -1.", k, v)
 		}
-		switch k {
-		case "network":
-			q.Network = v
-		case "subnet":
-			q.Subnet = v
-		case "port":
-			q.Port = v
-		case "router":
-			q.Router = v
-		case "security_group":
-			q.SecurityGroup = v
-		case "security_group_rule":
-			q.SecurityGroupRule = v
-		case "floatingip":
-			q.FloatingIP = v
-		default:
+		if !q.set(k, v) {
 			return 0, nil, badRequest("Unrecognized attribute(s) '%s'", k)
 		}
 	}

@@ -154,20 +154,7 @@ func (s *Sim) seedProject(ps ProjectSeed) (*SeededProject, error) {
 	if len(ps.Quota) > 0 {
 		q := s.quotaLocked(pid)
 		for k, v := range ps.Quota {
-			switch k {
-			case "network":
-				q.Network = v
-			case "subnet":
-				q.Subnet = v
-			case "port":
-				q.Port = v
-			case "router":
-				q.Router = v
-			case "security_group":
-				q.SecurityGroup = v
-			case "security_group_rule":
-				q.SecurityGroupRule = v
-			default:
+			if !q.set(k, v) {
 				return sp, fmt.Errorf("quota: unknown resource %q", k)
 			}
 		}

@@ -361,6 +361,29 @@ type quota struct {
 	FloatingIP        int `json:"floatingip"`
 }
 
+// set sets the limit of one resource, named as in Neutron's API; it reports whether the name is known.
+func (q *quota) set(resource string, v int) bool {
+	switch resource {
+	case "network":
+		q.Network = v
+	case "subnet":
+		q.Subnet = v
+	case "port":
+		q.Port = v
+	case "router":
+		q.Router = v
+	case "security_group":
+		q.SecurityGroup = v
+	case "security_group_rule":
+		q.SecurityGroupRule = v
+	case "floatingip":
+		q.FloatingIP = v
+	default:
+		return false
+	}
+	return true
+}
+
 func defaultQuota() quota {
 	return quota{Network: 100, Subnet: 100, Port: 500, Router: 10, SecurityGroup: 10, SecurityGroupRule: 100, FloatingIP: 50}
 }
