@@ -1,0 +1,447 @@
+package workload_test
+
+// The workload access against real apiservers: the shared kube-apiserver of the harness is the
+// management cluster (it holds the kubeconfig Secrets) and, through a Secret, one workload cluster; a
+// private kube-apiserver (testenv.PrivateKube) is another workload cluster, stopped and restarted by the
+// tests.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/workload"
+)
+
+// checks is an in-memory remediation.Checks.
+type checks struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]map[string]remediation.CheckResult
+}
+
+func (c *checks) Set(k types.NamespacedName, check string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[types.NamespacedName]map[string]remediation.CheckResult{}
+	}
+	if c.m[k] == nil {
+		c.m[k] = map[string]remediation.CheckResult{}
+	}
+	c.m[k][check] = remediation.CheckResult{Err: err, Time: time.Now()}
+}
+
+func (c *checks) Get(k types.NamespacedName, check string) (remediation.CheckResult, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[k][check]
+	return r, ok
+}
+
+func (c *checks) Forget(k types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, k)
+}
+
+// flatKubeconfig returns the kubeconfig at path with every file reference inlined, as a tenant would put
+// it in a Secret.
+func flatKubeconfig(t testing.TB, path string) []byte {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type fixture struct {
+	t      *testing.T
+	mgmt   client.Client
+	ns     string
+	checks *checks
+	access *workload.Manager
+
+	mu      sync.Mutex
+	changed map[types.NamespacedName]int
+}
+
+func newFixture(t *testing.T, mutate func(*workload.Options)) *fixture {
+	t.Helper()
+	cfg := testenv.Kube(t)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	ns := "vitals-workload-" + hex.EncodeToString(b)
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	f := &fixture{t: t, mgmt: c, ns: ns, checks: &checks{}, changed: map[types.NamespacedName]int{}}
+	opts := workload.Options{
+		Secrets: c, Checks: f.checks,
+		HealthInterval: 250 * time.Millisecond, HealthTimeout: 2 * time.Second, SecretRecheck: -1,
+		Changed: func(k types.NamespacedName) {
+			f.mu.Lock()
+			f.changed[k]++
+			f.mu.Unlock()
+		},
+	}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	f.access, err = workload.NewManager(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.access.Close)
+	return f
+}
+
+// secret creates (or updates) a Secret holding data under key "kubeconfig".
+func (f *fixture) secret(name string, data []byte) {
+	f.t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}, Data: map[string][]byte{workload.DefaultKubeconfigKey: data}}
+	err := f.mgmt.Create(context.Background(), s)
+	if err != nil {
+		err = f.mgmt.Update(context.Background(), s)
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) cluster(name string, ref *v1alpha1.SecretKeyRef) *v1alpha1.VitalsCluster {
+	return &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, UID: types.UID("uid-" + name)},
+		Spec: v1alpha1.ClusterSpec{KubeconfigSecretRef: ref}}
+}
+
+func (f *fixture) for_(c *v1alpha1.VitalsCluster) (workload.Cluster, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return f.access.For(ctx, c)
+}
+
+// eventually polls cond until it holds or a minute has passed.
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (f *fixture) checkReason(k types.NamespacedName) string {
+	r, ok := f.checks.Get(k, remediation.CheckWorkload)
+	if !ok {
+		return "(none)"
+	}
+	return workload.ReasonOf(r.Err)
+}
+
+func wantReason(c workload.Cluster, reason string) func() error {
+	return func() error {
+		if got := workload.ReasonOf(c.Healthy()); got != reason {
+			return fmt.Errorf("health %v, want %s", c.Healthy(), reason)
+		}
+		return nil
+	}
+}
+
+// accessGoroutines counts the goroutines of workload accesses: informers, caches, health loops.
+func accessGoroutines() int {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "k8s.io/client-go/tools/cache.") || strings.Contains(g, "controller-runtime/pkg/cache") ||
+			strings.Contains(g, "vitals/workload.(*remote)") || strings.Contains(g, "vitals/workload.start") {
+			n++
+		}
+	}
+	return n
+}
+
+func TestAccessOutageOfOneClusterAndRecovery(t *testing.T) {
+	f := newFixture(t, nil)
+	priv := testenv.PrivateKube(t)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
+	cs, err := kubernetes.NewForConfig(priv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.secret("private-kubeconfig", flatKubeconfig(t, priv.KubeconfigPath()))
+	f.secret("shared-kubeconfig", flatKubeconfig(t, testenv.KubeconfigPath(t)))
+	a := f.cluster("a", &v1alpha1.SecretKeyRef{Name: "private-kubeconfig"})
+	b := f.cluster("b", &v1alpha1.SecretKeyRef{Name: "shared-kubeconfig"})
+	ka, kb := types.NamespacedName{Namespace: f.ns, Name: "a"}, types.NamespacedName{Namespace: f.ns, Name: "b"}
+
+	wa, err := f.for_(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb, err := f.for_(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wa.Source() != "secret "+f.ns+"/private-kubeconfig key kubeconfig" {
+		t.Fatalf("source %q", wa.Source())
+	}
+	eventually(t, "a reachable", wantReason(wa, workload.ReasonReachable))
+	eventually(t, "b reachable", wantReason(wb, workload.ReasonReachable))
+
+	// Reads go through the informer cache of the workload cluster.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var nodes corev1.NodeList
+	if err := wa.Reader().List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 1 || nodes.Items[0].Name != "node-a" {
+		t.Fatalf("nodes of the private cluster: %v", nodes.Items)
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := wa.Reader().List(ctx, &pvcs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a healthy with informers synced", wantReason(wa, workload.ReasonReachable))
+	if r := f.checkReason(ka); r != workload.ReasonReachable {
+		t.Fatalf("check of a: %s", r)
+	}
+	// Writes go to the workload cluster.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "written-by-vitals"}}
+	if err := wa.Client().Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, cm.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the write did not reach the private cluster: %v", err)
+	}
+
+	// The private apiserver goes: a's check fails, b's does not.
+	if err := priv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a unreachable", wantReason(wa, workload.ReasonUnreachable))
+	eventually(t, "a's check failing", func() error {
+		if r := f.checkReason(ka); r != workload.ReasonUnreachable {
+			return fmt.Errorf("check %s", r)
+		}
+		return nil
+	})
+	if err := wb.Healthy(); err != nil {
+		t.Fatalf("b is hurt by a's outage: %v", err)
+	}
+	if r := f.checkReason(kb); r != workload.ReasonReachable {
+		t.Fatalf("b's check is hurt by a's outage: %s", r)
+	}
+	if msg := wa.Healthy().Error(); strings.Contains(msg, "127.0.0.1") {
+		t.Fatalf("the health message names the server: %s", msg)
+	}
+	// The same access is handed out during the outage (nothing rebuilt, no Secret change).
+	if again, err := f.for_(a); err != nil || again != wa {
+		t.Fatalf("For during the outage: %v, same access %v", err, again == wa)
+	}
+
+	// Back: a recovers on its own.
+	if err := priv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a reachable again", wantReason(wa, workload.ReasonReachable))
+	if err := wa.Reader().List(ctx, &nodes); err != nil || len(nodes.Items) != 1 {
+		t.Fatalf("nodes after recovery: %v %v", nodes.Items, err)
+	}
+	f.mu.Lock()
+	if f.changed[ka] < 3 {
+		t.Errorf("a's health changed %d times as told to Changed, want at least 3 (reachable, unreachable, reachable)", f.changed[ka])
+	}
+	f.mu.Unlock()
+
+	// a goes: its access stops, b's stays.
+	f.access.Forget(ka)
+	select {
+	case <-wa.Done():
+	default:
+		t.Fatal("Forget returned before the access stopped")
+	}
+	if r := workload.ReasonOf(wa.Healthy()); r != workload.ReasonStopped {
+		t.Fatalf("a after Forget: %s", r)
+	}
+	if f.access.Len() != 1 {
+		t.Fatalf("%d accesses, want 1", f.access.Len())
+	}
+	if err := wb.Healthy(); err != nil {
+		t.Fatal(err)
+	}
+	f.access.Forget(kb)
+	eventually(t, "no goroutine of any access left", func() error {
+		if n := accessGoroutines(); n != 0 {
+			return fmt.Errorf("%d goroutines left", n)
+		}
+		return nil
+	})
+}
+
+func TestAccessFollowsTheSecret(t *testing.T) {
+	f := newFixture(t, nil)
+	shared := flatKubeconfig(t, testenv.KubeconfigPath(t))
+	f.secret("kc", shared)
+	c := f.cluster("c", &v1alpha1.SecretKeyRef{Name: "kc"})
+	k := types.NamespacedName{Namespace: f.ns, Name: "c"}
+	w1, err := f.for_(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "reachable", wantReason(w1, workload.ReasonReachable))
+	if w, err := f.for_(c); err != nil || w != w1 {
+		t.Fatalf("unchanged Secret: %v, same access %v", err, w == w1)
+	}
+
+	// A new resourceVersion: a new access, the old one stopped.
+	f.secret("kc", append([]byte("# rotated\n"), shared...))
+	w2, err := f.for_(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w2 == w1 {
+		t.Fatal("the access was not rebuilt after the Secret changed")
+	}
+	select {
+	case <-w1.Done():
+	default:
+		t.Fatal("the old access still runs")
+	}
+	eventually(t, "reachable after rotation", wantReason(w2, workload.ReasonReachable))
+
+	// The tenant turns it into something refused: the access stops, the check says why.
+	f.secret("kc", []byte(strings.Replace(string(shared), "token:", "tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token\n    token:", 1)))
+	_, err = f.for_(c)
+	if workload.ReasonOf(err) != workload.ReasonRefusedKubeconfig || !strings.Contains(err.Error(), "users[0]: tokenFile") {
+		t.Fatalf("got %v, want tokenFile refused", err)
+	}
+	select {
+	case <-w2.Done():
+	default:
+		t.Fatal("a refused kubeconfig left the previous access running")
+	}
+	if r := f.checkReason(k); r != workload.ReasonRefusedKubeconfig {
+		t.Fatalf("check %s", r)
+	}
+
+	// A wrong key, then no Secret at all.
+	c.Spec.KubeconfigSecretRef.Key = "value"
+	_, err = f.for_(c)
+	if workload.ReasonOf(err) != workload.ReasonMissingKubeconfig || !strings.Contains(err.Error(), `has no key "value"`) {
+		t.Fatalf("got %v", err)
+	}
+	c.Spec.KubeconfigSecretRef = &v1alpha1.SecretKeyRef{Name: "absent"}
+	_, err = f.for_(c)
+	if workload.ReasonOf(err) != workload.ReasonMissingKubeconfig {
+		t.Fatalf("got %v", err)
+	}
+	if r := f.checkReason(k); r != workload.ReasonMissingKubeconfig {
+		t.Fatalf("check %s", r)
+	}
+	if f.access.Len() != 0 {
+		t.Fatalf("%d accesses run", f.access.Len())
+	}
+}
+
+func TestAccessLocalCluster(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		allow bool
+		want  string
+	}{
+		{name: "not allowed", allow: false, want: workload.ReasonLocalNotAllowed},
+		{name: "allowed", allow: true, want: workload.ReasonReachable},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var local *rest.Config
+			f := newFixture(t, func(o *workload.Options) {
+				o.AllowLocal = tt.allow
+				if tt.allow {
+					local = testenv.Kube(t)
+					o.Local = local
+				}
+			})
+			c := f.cluster("local", nil)
+			w, err := f.for_(c)
+			if !tt.allow {
+				if workload.ReasonOf(err) != tt.want || !strings.Contains(err.Error(), "--allow-local-workload") {
+					t.Fatalf("got %v, want %s naming the flag", err, tt.want)
+				}
+				if r := f.checkReason(types.NamespacedName{Namespace: f.ns, Name: "local"}); r != tt.want {
+					t.Fatalf("check %s", r)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.Source() != "the operator's own cluster" {
+				t.Fatalf("source %q", w.Source())
+			}
+			eventually(t, "reachable", wantReason(w, tt.want))
+		})
+	}
+}
+
+// For after Close refuses; Close stops every access.
+func TestAccessClose(t *testing.T) {
+	f := newFixture(t, nil)
+	f.secret("kc", flatKubeconfig(t, testenv.KubeconfigPath(t)))
+	w, err := f.for_(f.cluster("c", &v1alpha1.SecretKeyRef{Name: "kc"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.access.Close()
+	select {
+	case <-w.Done():
+	default:
+		t.Fatal("Close left the access running")
+	}
+	_, err = f.for_(f.cluster("c", &v1alpha1.SecretKeyRef{Name: "kc"}))
+	var we *workload.Error
+	if !errors.As(err, &we) || we.Reason != workload.ReasonStopped {
+		t.Fatalf("For after Close: %v", err)
+	}
+}

@@ -1,0 +1,261 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/vitalsproject/vitals/remediation"
+)
+
+// remote is the access to one workload cluster: a controller-runtime cluster (cache + clients) and a
+// health loop, both on a context of their own that Forget (or a new kubeconfig) cancels.
+type remote struct {
+	key     types.NamespacedName
+	source  string
+	version string
+	conn    *connection
+	cluster cluster.Cluster
+	reader  *trackingReader
+	client  client.Client
+
+	cancel context.CancelFunc
+	done   chan struct{} // closed once every goroutine of the access has ended
+	probed chan struct{} // closed after the first probe
+
+	mu     sync.Mutex
+	health error
+}
+
+var _ Cluster = (*remote)(nil)
+
+func (r *remote) Reader() client.Reader { return r.reader }
+func (r *remote) Client() client.Client { return r.client }
+func (r *remote) Source() string        { return r.source }
+func (r *remote) Done() <-chan struct{} { return r.done }
+
+func (r *remote) Healthy() error {
+	select {
+	case <-r.done:
+		return errorf(ReasonStopped, "the access to the workload cluster was stopped")
+	default:
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.health
+}
+
+// start builds the access of conn and starts its cache and health loop under parent.
+func start(parent context.Context, m *Manager, key types.NamespacedName, source, version string, conn *connection) (*remote, error) {
+	lim := m.opts.Limits
+	cl, err := cluster.New(conn.cfg, func(o *cluster.Options) {
+		o.Scheme = m.opts.Scheme
+		o.HTTPClient = conn.http
+		o.Logger = m.logr.WithValues("vitalscluster", key.String())
+		o.Cache = cache.Options{
+			// Informers hold what a controller reads, without the managed fields nobody reads.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		}
+		// Client reads uncached; Reader is the cache.
+		o.NewClient = func(cfg *rest.Config, co client.Options) (client.Client, error) {
+			co.Cache = nil
+			return client.New(cfg, co)
+		}
+	})
+	if err != nil {
+		return nil, errorf(ReasonInvalidKubeconfig, "build the client of the workload cluster")
+	}
+	ctx, cancel := context.WithCancel(parent)
+	r := &remote{
+		key: key, source: source, version: version, conn: conn, cluster: cl, client: cl.GetClient(),
+		reader: &trackingReader{cache: cl.GetCache(), scheme: m.opts.Scheme, timeout: lim.RequestTimeout},
+		cancel: cancel, done: make(chan struct{}), probed: make(chan struct{}),
+		health: errorf(ReasonConnecting, "the first probe of the API has not answered yet"),
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := cl.Start(ctx); err != nil {
+			m.log.Warn("workload cache stopped", "vitalscluster", key.String(), "err", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		r.healthLoop(ctx, m)
+	}()
+	go func() {
+		wg.Wait()
+		conn.close()
+		close(r.done)
+	}()
+	return r, nil
+}
+
+// stop cancels the access and waits for its goroutines.
+func (r *remote) stop() {
+	r.cancel()
+	<-r.done
+}
+
+// healthLoop probes at once, then every HealthInterval, and reports each result to the checks store;
+// a change of reason or message is passed to Changed.
+func (r *remote) healthLoop(ctx context.Context, m *Manager) {
+	t := m.opts.Clock.NewTicker(m.opts.HealthInterval)
+	defer t.Stop()
+	var last string
+	first := true
+	for {
+		err := r.check(ctx, m.opts.HealthTimeout)
+		if ctx.Err() != nil {
+			return
+		}
+		r.mu.Lock()
+		r.health = err
+		r.mu.Unlock()
+		m.opts.Checks.Set(r.key, remediation.CheckWorkload, err)
+		now := fmt.Sprint(err)
+		if first {
+			close(r.probed)
+			first = false
+		}
+		if now != last {
+			last = now
+			m.log.Info("workload cluster health", "vitalscluster", r.key.String(), "reason", ReasonOf(err), "err", err)
+			if m.opts.Changed != nil {
+				m.opts.Changed(r.key)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// check probes the API, then the informers started so far.
+func (r *remote) check(ctx context.Context, timeout time.Duration) error {
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := probe(pctx, r.conn.http, r.conn.cfg.Host); err != nil {
+		return describe(err, timeout)
+	}
+	return r.reader.synced(pctx)
+}
+
+// trackingReader reads through the cache, bounds reads that bring no deadline, and remembers each kind
+// read so that the health check can ask whether its informer has synced.
+type trackingReader struct {
+	cache   cache.Cache
+	scheme  *runtime.Scheme
+	timeout time.Duration
+
+	mu    sync.Mutex
+	kinds map[schema.GroupVersionKind]client.Object
+}
+
+func (t *trackingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	t.track(obj, false)
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
+	return t.cache.Get(ctx, key, obj, opts...)
+}
+
+func (t *trackingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	t.track(list, true)
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
+	return t.cache.List(ctx, list, opts...)
+}
+
+func (t *trackingReader) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, t.timeout)
+}
+
+// track remembers an object of obj's kind (the item kind of a list), of the same shape (typed,
+// unstructured or metadata-only), for GetInformer.
+func (t *trackingReader) track(obj runtime.Object, list bool) {
+	gvk, err := apiutil.GVKForObject(obj, t.scheme)
+	if err != nil {
+		return
+	}
+	if list {
+		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	}
+	var proto client.Object
+	switch obj.(type) {
+	case runtime.Unstructured:
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		proto = u
+	case *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList:
+		p := &metav1.PartialObjectMetadata{}
+		p.SetGroupVersionKind(gvk)
+		proto = p
+	default:
+		o, err := t.scheme.New(gvk)
+		if err != nil {
+			return
+		}
+		co, ok := o.(client.Object)
+		if !ok {
+			return
+		}
+		proto = co
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.kinds == nil {
+		t.kinds = map[schema.GroupVersionKind]client.Object{}
+	}
+	if _, ok := t.kinds[gvk]; !ok {
+		t.kinds[gvk] = proto
+	}
+}
+
+// synced is nil when every informer started by a read has synced.
+func (t *trackingReader) synced(ctx context.Context) error {
+	t.mu.Lock()
+	protos := make(map[schema.GroupVersionKind]client.Object, len(t.kinds))
+	for k, v := range t.kinds {
+		protos[k] = v
+	}
+	t.mu.Unlock()
+	var pending []string
+	for gvk, proto := range protos {
+		inf, err := t.cache.GetInformer(ctx, proto, cache.BlockUntilSynced(false))
+		if err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return errorf(ReasonNotSynced, "the informers could not be checked in time")
+			}
+			continue // a kind the server does not serve: the read that asked for it failed already
+		}
+		if !inf.HasSynced() {
+			pending = append(pending, gvk.Kind)
+		}
+	}
+	if len(pending) > 0 {
+		slices.Sort(pending)
+		return errorf(ReasonNotSynced, "the informers of %s have not synced", strings.Join(pending, ", "))
+	}
+	return nil
+}

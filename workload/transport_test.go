@@ -1,0 +1,176 @@
+package workload
+
+import (
+	"context"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// hostile is a TLS server that misbehaves as handler says; it returns a connection to it under lim.
+func hostile(t *testing.T, lim Limits, handler http.HandlerFunc) *connection {
+	t.Helper()
+	srv := httptest.NewTLSServer(handler)
+	t.Cleanup(srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	lim.defaults()
+	c, err := connect(&rest.Config{Host: srv.URL, BearerToken: secretToken, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, lim, true, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.close)
+	return c
+}
+
+func TestLimitsAgainstAHostileServer(t *testing.T) {
+	big := strings.Repeat("x", 4096)
+	tests := []struct {
+		name    string
+		lim     Limits
+		handler http.HandlerFunc
+		path    string // default /readyz
+		read    bool   // read the whole body
+		want    error
+		reason  string
+		message string
+	}{
+		{name: "ready", handler: func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer "+secretToken {
+				w.WriteHeader(http.StatusUnauthorized)
+			}
+		}, reason: ReasonReachable},
+		{name: "headers never come", lim: Limits{HeaderTimeout: 100 * time.Millisecond},
+			handler: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() },
+			want:    errHeaderTimeout, reason: ReasonUnreachable, message: "no response headers"},
+		{name: "body drips past the request timeout", lim: Limits{RequestTimeout: 200 * time.Millisecond},
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusOK)
+				for {
+					if _, err := w.Write([]byte("x")); err != nil {
+						return
+					}
+					w.(http.Flusher).Flush()
+					select {
+					case <-r.Context().Done():
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+				}
+			}, read: true, want: errRequestTimeout},
+		{name: "body larger than allowed", lim: Limits{MaxResponseBytes: 1024},
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.(http.Flusher).Flush() // chunked: no Content-Length
+				_, _ = io.WriteString(w, big)
+			}, read: true, want: errTooLarge},
+		{name: "announced body larger than allowed", lim: Limits{MaxResponseBytes: 1024},
+			handler: func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, big[:2048]) },
+			want:    errTooLarge, reason: ReasonUnreachable, message: "larger than the operator accepts"},
+		{name: "redirect", handler: func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
+		}, want: errRedirect, reason: ReasonUnreachable, message: "redirect"},
+		{name: "credentials refused", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, "attacker-chosen text")
+		}, reason: ReasonUnauthorized, message: "401"},
+		{name: "not ready", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, "attacker-chosen text")
+		}, reason: ReasonUnreachable, message: "500 Internal Server Error on /readyz"},
+		{name: "readyz forbidden, version answers", handler: func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/readyz" {
+				w.WriteHeader(http.StatusForbidden)
+			}
+		}, reason: ReasonReachable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := hostile(t, tt.lim, tt.handler)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var err error
+			if tt.read {
+				var resp *http.Response
+				resp, err = c.http.Get(c.cfg.Host + "/api")
+				if err == nil {
+					_, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+			} else {
+				err = probe(ctx, c.http, c.cfg.Host)
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			if tt.reason == "" {
+				return
+			}
+			d := describe(err, time.Second)
+			if ReasonOf(d) != tt.reason || (tt.message != "" && !strings.Contains(fmt.Sprint(d), tt.message)) {
+				t.Fatalf("described as %v, want %s with %q", d, tt.reason, tt.message)
+			}
+			if d != nil && (strings.Contains(d.Error(), "attacker") || strings.Contains(d.Error(), "127.0.0.1")) {
+				t.Fatalf("the description quotes the server or its address: %v", d)
+			}
+		})
+	}
+}
+
+func TestDescribeTLSFailureNamesNoAddress(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	ca, _ := testPEM(t) // not the server's
+	lim := Limits{}
+	lim.defaults()
+	c, err := connect(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, lim, true, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	d := describe(probe(context.Background(), c.http, c.cfg.Host), time.Second)
+	if d == nil || !strings.Contains(d.Error(), "certificate") || strings.Contains(d.Error(), "127.0.0.1") {
+		t.Fatalf("got %v, want a certificate error without the address", d)
+	}
+}
+
+func TestDescribeConnectionRefused(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	host := srv.URL
+	srv.Close()
+	lim := Limits{}
+	lim.defaults()
+	c, err := connect(&rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, lim, true, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	d := describe(probe(context.Background(), c.http, c.cfg.Host), time.Second)
+	if d == nil || d.Error() != ReasonUnreachable+": connection refused" {
+		t.Fatalf("got %v, want connection refused", d)
+	}
+}
+
+func TestRefuseForbiddenAddresses(t *testing.T) {
+	for addr, refused := range map[string]bool{
+		"169.254.169.254:80":     true,
+		"[fe80::1]:443":          true,
+		"0.0.0.0:6443":           true,
+		"224.0.0.1:6443":         true,
+		"[::ffff:169.254.1.1]:1": true,
+		"10.0.0.1:6443":          false,
+		"127.0.0.1:6443":         false,
+		"[2001:db8::1]:6443":     false,
+	} {
+		err := refuseForbidden("tcp", addr, nil)
+		if (err != nil) != refused {
+			t.Errorf("%s: got %v, refused %v", addr, err, refused)
+		}
+	}
+}
