@@ -67,6 +67,16 @@ type Options struct {
 	RouteGCInterval time.Duration
 	RouteGCBudget   int
 
+	// AllowLocalWorkload lets VitalsClusters without kubeconfigSecretRef use the cluster the operator
+	// runs in as their workload cluster (default: they get WorkloadReachable=False, LocalNotAllowed).
+	AllowLocalWorkload bool
+	// AllowInsecureWorkload accepts workload kubeconfigs with insecure-skip-tls-verify or an http://
+	// server (default: refused).
+	AllowInsecureWorkload bool
+	// WorkloadQPS and WorkloadBurst limit the requests to each workload cluster (default 20 and 40).
+	WorkloadQPS   float32
+	WorkloadBurst int
+
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 	// Clock (default the real one).

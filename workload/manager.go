@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,6 +56,8 @@ type Options struct {
 	Scheme *runtime.Scheme
 	// UserAgent of the requests (default "vitals-operator").
 	UserAgent string
+	// Registerer receives the metrics (nil: not registered).
+	Registerer prometheus.Registerer
 	// Logger (default slog.Default()). Nothing of a Secret is logged.
 	Logger *slog.Logger
 	// Clock of the health loops (default the real one).
@@ -93,9 +96,10 @@ func (o *Options) defaults() {
 // Manager is the Access of the operator: one remote access per VitalsCluster. It is a manager.Runnable
 // that stops every access when the operator stops.
 type Manager struct {
-	opts Options
-	log  *slog.Logger
-	logr logr.Logger
+	opts    Options
+	log     *slog.Logger
+	logr    logr.Logger
+	metrics *metrics
 
 	ctx    context.Context // parent of every access
 	cancel context.CancelFunc
@@ -131,7 +135,7 @@ func NewManager(opts Options) (*Manager, error) {
 	opts.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{opts: opts, log: opts.Logger, logr: logr.FromSlogHandler(opts.Logger.Handler()),
-		ctx: ctx, cancel: cancel, slots: map[types.NamespacedName]*slot{}}, nil
+		metrics: newMetrics(opts.Registerer), ctx: ctx, cancel: cancel, slots: map[types.NamespacedName]*slot{}}, nil
 }
 
 // Start waits for ctx to end, then stops every access (Close).
@@ -188,11 +192,10 @@ func (m *Manager) Forget(key types.NamespacedName) {
 	defer s.mu.Unlock()
 	s.gone = true
 	if s.cur != nil {
-		s.cur.stop()
-		s.cur = nil
+		m.stopLocked(s, key, "forgotten")
 		m.opts.Checks.Set(key, remediation.CheckWorkload, errorf(ReasonStopped, "the access to the workload cluster was stopped"))
-		m.log.Info("workload access stopped", "vitalscluster", key.String())
 	}
+	m.metrics.forget(key.String())
 }
 
 // For implements Access.
@@ -284,6 +287,7 @@ func (m *Manager) forLocked(ctx context.Context, s *slot, key types.NamespacedNa
 		return nil, m.fail(s, key, ident, err)
 	}
 	s.cur, s.ident, s.checked = r, ident, now
+	m.metrics.accesses.Inc()
 	m.log.Info("workload access started", "vitalscluster", key.String(), "source", source)
 	// Give the caller a first answer: wait for the first probe, at most its timeout and a little.
 	wait, cancel := context.WithTimeout(ctx, m.opts.HealthTimeout+time.Second)
@@ -300,6 +304,7 @@ func (m *Manager) fail(s *slot, key types.NamespacedName, ident string, err erro
 	m.stopLocked(s, key, ReasonOf(err))
 	s.ident, s.checked = ident, time.Time{}
 	m.opts.Checks.Set(key, remediation.CheckWorkload, err)
+	m.metrics.report(key.String(), err)
 	return err
 }
 
@@ -309,6 +314,7 @@ func (m *Manager) stopLocked(s *slot, key types.NamespacedName, why string) {
 	}
 	s.cur.stop()
 	s.cur = nil
+	m.metrics.accesses.Dec()
 	m.log.Info("workload access stopped", "vitalscluster", key.String(), "why", why)
 }
 

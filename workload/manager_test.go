@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -87,6 +88,7 @@ type fixture struct {
 	ns     string
 	checks *checks
 	access *workload.Manager
+	reg    *prometheus.Registry
 
 	mu      sync.Mutex
 	changed map[types.NamespacedName]int
@@ -106,9 +108,9 @@ func newFixture(t *testing.T, mutate func(*workload.Options)) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
-	f := &fixture{t: t, mgmt: c, ns: ns, checks: &checks{}, changed: map[types.NamespacedName]int{}}
+	f := &fixture{t: t, mgmt: c, ns: ns, checks: &checks{}, changed: map[types.NamespacedName]int{}, reg: prometheus.NewRegistry()}
 	opts := workload.Options{
-		Secrets: c, Checks: f.checks,
+		Secrets: c, Checks: f.checks, Registerer: f.reg,
 		HealthInterval: 250 * time.Millisecond, HealthTimeout: 2 * time.Second, SecretRecheck: -1,
 		Changed: func(k types.NamespacedName) {
 			f.mu.Lock()
@@ -173,6 +175,33 @@ func (f *fixture) checkReason(k types.NamespacedName) string {
 		return "(none)"
 	}
 	return workload.ReasonOf(r.Err)
+}
+
+// reachable returns the vitals_workload_reachable series of cluster k: its reason and value.
+func (f *fixture) reachable(k types.NamespacedName) (string, float64, int) {
+	mfs, err := f.reg.Gather()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var reason string
+	var v float64
+	n := 0
+	for _, mf := range mfs {
+		if mf.GetName() != "vitals_workload_reachable" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["cluster"] == k.String() {
+				reason, v = labels["reason"], m.GetGauge().GetValue()
+				n++
+			}
+		}
+	}
+	return reason, v, n
 }
 
 func wantReason(c workload.Cluster, reason string) func() error {
@@ -273,6 +302,12 @@ func TestAccessOutageOfOneClusterAndRecovery(t *testing.T) {
 	if r := f.checkReason(kb); r != workload.ReasonReachable {
 		t.Fatalf("b's check is hurt by a's outage: %s", r)
 	}
+	if reason, v, n := f.reachable(ka); reason != workload.ReasonUnreachable || v != 0 || n != 1 {
+		t.Fatalf("metric of a during the outage: reason %s value %g (%d series)", reason, v, n)
+	}
+	if reason, v, _ := f.reachable(kb); reason != workload.ReasonReachable || v != 1 {
+		t.Fatalf("metric of b during a's outage: reason %s value %g", reason, v)
+	}
 	if msg := wa.Healthy().Error(); strings.Contains(msg, "127.0.0.1") {
 		t.Fatalf("the health message names the server: %s", msg)
 	}
@@ -307,6 +342,9 @@ func TestAccessOutageOfOneClusterAndRecovery(t *testing.T) {
 	}
 	if f.access.Len() != 1 {
 		t.Fatalf("%d accesses, want 1", f.access.Len())
+	}
+	if _, _, n := f.reachable(ka); n != 0 {
+		t.Fatalf("a's metric outlives its access")
 	}
 	if err := wb.Healthy(); err != nil {
 		t.Fatal(err)

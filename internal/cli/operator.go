@@ -40,6 +40,10 @@ type operatorFlags struct {
 	checkTimeout            time.Duration
 	quotaCritical           bool
 	maxRoutes               int
+	allowLocalWorkload      bool
+	allowInsecureWorkload   bool
+	workloadQPS             float32
+	workloadBurst           int
 	logFormat               string
 	logLevel                string
 }
@@ -81,6 +85,10 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   check_timeout = 5
   quota_critical = false                  # quota headroom fails readiness (default: reported only)
   max_routes = 30                         # Neutron's max_routes, for the quota check
+  allow_local_workload = false            # VitalsClusters without kubeconfigSecretRef: this cluster
+  allow_insecure_workload = false
+  workload_qps = 20                       # per workload cluster
+  workload_burst = 40
 
 Without an auth section, the credentials come from --cloud (clouds.yaml) or OS_CLOUD, else from OS_*
 variables; without any, only Clusters with their own credentials Secret are served.`,
@@ -116,6 +124,10 @@ variables; without any, only Clusters with their own credentials Secret are serv
 	fl.DurationVar(&f.checkTimeout, "check-timeout", 5*time.Second, "timeout of each readiness check")
 	fl.BoolVar(&f.quotaCritical, "quota-critical", false, "quota headroom (ports, subnets, networks, security groups, routes) fails readiness instead of being reported only")
 	fl.IntVar(&f.maxRoutes, "max-routes", 30, "Neutron's max_routes: the routes per router the quota check compares with")
+	fl.BoolVar(&f.allowLocalWorkload, "allow-local-workload", false, "VitalsClusters without spec.kubeconfigSecretRef use the cluster the operator runs in as their workload cluster")
+	fl.BoolVar(&f.allowInsecureWorkload, "allow-insecure-workload", false, "accept workload kubeconfigs with insecure-skip-tls-verify or an http:// server")
+	fl.Float32Var(&f.workloadQPS, "workload-qps", 20, "requests per second to each workload cluster")
+	fl.IntVar(&f.workloadBurst, "workload-burst", 40, "request burst to each workload cluster")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd
@@ -146,6 +158,8 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr interface{ Write([]byt
 	o.RouteGCInterval, o.RouteGCBudget = f.routegcInterval, f.routegcBudget
 	o.CheckInterval, o.CheckTimeout = f.checkInterval, f.checkTimeout
 	o.QuotaCritical, o.MaxRoutes = f.quotaCritical, f.maxRoutes
+	o.AllowLocalWorkload, o.AllowInsecureWorkload = f.allowLocalWorkload, f.allowInsecureWorkload
+	o.WorkloadQPS, o.WorkloadBurst = f.workloadQPS, f.workloadBurst
 	if f.configFile != "" {
 		ini, err := config.LoadINI(f.configFile)
 		if err != nil {
@@ -170,7 +184,8 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr interface{ Write([]byt
 		}
 		op := ini.Section("operator")
 		op.CheckKnown("metrics_bind_address", "leader_elect", "leader_election_namespace", "leader_election_id",
-			"routegc_interval", "routegc_budget", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud")
+			"routegc_interval", "routegc_budget", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
+			"allow_local_workload", "allow_insecure_workload", "workload_qps", "workload_burst")
 		if !changed("metrics-bind-address") {
 			metrics = op.String("metrics_bind_address", metrics)
 		}
@@ -204,6 +219,18 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr interface{ Write([]byt
 		if !changed("cloud") {
 			f.cloud = op.String("cloud", f.cloud)
 		}
+		if !changed("allow-local-workload") {
+			o.AllowLocalWorkload = op.Bool("allow_local_workload", o.AllowLocalWorkload)
+		}
+		if !changed("allow-insecure-workload") {
+			o.AllowInsecureWorkload = op.Bool("allow_insecure_workload", o.AllowInsecureWorkload)
+		}
+		if !changed("workload-qps") {
+			o.WorkloadQPS = float32(op.IntRange("workload_qps", int(o.WorkloadQPS), 1, 10000))
+		}
+		if !changed("workload-burst") {
+			o.WorkloadBurst = op.IntRange("workload_burst", o.WorkloadBurst, 1, 10000)
+		}
 		if err := ini.Err(); err != nil {
 			return o, err
 		}
@@ -229,6 +256,9 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr interface{ Write([]byt
 	o.MetricsAddr = metrics
 	if o.CheckInterval <= 0 || o.CheckTimeout <= 0 {
 		return o, &config.Error{Field: "--check-interval/--check-timeout", Msg: "expected positive durations"}
+	}
+	if o.WorkloadQPS <= 0 || o.WorkloadBurst <= 0 {
+		return o, &config.Error{Field: "--workload-qps/--workload-burst", Msg: fmt.Sprintf("expected positive numbers, got %g and %d", o.WorkloadQPS, o.WorkloadBurst)}
 	}
 	if o.RouteGCInterval < time.Second {
 		return o, &config.Error{Field: "--routegc-interval", Msg: fmt.Sprintf("expected at least 1s, got %s", o.RouteGCInterval)}
