@@ -83,7 +83,7 @@ func flatKubeconfig(t testing.TB, path string) []byte {
 }
 
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	mgmt   client.Client
 	ns     string
 	checks *checks
@@ -94,7 +94,7 @@ type fixture struct {
 	changed map[types.NamespacedName]int
 }
 
-func newFixture(t *testing.T, mutate func(*workload.Options)) *fixture {
+func newFixture(t testing.TB, mutate func(*workload.Options)) *fixture {
 	t.Helper()
 	cfg := testenv.Kube(t)
 	c, err := client.New(cfg, client.Options{})
@@ -154,7 +154,7 @@ func (f *fixture) for_(c *v1alpha1.VitalsCluster) (workload.Cluster, error) {
 }
 
 // eventually polls cond until it holds or a minute has passed.
-func eventually(t *testing.T, what string, cond func() error) {
+func eventually(t testing.TB, what string, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -481,5 +481,47 @@ func TestAccessClose(t *testing.T) {
 	var we *workload.Error
 	if !errors.As(err, &we) || we.Reason != workload.ReasonStopped {
 		t.Fatalf("For after Close: %v", err)
+	}
+}
+
+// BenchmarkAccesses measures what one workload access costs the operator: heap and goroutines of an
+// access that has read Nodes once (one informer), against the shared kube-apiserver. Run with
+// -bench Accesses -benchtime 1x.
+func BenchmarkAccesses(b *testing.B) {
+	const n = 50
+	f := newFixture(b, func(o *workload.Options) { o.HealthInterval = 10 * time.Second })
+	f.secret("kc", flatKubeconfig(b, testenv.KubeconfigPath(b)))
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g0 := runtime.NumGoroutine()
+		t0 := time.Now()
+		var list []workload.Cluster
+		for i := range n {
+			w, err := f.for_(f.cluster(fmt.Sprintf("c%d", i), &v1alpha1.SecretKeyRef{Name: "kc"}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var nodes corev1.NodeList
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err = w.Reader().List(ctx, &nodes)
+			cancel()
+			if err != nil {
+				b.Fatal(err)
+			}
+			list = append(list, w)
+		}
+		elapsed := time.Since(t0)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n/1024, "KiB-heap/access")
+		b.ReportMetric(float64(runtime.NumGoroutine()-g0)/n, "goroutines/access")
+		b.ReportMetric(float64(elapsed.Milliseconds())/n, "ms-to-first-read/access")
+		t1 := time.Now()
+		for i := range list {
+			f.access.Forget(types.NamespacedName{Namespace: f.ns, Name: fmt.Sprintf("c%d", i)})
+		}
+		b.ReportMetric(float64(time.Since(t1).Milliseconds())/n, "ms-to-stop/access")
 	}
 }
