@@ -174,3 +174,21 @@ func TestRefuseForbiddenAddresses(t *testing.T) {
 		}
 	}
 }
+
+// A server whose address is link-local is refused where it is dialed, whatever name led there.
+func TestDialRefusesLinkLocal(t *testing.T) {
+	lim := Limits{DialTimeout: time.Second}
+	lim.defaults()
+	c, err := connect(&rest.Config{Host: "https://169.254.169.254:443"}, lim, true, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	err = probe(context.Background(), c.http, c.cfg.Host)
+	if !errors.Is(err, errForbiddenAddress) {
+		t.Fatalf("got %v, want the address refused", err)
+	}
+	if d := describe(err, time.Second); !strings.Contains(d.Error(), "link-local") {
+		t.Fatalf("described as %v", d)
+	}
+}
