@@ -48,6 +48,8 @@ port = 9082
 leader_elect = false
 routegc_interval = 30
 routegc_budget = 5
+allow_local_workload = true
+workload_qps = 7
 `)
 	tests := []struct {
 		name  string
@@ -71,6 +73,19 @@ routegc_budget = 5
 			if o.health != ":8082" || !o.leader || o.interval != time.Minute || o.budget != 10 || o.authURL != "" {
 				t.Errorf("got %+v", o)
 			}
+			if o.local || o.insecure || o.qps != 20 || o.burst != 40 {
+				t.Errorf("workload access defaults: got %+v", o)
+			}
+		}},
+		{"workload access from the file and flags", []string{"--config", ini, "--allow-insecure-workload", "--workload-burst", "9"}, func(t *testing.T, o operatorOptionsView) {
+			if !o.local || !o.insecure || o.qps != 7 || o.burst != 9 {
+				t.Errorf("got %+v", o)
+			}
+		}},
+		{"flag turns local access off again", []string{"--config", ini, "--allow-local-workload=false"}, func(t *testing.T, o operatorOptionsView) {
+			if o.local {
+				t.Errorf("got %+v", o)
+			}
 		}},
 	}
 	for _, tc := range tests {
@@ -84,7 +99,8 @@ routegc_budget = 5
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := operatorOptionsView{health: o.HealthAddr, ns: o.Namespace, leader: o.LeaderElect, interval: o.RouteGCInterval, budget: o.RouteGCBudget}
+			v := operatorOptionsView{health: o.HealthAddr, ns: o.Namespace, leader: o.LeaderElect, interval: o.RouteGCInterval, budget: o.RouteGCBudget,
+				local: o.AllowLocalWorkload, insecure: o.AllowInsecureWorkload, qps: o.WorkloadQPS, burst: o.WorkloadBurst}
 			if o.Cloud != nil {
 				v.authURL = o.Cloud.Options.IdentityEndpoint
 			}
@@ -99,6 +115,10 @@ type operatorOptionsView struct {
 	interval   time.Duration
 	budget     int
 	authURL    string
+	local      bool
+	insecure   bool
+	qps        float32
+	burst      int
 }
 
 // flagsOf parses args into a fresh operatorFlags through the command's own flag set.
@@ -121,6 +141,10 @@ func flagsOf(t *testing.T, args []string) *operatorFlags {
 	f.checkInterval, _ = fs.GetDuration("check-interval")
 	f.checkTimeout, _ = fs.GetDuration("check-timeout")
 	f.logFormat, f.logLevel = get("log-format"), get("log-level")
+	f.allowLocalWorkload, _ = fs.GetBool("allow-local-workload")
+	f.allowInsecureWorkload, _ = fs.GetBool("allow-insecure-workload")
+	f.workloadQPS, _ = fs.GetFloat32("workload-qps")
+	f.workloadBurst, _ = fs.GetInt("workload-burst")
 	return f
 }
 
@@ -135,6 +159,8 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 		{"typo", "[health_server]\nprot = 8082\n", nil, []string{"operator.conf:2", "health_server.prot", "unknown option"}},
 		{"bad interval", "[operator]\nroutegc_interval = soon\n", nil, []string{"operator.conf:2", "operator.routegc_interval"}},
 		{"bad log level", "", []string{"--log-level", "loud"}, []string{"--log-level"}},
+		{"bad workload qps", "[operator]\nworkload_qps = 0\n", nil, []string{"operator.conf:2", "operator.workload_qps"}},
+		{"bad workload burst flag", "", []string{"--workload-burst", "0"}, []string{"--workload-qps/--workload-burst"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

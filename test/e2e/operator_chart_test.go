@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,14 +97,18 @@ func TestOperatorChartServerSideDryRun(t *testing.T) {
 		wantKinds  []string
 		wantAbsent []string
 		netAdmin   bool
+		wantArgs   []string // of the operator container
 	}{
 		{"defaults", "", []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-			"Role", "RoleBinding", "Deployment", "Service"}, []string{"DaemonSet"}, false},
-		{"agent", "agent:\n  enabled: true\n", []string{"Deployment", "DaemonSet"}, nil, false},
-		{"agent-netadmin", "agent:\n  enabled: true\n  requireNetAdmin: true\n", []string{"DaemonSet"}, nil, true},
+			"Role", "RoleBinding", "Deployment", "Service"}, []string{"DaemonSet"}, false, []string{"--workload-qps=20"}},
+		{"agent", "agent:\n  enabled: true\n", []string{"Deployment", "DaemonSet"}, nil, false, nil},
+		{"agent-netadmin", "agent:\n  enabled: true\n  requireNetAdmin: true\n", []string{"DaemonSet"}, nil, true, nil},
 		{"watch-namespace-credentials", "operator:\n  watchNamespace: " + ns + "\n  cloudsSecret: os-creds\n" +
 			"  config: |\n    [neutron]\n    timeout = 30\nmetrics:\n  service: false\n",
-			[]string{"Deployment", "ConfigMap"}, []string{"Service", "DaemonSet"}, false},
+			[]string{"Deployment", "ConfigMap"}, []string{"Service", "DaemonSet"}, false, nil},
+		{"local-workload", "operator:\n  workload:\n    allowLocal: true\n    allowInsecure: true\n    qps: 5\n    burst: 10\n",
+			[]string{"Deployment", "ClusterRole", "ClusterRoleBinding"}, nil, false,
+			[]string{"--allow-local-workload", "--allow-insecure-workload", "--workload-qps=5", "--workload-burst=10"}},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -131,6 +136,16 @@ func TestOperatorChartServerSideDryRun(t *testing.T) {
 				}
 			}
 			for _, u := range objs {
+				if u.GetKind() == "Deployment" && len(v.wantArgs) > 0 {
+					containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+					c, _ := containers[0].(map[string]any)
+					args, _, _ := unstructured.NestedStringSlice(c, "args")
+					for _, a := range v.wantArgs {
+						if !slices.Contains(args, a) {
+							t.Errorf("operator args %v lack %s", args, a)
+						}
+					}
+				}
 				chartCheckObject(t, u, v.netAdmin)
 				gvk := u.GroupVersionKind()
 				m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
