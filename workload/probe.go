@@ -5,76 +5,56 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
-	"strings"
 	"syscall"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	kchecks "github.com/vitalsproject/vitals/health/checks/kubernetes"
 )
 
-// probe asks the API whether it is ready: GET /readyz (falling back to /version where /readyz is not
-// allowed or not served). The answer's body is never read into the result: a hostile server chooses it.
-func probe(ctx context.Context, hc *http.Client, host string) error {
-	err := get(ctx, hc, host, "/readyz")
-	var st statusError
-	if errors.As(err, &st) && (st.code == http.StatusForbidden || st.code == http.StatusNotFound) {
-		err = get(ctx, hc, host, "/version")
-	}
-	return err
-}
-
-type statusError struct {
-	code int
-	path string
-}
-
-func (e statusError) Error() string {
-	return fmt.Sprintf("the API answered %d %s on %s", e.code, http.StatusText(e.code), e.path)
-}
-
-func get(ctx context.Context, hc *http.Client, host, path string) error {
-	u, err := url.Parse(host)
+// newProbe returns the API half of an access's health: the kube-apiserver's GET /readyz, over the
+// access's own HTTP client (its limits, no redirects) but with a rate limiter of its own, so that a
+// busy informer never delays the probe.
+func newProbe(c *connection, minInterval time.Duration, clk clock.PassiveClock) (func(context.Context) error, error) {
+	cfg := rest.CopyConfig(c.cfg)
+	cfg.RateLimiter = nil
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, c.http)
 	if err != nil {
-		return err
+		return nil, errorf(ReasonInvalidKubeconfig, "build the probe of the workload cluster")
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return statusError{code: resp.StatusCode, path: path}
-	}
-	return nil
+	return kchecks.Readyz(dc.RESTClient(), kchecks.Options{MinInterval: minInterval, Clock: clk}), nil
 }
 
 // describe turns a probe error into an *Error whose message holds no address, name or certificate field
-// of the tenant's kubeconfig or server: a category only. nil stays nil.
+// of the tenant's kubeconfig: every transport error (they all come as *url.Error, which names the URL) is
+// told by its category only. What the server itself says (the failed checks of /readyz) is kept,
+// shortened. nil stays nil.
 func describe(err error, timeout time.Duration) error {
 	if err == nil {
 		return nil
 	}
-	var st statusError
-	if errors.As(err, &st) {
-		if st.code == http.StatusUnauthorized {
-			return errorf(ReasonUnauthorized, "the API refused the kubeconfig's credentials (401 Unauthorized)")
-		}
-		if st.code == http.StatusForbidden {
-			return errorf(ReasonUnauthorized, "the API forbids the kubeconfig's user even /version (403 Forbidden)")
-		}
-		return errorf(ReasonUnreachable, "%s", st.Error())
+	var (
+		status apierrors.APIStatus
+		urlErr *url.Error
+	)
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return errorf(ReasonUnauthorized, "the API refused the kubeconfig's credentials (401 Unauthorized)")
+	case apierrors.IsForbidden(err):
+		return errorf(ReasonUnauthorized, "the API forbids the kubeconfig's user to read /readyz (403 Forbidden)")
+	case errors.As(err, &status) && !errors.As(err, &urlErr):
+		code := status.Status().Code
+		return errorf(ReasonUnreachable, "the API answered %d on /readyz", code)
+	case !errors.As(err, &urlErr) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
+		// not a transport error: the server's own account of what is not ready
+		return errorf(ReasonUnreachable, "not ready: %s", shorten(err.Error(), 300))
 	}
 	for _, known := range []error{errForbiddenAddress, errRedirect, errHeaderTimeout, errRequestTimeout, errTooLarge} {
 		if errors.Is(err, known) {
@@ -113,4 +93,11 @@ func describe(err error, timeout time.Duration) error {
 		return errorf(ReasonUnreachable, "the server does not speak TLS")
 	}
 	return errorf(ReasonUnreachable, "the API could not be reached")
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }

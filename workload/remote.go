@@ -30,6 +30,7 @@ type remote struct {
 	source  string
 	version string
 	conn    *connection
+	probe   func(context.Context) error
 	cluster cluster.Cluster
 	reader  *trackingReader
 	client  client.Client
@@ -80,9 +81,13 @@ func start(parent context.Context, m *Manager, key types.NamespacedName, source,
 	if err != nil {
 		return nil, errorf(ReasonInvalidKubeconfig, "build the client of the workload cluster")
 	}
+	probe, err := newProbe(conn, m.opts.HealthInterval/2, m.opts.Clock)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(parent)
 	r := &remote{
-		key: key, source: source, version: version, conn: conn, cluster: cl, client: cl.GetClient(),
+		key: key, source: source, version: version, conn: conn, probe: probe, cluster: cl, client: cl.GetClient(),
 		reader: &trackingReader{cache: cl.GetCache(), scheme: m.opts.Scheme, timeout: lim.RequestTimeout},
 		cancel: cancel, done: make(chan struct{}), probed: make(chan struct{}),
 		health: errorf(ReasonConnecting, "the first probe of the API has not answered yet"),
@@ -154,7 +159,7 @@ func (r *remote) healthLoop(ctx context.Context, m *Manager) {
 func (r *remote) check(ctx context.Context, timeout time.Duration) error {
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := probe(pctx, r.conn.http, r.conn.cfg.Host); err != nil {
+	if err := r.probe(pctx); err != nil {
 		return describe(err, timeout)
 	}
 	return r.reader.synced(pctx)

@@ -30,6 +30,15 @@ func hostile(t *testing.T, lim Limits, handler http.HandlerFunc) *connection {
 	return c
 }
 
+func probeOf(t *testing.T, c *connection) func(context.Context) error {
+	t.Helper()
+	p, err := newProbe(c, time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestLimitsAgainstAHostileServer(t *testing.T) {
 	big := strings.Repeat("x", 4096)
 	tests := []struct {
@@ -46,6 +55,7 @@ func TestLimitsAgainstAHostileServer(t *testing.T) {
 			if r.Header.Get("Authorization") != "Bearer "+secretToken {
 				w.WriteHeader(http.StatusUnauthorized)
 			}
+			_, _ = io.WriteString(w, "ok")
 		}, reason: ReasonReachable},
 		{name: "headers never come", lim: Limits{HeaderTimeout: 100 * time.Millisecond},
 			handler: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() },
@@ -83,12 +93,14 @@ func TestLimitsAgainstAHostileServer(t *testing.T) {
 		{name: "not ready", handler: func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = io.WriteString(w, "attacker-chosen text")
-		}, reason: ReasonUnreachable, message: "500 Internal Server Error on /readyz"},
-		{name: "readyz forbidden, version answers", handler: func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/readyz" {
-				w.WriteHeader(http.StatusForbidden)
-			}
-		}, reason: ReasonReachable},
+		}, reason: ReasonUnreachable, message: "the API answered 500 on /readyz"},
+		{name: "not ready, the failed checks told", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, "[+]ping ok\n[-]etcd failed: reason withheld\nreadyz check failed\n")
+		}, reason: ReasonUnreachable, message: "not ready: kube-apiserver /readyz: etcd failed: reason withheld"},
+		{name: "readyz forbidden", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusForbidden)
+		}, reason: ReasonUnauthorized, message: "403"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,7 +116,7 @@ func TestLimitsAgainstAHostileServer(t *testing.T) {
 					resp.Body.Close()
 				}
 			} else {
-				err = probe(ctx, c.http, c.cfg.Host)
+				err = probeOf(t, c)(ctx)
 			}
 			if tt.want != nil && !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
@@ -134,7 +146,7 @@ func TestDescribeTLSFailureNamesNoAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.close()
-	d := describe(probe(context.Background(), c.http, c.cfg.Host), time.Second)
+	d := describe(probeOf(t, c)(context.Background()), time.Second)
 	if d == nil || !strings.Contains(d.Error(), "certificate") || strings.Contains(d.Error(), "127.0.0.1") {
 		t.Fatalf("got %v, want a certificate error without the address", d)
 	}
@@ -151,7 +163,7 @@ func TestDescribeConnectionRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.close()
-	d := describe(probe(context.Background(), c.http, c.cfg.Host), time.Second)
+	d := describe(probeOf(t, c)(context.Background()), time.Second)
 	if d == nil || d.Error() != ReasonUnreachable+": connection refused" {
 		t.Fatalf("got %v, want connection refused", d)
 	}
@@ -184,7 +196,7 @@ func TestDialRefusesLinkLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.close()
-	err = probe(context.Background(), c.http, c.cfg.Host)
+	err = probeOf(t, c)(context.Background())
 	if !errors.Is(err, errForbiddenAddress) {
 		t.Fatalf("got %v, want the address refused", err)
 	}
