@@ -525,3 +525,30 @@ func BenchmarkAccesses(b *testing.B) {
 		b.ReportMetric(float64(time.Since(t1).Milliseconds())/n, "ms-to-stop/access")
 	}
 }
+
+// A user the workload cluster lets read /readyz but not Nodes: the informer of Nodes never syncs, the
+// read fails at its deadline, and the check says which kind.
+func TestAccessInformerNotSynced(t *testing.T) {
+	f := newFixture(t, nil)
+	kc := string(flatKubeconfig(t, testenv.KubeconfigPath(t)))
+	// the harness's admin impersonates a user without any role
+	f.secret("kc", []byte(strings.Replace(kc, "    token:", "    as: vitals-test-nobody\n    token:", 1)))
+	w, err := f.for_(f.cluster("c", &v1alpha1.SecretKeyRef{Name: "kc"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "reachable", wantReason(w, workload.ReasonReachable))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var nodes corev1.NodeList
+	if err := w.Reader().List(ctx, &nodes); err == nil {
+		t.Fatal("a forbidden list through the cache succeeded")
+	}
+	eventually(t, "not synced", wantReason(w, workload.ReasonNotSynced))
+	if msg := w.Healthy().Error(); !strings.Contains(msg, "Node") {
+		t.Fatalf("the check does not name the kind: %s", msg)
+	}
+	if r := f.checkReason(types.NamespacedName{Namespace: f.ns, Name: "c"}); r != workload.ReasonNotSynced {
+		t.Fatalf("check %s", r)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,11 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	kchecks "github.com/vitalsproject/vitals/health/checks/kubernetes"
 	"github.com/vitalsproject/vitals/remediation"
 )
 
@@ -246,7 +247,7 @@ func (t *trackingReader) synced(ctx context.Context) error {
 		protos[k] = v
 	}
 	t.mu.Unlock()
-	var pending []string
+	synced := make(map[string]toolscache.InformerSynced, len(protos))
 	for gvk, proto := range protos {
 		inf, err := t.cache.GetInformer(ctx, proto, cache.BlockUntilSynced(false))
 		if err != nil {
@@ -255,13 +256,10 @@ func (t *trackingReader) synced(ctx context.Context) error {
 			}
 			continue // a kind the server does not serve: the read that asked for it failed already
 		}
-		if !inf.HasSynced() {
-			pending = append(pending, gvk.Kind)
-		}
+		synced[gvk.Kind] = inf.HasSynced
 	}
-	if len(pending) > 0 {
-		slices.Sort(pending)
-		return errorf(ReasonNotSynced, "the informers of %s have not synced", strings.Join(pending, ", "))
+	if err := kchecks.InformersSynced(synced)(ctx); err != nil {
+		return errorf(ReasonNotSynced, "%s", err.Error())
 	}
 	return nil
 }
