@@ -22,6 +22,7 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
+	"github.com/vitalsproject/vitals/workload"
 )
 
 // Name of the controller (events, metrics, logs).
@@ -41,15 +42,23 @@ type Reconciler struct {
 	Clock    clock.PassiveClock   // nil: the real clock
 	// Interval between resolutions (default DefaultInterval); a spec change resolves at once.
 	Interval time.Duration
+	// Workload connects each cluster's workload cluster and reports WorkloadReachable (nil: not done).
+	Workload workload.Access
+	// WorkloadChanges, given to the workload access as its Changed, reconciles a cluster when its
+	// workload health changes (nil: at the interval only).
+	WorkloadChanges *WorkloadChanges
 }
 
 // SetupWithManager registers the reconciler. Status-only updates do not trigger a resolution; spec
 // changes and deletion (which bumps the generation of an object with finalizers) do.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&v1alpha1.VitalsCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Complete(r)
+		For(&v1alpha1.VitalsCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	if r.WorkloadChanges != nil {
+		b = b.WatchesRawSource(r.WorkloadChanges.Source())
+	}
+	return b.Complete(r)
 }
 
 func (r *Reconciler) defaults() {
@@ -84,7 +93,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	cloud := r.verifyCloud(ctx, &c)
-	if err := r.writeStatus(ctx, &c, cloud.apply); err != nil {
+	wl := r.reachWorkload(ctx, &c)
+	if err := r.writeStatus(ctx, &c, func(st *v1alpha1.ClusterStatus) { cloud.apply(st); wl.apply(st) }); err != nil {
 		return ctrl.Result{}, fmt.Errorf("write status of cluster %s: %w", req.NamespacedName, err)
 	}
 	return ctrl.Result{RequeueAfter: r.Interval}, nil
@@ -109,6 +119,9 @@ func (r *Reconciler) release(ctx context.Context, c *v1alpha1.VitalsCluster) err
 
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.Tenancy.Forget(key)
+	if r.Workload != nil {
+		r.Workload.Forget(key)
+	}
 	if r.Checks != nil {
 		r.Checks.Forget(key)
 	}

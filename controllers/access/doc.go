@@ -9,5 +9,10 @@
 // goes has its caches and checks forgotten. Until the deorbit controller exists, the finalizer is removed
 // at once on deletion, so that deletion never hangs.
 //
-// cloud.go holds the cloud part, controller.go the reconciler.
+// With a workload access it also connects each cluster's workload cluster (package workload) and reports
+// the WorkloadReachable condition, with an Event when it changes; the access itself reports the check
+// remediation.CheckWorkload at every probe, and a change of health reconciles the cluster at once. The
+// access of a cluster that goes is stopped.
+//
+// cloud.go holds the cloud part, workload.go the workload part, controller.go the reconciler.
 package access

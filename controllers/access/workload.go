@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
@@ -20,70 +23,81 @@ import (
 // failed); the access there was is kept.
 const ReasonSecretUnreadable = "SecretUnreadable"
 
-// Workload is the access reconciler's workload part: it connects each VitalsCluster's workload cluster,
-// reports the WorkloadReachable condition (the workload.Manager reports the remediation check itself),
-// and turns the access's health changes into reconcile requests.
-type Workload struct {
-	Access workload.Access
-	// Recheck is how soon a cluster is reconciled again to notice a changed kubeconfig Secret (the
-	// operator never watches Secrets; default 1m).
-	Recheck time.Duration
-
-	changes chan event.TypedGenericEvent[*v1alpha1.VitalsCluster]
+// WorkloadChanges turns the health changes of the workload accesses into reconcile requests of the
+// access controller, so that WorkloadReachable follows an outage within a probe interval.
+type WorkloadChanges struct {
+	ch chan event.TypedGenericEvent[*v1alpha1.VitalsCluster]
 }
 
-// NewWorkload returns the workload part; set Access before the first Reconcile, and pass Changed to the
-// workload.Manager.
-func NewWorkload() *Workload {
-	return &Workload{changes: make(chan event.TypedGenericEvent[*v1alpha1.VitalsCluster], 1024)}
+// NewWorkloadChanges returns an empty queue of changes.
+func NewWorkloadChanges() *WorkloadChanges {
+	return &WorkloadChanges{ch: make(chan event.TypedGenericEvent[*v1alpha1.VitalsCluster], 1024)}
 }
 
-// Changed enqueues a VitalsCluster whose workload health changed. It never blocks: when the queue is
-// full the change is left to the next periodic reconcile.
-func (w *Workload) Changed(key types.NamespacedName) {
+// Changed enqueues the VitalsCluster key (give it to workload.Options.Changed). It never blocks: when
+// the queue is full the change waits for the cluster's next periodic reconcile.
+func (w *WorkloadChanges) Changed(key types.NamespacedName) {
 	e := event.TypedGenericEvent[*v1alpha1.VitalsCluster]{Object: &v1alpha1.VitalsCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
 	select {
-	case w.changes <- e:
+	case w.ch <- e:
 	default:
 	}
 }
 
-// Source feeds the health changes to the access controller (add it with builder.WatchesRawSource).
-func (w *Workload) Source() source.Source {
-	return source.Channel(w.changes, &handler.TypedEnqueueRequestForObject[*v1alpha1.VitalsCluster]{})
+// Source feeds the changes to the controller.
+func (w *WorkloadChanges) Source() source.Source {
+	return source.Channel(w.ch, &handler.TypedEnqueueRequestForObject[*v1alpha1.VitalsCluster]{})
 }
 
-// Reconcile connects c's workload cluster (again when its kubeconfig changed) and returns the
-// WorkloadReachable condition and when to look again.
-func (w *Workload) Reconcile(ctx context.Context, c *v1alpha1.VitalsCluster) (metav1.Condition, time.Duration) {
-	recheck := w.Recheck
-	if recheck <= 0 {
-		recheck = time.Minute
+// workloadResult is one look at a cluster's workload access, ready to be written into its status.
+type workloadResult struct {
+	gen     int64
+	status  metav1.ConditionStatus
+	reason  string
+	message string
+}
+
+func (wr workloadResult) apply(st *v1alpha1.ClusterStatus) {
+	if wr.reason == "" {
+		return
 	}
-	cond := metav1.Condition{Type: v1alpha1.ConditionWorkloadReachable, ObservedGeneration: c.Generation}
-	cl, err := w.Access.For(ctx, c)
+	setCondition(st, wr.gen, v1alpha1.ConditionWorkloadReachable, wr.status, wr.reason, wr.message)
+}
+
+// reachWorkload connects c's workload cluster (again when its kubeconfig Secret changed) and records an
+// Event when the result changed. The workload access reports the cluster's remediation.CheckWorkload
+// itself, at every probe.
+func (r *Reconciler) reachWorkload(ctx context.Context, c *v1alpha1.VitalsCluster) workloadResult {
+	if r.Workload == nil {
+		return workloadResult{}
+	}
+	res := workloadResult{gen: c.Generation}
+	wc, err := r.Workload.For(ctx, c)
 	if err == nil {
-		err = cl.Healthy()
+		err = wc.Healthy()
 	}
 	var we *workload.Error
 	switch {
 	case err == nil:
-		cond.Status, cond.Reason = metav1.ConditionTrue, workload.ReasonReachable
-		cond.Message = fmt.Sprintf("the API answers and the informers have synced (kubeconfig: %s)", cl.Source())
+		res.status, res.reason = metav1.ConditionTrue, workload.ReasonReachable
+		res.message = fmt.Sprintf("the API answers and the informers have synced (kubeconfig: %s)", wc.Source())
 	case errors.As(err, &we):
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, we.Reason, we.Message
+		res.status, res.reason, res.message = metav1.ConditionFalse, we.Reason, we.Message
 		if we.Reason == workload.ReasonConnecting {
-			cond.Status = metav1.ConditionUnknown
+			res.status = metav1.ConditionUnknown
 		}
 	default:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, ReasonSecretUnreadable, err.Error()
+		res.status, res.reason, res.message = metav1.ConditionUnknown, ReasonSecretUnreadable, err.Error()
 	}
-	return cond, recheck
-}
-
-// Forget stops the access of a VitalsCluster that is gone (not found). A VitalsCluster being deleted
-// keeps its access until its finalizer goes: deorbit reads the workload cluster meanwhile.
-func (w *Workload) Forget(key types.NamespacedName) {
-	w.Access.Forget(key)
+	prev := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionWorkloadReachable)
+	if prev == nil || prev.Reason != res.reason || prev.Message != res.message {
+		typ := corev1.EventTypeWarning
+		if res.reason == workload.ReasonReachable {
+			typ = corev1.EventTypeNormal
+		}
+		r.event(c, typ, "Workload"+res.reason, "ReachWorkload", res.message)
+		logf.FromContext(ctx).Info("workload access changed", "cluster", client.ObjectKeyFromObject(c).String(), "reason", res.reason, "message", res.message)
+	}
+	return res
 }
