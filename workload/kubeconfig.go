@@ -60,12 +60,10 @@ func ParseKubeconfig(data []byte, rules KubeconfigRules) (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	ci := indexOf(len(kc.Clusters), func(i int) bool { return kc.Clusters[i].Name == ctx.Cluster })
-	if ci < 0 {
-		return nil, errorf(ReasonInvalidKubeconfig, "the current context names a cluster the kubeconfig does not hold")
-	}
-	if ci2 := lastIndexOf(len(kc.Clusters), func(i int) bool { return kc.Clusters[i].Name == ctx.Cluster }); ci2 != ci {
-		return nil, errorf(ReasonInvalidKubeconfig, "clusters[%d] and clusters[%d] have the same name", ci, ci2)
+	ci, err := named(kc.Clusters, func(c clientcmdv1.NamedCluster) string { return c.Name }, ctx.Cluster, "clusters",
+		"the current context names a cluster the kubeconfig does not hold")
+	if err != nil {
+		return nil, err
 	}
 	cl := kc.Clusters[ci].Cluster
 	cfg := &rest.Config{
@@ -78,12 +76,10 @@ func ParseKubeconfig(data []byte, rules KubeconfigRules) (*rest.Config, error) {
 		DisableCompression: cl.DisableCompression,
 	}
 	if ctx.AuthInfo != "" {
-		ui := indexOf(len(kc.AuthInfos), func(i int) bool { return kc.AuthInfos[i].Name == ctx.AuthInfo })
-		if ui < 0 {
-			return nil, errorf(ReasonInvalidKubeconfig, "the current context names a user the kubeconfig does not hold")
-		}
-		if ui2 := lastIndexOf(len(kc.AuthInfos), func(i int) bool { return kc.AuthInfos[i].Name == ctx.AuthInfo }); ui2 != ui {
-			return nil, errorf(ReasonInvalidKubeconfig, "users[%d] and users[%d] have the same name", ui, ui2)
+		ui, err := named(kc.AuthInfos, func(u clientcmdv1.NamedAuthInfo) string { return u.Name }, ctx.AuthInfo, "users",
+			"the current context names a user the kubeconfig does not hold")
+		if err != nil {
+			return nil, err
 		}
 		u := kc.AuthInfos[ui].AuthInfo
 		cfg.CertData, cfg.KeyData = u.ClientCertificateData, u.ClientKeyData
@@ -232,12 +228,10 @@ func currentContext(kc *clientcmdv1.Config) (clientcmdv1.Context, error) {
 		}
 		return clientcmdv1.Context{}, errorf(ReasonInvalidKubeconfig, "current-context is empty and the kubeconfig holds %d contexts", len(kc.Contexts))
 	}
-	i := indexOf(len(kc.Contexts), func(i int) bool { return kc.Contexts[i].Name == kc.CurrentContext })
-	if i < 0 {
-		return clientcmdv1.Context{}, errorf(ReasonInvalidKubeconfig, "current-context names no context of the kubeconfig")
-	}
-	if j := lastIndexOf(len(kc.Contexts), func(i int) bool { return kc.Contexts[i].Name == kc.CurrentContext }); j != i {
-		return clientcmdv1.Context{}, errorf(ReasonInvalidKubeconfig, "contexts[%d] and contexts[%d] have the same name", i, j)
+	i, err := named(kc.Contexts, func(c clientcmdv1.NamedContext) string { return c.Name }, kc.CurrentContext, "contexts",
+		"current-context names no context of the kubeconfig")
+	if err != nil {
+		return clientcmdv1.Context{}, err
 	}
 	return kc.Contexts[i].Context, nil
 }
@@ -249,20 +243,21 @@ func prefixed(prefix string, msgs []string) []string {
 	return msgs
 }
 
-func indexOf(n int, match func(int) bool) int {
-	for i := range n {
-		if match(i) {
-			return i
+// named finds the one entry called name in the kubeconfig's list (its field name, for the messages,
+// which give positions only, never the name); missing is the message when there is none.
+func named[T any](items []T, nameOf func(T) string, name, list, missing string) (int, error) {
+	found := -1
+	for i, it := range items {
+		if nameOf(it) != name {
+			continue
 		}
-	}
-	return -1
-}
-
-func lastIndexOf(n int, match func(int) bool) int {
-	for i := n - 1; i >= 0; i-- {
-		if match(i) {
-			return i
+		if found >= 0 {
+			return -1, errorf(ReasonInvalidKubeconfig, "%s[%d] and %s[%d] have the same name", list, found, list, i)
 		}
+		found = i
 	}
-	return -1
+	if found < 0 {
+		return -1, errorf(ReasonInvalidKubeconfig, "%s", missing)
+	}
+	return found, nil
 }

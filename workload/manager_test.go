@@ -23,8 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
@@ -62,24 +60,6 @@ func (c *checks) Forget(k types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, k)
-}
-
-// flatKubeconfig returns the kubeconfig at path with every file reference inlined, as a tenant would put
-// it in a Secret.
-func flatKubeconfig(t testing.TB, path string) []byte {
-	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	b, err := clientcmd.Write(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 type fixture struct {
@@ -238,8 +218,8 @@ func TestAccessOutageOfOneClusterAndRecovery(t *testing.T) {
 	if _, err := cs.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.secret("private-kubeconfig", flatKubeconfig(t, priv.KubeconfigPath()))
-	f.secret("shared-kubeconfig", flatKubeconfig(t, testenv.KubeconfigPath(t)))
+	f.secret("private-kubeconfig", testenv.InlineKubeconfig(t, priv.KubeconfigPath()))
+	f.secret("shared-kubeconfig", testenv.InlineKubeconfig(t, testenv.KubeconfigPath(t)))
 	a := f.cluster("a", &v1alpha1.SecretKeyRef{Name: "private-kubeconfig"})
 	b := f.cluster("b", &v1alpha1.SecretKeyRef{Name: "shared-kubeconfig"})
 	ka, kb := types.NamespacedName{Namespace: f.ns, Name: "a"}, types.NamespacedName{Namespace: f.ns, Name: "b"}
@@ -360,7 +340,7 @@ func TestAccessOutageOfOneClusterAndRecovery(t *testing.T) {
 
 func TestAccessFollowsTheSecret(t *testing.T) {
 	f := newFixture(t, nil)
-	shared := flatKubeconfig(t, testenv.KubeconfigPath(t))
+	shared := testenv.InlineKubeconfig(t, testenv.KubeconfigPath(t))
 	f.secret("kc", shared)
 	c := f.cluster("c", &v1alpha1.SecretKeyRef{Name: "kc"})
 	k := types.NamespacedName{Namespace: f.ns, Name: "c"}
@@ -466,7 +446,7 @@ func TestAccessLocalCluster(t *testing.T) {
 // For after Close refuses; Close stops every access.
 func TestAccessClose(t *testing.T) {
 	f := newFixture(t, nil)
-	f.secret("kc", flatKubeconfig(t, testenv.KubeconfigPath(t)))
+	f.secret("kc", testenv.InlineKubeconfig(t, testenv.KubeconfigPath(t)))
 	w, err := f.for_(f.cluster("c", &v1alpha1.SecretKeyRef{Name: "kc"}))
 	if err != nil {
 		t.Fatal(err)
@@ -490,7 +470,7 @@ func TestAccessClose(t *testing.T) {
 func BenchmarkAccesses(b *testing.B) {
 	const n = 50
 	f := newFixture(b, func(o *workload.Options) { o.HealthInterval = 10 * time.Second })
-	f.secret("kc", flatKubeconfig(b, testenv.KubeconfigPath(b)))
+	f.secret("kc", testenv.InlineKubeconfig(b, testenv.KubeconfigPath(b)))
 	for b.Loop() {
 		runtime.GC()
 		var before, after runtime.MemStats
@@ -530,7 +510,7 @@ func BenchmarkAccesses(b *testing.B) {
 // read fails at its deadline, and the check says which kind.
 func TestAccessInformerNotSynced(t *testing.T) {
 	f := newFixture(t, nil)
-	kc := string(flatKubeconfig(t, testenv.KubeconfigPath(t)))
+	kc := string(testenv.InlineKubeconfig(t, testenv.KubeconfigPath(t)))
 	// the harness's admin impersonates a user without any role
 	f.secret("kc", []byte(strings.Replace(kc, "    token:", "    as: vitals-test-nobody\n    token:", 1)))
 	w, err := f.for_(f.cluster("c", &v1alpha1.SecretKeyRef{Name: "kc"}))

@@ -25,8 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -83,22 +81,6 @@ func (c *checks) Forget(k types.NamespacedName) {
 	delete(c.m, k)
 }
 
-func flatKubeconfig(t *testing.T, path string) []byte {
-	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	b, err := clientcmd.Write(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
@@ -137,7 +119,7 @@ func TestWorkloadReachableFollowsEachWorkloadCluster(t *testing.T) {
 	t.Cleanup(func() { _ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
 
 	priv := testenv.PrivateKube(t)
-	for name, kc := range map[string][]byte{"private-kubeconfig": flatKubeconfig(t, priv.KubeconfigPath()), "shared-kubeconfig": flatKubeconfig(t, testenv.KubeconfigPath(t))} {
+	for name, kc := range map[string][]byte{"private-kubeconfig": testenv.InlineKubeconfig(t, priv.KubeconfigPath()), "shared-kubeconfig": testenv.InlineKubeconfig(t, testenv.KubeconfigPath(t))} {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{"kubeconfig": kc}}
 		if err := c.Create(ctx, s); err != nil {
 			t.Fatal(err)

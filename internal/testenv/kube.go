@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // KubeconfigPath returns the kubeconfig of the shared test kube-apiserver (token of group system:masters).
@@ -46,4 +47,22 @@ func Kube(t testing.TB) *rest.Config {
 	// Tests create many objects quickly; client-go's default 5 QPS would only slow them down.
 	cfg.QPS, cfg.Burst = 100, 200
 	return cfg
+}
+
+// InlineKubeconfig returns the kubeconfig at path (KubeconfigPath, or a KubeServer's) with every file it
+// names inlined (certificate-authority-data ...), as a kubeconfig Secret holds it.
+func InlineKubeconfig(t testing.TB, path string) []byte {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatalf("load kubeconfig %s: %v", path, err)
+	}
+	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+		t.Fatalf("inline the files of kubeconfig %s: %v", path, err)
+	}
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatalf("write kubeconfig %s: %v", path, err)
+	}
+	return b
 }
