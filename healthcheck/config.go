@@ -82,28 +82,34 @@ func parseItem(item *node, env Env) (Check, error) {
 	default:
 		return Check{}, errors.New("expected a check: a mapping such as {http: URL} or a list of words")
 	}
-	var t *checktype.Type
-	var in checktype.Input
-	words := []string{""}
+	// The type is the first key naming one.
+	kind := -1
+	for i := 0; i+1 < len(item.items) && kind < 0; i += 2 {
+		if Registry().Lookup(item.items[i].value) != nil {
+			kind = i
+		}
+	}
+	if kind < 0 {
+		return Check{}, fmt.Errorf("no check kind (expected a key naming one of: %s)", strings.Join(Registry().Names(), ", "))
+	}
+	t := Registry().Lookup(item.items[kind].value)
+	args, err := scalars(item.items[kind+1])
+	if err != nil {
+		return Check{}, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	in := checktype.Input{Args: args, ArgsLine: item.items[kind].line}
+	words := append([]string{t.Name}, args...)
 	for i := 0; i+1 < len(item.items); i += 2 {
 		k, v := item.items[i], item.items[i+1]
-		kt := Registry().Lookup(k.value)
-		if kt != nil && t != nil {
+		if i == kind {
+			continue
+		}
+		if kt := Registry().Lookup(k.value); kt != nil {
 			if o, _ := t.Option(k.value); o == nil {
 				return Check{}, fmt.Errorf("line %d: two kinds in one check: %s and %s", k.line, t.Name, kt.Name)
 			}
 		}
-		if kt != nil && t == nil {
-			args, err := scalars(v)
-			if err != nil {
-				return Check{}, fmt.Errorf("%s: %w", k.value, err)
-			}
-			t, in.Args, in.ArgsLine = kt, args, k.line
-			words[0] = kt.Name
-			words = append(words, args...)
-			continue
-		}
-		f, err := field(k, v)
+		f, err := field(t, k, v)
 		if err != nil {
 			return Check{}, err
 		}
@@ -112,18 +118,16 @@ func parseItem(item *node, env Env) (Check, error) {
 			words = append(words, checktype.Flag(f.Key), val)
 		}
 	}
-	if t == nil {
-		return Check{}, fmt.Errorf("no check kind (expected a key naming one of: %s)", strings.Join(Registry().Names(), ", "))
-	}
 	return build(t, in, words, env, func(k string) string { return k })
 }
 
 // field turns a key and its value into a registry field: a scalar, a list of scalars, or (for
 // headers) a mapping of scalars.
-func field(k, v *node) (checktype.Field, error) {
+func field(t *checktype.Type, k, v *node) (checktype.Field, error) {
 	f := checktype.Field{Key: k.value, Line: k.line}
-	switch v.kind {
-	case mapNode:
+	o, _ := t.Option(k.value)
+	switch {
+	case v.kind == mapNode && o != nil && o.Kind == checktype.Header:
 		f.List = true
 		for i := 0; i+1 < len(v.items); i += 2 {
 			name, val := v.items[i], v.items[i+1]
@@ -133,7 +137,7 @@ func field(k, v *node) (checktype.Field, error) {
 			f.Values = append(f.Values, name.value+": "+val.value)
 		}
 		return f, nil
-	case listNode:
+	case v.kind == listNode:
 		f.List = true
 	}
 	vals, err := scalars(v)

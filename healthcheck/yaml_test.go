@@ -154,6 +154,8 @@ func TestParseConfig(t *testing.T) {
   - memory: 512
     cg_path: /sys/fs/cgroup
 `, "http vitals port listen socket process file tcp capability memory", ""},
+		{"options before the type", "checks:\n  - ports: [8080]\n    listen: haproxy\n  - exec: [sh, -c, 'exit 0']\n    exit_code: 0\n", "listen exec", ""},
+		{"a mapping for a plain option", "checks:\n  - file: /x\n    max_age:\n      a: b\n", "", "max_age: line 4: expected a value or a list of values"},
 		{"word lists", "checks:\n  - [http, 'http://[::1]:8080/', --status, '200']\n  - [port, rabbit, '5672', --cmdline]\n", "http port", ""},
 		{"empty", "", "", "empty config"},
 		{"not a mapping", "- http: x\n", "", "line 1: expected a mapping with checks"},
