@@ -196,7 +196,7 @@ func (t *Type) Resolve(in Input) (*Values, []Warning, Errors) {
 			}
 			vals = []string{"true"}
 		}
-		if o.Name == TimeoutOption.Name {
+		if o.Name == timeoutOption.Name {
 			d, err := ParseDuration(vals[len(vals)-1])
 			if err != nil {
 				errs = append(errs, &Error{Key: key, Line: f.Line, Msg: err.Error()})

@@ -93,15 +93,16 @@ type Type struct {
 // DefaultTimeout is the timeout of a run when neither the caller nor the type says otherwise.
 const DefaultTimeout = 10 * time.Second
 
-// TimeoutOption is the option every type has: the timeout of one run. Callers with their own
+// timeoutOption is the option every type has: the timeout of one run. Callers with their own
 // timeout field (vitals serve) pass it in Input.Timeout instead.
-var TimeoutOption = Option{Name: "timeout", Kind: Duration, Doc: "timeout of one run"}
+var timeoutOption = Option{Name: "timeout", Kind: Duration, Doc: "timeout of one run"}
 
 // Option returns the option named name (either spelling, or an alias) and the alias used, if any.
 func (t *Type) Option(name string) (*Option, *Alias) {
 	name = Normalize(name)
-	if name == TimeoutOption.Name {
-		return &TimeoutOption, nil
+	if name == timeoutOption.Name {
+		o := timeoutOption // a copy: the declaration stays as it is
+		return &o, nil
 	}
 	for i := range t.Options {
 		o := &t.Options[i]
@@ -135,7 +136,7 @@ func (t *Type) TakesValue(name string) (takes, known bool) {
 
 // OptionNames lists the names of the options, timeout included, sorted.
 func (t *Type) OptionNames() []string {
-	names := []string{TimeoutOption.Name}
+	names := []string{timeoutOption.Name}
 	for _, o := range t.Options {
 		names = append(names, o.Name)
 	}

@@ -20,7 +20,7 @@ func TestBuiltinDeclarations(t *testing.T) {
 		if typ.Doc == "" {
 			t.Errorf("%s: no doc", name)
 		}
-		seen := map[string]bool{TimeoutOption.Name: true}
+		seen := map[string]bool{timeoutOption.Name: true}
 		for _, o := range typ.Options {
 			if o.Doc == "" {
 				t.Errorf("%s.%s: no doc", name, o.Name)
