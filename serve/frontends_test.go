@@ -64,14 +64,14 @@ func TestSameCheckEveryFrontend(t *testing.T) {
 
 	type form struct {
 		args   []string // healthcheck arguments
-		hcYAML string // one item of the healthcheck YAML's checks list
-		serve  string // the type's keys of a vitals serve entry (name, type and timeout are added)
+		hcYAML string   // one item of the healthcheck YAML's checks list
+		serve  string   // the type's keys of a vitals serve entry (name, type and timeout are added)
 	}
 	tests := []struct {
 		typ, name string
 		form
 	}{
-		{"http", "healthy", form{words("http " + srv.URL + "/ok --status 200 --contains ok --timeout 2s --header", "X-Probe: vitals"),
+		{"http", "healthy", form{words("http "+srv.URL+"/ok --status 200 --contains ok --timeout 2s --header", "X-Probe: vitals"),
 			"http: " + srv.URL + "/ok\n    status: 200\n    contains: ok\n    header:\n      X-Probe: vitals\n    timeout: 2s",
 			"url: " + srv.URL + "/ok\n    status: \"200\"\n    contains: ok\n    header: {X-Probe: vitals}"}},
 		{"http", "unhealthy", form{words("http " + host + "/broken --timeout 2s"), "http: " + host + "/broken\n    timeout: 2s", "url: " + host + "/broken"}},
