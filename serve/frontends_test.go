@@ -44,7 +44,7 @@ func TestSameCheckEveryFrontend(t *testing.T) {
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	_, port, _ := net.SplitHostPort(host)
-	closed := closedAddr(t)
+	const closed = "127.0.0.1:1" // port 1: nothing listens there
 	_, closedPort, _ := net.SplitHostPort(closed)
 	sock := filepath.Join(tmp, "s.sock")
 	ul, err := net.Listen("unix", sock)
@@ -202,15 +202,4 @@ func startNamed(t *testing.T, name string) *exec.Cmd {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd
-}
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
