@@ -130,7 +130,6 @@ func (t *Type) Resolve(in Input) (*Values, []Warning, Errors) {
 		} else if len(vals) > 0 {
 			v.vals[o.Name] = vals[len(vals)-1:] // the last one given wins
 		}
-		v.set[o.Name] = true
 	}
 
 	// Positional words.
