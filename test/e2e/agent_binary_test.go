@@ -12,13 +12,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vitalsproject/vitals/internal/testenv"
@@ -114,6 +118,30 @@ type agentProcess struct {
 	base   string
 	socket string
 	stderr *bytes.Buffer
+	cmd    *exec.Cmd
+	once   sync.Once
+}
+
+// stop sends sig and waits (at most 20 s) for the agent to exit: it must exit 0 and remove its socket.
+func (p *agentProcess) stop(t *testing.T, sig os.Signal) {
+	t.Helper()
+	p.once.Do(func() {
+		_ = p.cmd.Process.Signal(sig)
+		done := make(chan error, 1)
+		go func() { done <- p.cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("agent exited with %v after %s; log:\n%s", err, sig, p.stderr.String())
+			}
+		case <-time.After(20 * time.Second):
+			_ = p.cmd.Process.Kill()
+			t.Errorf("agent did not stop on %s; log:\n%s", sig, p.stderr.String())
+		}
+		if _, err := os.Lstat(p.socket); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("agent left its socket behind: %v", err)
+		}
+	})
 }
 
 // startAgentProcess runs `vitals-agent` for node against the shared kube-apiserver, through capsh with
@@ -147,23 +175,8 @@ func startAgentProcess(t *testing.T, node, drop string, extra ...string) *agentP
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("agent exited with %v; log:\n%s", err, p.stderr.String())
-			}
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("agent did not stop on SIGINT; log:\n%s", p.stderr.String())
-		}
-		if _, err := os.Lstat(p.socket); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("agent left its socket behind: %v", err)
-		}
-	})
+	p.cmd = cmd
+	t.Cleanup(func() { p.stop(t, os.Interrupt) })
 	return p
 }
 
@@ -286,5 +299,95 @@ func TestAgentBinaryCapabilitiesAndReports(t *testing.T) {
 	// The other node is untouched by this node's failures.
 	if cond := agentCondition(t, c, reduced, "PodNetworkHealthy"); cond.Status == corev1.ConditionFalse {
 		t.Errorf("the other node's condition changed: %+v", cond)
+	}
+}
+
+// TestAgentBinaryBoundsForgedCounts: a user allowed only to write Events in its namespace patches the
+// count of a kubelet-like sandbox failure Event (about a pod that is pending on the node, so the Event
+// passes every consistency check) to 2^31-1. The real agent counts a bounded step, not two billion;
+// its event watcher keeps beating; liveness holds (Events never fail it); and SIGTERM stops it at once.
+func TestAgentBinaryBoundsForgedCounts(t *testing.T) {
+	admin := testenv.Kube(t)
+	c, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
+	node, ns := "agent-bin-count-"+suffix, "agent-bin-forger-"+suffix
+	agentCreateNode(t, c, node)
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	pod, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forgerCfg := testenv.KubeUser(t, admin, ns, "forger", rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}})
+	forger, err := kubernetes.NewForConfig(forgerCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	p := startAgentProcess(t, node, "", "--capabilities=", "--component-timeout", "3s")
+	p.waitStatus(t, "/alive", http.StatusOK)
+
+	now := metav1.Now()
+	ev, err := forger.CoreV1().Events(ns).Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: "web.", Namespace: ns},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "web", UID: pod.UID, APIVersion: "v1"},
+		Reason:         "FailedCreatePodSandBox",
+		Message:        `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "x": plugin type="bridge" failed (add): forged`,
+		Source:         corev1.EventSource{Component: "kubelet", Host: node},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1, Type: corev1.EventTypeWarning,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.waitMetric(t, `vitals_agent_cni_reports_total{op="ADD",result="failure",source="kube-events"}`, func(v int) bool { return v == 1 })
+	patch := fmt.Sprintf(`{"count":2147483647,"lastTimestamp":%q}`, time.Now().UTC().Format(time.RFC3339))
+	if _, err := forger.CoreV1().Events(ns).Patch(ctx, ev.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := p.waitMetric(t, `vitals_agent_cni_reports_total{op="ADD",result="failure",source="kube-events"}`, func(v int) bool { return v > 1 })
+	if got > 1+10 {
+		t.Errorf("a count patched to 2^31-1 counted %d occurrences, want at most 1 + 10 (MaxEventDelta)", got)
+	}
+	// The watcher beats on (its deadline is 3s), and liveness holds.
+	time.Sleep(4 * time.Second)
+	for _, path := range []string{"/livez/event-watcher", "/alive"} {
+		if code, body := p.get(t, path); code != http.StatusOK {
+			t.Errorf("%s = %d %q after the count patch", path, code, body)
+		}
+	}
+	start := time.Now()
+	p.stop(t, syscall.SIGTERM)
+	t.Logf("stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
+}
+
+// waitMetric waits (60 s at most) until the value of the metric line named by series satisfies ok,
+// and returns it.
+func (p *agentProcess) waitMetric(t *testing.T, series string, ok func(int) bool) int {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, body := p.get(t, "/metrics")
+		v := -1
+		for _, l := range strings.Split(body, "\n") {
+			if rest, found := strings.CutPrefix(l, series+" "); found {
+				v, _ = strconv.Atoi(strings.TrimSpace(rest))
+			}
+		}
+		if v >= 0 && ok(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s = %d; agent log:\n%s", series, v, p.stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
