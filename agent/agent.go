@@ -320,7 +320,7 @@ func (a *Agent) wireSources() error {
 		if err != nil {
 			return err
 		}
-		a.socket = &SocketServer{Path: o.SocketPath, Reporter: a.reporter, Heartbeat: c, BeatPeriod: beat, Log: a.log}
+		a.socket = &SocketServer{Path: o.SocketPath, Mode: o.SocketMode, Reporter: a.reporter, Heartbeat: c, BeatPeriod: beat, Log: a.log}
 	}
 	if o.WatchEvents {
 		c, err := component(ComponentEvents)

@@ -63,6 +63,8 @@ type Options struct {
 	CNIConfDir string
 	// SocketPath of the CNI report socket; "" disables it.
 	SocketPath string
+	// SocketMode of the socket file: 0600 (root only, the default) or 0660 (and its group).
+	SocketMode os.FileMode
 	// WatchEvents turns on the kubelet Events source.
 	WatchEvents bool
 	// NodeConditions turns on writing node conditions.
@@ -195,6 +197,9 @@ func (o Options) Validate() error {
 	}
 	if o.SocketPath != "" && len(o.SocketPath) > 107 {
 		bad("socket", "unix socket paths are limited to 107 bytes, got %d", len(o.SocketPath))
+	}
+	if o.SocketMode != 0o600 && o.SocketMode != 0o660 {
+		bad("socket-mode", "expected 0600 or 0660 (the socket spends the failure budget: root only), got %#o", o.SocketMode)
 	}
 	if o.EventMaxAge <= 0 {
 		bad("event-max-age", "expected a positive duration, got %s", o.EventMaxAge)

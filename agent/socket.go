@@ -29,10 +29,15 @@ type Beater interface {
 
 // SocketServer accepts CNI results as JSON lines on a unix socket (one report per line, any number of
 // lines per connection) and answers each line with a Response line.
+//
+// Whoever can write to the socket can spend the CNI ADD failure budget, so it is root's only: the file
+// is 0600 (0660 lets its group in too), its directory must not be writable by others (who could put
+// their own socket in its place), and each connection's peer (SO_PEERCRED) must be root, the agent's
+// own user, or, at 0660, of the socket's group; other peers are disconnected unread.
 type SocketServer struct {
-	// Path of the socket; its directory is created.
+	// Path of the socket; its directory is created (0755) if missing.
 	Path string
-	// Mode of the socket file; default 0o660.
+	// Mode of the socket file: 0600 (default) or 0660.
 	Mode os.FileMode
 	// Reporter receives every valid report.
 	Reporter Reporter
@@ -48,6 +53,8 @@ type SocketServer struct {
 	ln       *net.UnixListener
 	conns    map[net.Conn]struct{}
 	inode    uint64
+	gid      uint32
+	mode     os.FileMode
 	wg       sync.WaitGroup
 	stopping bool
 }
@@ -57,8 +64,21 @@ func (s *SocketServer) Listen() error {
 	if s.Path == "" {
 		return errors.New("listen on CNI report socket: no path")
 	}
-	if err := os.MkdirAll(filepath.Dir(s.Path), 0o755); err != nil {
+	mode := s.Mode
+	if mode == 0 {
+		mode = 0o600
+	}
+	if mode != 0o600 && mode != 0o660 {
+		return fmt.Errorf("listen on CNI report socket: mode %#o, expected 0600 or 0660", mode)
+	}
+	dir := filepath.Dir(s.Path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create directory of CNI report socket: %w", err)
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("check directory of CNI report socket: %w", err)
+	} else if fi.Mode().Perm()&0o002 != 0 {
+		return fmt.Errorf("listen on CNI report socket: directory %s is writable by others (mode %#o): anyone could replace the socket", dir, fi.Mode().Perm())
 	}
 	if fi, err := os.Lstat(s.Path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
@@ -78,17 +98,18 @@ func (s *SocketServer) Listen() error {
 		return fmt.Errorf("listen on CNI report socket: %w", err)
 	}
 	ln.SetUnlinkOnClose(true)
-	mode := s.Mode
-	if mode == 0 {
-		mode = 0o660
-	}
 	if err := os.Chmod(s.Path, mode); err != nil {
 		ln.Close()
 		return fmt.Errorf("set mode of CNI report socket: %w", err)
 	}
+	if fi, err := os.Lstat(s.Path); err != nil || fi.Mode().Perm() != mode {
+		ln.Close()
+		return fmt.Errorf("listen on CNI report socket: %s does not have mode %#o", s.Path, mode)
+	}
 	s.mu.Lock()
 	s.ln = ln
-	s.inode = inodeOf(s.Path)
+	s.mode = mode
+	s.inode, s.gid = fileIDs(s.Path)
 	s.conns = map[net.Conn]struct{}{}
 	s.mu.Unlock()
 	return nil
@@ -168,7 +189,7 @@ func (s *SocketServer) shutdown() {
 	}
 	s.stopping = true
 	// Only remove the file if it is still ours (a newer agent may have replaced it).
-	if inodeOf(s.Path) != s.inode {
+	if ino, _ := fileIDs(s.Path); ino != s.inode {
 		s.ln.SetUnlinkOnClose(false)
 	}
 	s.ln.Close()
@@ -187,7 +208,7 @@ func (s *SocketServer) beat(stop <-chan struct{}) {
 	defer t.Stop()
 	failed := false
 	for {
-		if ino := inodeOf(s.Path); ino == 0 || ino != s.inode {
+		if ino, _ := fileIDs(s.Path); ino == 0 || ino != s.inode {
 			if !failed {
 				s.Heartbeat.Fail(fmt.Errorf("CNI report socket %s was removed or replaced", s.Path))
 				s.log().Error("CNI report socket lost", "path", s.Path)
@@ -210,6 +231,10 @@ func (s *SocketServer) beat(stop <-chan struct{}) {
 
 func (s *SocketServer) handle(ctx context.Context, conn *net.UnixConn) {
 	defer conn.Close()
+	if err := s.checkPeer(conn); err != nil {
+		s.log().Warn("CNI report connection refused", "path", s.Path, "err", err)
+		return
+	}
 	idle := s.IdleTimeout
 	if idle <= 0 {
 		idle = time.Minute

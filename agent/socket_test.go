@@ -6,9 +6,11 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -218,5 +220,77 @@ func waitForWithin(t *testing.T, d time.Duration, what string, cond func() bool)
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestSocketIsRootOnly: the socket file is 0600, a world-writable directory is refused, and a peer
+// that is neither root nor the agent's user is disconnected unread, even when the file's mode would let
+// it in.
+func TestSocketIsRootOnly(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: connects as another user")
+	}
+	// The system interpreter: one under root's home is not executable by nobody.
+	python, err := exec.LookPath("/usr/bin/python3")
+	if err != nil {
+		t.Skip("needs python3 to connect as another user")
+	}
+	budget := &tally{}
+	_, path := startSocket(t, &BudgetReporter{Budget: budget}, nil)
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode: %v %v, want 0600", fi.Mode(), err)
+	}
+
+	dir, err := os.MkdirTemp("", "vitals-sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&SocketServer{Path: filepath.Join(dir, "cni.sock"), Reporter: &BudgetReporter{}}).Listen(); err == nil || !strings.Contains(err.Error(), "writable by others") {
+		t.Fatalf("Listen in a world-writable directory: %v", err)
+	}
+	if err := (&SocketServer{Path: filepath.Join(dir, "x.sock"), Mode: 0o666}).Listen(); err == nil || !strings.Contains(err.Error(), "expected 0600 or 0660") {
+		t.Fatalf("Listen with mode 0666: %v", err)
+	}
+
+	// Loosen the file behind the server's back: the peer check still refuses nobody.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	loose := filepath.Join(dir, "run", "cni.sock")
+	s := &SocketServer{Path: loose, Reporter: &BudgetReporter{Budget: budget}}
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	if err := os.Chmod(loose, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	send := `import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b'{"op":"ADD","result":"failure","pod":"a/b"}\n')
+s.shutdown(socket.SHUT_WR)
+sys.stdout.write(s.recv(4096).decode())`
+	cmd := exec.Command(python, "-c", send, loose)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	// The agent closes the connection unread: the client sees an empty answer or a reset.
+	out, _ := cmd.CombinedOutput()
+	if strings.Contains(string(out), `"ok"`) {
+		t.Errorf("nobody got an answer: %q", out)
+	}
+	if n, _, _, _ := budget.snapshot(); n != 0 {
+		t.Errorf("a report from nobody was counted (%d failures)", n)
+	}
+	// Root is admitted.
+	cmd = exec.Command(python, "-c", send, loose)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), `"ok":true`) {
+		t.Fatalf("client as root: %v %q", err, out)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -21,6 +22,7 @@ import (
 // kuryr.conf-style file, then the flags given on the command line.
 type agentFlags struct {
 	configFile string
+	socketMode string
 	logLevel   string
 	logFormat  string
 	opts       agent.Options
@@ -66,6 +68,7 @@ Options are read from a kuryr.conf-style file ([cni_health_server] port, max_mem
 	fs.DurationVar(&o.EventMaxAge, "event-max-age", o.EventMaxAge, "kubelet Events last seen longer ago are not evidence")
 	fs.StringVar(&o.CNIConfDir, "cni-conf-dir", o.CNIConfDir, "CNI network configuration directory")
 	fs.StringVar(&o.SocketPath, "socket", o.SocketPath, "unix socket for CNI reports (empty: off)")
+	fs.StringVar(&f.socketMode, "socket-mode", "0600", "mode of the report socket: 0600 (root only) or 0660 (and its group)")
 	fs.BoolVar(&o.WatchEvents, "watch-events", o.WatchEvents, "count kubelet FailedCreatePodSandBox Events for this node")
 	fs.BoolVar(&o.NodeConditions, "node-conditions", o.NodeConditions, "write the CNIHealthy and PodNetworkHealthy node conditions")
 	fs.StringVar(&o.Netns, "netns", o.Netns, "network namespace path for the netlink check (empty: the agent's)")
@@ -126,6 +129,11 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 			}
 		}
 	}
+	mode, err := strconv.ParseUint(f.socketMode, 8, 32)
+	if err != nil {
+		return &config.Error{Field: "socket-mode", Msg: fmt.Sprintf("expected an octal mode, 0600 or 0660, got %q", f.socketMode)}
+	}
+	o.SocketMode = os.FileMode(mode)
 	if err := o.Validate(); err != nil {
 		return err
 	}
