@@ -5,18 +5,21 @@ BIN := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/vitalsproject/vitals/internal/version.Version=$(VERSION)
 
-.PHONY: help build vitals vitals-agent healthcheck cloudsim test test-short lint demo testenv-up testenv-down testenv-status clean
+.PHONY: help build vitals vitals-agent vitals-cni healthcheck cloudsim test test-short lint demo testenv-up testenv-down testenv-status clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
 
-build: vitals vitals-agent healthcheck ## build the binaries into bin/
+build: vitals vitals-agent vitals-cni healthcheck ## build the binaries into bin/
 
 vitals: ## build bin/vitals
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/vitals ./cmd/vitals
 
 vitals-agent: ## build bin/vitals-agent (the node agent alone: no operator, no OpenStack client)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/vitals-agent ./cmd/vitals-agent
+
+vitals-cni: ## build bin/vitals-cni (the CNI reporter: a delegating CNI plugin, standard library only)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/vitals-cni ./cmd/vitals-cni
 
 healthcheck: ## build bin/healthcheck (static, small)
 	CGO_ENABLED=0 $(GO) build -trimpath -tags nethttpomithttp2 -ldflags '-s -w' -o $(BIN)/healthcheck ./cmd/healthcheck

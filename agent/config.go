@@ -100,6 +100,7 @@ func DefaultOptions() Options {
 		EventMaxAge:          DefaultEventMaxAge,
 		CNIConfDir:           cniconfig.DefaultDir,
 		SocketPath:           DefaultSocketPath,
+		SocketMode:           0o600,
 		WatchEvents:          true,
 		NodeConditions:       true,
 		Capabilities:         []string{"NET_ADMIN"},

@@ -68,7 +68,8 @@ func decodeAll(t *testing.T, data []byte) []*unstructured.Unstructured {
 
 func TestOperatorChartLint(t *testing.T) {
 	helm := testenv.Helm(t)
-	for _, set := range [][]string{nil, {"--set", "agent.enabled=true"}, {"--set", "agent.enabled=true,agent.requireNetAdmin=true"}} {
+	for _, set := range [][]string{nil, {"--set", "agent.enabled=true"}, {"--set", "agent.enabled=true,agent.requireNetAdmin=true"},
+		{"--set", "agent.enabled=true,agent.cniReporter.install=true,agent.cniFailuresFailLiveness=false"}} {
 		out := runHelm(t, helm, append([]string{"lint", "--strict", chartDir()}, set...)...)
 		t.Logf("helm lint %v: %s", set, strings.TrimSpace(out))
 	}
@@ -103,6 +104,7 @@ func TestOperatorChartServerSideDryRun(t *testing.T) {
 			"Role", "RoleBinding", "Deployment", "Service"}, []string{"DaemonSet"}, false, []string{"--workload-qps=20"}},
 		{"agent", "agent:\n  enabled: true\n", []string{"Deployment", "DaemonSet"}, nil, false, nil},
 		{"agent-netadmin", "agent:\n  enabled: true\n  requireNetAdmin: true\n", []string{"DaemonSet"}, nil, true, nil},
+		{"agent-cni-reporter", "agent:\n  enabled: true\n  cniReporter:\n    install: true\n", []string{"DaemonSet"}, nil, false, nil},
 		{"watch-namespace-credentials", "operator:\n  watchNamespace: " + ns + "\n  cloudsSecret: os-creds\n" +
 			"  config: |\n    [neutron]\n    timeout = 30\nmetrics:\n  service: false\n",
 			[]string{"Deployment", "ConfigMap"}, []string{"Service", "DaemonSet"}, false, nil},
