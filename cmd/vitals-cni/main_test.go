@@ -49,6 +49,25 @@ type runtime struct {
 	bin, cniPath, fakeDir string
 }
 
+// newRuntime builds the plugin into a new short directory (unix socket paths are limited to 108
+// bytes) whose bin/ holds the fake real plugin.
+func newRuntime(t *testing.T) runtime {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "vcni")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cniPath := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(cniPath, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cniPath, "fake-cni"), []byte(fakePlugin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return runtime{bin: buildPlugin(t, dir), cniPath: cniPath, fakeDir: dir}
+}
+
 func (r runtime) exec(t *testing.T, command, conf string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(r.bin)
@@ -75,19 +94,8 @@ func (r runtime) exec(t *testing.T, command, conf string) (stdout, stderr string
 // node agent listening on its socket in consecutive mode (cni_failures_count 1): results pass through
 // unchanged, and the agent's budget follows them, successes included.
 func TestReporterDrivesTheBudget(t *testing.T) {
-	dir, err := os.MkdirTemp("", "vcni") // short: unix socket paths are limited to 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	cniPath := filepath.Join(dir, "bin")
-	if err := os.MkdirAll(cniPath, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cniPath, "fake-cni"), []byte(fakePlugin), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rt := runtime{bin: buildPlugin(t, dir), cniPath: cniPath, fakeDir: dir}
+	rt := newRuntime(t)
+	dir := rt.fakeDir
 	socket := filepath.Join(dir, "run", "cni.sock")
 	base := startAgent(t, dir, socket)
 	conf := `{"cniVersion":"1.0.0","name":"pods","type":"vitals-cni","delegate":"fake-cni","reportSocket":"` + socket + `","ipam":{"type":"host-local","subnet":"10.0.0.0/24"}}`
@@ -152,15 +160,8 @@ func TestReporterDrivesTheBudget(t *testing.T) {
 // TestReporterWithoutAgent: when no agent listens, the CNI result is the real plugin's all the same;
 // the failed report is said on stderr.
 func TestReporterWithoutAgent(t *testing.T) {
-	dir := t.TempDir()
-	cniPath := filepath.Join(dir, "bin")
-	if err := os.MkdirAll(cniPath, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cniPath, "fake-cni"), []byte(fakePlugin), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rt := runtime{bin: buildPlugin(t, dir), cniPath: cniPath, fakeDir: dir}
+	rt := newRuntime(t)
+	dir := rt.fakeDir
 	conf := `{"cniVersion":"1.0.0","name":"pods","type":"vitals-cni","delegate":"fake-cni","reportSocket":"` + filepath.Join(dir, "absent.sock") + `"}`
 	out, stderr, code := rt.exec(t, "ADD", conf)
 	if code != 0 || out != fakeResult || !strings.Contains(stderr, "vitals-cni: report ADD success") {
