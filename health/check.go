@@ -44,6 +44,11 @@ type checkEntry struct {
 	lastFailure time.Time
 	succ, fail  int
 	duration    time.Duration
+	// lagFails counts the consecutive failures that were deadlines the process's own scheduling
+	// delay explains (see lagMeter.explains), and lagFailSince is when the first of them was
+	// recorded: while every consecutive failure is one, liveness waits up to the lag grace's cap.
+	lagFails     int
+	lagFailSince time.Time
 
 	// orphan, owned by the runner goroutine, receives the result of a timed-out run whose function
 	// has not returned yet; nil when none is outstanding.
@@ -123,6 +128,15 @@ func (e *checkEntry) evaluate(now time.Time) eval {
 			}
 		}
 	}
+	if !ev.grace && ev.r.Status == StatusFailed && !ev.r.Stale && e.fail > 0 && e.lagFails == e.fail {
+		// Every failure since the last success was a timeout while the process was starved.
+		if end := e.lagFailSince.Add(e.m.lag.max); !now.After(end) {
+			ev.grace, ev.graceWhy = true, fmt.Sprintf("scheduling delay: %d timeouts while the process ran late", e.fail)
+			if ev.changesAt.IsZero() || end.Before(ev.changesAt) {
+				ev.changesAt = end.Add(time.Nanosecond)
+			}
+		}
+	}
 	if !ev.grace && e.c.StartPeriod > 0 && ev.r.Status != StatusOK {
 		end := e.startedAt.Add(e.c.StartPeriod)
 		if e.startedAt.IsZero() || now.Before(end) {
@@ -143,6 +157,7 @@ func (e *checkEntry) record(at time.Time, d time.Duration, err error) {
 	if err == nil {
 		e.succ++
 		e.fail = 0
+		e.lagFails = 0
 		e.lastSuccess = at
 		if e.status != StatusOK && e.succ >= e.c.SuccessThreshold {
 			e.status = StatusOK
@@ -152,6 +167,14 @@ func (e *checkEntry) record(at time.Time, d time.Duration, err error) {
 		e.succ = 0
 		e.lastFailure = at
 		e.lastErr = err
+		if (errors.Is(err, ErrTimeout) || errors.Is(err, context.DeadlineExceeded)) && e.m.lag.explains(at, e.c.Timeout) {
+			if e.lagFails == 0 {
+				e.lagFailSince = at
+			}
+			e.lagFails++
+		} else {
+			e.lagFails = 0
+		}
 		if e.status != StatusFailed && e.fail >= e.c.FailureThreshold {
 			e.status = StatusFailed
 		}

@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -343,10 +344,11 @@ func TestLagGrace(t *testing.T) {
 		graceFrom string
 	}{
 		{"no lag", 0, 0, time.Second, false, ""},
-		{"lag explains it", 3 * time.Second, 0, 2 * time.Second, true, "scheduling delay 3s"},
-		{"lag too short", time.Second, 0, 2 * time.Second, false, ""},
-		{"starved right now", 0, 4 * time.Second, 2 * time.Second, true, "scheduling delay 4s"},
+		{"lag explains it", 500 * time.Millisecond, 0, time.Second, true, "scheduling delay 2s"}, // lagHops × 500ms
+		{"lag too short", time.Second, 0, 5 * time.Second, false, ""},
+		{"starved right now", 0, time.Second, 2 * time.Second, true, "scheduling delay 4s"},
 		{"capped", time.Minute, 0, 15 * time.Second, false, ""},
+		{"within the cap", time.Minute, 0, 9 * time.Second, true, "scheduling delay 10s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -387,4 +389,51 @@ func TestLagMeterReal(t *testing.T) {
 	if g := l.grace(time.Unix(0, l.last.Load())); g < 0 || g >= time.Hour {
 		t.Fatalf("grace %s", g)
 	}
+}
+
+// TestLagExplainsTimeouts: runs that fail on their deadline while the process runs late do not fail
+// liveness for up to the lag grace's cap from the first of them; readiness fails at once, and any
+// other failure counts at once.
+func TestLagExplainsTimeouts(t *testing.T) {
+	timeout := fmt.Errorf("%w after 2s", ErrTimeout)
+	tests := []struct {
+		name string
+		errs []error
+		step time.Duration // between failures
+		live bool
+	}{
+		{"one timeout, late", []error{timeout}, 0, true},
+		{"timeouts within the cap", []error{timeout, context.DeadlineExceeded, timeout}, 4 * time.Second, true},
+		{"timeouts past the cap", []error{timeout, timeout, timeout}, 6 * time.Second, false},
+		{"another failure", []error{timeout, errBoom}, time.Second, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, clk := newTest(t, WithLagGrace(10*time.Second))
+			m.MustRegister(Check{Name: "c", Run: ok, Probes: Liveness | Readiness, Interval: 10 * time.Second, Timeout: 2 * time.Second})
+			e := entryOf(t, m, "c")
+			for i, err := range tc.errs {
+				if i > 0 {
+					clk.Step(tc.step)
+				}
+				m.lag.observe(clk.Now(), time.Second) // a timer a second late: the process is starved
+				e.record(clk.Now(), 2*time.Second, err)
+			}
+			if got := m.Evaluate(Liveness).Healthy; got != tc.live {
+				t.Fatalf("liveness healthy = %v, want %v (%+v)", got, tc.live, m.Evaluate(Liveness).Results)
+			}
+			if m.Evaluate(Readiness).Healthy {
+				t.Fatal("readiness healthy after a failure")
+			}
+		})
+	}
+	t.Run("on time", func(t *testing.T) {
+		m, clk := newTest(t, WithLagGrace(10*time.Second))
+		m.MustRegister(Check{Name: "c", Run: ok, Probes: Liveness, Interval: 10 * time.Second, Timeout: 2 * time.Second})
+		m.lag.observe(clk.Now(), 10*time.Millisecond)
+		entryOf(t, m, "c").record(clk.Now(), 2*time.Second, timeout)
+		if m.Evaluate(Liveness).Healthy {
+			t.Fatal("a timeout with the process on time passed liveness")
+		}
+	})
 }

@@ -23,9 +23,10 @@
 // reported but never fails a probe.
 //
 // A result older than interval+timeout is stale and fails readiness at once. On liveness and
-// startup a stale result (or a missed heartbeat) gets a grace as long as the process's own
+// startup a stale result (or a missed heartbeat) gets a grace of four times the process's own
 // scheduling delay, measured by a timer goroutine that records how late it fires (a starved
-// process's check goroutines wait like every other), capped by WithLagGrace (default 10s).
+// process's check goroutines wait like every other), capped by WithLagGrace (default 10s); so do
+// failures that are all timeouts while the process ran late, for up to the cap from the first.
 //
 // # Components and budgets
 //

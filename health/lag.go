@@ -34,10 +34,14 @@ type lagMeter struct {
 	worstAt atomic.Int64
 }
 
-// grace returns the delay to forgive at now: the worst recent lateness of the meter's timer, or
-// the lateness of the tick it is waiting for right now, whichever is larger, capped at max; 0
-// when the meter does not run.
-func (l *lagMeter) grace(now time.Time) time.Duration {
+// lagHops is how many times one check cycle waits for the scheduler: the period's timer, the run's
+// goroutine, the check's own wait (a sleep, a socket) and the result's delivery. A process late by
+// L on each can see a result age by about lagHops*L more than the interval.
+const lagHops = 4
+
+// recent returns the worst recent lateness of the meter's timer, or the lateness of the tick it is
+// waiting for right now, whichever is larger; 0 when the meter does not run.
+func (l *lagMeter) recent(now time.Time) time.Duration {
 	if l == nil || l.max <= 0 {
 		return 0
 	}
@@ -49,7 +53,22 @@ func (l *lagMeter) grace(now time.Time) time.Duration {
 	if at := l.worstAt.Load(); at != 0 && now.Sub(time.Unix(0, at)) <= lagWindow {
 		g = max(g, time.Duration(l.worst.Load()))
 	}
-	return min(max(g, 0), l.max)
+	return max(g, 0)
+}
+
+// grace returns the delay to forgive at now: lagHops times the recent lateness, capped at max.
+func (l *lagMeter) grace(now time.Time) time.Duration {
+	if l == nil {
+		return 0
+	}
+	return min(lagHops*l.recent(now), l.max)
+}
+
+// explains reports whether a run that failed on its deadline (timeout) at now may owe it to the
+// process's own scheduling delay: the recent lateness reaches a quarter of the timeout.
+func (l *lagMeter) explains(now time.Time, timeout time.Duration) bool {
+	r := l.recent(now)
+	return r > 0 && r >= timeout/4
 }
 
 // observe records one tick that fired at now, late by late.
