@@ -2,7 +2,10 @@ package remediation
 
 import (
 	"context"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 )
@@ -14,22 +17,25 @@ type Action struct {
 	Verb string
 	// Kind of the object: route, volume, loadbalancer, server, securitygrouprule, port, pvc, service ...
 	Kind string
-	// ID of the object (for a route: "destination via nexthop").
+	// ID of the object (for a route: "destination@nexthop").
 	ID string
-	// Name of the object, if it has one; exclusions match the ID or the name.
+	// Name of the object, if it has one (for a route: its destination); exclusions match the ID or
+	// the name.
 	Name string
 	// Evidence is when the condition that justifies the action was first seen. A removal is allowed only
 	// once Evidence is at least the cluster's minimum proof age old; zero means the action needs no proof
 	// age (e.g. a delete asked for by the cluster's own deletion).
 	Evidence time.Time
-	// Removal marks actions that take something away on the strength of evidence (routes, servers); they
-	// are subject to the minimum proof age.
+	// Removal marks actions that take something away (routes, servers, volumes); with Evidence set they
+	// are subject to the minimum proof age. Status lines say Removed or WouldRemove for them, Done or
+	// WouldDo for the others.
 	Removal bool
 }
 
-// Object is how an action is named in Events, metrics and status lines: "kind id".
+// Object is how an action is named in Events and status lines: "kind id", with the name in
+// parentheses when the ID does not already start with it.
 func (a Action) Object() string {
-	if a.Name != "" && a.Name != a.ID {
+	if a.Name != "" && a.Name != a.ID && !strings.HasPrefix(a.ID, a.Name+"@") {
 		return a.Kind + " " + a.ID + " (" + a.Name + ")"
 	}
 	return a.Kind + " " + a.ID
@@ -57,6 +63,7 @@ const (
 	ReasonStorm          = "Storm"
 	ReasonGateClosed     = "GateClosed"
 	ReasonProofPending   = "ProofPending"
+	ReasonInvalidPolicy  = "InvalidPolicy"
 	ReasonDryRun         = "DryRun"
 	ReasonAllowed        = "Allowed"
 )
@@ -72,10 +79,16 @@ type Decision struct {
 	RetryAt time.Time
 }
 
-// Scope tells the policy about the objects a controller looked at in this pass, for the storm rule.
+// Scope tells the policy about one pass: the objects the controller looked at, for the storm rule, and
+// the controller's own dry-run setting.
 type Scope struct {
-	// Unhealthy objects the controller would act on, of Total objects of that kind in the cluster.
+	// Unhealthy objects the controller would act on, of Total objects of that kind in the cluster
+	// (for routegc: orphaned routes of the routes inside the pod CIDRs). Total 0: the pass tells
+	// nothing about a storm (a storm seen before still cools down).
 	Unhealthy, Total int
+	// DryRun is the controller's own dry-run (e.g. spec.controllers.routegc.dryRun); the cluster's
+	// and the operator's apply on top.
+	DryRun bool
 }
 
 // Pass is one controller's pass over one cluster: it asks, acts, and reports, and gives the status lines
@@ -97,4 +110,8 @@ type Policy interface {
 	// Begin opens a pass of controller over c. needs names the cluster checks (see Checks) that must pass
 	// for the gate to open, besides the operator's own; scope feeds the storm rule.
 	Begin(ctx context.Context, c *v1alpha1.VitalsCluster, controller string, needs []string, scope Scope) Pass
+	// Forget drops the gauges and checks of a cluster that is gone. Its past actions still count
+	// against the operator-wide budget (and against a cluster of the same name created again) until
+	// they leave the window: deleting a cluster never buys actions.
+	Forget(cluster types.NamespacedName)
 }

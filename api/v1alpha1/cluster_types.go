@@ -223,6 +223,10 @@ const (
 	ActionSkipped ActionKind = "Skipped"
 	// ActionFailed: the change was tried and failed.
 	ActionFailed ActionKind = "Failed"
+	// ActionDone: the controller changed something without taking it away (e.g. a reboot).
+	ActionDone ActionKind = "Done"
+	// ActionWouldDo: dry-run; the controller would have done so.
+	ActionWouldDo ActionKind = "WouldDo"
 )
 
 // Action is one line of a controller's history.

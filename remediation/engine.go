@@ -1,0 +1,279 @@
+package remediation
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/health"
+)
+
+// Defaults of the operator-wide limits (flags of `vitals operator`).
+const (
+	DefaultOperatorActions = 100
+	DefaultOperatorWindow  = time.Hour
+	DefaultStormCooldown   = 10 * time.Minute
+)
+
+// Limits are the operator's own rules, on top of every cluster's.
+type Limits struct {
+	// Actions is the most destructive actions of all controllers over all clusters in any Window;
+	// 0 means none.
+	Actions int
+	Window  time.Duration
+	// StormCooldown is how long actions stay held after a storm was last seen (0: resume at once).
+	StormCooldown time.Duration
+	// Paused holds every action back (the flag; see Switch for the runtime switch).
+	Paused bool
+	// DryRun makes every controller report instead of act.
+	DryRun bool
+}
+
+// DefaultLimits are the limits of an operator started without flags.
+func DefaultLimits() Limits {
+	return Limits{Actions: DefaultOperatorActions, Window: DefaultOperatorWindow, StormCooldown: DefaultStormCooldown}
+}
+
+// Validate names the first limit out of range.
+func (l Limits) Validate() error {
+	switch {
+	case l.Actions < 0:
+		return fmt.Errorf("remediation budget: expected 0 or more actions, got %d", l.Actions)
+	case l.Window <= 0:
+		return fmt.Errorf("remediation window: expected a positive duration such as 1h, got %s", l.Window)
+	case l.StormCooldown < 0:
+		return fmt.Errorf("remediation storm cool-down: expected a non-negative duration such as 10m, got %s", l.StormCooldown)
+	}
+	return nil
+}
+
+// Readiness gives the operator's own health results (a *health.Manager).
+type Readiness interface {
+	Result(name string) (health.Result, bool)
+}
+
+// Switch is the operator-wide pause an operator flips at run time, without a restart.
+type Switch interface {
+	// Paused reports whether every action is held, and why.
+	Paused() (paused bool, why string)
+}
+
+// Options configure an Engine.
+type Options struct {
+	// Limits are the operator-wide rules (nil: DefaultLimits).
+	Limits *Limits
+	// Checks are the per-cluster checks the gate reads (nil: a new, empty CheckSet).
+	Checks Checks
+	// Readiness and ReadinessChecks: the operator's own checks that must all pass (status ok) for any
+	// action; a check that is not registered or has no result yet closes the gate.
+	Readiness       Readiness
+	ReadinessChecks []string
+	// Switch is the runtime operator-wide pause (nil: none).
+	Switch Switch
+	// Seed lists the VitalsClusters once, before the first decision, to seed the operator-wide window
+	// from their statuses (nil: each cluster's actions are counted from its first pass on).
+	Seed client.Reader
+	// Recorder receives an Event on the VitalsCluster per decision (nil: none).
+	Recorder events.EventRecorder
+	// Metrics (nil: unregistered metrics).
+	Metrics *Metrics
+	// Clock (nil: the real clock).
+	Clock clock.PassiveClock
+}
+
+// Engine is the Policy of one operator. The per-cluster windows are kept in each cluster's status
+// (status.remediation.actionTimes) and merged into memory on every pass; the operator-wide window is
+// the sum of the per-cluster ones as this replica knows them: seeded from every cluster's status before
+// the first decision, and kept in memory after.
+type Engine struct {
+	limits    Limits
+	checks    Checks
+	readiness Readiness
+	ready     []string
+	sw        Switch
+	seed      client.Reader
+	recorder  events.EventRecorder
+	metrics   *Metrics
+	clock     clock.PassiveClock
+
+	mu       sync.Mutex
+	seeded   bool
+	clusters map[types.NamespacedName]*record
+}
+
+// record is what the engine remembers of one cluster.
+type record struct {
+	times window
+	// keep: how long times are kept (the longer of the cluster's and the operator's windows).
+	keep       time.Duration
+	stormSince time.Time
+}
+
+var _ Policy = (*Engine)(nil)
+
+// New returns an Engine.
+func New(o Options) (*Engine, error) {
+	e := &Engine{
+		checks: o.Checks, readiness: o.Readiness, ready: append([]string(nil), o.ReadinessChecks...),
+		sw: o.Switch, seed: o.Seed, recorder: o.Recorder, metrics: o.Metrics, clock: o.Clock,
+		clusters: map[types.NamespacedName]*record{},
+	}
+	e.limits = DefaultLimits()
+	if o.Limits != nil {
+		e.limits = *o.Limits
+	}
+	if err := e.limits.Validate(); err != nil {
+		return nil, err
+	}
+	if len(e.ready) > 0 && e.readiness == nil {
+		return nil, fmt.Errorf("remediation: readiness checks %v named without a source of results", e.ready)
+	}
+	if e.checks == nil {
+		e.checks = NewChecks(o.Clock)
+	}
+	if e.metrics == nil {
+		e.metrics = NewMetrics(nil)
+	}
+	if e.clock == nil {
+		e.clock = clock.RealClock{}
+	}
+	return e, nil
+}
+
+// Checks are the per-cluster checks the gate reads; their owners (tenancy, workload access) set them.
+func (e *Engine) Checks() Checks { return e.checks }
+
+// Limits are the operator-wide limits in force.
+func (e *Engine) Limits() Limits { return e.limits }
+
+// Begin opens a pass.
+func (e *Engine) Begin(ctx context.Context, c *v1alpha1.VitalsCluster, controller string, needs []string, scope Scope) Pass {
+	now := e.clock.Now()
+	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	p := &pass{
+		e: e, c: c, key: key, controller: controller, needs: append([]string(nil), needs...), scope: scope,
+		s: settingsOf(c), history: append([]v1alpha1.Action(nil), c.Status.Actions...),
+	}
+	p.seedErr = e.seedOnce(ctx)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.recordLocked(key, p.s.window)
+	if st := c.Status.Remediation; st != nil {
+		r.absorbLocked(st, now)
+	}
+	if scope.Total > 0 && p.s.invalid == nil {
+		max, _ := maxUnhealthyOf(p.s.maxUnhealthy, scope.Total)
+		if scope.Unhealthy > max {
+			p.storm = fmt.Sprintf("%d of %d objects look broken, more than maxUnhealthy %s (%d)", scope.Unhealthy, scope.Total, p.s.maxUnhealthy.String(), max)
+			r.stormSince = stamp(now)
+		}
+	}
+	return p
+}
+
+// Forget drops the gauges and checks of a cluster that is gone (its action times stay).
+func (e *Engine) Forget(cluster types.NamespacedName) {
+	e.checks.Forget(cluster)
+	e.metrics.BudgetRemaining.DeleteLabelValues(cluster.Namespace, cluster.Name)
+}
+
+// seedOnce merges every cluster's persisted action times into memory before the first decision.
+func (e *Engine) seedOnce(ctx context.Context) error {
+	e.mu.Lock()
+	done := e.seeded || e.seed == nil
+	e.mu.Unlock()
+	if done {
+		return nil
+	}
+	var list v1alpha1.VitalsClusterList
+	if err := e.seed.List(ctx, &list); err != nil {
+		return fmt.Errorf("seed the operator-wide budget from the clusters' statuses: list VitalsClusters: %w", err)
+	}
+	now := e.clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.seeded {
+		return nil
+	}
+	for i := range list.Items {
+		c := &list.Items[i]
+		if c.Status.Remediation == nil {
+			continue
+		}
+		r := e.recordLocked(types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, settingsOf(c).window)
+		r.absorbLocked(c.Status.Remediation, now)
+	}
+	e.seeded = true
+	return nil
+}
+
+// recordLocked returns the record of a cluster, creating it.
+func (e *Engine) recordLocked(key types.NamespacedName, clusterWindow time.Duration) *record {
+	r := e.clusters[key]
+	if r == nil {
+		r = &record{}
+		e.clusters[key] = r
+	}
+	r.keep = max(clusterWindow, e.limits.Window)
+	return r
+}
+
+// absorbLocked merges a status into the record: action times it does not hold yet (another replica's,
+// another controller's), and a later storm.
+func (r *record) absorbLocked(st *v1alpha1.RemediationStatus, now time.Time) {
+	cutoff := now.Add(-r.keep)
+	r.times = r.times.prune(cutoff)
+	in := make([]time.Time, 0, len(st.ActionTimes))
+	for _, t := range st.ActionTimes {
+		if t.After(cutoff) {
+			in = append(in, t.Time)
+		}
+	}
+	r.times, _ = r.times.merge(in)
+	if st.StormSince != nil && st.StormSince.After(r.stormSince) {
+		r.stormSince = stamp(st.StormSince.Time)
+	}
+}
+
+// operatorUsedLocked counts every cluster's actions in the operator-wide window.
+func (e *Engine) operatorUsedLocked(now time.Time) int {
+	cutoff := now.Add(-e.limits.Window)
+	n := 0
+	for _, r := range e.clusters {
+		n += r.times.since(cutoff)
+	}
+	return n
+}
+
+// operatorOldestLocked is the oldest action in the operator-wide window.
+func (e *Engine) operatorOldestLocked(now time.Time) (time.Time, bool) {
+	cutoff := now.Add(-e.limits.Window)
+	var oldest time.Time
+	found := false
+	for _, r := range e.clusters {
+		if t, ok := r.times.oldestSince(cutoff); ok && (!found || t.Before(oldest)) {
+			oldest, found = t, true
+		}
+	}
+	return oldest, found
+}
+
+// operatorPaused reports the flag and the runtime switch.
+func (e *Engine) operatorPaused() (bool, string) {
+	if e.limits.Paused {
+		return true, "the operator was started paused (--remediation-paused)"
+	}
+	if e.sw != nil {
+		if ok, why := e.sw.Paused(); ok {
+			return true, why
+		}
+	}
+	return false, ""
+}
