@@ -134,18 +134,20 @@ metadata: {name: demo, namespace: default}
 spec:
   openstack: {routerID: "$ROUTER_ID"}
   podCIDRs: ["$PODCIDR"]
+  remediation:
+    minProofAge: 10s   # the demo's passes are seconds apart; the default is 5m
   controllers:
     routegc:
       interval: $INTERVAL
       addressSources: [ports]
       protectedRoutes: [{destination: 198.19.7.0/24}]   # orphaned, but protected: it stays
 YAML
-log "an orphaned route is removed only when two passes at least $INTERVAL apart saw it orphaned; watching ..."
+log "an orphaned route is removed only when two passes at least $INTERVAL apart saw it orphaned, and first seen 10s ago (the remediation policy's minProofAge); watching ..."
 removed_before=-1
 for i in $(seq 1 120); do
-  removed=$(kubectl get cluster demo -o jsonpath='{.status.routegc.removedTotal}' 2>/dev/null || true)
-  suspects=$(kubectl get cluster demo -o jsonpath='{range .status.routegc.suspects[*]}{.destination} {end}' 2>/dev/null || true)
-  healthy=$(kubectl get cluster demo -o jsonpath='{.status.conditions[?(@.type=="RoutesHealthy")].reason}' 2>/dev/null || true)
+  removed=$(kubectl get vitalscluster demo -o jsonpath='{.status.routegc.removedTotal}' 2>/dev/null || true)
+  suspects=$(kubectl get vitalscluster demo -o jsonpath='{range .status.routegc.suspects[*]}{.destination} {end}' 2>/dev/null || true)
+  healthy=$(kubectl get vitalscluster demo -o jsonpath='{.status.conditions[?(@.type=="RoutesHealthy")].reason}' 2>/dev/null || true)
   if [ "${removed:-0}" != "$removed_before" ] || [ $((i % 10)) = 0 ]; then
     log "  pass: RoutesHealthy=${healthy:-pending} removed=${removed:-0} awaiting proof: ${suspects:-none}"
     removed_before=${removed:-0}
@@ -157,7 +159,7 @@ grep 'msg="route removed"' "$DIR/operator.log" | sed -n 's/.*msg="route removed"
 log "the Cluster (kubectl get vitalsclusters -o wide):"
 kubectl get vitalsclusters.vitals.vitalsproject.io -o wide | sed 's/^/    /'
 log "its last actions (status.actions):"
-kubectl get cluster demo -o jsonpath='{range .status.actions[*]}{.action}{"\t"}{.reason}{"\t"}{.object}{"\n"}{end}' | sed 's/^/    /'
+kubectl get vitalscluster demo -o jsonpath='{range .status.actions[*]}{.action}{"\t"}{.reason}{"\t"}{.object}{"\n"}{end}' | sed 's/^/    /'
 log "events:"
 kubectl get events.events.k8s.io -n default --field-selector regarding.name=demo -o custom-columns=REASON:.reason,NOTE:.note --no-headers 2>/dev/null | sed 's/^/    /' | head -20 || true
 log "metrics (vitals_routegc_*):"

@@ -27,6 +27,7 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/health"
+	"github.com/vitalsproject/vitals/remediation"
 )
 
 // Operator is a wired operator, ready to Start.
@@ -36,6 +37,7 @@ type Operator struct {
 	health   *health.Manager
 	identity string
 	cloud    *lazyCloud
+	policy   *remediation.Engine
 	routegc  *routegc.Reconciler
 
 	log logr.Logger // for controller-runtime parts
@@ -122,10 +124,14 @@ func New(opts Options) (*Operator, error) {
 		return nil, err
 	}
 
+	if o.policy, err = o.remediationPolicy(cs); err != nil {
+		return nil, err
+	}
 	o.routegc = &routegc.Reconciler{
 		Client:          mgr.GetClient(),
 		Tenancy:         &clusterClouds{reader: mgr.GetAPIReader(), def: o.cloud, connect: opts.Connect},
-		Gate:            routegc.GateFunc(o.gateOpen),
+		Policy:          o.policy,
+		Checks:          o.policy.Checks(),
 		Recorder:        mgr.GetEventRecorder("vitals-" + routegc.Name),
 		Clock:           opts.Clock,
 		Metrics:         routegc.NewMetrics(opts.Registry),
@@ -194,6 +200,9 @@ func (o *Operator) Identity() string { return o.identity }
 
 // Health is the operator's health manager.
 func (o *Operator) Health() *health.Manager { return o.health }
+
+// Policy is the remediation policy every controller asks.
+func (o *Operator) Policy() *remediation.Engine { return o.policy }
 
 // Manager is the controller-runtime manager.
 func (o *Operator) Manager() manager.Manager { return o.mgr }

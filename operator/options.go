@@ -11,6 +11,7 @@ import (
 	"github.com/vitalsproject/vitals/health"
 	oschecks "github.com/vitalsproject/vitals/health/checks/openstack"
 	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/remediation"
 )
 
 // Options configure the operator. The zero value of each field takes the default noted.
@@ -63,9 +64,18 @@ type Options struct {
 	// PassTimeout: a reconcile running longer is hung and fails liveness (default 5m).
 	PassTimeout time.Duration
 
-	// RouteGCInterval and RouteGCBudget are the defaults for Clusters that leave them unset (1m, 10).
+	// RouteGCInterval is the default interval for clusters that set none (default 1m).
 	RouteGCInterval time.Duration
-	RouteGCBudget   int
+	// RouteGCBudget is the default cap on route removals per pass for clusters that set none (nil: 10;
+	// 0: none).
+	RouteGCBudget *int
+
+	// Remediation holds the operator-wide limits of the remediation policy: budget and window, storm
+	// cool-down, pause, dry-run (nil: remediation.DefaultLimits()).
+	Remediation *remediation.Limits
+	// PauseConfigMap names the ConfigMap in the operator's namespace (LeaderElectionNamespace) that
+	// pauses every controller at run time with paused: "true" (default "vitals-remediation").
+	PauseConfigMap string
 
 	// AllowLocalWorkload lets VitalsClusters without kubeconfigSecretRef use the cluster the operator
 	// runs in as their workload cluster (default: they get WorkloadReachable=False, LocalNotAllowed).
@@ -128,6 +138,9 @@ func (o *Options) defaults() {
 	}
 	if o.PassTimeout == 0 {
 		o.PassTimeout = 5 * time.Minute
+	}
+	if o.PauseConfigMap == "" {
+		o.PauseConfigMap = DefaultPauseConfigMap
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

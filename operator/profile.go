@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -30,11 +29,6 @@ const (
 	ComponentRouteGC  = "controller." + routegc.Name // liveness from the controller's progress
 	ComponentInformer = "informer.vitalsclusters"    // liveness of the VitalsCluster informer
 )
-
-// gateChecks are the checks whose failure holds every controller back: our own Kubernetes, Keystone
-// and Neutron readiness, and the Lease (a replica that lost it must stop acting at once, not only
-// when its elector gives up).
-var gateChecks = []string{CheckKubernetes, CheckKeystone, CheckNeutron, CheckLeaderLease}
 
 // healthProfile registers the controller health profile and returns the observer of routegc's
 // progress.
@@ -97,28 +91,6 @@ func (o *Operator) healthProfile(cs kclient.Interface) (routegc.Progress, error)
 		return nil, fmt.Errorf("operator: health checks: %w", err)
 	}
 	return rgc, nil
-}
-
-// gateOpen reports whether controllers may act: every gate check present passes.
-func (o *Operator) gateOpen() (bool, string) {
-	var why []string
-	for _, n := range gateChecks {
-		r, ok := o.health.Result(n)
-		if !ok {
-			continue
-		}
-		if r.Status != health.StatusOK {
-			reason := string(r.Status)
-			if r.Err != nil {
-				reason = r.Err.Error()
-			}
-			why = append(why, n+": "+reason)
-		}
-	}
-	if len(why) > 0 {
-		return false, strings.Join(why, "; ")
-	}
-	return true, ""
 }
 
 // cloudCheck connects lazily and builds its check once per cloud.

@@ -25,11 +25,17 @@ const (
 	// Suspect: orphaned, but the ownership proof is not complete yet (first sighting, or the second
 	// sighting came less than one interval after the first).
 	Suspect Verdict = "suspect"
-	// Remove: orphaned and proven; removed in this pass.
+	// Proven: orphaned and proven by two passes; the controller asks the remediation policy, and the
+	// verdict becomes one of the four below.
+	Proven Verdict = "proven"
+	// Remove: the policy allowed the removal; removed in this pass.
 	Remove Verdict = "remove"
-	// WouldRemove: would be removed, but the pass is a dry run.
+	// WouldRemove: the policy answered dry-run.
 	WouldRemove Verdict = "would-remove"
-	// OverBudget: proven orphaned, but this pass's removal budget is spent.
+	// Held: a rule of the remediation policy held the removal back (pause, budget, gate, storm, proof
+	// age, exclusion).
+	Held Verdict = "held"
+	// OverBudget: this pass's own cap on removals (spec.controllers.routegc.budget) is spent.
 	OverBudget Verdict = "over-budget"
 )
 
@@ -138,9 +144,6 @@ type Input struct {
 	Now      time.Time
 	// Interval is the least time between the first and the proving sighting.
 	Interval time.Duration
-	// Budget is the most removals in this pass.
-	Budget int
-	DryRun bool
 }
 
 // RouteResult is the analysis of one route.
@@ -160,16 +163,24 @@ type RouteResult struct {
 // Counts summarise a pass.
 type Counts struct {
 	Routes, Ours, Live, Orphaned, Protected, Foreign, Invalid int
-	Remove, WouldRemove, Suspect, OverBudget                  int
+	// Suspect and Proven split Orphaned.
+	Suspect, Proven int
+}
+
+// Candidate is a proven orphaned route: Results[Index], with its proof.
+type Candidate struct {
+	Index  int
+	Record SuspectRecord
 }
 
 // Plan is the outcome of Analyze.
 type Plan struct {
 	// Results, one per route, in the router's order.
 	Results []RouteResult
-	// Remove are the routes to remove now (empty in a dry run).
-	Remove []openstack.Route
-	// Suspects to remember for the next pass: every orphaned route not removed now.
+	// Proven are the routes proven orphaned, oldest proof first: the removals to ask the policy for.
+	Proven []Candidate
+	// Suspects to remember for the next pass: the orphaned routes not proven yet (the controller adds
+	// the proven ones it does not remove).
 	Suspects []SuspectRecord
 	Counts   Counts
 }
@@ -179,7 +190,8 @@ type UnsafeError struct{ Reason string }
 
 func (e *UnsafeError) Error() string { return "refusing to act: " + e.Reason }
 
-// Analyze classifies every route and plans the removals. It changes nothing. It returns an
+// Analyze classifies every route and lists the proven orphans. It changes nothing and decides no
+// removal: the remediation policy does. It returns an
 // *UnsafeError when the reads look incomplete (a source read nothing, or no live address lies in
 // the nodes' subnet while routes of ours point into it): then nothing may be removed.
 func Analyze(in Input) (Plan, error) {
@@ -188,11 +200,6 @@ func Analyze(in Input) (Plan, error) {
 	for _, s := range in.Suspects {
 		prev[s.Route] = s
 	}
-	type cand struct {
-		idx int
-		rec SuspectRecord
-	}
-	var proven []cand
 	live := in.Live
 	if live == nil {
 		live = NewAddresses()
@@ -238,7 +245,10 @@ func Analyze(in Input) (Plan, error) {
 			res.FirstSeen, res.Passes = rec.FirstSeen, rec.Passes
 			due := rec.FirstSeen.Add(in.Interval)
 			if rec.Passes >= 2 && !in.Now.Before(due) {
-				proven = append(proven, cand{len(plan.Results), rec})
+				res.Verdict = Proven
+				res.Detail = fmt.Sprintf("orphaned since %s (%d passes)", rec.FirstSeen.UTC().Format(time.RFC3339), rec.Passes)
+				plan.Counts.Proven++
+				plan.Proven = append(plan.Proven, Candidate{Index: len(plan.Results), Record: rec})
 			} else {
 				res.Verdict = Suspect
 				if rec.Passes < 2 {
@@ -262,33 +272,13 @@ func Analyze(in Input) (Plan, error) {
 			return plan, &UnsafeError{Reason: fmt.Sprintf("no port or server address lies in subnet %s while routes point into it", in.Subnet)}
 		}
 	}
-	// Oldest proof first, then by destination: a deterministic order for the budget.
-	slices.SortStableFunc(proven, func(a, b cand) int {
-		if c := a.rec.FirstSeen.Compare(b.rec.FirstSeen); c != 0 {
+	// Oldest proof first, then by destination: a deterministic order for the budgets.
+	slices.SortStableFunc(plan.Proven, func(a, b Candidate) int {
+		if c := a.Record.FirstSeen.Compare(b.Record.FirstSeen); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.rec.Route.Destination, b.rec.Route.Destination)
+		return cmp.Compare(a.Record.Route.Destination, b.Record.Route.Destination)
 	})
-	for n, c := range proven {
-		res := &plan.Results[c.idx]
-		switch {
-		case n >= in.Budget:
-			res.Verdict = OverBudget
-			res.Detail = fmt.Sprintf("orphaned since %s; budget of %d removals per pass spent", c.rec.FirstSeen.UTC().Format(time.RFC3339), in.Budget)
-			plan.Counts.OverBudget++
-			plan.Suspects = append(plan.Suspects, c.rec)
-		case in.DryRun:
-			res.Verdict = WouldRemove
-			res.Detail = fmt.Sprintf("orphaned since %s (%d passes); dry run", c.rec.FirstSeen.UTC().Format(time.RFC3339), c.rec.Passes)
-			plan.Counts.WouldRemove++
-			plan.Suspects = append(plan.Suspects, c.rec)
-		default:
-			res.Verdict = Remove
-			res.Detail = fmt.Sprintf("orphaned since %s (%d passes)", c.rec.FirstSeen.UTC().Format(time.RFC3339), c.rec.Passes)
-			plan.Counts.Remove++
-			plan.Remove = append(plan.Remove, c.rec.Route)
-		}
-	}
 	slices.SortStableFunc(plan.Suspects, func(a, b SuspectRecord) int {
 		return cmp.Or(cmp.Compare(a.Route.Destination, b.Route.Destination), cmp.Compare(a.Route.NextHop, b.Route.NextHop))
 	})

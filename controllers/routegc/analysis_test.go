@@ -29,7 +29,7 @@ func TestAnalyze(t *testing.T) {
 		name     string
 		in       Input
 		verdicts []Verdict
-		remove   []openstack.Route
+		proven   []openstack.Route
 		suspects int
 		unsafe   bool
 	}{
@@ -52,7 +52,7 @@ func TestAnalyze(t *testing.T) {
 			name: "second sighting one interval later removes",
 			in: Input{Routes: []openstack.Route{orphan}, Live: addrs("10.0.0.5"),
 				Suspects: []SuspectRecord{{Route: orphan, FirstSeen: t0.Add(-iv), Passes: 1}}},
-			verdicts: []Verdict{Remove}, remove: []openstack.Route{orphan},
+			verdicts: []Verdict{Proven}, proven: []openstack.Route{orphan},
 		},
 		{
 			name: "second sighting too soon waits",
@@ -86,29 +86,16 @@ func TestAnalyze(t *testing.T) {
 			verdicts: []Verdict{Suspect}, suspects: 1,
 		},
 		{
-			name: "dry run only reports",
-			in: Input{Routes: []openstack.Route{orphan}, Live: addrs("10.0.0.5"), DryRun: true,
-				Suspects: []SuspectRecord{{Route: orphan, FirstSeen: t0.Add(-iv), Passes: 1}}},
-			verdicts: []Verdict{WouldRemove}, suspects: 1,
-		},
-		{
-			name: "budget holds, oldest first",
+			name: "proven oldest first",
 			in: Input{Routes: []openstack.Route{rt("198.19.1.0/24", "10.0.0.91"), rt("198.19.2.0/24", "10.0.0.92"), rt("198.19.3.0/24", "10.0.0.93")},
-				Live: addrs("10.0.0.5"), Budget: 2,
+				Live: addrs("10.0.0.5"),
 				Suspects: []SuspectRecord{
 					{Route: rt("198.19.1.0/24", "10.0.0.91"), FirstSeen: t0.Add(-iv), Passes: 1},
 					{Route: rt("198.19.2.0/24", "10.0.0.92"), FirstSeen: t0.Add(-3 * iv), Passes: 3},
 					{Route: rt("198.19.3.0/24", "10.0.0.93"), FirstSeen: t0.Add(-2 * iv), Passes: 2},
 				}},
-			verdicts: []Verdict{OverBudget, Remove, Remove},
-			remove:   []openstack.Route{rt("198.19.2.0/24", "10.0.0.92"), rt("198.19.3.0/24", "10.0.0.93")},
-			suspects: 1,
-		},
-		{
-			name: "zero budget removes nothing",
-			in: Input{Routes: []openstack.Route{orphan}, Live: addrs("10.0.0.5"), Budget: 0,
-				Suspects: []SuspectRecord{{Route: orphan, FirstSeen: t0.Add(-iv), Passes: 1}}},
-			verdicts: []Verdict{OverBudget}, suspects: 1,
+			verdicts: []Verdict{Proven, Proven, Proven},
+			proven:   []openstack.Route{rt("198.19.2.0/24", "10.0.0.92"), rt("198.19.3.0/24", "10.0.0.93"), rt("198.19.1.0/24", "10.0.0.91")},
 		},
 		{
 			name: "allowed address pair network keeps nexthop live",
@@ -163,9 +150,6 @@ func TestAnalyze(t *testing.T) {
 			if in.Sources == nil {
 				in.Sources = ports
 			}
-			if in.Budget == 0 && tc.name != "zero budget removes nothing" {
-				in.Budget = 10
-			}
 			plan, err := Analyze(in)
 			var ue *UnsafeError
 			if tc.unsafe {
@@ -185,12 +169,12 @@ func TestAnalyze(t *testing.T) {
 					t.Errorf("route %v: verdict %s (%s), want %s", plan.Results[i].Route, plan.Results[i].Verdict, plan.Results[i].Detail, v)
 				}
 			}
-			if len(plan.Remove) != len(tc.remove) {
-				t.Fatalf("remove %v, want %v", plan.Remove, tc.remove)
+			if len(plan.Proven) != len(tc.proven) {
+				t.Fatalf("proven %v, want %v", plan.Proven, tc.proven)
 			}
-			for i := range tc.remove {
-				if plan.Remove[i] != tc.remove[i] {
-					t.Errorf("remove[%d] = %v, want %v", i, plan.Remove[i], tc.remove[i])
+			for i := range tc.proven {
+				if got := plan.Proven[i].Record.Route; got != tc.proven[i] || plan.Results[plan.Proven[i].Index].Route != got {
+					t.Errorf("proven[%d] = %v, want %v", i, got, tc.proven[i])
 				}
 			}
 			if len(plan.Suspects) != tc.suspects {
@@ -207,7 +191,7 @@ func TestAnalyzeTwoPasses(t *testing.T) {
 		Routes:   []openstack.Route{rt("198.19.3.0/24", "10.0.0.99")},
 		PodCIDRs: []netip.Prefix{netip.MustParsePrefix("198.19.0.0/16")},
 		Live:     addrs("10.0.0.5"), Sources: []SourceRead{{"ports", 1}},
-		Interval: time.Minute, Budget: 10,
+		Interval: time.Minute,
 	}
 	for i, want := range []struct {
 		after time.Duration
@@ -218,8 +202,8 @@ func TestAnalyzeTwoPasses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(plan.Remove) != want.n {
-			t.Fatalf("pass %d at +%s: removes %d, want %d", i+1, want.after, len(plan.Remove), want.n)
+		if len(plan.Proven) != want.n {
+			t.Fatalf("pass %d at +%s: proves %d, want %d", i+1, want.after, len(plan.Proven), want.n)
 		}
 		in.Suspects = plan.Suspects
 	}
@@ -247,7 +231,7 @@ func BenchmarkAnalyze(b *testing.B) {
 		}
 	}
 	in := Input{Routes: routes, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("198.19.0.0/16")}, Live: live,
-		Sources: []SourceRead{{"ports", 5000}}, Suspects: suspects, Now: t0, Interval: time.Minute, Budget: 10}
+		Sources: []SourceRead{{"ports", 5000}}, Suspects: suspects, Now: t0, Interval: time.Minute}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Analyze(in); err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
 )
 
@@ -33,8 +34,13 @@ const Name = "routegc"
 // Defaults of the per-cluster settings.
 const (
 	DefaultInterval = time.Minute
-	DefaultBudget   = 10
+	// DefaultBudget is the most removals in one pass (a cap per pass; the remediation policy's budget
+	// over its window applies on top).
+	DefaultBudget = 10
 )
+
+// VerbRemoveRoute is the verb of a route removal in the remediation policy.
+const VerbRemoveRoute = "RemoveRoute"
 
 // Cloud is what a pass reads and changes.
 type Cloud interface {
@@ -42,18 +48,6 @@ type Cloud interface {
 	openstack.Ports
 	openstack.Servers
 }
-
-// Gate holds passes back while the operator's own dependencies are unhealthy (self-gating).
-type Gate interface {
-	// Open reports whether passes may run, and why not.
-	Open() (ok bool, reason string)
-}
-
-// GateFunc adapts a function to Gate.
-type GateFunc func() (bool, string)
-
-// Open calls f.
-func (f GateFunc) Open() (bool, string) { return f() }
 
 // Progress observes the controller's reconciles and work queue (the operator's liveness, see
 // health/checks/progress).
@@ -64,19 +58,25 @@ type Progress interface {
 	Reconciler(reconcile.Reconciler) reconcile.Reconciler
 }
 
-// Reconciler is the route collector over VitalsVitalsCluster resources.
+// Reconciler is the route collector over VitalsCluster resources.
 type Reconciler struct {
 	Client client.Client
 	// Tenancy gives each cluster its cloud, project and proven router, or refuses it.
-	Tenancy  tenancy.Resolver
-	Gate     Gate                 // nil: always open
+	Tenancy tenancy.Resolver
+	// Policy decides every removal and records it (required: without one nothing is removed).
+	Policy remediation.Policy
+	// Checks receive the cluster's cloud check after each resolution of its tenancy, until the access
+	// controller sets it in the operator (nil: not set here).
+	Checks   remediation.Checks
 	Recorder events.EventRecorder // nil: no events
 	Clock    clock.Clock          // nil: the real clock
 	Metrics  *Metrics             // nil: unregistered metrics
 	Progress Progress             // nil: not observed
-	// DefaultInterval and DefaultBudget apply when the Cluster leaves them unset.
+	// DefaultInterval applies when the cluster sets no interval.
 	DefaultInterval time.Duration
-	DefaultBudget   int
+	// DefaultBudget is the cap on removals per pass when the cluster sets none (nil: DefaultBudget;
+	// 0: no removals).
+	DefaultBudget *int
 	// Attempts of a conflicting route update (default 5).
 	Attempts int
 }
@@ -105,8 +105,9 @@ func (r *Reconciler) defaults() {
 	if r.DefaultInterval <= 0 {
 		r.DefaultInterval = DefaultInterval
 	}
-	if r.DefaultBudget <= 0 {
-		r.DefaultBudget = DefaultBudget
+	if r.DefaultBudget == nil {
+		b := DefaultBudget
+		r.DefaultBudget = &b
 	}
 }
 
@@ -125,7 +126,7 @@ type settings struct {
 
 func (r *Reconciler) settingsOf(c *v1alpha1.VitalsCluster) (settings, error) {
 	sp := c.Spec.Controllers.RouteGC
-	s := settings{enabled: true, interval: r.DefaultInterval, budget: r.DefaultBudget, dryRun: sp.DryRun, subnetID: c.Spec.OpenStack.SubnetID}
+	s := settings{enabled: true, interval: r.DefaultInterval, budget: *r.DefaultBudget, dryRun: sp.DryRun, subnetID: c.Spec.OpenStack.SubnetID}
 	if sp.Enabled != nil {
 		s.enabled = *sp.Enabled
 	}
@@ -181,7 +182,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var c v1alpha1.VitalsCluster
 	if err := r.Client.Get(ctx, req.NamespacedName, &c); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Metrics.forget(key)
+			r.Metrics.forget(req.NamespacedName)
+			if r.Policy != nil {
+				r.Policy.Forget(req.NamespacedName)
+			}
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get cluster %s: %w", key, err)
@@ -210,7 +214,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	out := r.pass(ctx, &c, s, now)
 	end := r.Clock.Now()
-	r.Metrics.Passes.WithLabelValues(key, out.result).Inc()
+	r.Metrics.Passes.WithLabelValues(c.Namespace, c.Name, out.result).Inc()
 	r.Metrics.PassSeconds.WithLabelValues(out.result).Observe(end.Sub(now).Seconds())
 	next := now.Add(s.interval)
 	if err := r.writeStatus(ctx, &c, func(st *v1alpha1.ClusterStatus) { out.apply(st, c.Generation, end, next) }); err != nil {
@@ -225,13 +229,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // outcome is what one pass found and did.
 type outcome struct {
-	result   string // ok, aborted, gated, error
+	result   string // ok, aborted, error
 	reason   string // condition reason when not ok
 	err      error
 	counts   Counts
 	removed  []openstack.Route
 	suspects []SuspectRecord
-	actions  []v1alpha1.Action
+	// held, wouldRemove, overBudget: proven orphans the policy held back, answered dry-run, or this
+	// pass's cap kept.
+	held, wouldRemove, overBudget int
+	actions                       []v1alpha1.Action
+	// policy is the remediation pass, when the pass got as far as asking.
+	policy remediation.Pass
 }
 
 func (o *outcome) apply(st *v1alpha1.ClusterStatus, gen int64, end, next time.Time) {
@@ -243,16 +252,18 @@ func (o *outcome) apply(st *v1alpha1.ClusterStatus, gen int64, end, next time.Ti
 	g.NextPassTime = ptrTime(next)
 	st.ObservedGeneration = gen
 	st.Actions = append(st.Actions, o.actions...)
+	if o.policy != nil {
+		st.Actions = append(st.Actions, o.policy.Lines()...)
+	}
 	if n := len(st.Actions) - v1alpha1.MaxActions; n > 0 {
 		st.Actions = append([]v1alpha1.Action(nil), st.Actions[n:]...)
 	}
+	if o.policy != nil {
+		o.policy.Apply(st)
+	}
 	if o.result != "ok" {
 		g.LastError = o.err.Error()
-		status := metav1.ConditionFalse
-		if o.result == "gated" {
-			status = metav1.ConditionUnknown
-		}
-		setCondition(st, gen, v1alpha1.ConditionReady, status, o.reason, o.err.Error())
+		setCondition(st, gen, v1alpha1.ConditionReady, metav1.ConditionFalse, o.reason, o.err.Error())
 		setCondition(st, gen, v1alpha1.ConditionRoutesHealthy, metav1.ConditionUnknown, o.reason, "no complete pass: "+o.err.Error())
 		return
 	}
@@ -262,7 +273,7 @@ func (o *outcome) apply(st *v1alpha1.ClusterStatus, gen int64, end, next time.Ti
 	g.Counts = v1alpha1.PassCounts{
 		Routes: int32(c.Routes), Ours: int32(c.Ours), Live: int32(c.Live), Orphaned: int32(c.Orphaned),
 		Protected: int32(c.Protected), Removed: int32(len(o.removed)),
-		Skipped: int32(c.Suspect + c.OverBudget + c.WouldRemove),
+		Skipped: int32(c.Suspect + o.held + o.wouldRemove + o.overBudget),
 	}
 	g.RemovedTotal += int64(len(o.removed))
 	g.Suspects = g.Suspects[:0]
@@ -278,29 +289,30 @@ func (o *outcome) apply(st *v1alpha1.ClusterStatus, gen int64, end, next time.Ti
 			fmt.Sprintf("%d routes, %d in the pod CIDRs, none orphaned left", c.Routes, c.Ours))
 	} else {
 		setCondition(st, gen, v1alpha1.ConditionRoutesHealthy, metav1.ConditionFalse, "OrphanedRoutes",
-			fmt.Sprintf("%d routes, %d in the pod CIDRs, %d orphaned left (%d awaiting proof, %d over budget, %d dry run)",
-				c.Routes, c.Ours, left, c.Suspect, c.OverBudget, c.WouldRemove))
+			fmt.Sprintf("%d routes, %d in the pod CIDRs, %d orphaned left (%d awaiting proof, %d held by the remediation policy, %d dry run, %d over the pass's budget)",
+				c.Routes, c.Ours, left, c.Suspect, o.held, o.wouldRemove, o.overBudget))
 	}
 }
 
 func (r *Reconciler) pass(ctx context.Context, c *v1alpha1.VitalsCluster, s settings, now time.Time) *outcome {
 	log := logf.FromContext(ctx)
-	key := client.ObjectKeyFromObject(c).String()
+	key := client.ObjectKeyFromObject(c)
 	o := &outcome{}
 	abort := func(result, reason string, err error) *outcome {
 		o.result, o.reason, o.err = result, reason, err
 		r.event(c, corev1.EventTypeWarning, "PassAborted", "Collect", fmt.Sprintf("%s: %v", reason, err))
-		log.Info("route pass aborted", "cluster", key, "reason", reason, "err", err.Error())
+		log.Info("route pass aborted", "cluster", key.String(), "reason", reason, "err", err.Error())
 		// Keep the previous proof (suspects): an aborted pass neither confirms nor clears it.
 		o.actions = appendSkipLine(c, o.actions, now, reason, err)
 		return o
 	}
-	if r.Gate != nil {
-		if ok, why := r.Gate.Open(); !ok {
-			return abort("gated", "SelfGated", fmt.Errorf("own readiness checks fail: %s", why))
-		}
+	if r.Policy == nil {
+		return abort("error", "NoPolicy", errors.New("no remediation policy: nothing may be removed"))
 	}
 	scope, err := r.Tenancy.Resolve(ctx, c)
+	if r.Checks != nil {
+		r.Checks.Set(key, remediation.CheckCloud, err)
+	}
 	if err != nil {
 		var refusal *tenancy.Refusal
 		if errors.As(err, &refusal) {
@@ -315,7 +327,7 @@ func (r *Reconciler) pass(ctx context.Context, c *v1alpha1.VitalsCluster, s sett
 	}
 	in := Input{
 		Routes: snap.Router.Routes, PodCIDRs: s.pods, Protected: s.protected, Live: snap.Live, Sources: snap.Sources,
-		Now: now, Interval: s.interval, Budget: s.budget, DryRun: s.dryRun,
+		Now: now, Interval: s.interval,
 	}
 	if st := c.Status.RouteGC; st != nil {
 		for _, sr := range st.Suspects {
@@ -329,78 +341,124 @@ func (r *Reconciler) pass(ctx context.Context, c *v1alpha1.VitalsCluster, s sett
 		return abort("aborted", "UnsafeRead", err)
 	}
 	o.counts, o.suspects = plan.Counts, plan.Suspects
+	// The routes' own rules first: a first sighting, a protected route whose nexthop is gone.
+	for _, res := range plan.Results {
+		switch {
+		case res.Verdict == Suspect && res.Passes == 1:
+			o.keep(r, c, now, res.Route, res.FirstSeen, "ProofPending", res.Detail)
+		case res.Verdict == Protected && res.Orphaned:
+			o.keep(r, c, now, res.Route, time.Time{}, "Protected", res.Detail)
+		}
+	}
+	// Every proven orphan is asked for, oldest proof first, until this pass's own cap is reached (dry-run
+	// answers count: they are the removals a pass would make).
+	o.policy = r.Policy.Begin(ctx, c, Name, []string{remediation.CheckCloud},
+		remediation.Scope{Unhealthy: plan.Counts.Orphaned, Total: plan.Counts.Ours, DryRun: s.dryRun})
+	var allowed []Candidate
+	for _, cand := range plan.Proven {
+		res := &plan.Results[cand.Index]
+		if len(allowed)+o.wouldRemove >= s.budget {
+			res.Verdict, res.Detail = OverBudget, fmt.Sprintf("%s; this pass's cap of %d removals is reached", res.Detail, s.budget)
+			o.overBudget++
+			o.suspects = append(o.suspects, cand.Record)
+			o.keep(r, c, now, cand.Record.Route, cand.Record.FirstSeen, "PassBudget", res.Detail)
+			continue
+		}
+		d := o.policy.Ask(ctx, routeAction(cand.Record))
+		switch d.Outcome {
+		case remediation.Allowed:
+			res.Verdict = Remove
+			allowed = append(allowed, cand)
+			continue
+		case remediation.DryRun:
+			res.Verdict = WouldRemove
+			o.wouldRemove++
+		default:
+			res.Verdict = Held
+			o.held++
+		}
+		res.Detail = fmt.Sprintf("%s; %s: %s", res.Detail, d.Reason, d.Message)
+		// Not removed: the proof stands for the next pass.
+		o.suspects = append(o.suspects, cand.Record)
+	}
 	for _, v := range allVerdicts {
-		r.Metrics.Routes.WithLabelValues(key, string(v)).Set(0)
+		r.Metrics.Routes.WithLabelValues(c.Namespace, c.Name, string(v)).Set(0)
 	}
 	for _, res := range plan.Results {
-		r.Metrics.Routes.WithLabelValues(key, string(res.Verdict)).Inc()
-		obj := res.Route.Destination + " via " + res.Route.NextHop
-		skip := func(reason, msg string) {
-			r.Metrics.Skipped.WithLabelValues(key, reason).Inc()
-			r.event(c, corev1.EventTypeNormal, "RouteKept", "Remove", fmt.Sprintf("%s: %s: %s", obj, reason, msg))
-			// A route kept for the same reason pass after pass (protected) gets one status line, not one
-			// per pass: the history must keep room for actions.
-			if reason == "Protected" && hasLine(c.Status.Actions, obj, reason) {
-				return
-			}
-			o.actions = append(o.actions, v1alpha1.Action{Time: metav1.NewTime(now), Controller: Name, Action: v1alpha1.ActionSkipped, Object: obj, Reason: reason, Message: msg})
-		}
-		switch res.Verdict {
-		case Suspect:
-			if res.Passes == 1 {
-				skip("ProofPending", res.Detail)
-			}
-		case Protected:
-			if res.Orphaned {
-				skip("Protected", res.Detail)
-			}
-		case OverBudget:
-			skip("Budget", res.Detail)
-		case WouldRemove:
-			r.Metrics.Skipped.WithLabelValues(key, "DryRun").Inc()
-			r.event(c, corev1.EventTypeNormal, "RouteWouldRemove", "Remove", fmt.Sprintf("%s: %s", obj, res.Detail))
-			o.actions = append(o.actions, v1alpha1.Action{Time: metav1.NewTime(now), Controller: Name, Action: v1alpha1.ActionWouldRemove, Object: obj, Reason: "DryRun", Message: res.Detail})
-		}
+		r.Metrics.Routes.WithLabelValues(c.Namespace, c.Name, string(res.Verdict)).Inc()
 	}
 	o.result = "ok"
-	if len(plan.Remove) == 0 {
+	if len(allowed) == 0 {
 		return o
+	}
+	r.remove(ctx, c, cloud, routerID, o, allowed)
+	return o
+}
+
+// remove removes the allowed routes in one update and reports each to the policy.
+func (r *Reconciler) remove(ctx context.Context, c *v1alpha1.VitalsCluster, cloud Cloud, routerID string, o *outcome, allowed []Candidate) {
+	log := logf.FromContext(ctx)
+	routes := make([]openstack.Route, len(allowed))
+	for i, cand := range allowed {
+		routes[i] = cand.Record.Route
 	}
 	atomic, err := cloud.AtomicRoutes(ctx)
 	if err != nil {
 		// Without knowing, take the If-Match path: it is safe on every Neutron with extraroute.
-		log.Info("cannot tell whether extraroute-atomic is offered; using an If-Match update", "cluster", key, "err", err.Error())
+		log.Info("cannot tell whether extraroute-atomic is offered; using an If-Match update", "cluster", client.ObjectKeyFromObject(c).String(), "err", err.Error())
 		atomic = false
 	}
-	rm := Remover{Routers: cloud, Attempts: r.Attempts}
-	res, err := rm.Remove(ctx, routerID, plan.Remove, atomic)
+	res, err := Remover{Routers: cloud, Attempts: r.Attempts}.Remove(ctx, routerID, routes, atomic)
+	gone := map[openstack.Route]bool{}
 	for _, rt := range res.Removed {
-		obj := rt.Destination + " via " + rt.NextHop
-		r.Metrics.Removed.WithLabelValues(key).Inc()
-		msg := fmt.Sprintf("removed from router %s with %s (nexthop held by no port or server in two passes)", routerID, res.Method)
-		r.event(c, corev1.EventTypeNormal, "RouteRemoved", "Remove", obj+": "+msg)
-		o.actions = append(o.actions, v1alpha1.Action{Time: metav1.NewTime(now), Controller: Name, Action: v1alpha1.ActionRemoved, Object: obj, Reason: "Orphaned", Message: msg})
-		log.Info("route removed", "cluster", key, "router", routerID, "destination", rt.Destination, "nexthop", rt.NextHop, "method", string(res.Method), "conflicts", res.Conflicts)
+		gone[rt] = true
+		log.Info("route removed", "cluster", client.ObjectKeyFromObject(c).String(), "router", routerID, "destination", rt.Destination,
+			"nexthop", rt.NextHop, "method", string(res.Method), "conflicts", res.Conflicts)
 	}
+	for _, rt := range res.Absent {
+		gone[rt] = true
+	}
+	r.Metrics.Removed.WithLabelValues(c.Namespace, c.Name).Add(float64(len(res.Removed)))
 	o.removed = res.Removed
+	for _, cand := range allowed {
+		a := routeAction(cand.Record)
+		if gone[cand.Record.Route] && err == nil {
+			o.policy.Done(ctx, a, nil)
+			continue
+		}
+		failure := err
+		if failure == nil {
+			failure = fmt.Errorf("route %s via %s is still on router %s", cand.Record.Route.Destination, cand.Record.Route.NextHop, routerID)
+		}
+		o.policy.Done(ctx, a, failure)
+		r.Metrics.Failed.WithLabelValues(c.Namespace, c.Name).Inc()
+		// The proof still holds: keep it for the next pass.
+		o.suspects = append(o.suspects, cand.Record)
+	}
 	if err != nil {
-		r.Metrics.Failed.WithLabelValues(key).Add(float64(len(plan.Remove)))
-		for _, rt := range plan.Remove {
-			obj := rt.Destination + " via " + rt.NextHop
-			r.event(c, corev1.EventTypeWarning, "RouteRemovalFailed", "Remove", obj+": "+err.Error())
-			o.actions = append(o.actions, v1alpha1.Action{Time: metav1.NewTime(now), Controller: Name, Action: v1alpha1.ActionFailed, Object: obj, Reason: "RemovalFailed", Message: err.Error()})
-		}
-		// The proof still holds: keep them as suspects for the next pass.
-		for _, rt := range plan.Remove {
-			for _, pr := range plan.Results {
-				if pr.Route == rt {
-					o.suspects = append(o.suspects, SuspectRecord{Route: rt, FirstSeen: pr.FirstSeen, Passes: pr.Passes})
-				}
-			}
-		}
 		o.result, o.reason, o.err = "error", "RemovalFailed", err
 	}
-	return o
+}
+
+// routeAction is the removal of a proven orphan, as the policy sees it: excluded by its destination
+// or by "destination@nexthop", and subject to the minimum proof age from its first sighting.
+func routeAction(rec SuspectRecord) remediation.Action {
+	return remediation.Action{
+		Verb: VerbRemoveRoute, Kind: "route", ID: rec.Route.Destination + "@" + rec.Route.NextHop, Name: rec.Route.Destination,
+		Evidence: rec.FirstSeen, Removal: true,
+	}
+}
+
+// keep records a route kept by one of routegc's own rules: an Event, a metric and a status line (a
+// route kept for the same reason pass after pass gets one line: the history must keep room).
+func (o *outcome) keep(r *Reconciler, c *v1alpha1.VitalsCluster, now time.Time, rt openstack.Route, firstSeen time.Time, reason, msg string) {
+	obj := routeAction(SuspectRecord{Route: rt, FirstSeen: firstSeen}).Object()
+	r.Metrics.Skipped.WithLabelValues(c.Namespace, c.Name, reason).Inc()
+	r.event(c, corev1.EventTypeNormal, "RouteKept", VerbRemoveRoute, fmt.Sprintf("%s: %s: %s", obj, reason, msg))
+	if hasLine(c.Status.Actions, obj, reason) || hasLine(o.actions, obj, reason) {
+		return
+	}
+	o.actions = append(o.actions, v1alpha1.Action{Time: metav1.NewTime(now), Controller: Name, Action: v1alpha1.ActionSkipped, Object: obj, Reason: reason, Message: msg})
 }
 
 func hasLine(acts []v1alpha1.Action, object, reason string) bool {

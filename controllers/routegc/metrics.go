@@ -2,15 +2,18 @@ package routegc
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// Metrics of the route collector. Labels: cluster is "namespace/name".
+// Metrics of the route collector. A cluster is labelled by namespace and name (a label named cluster
+// would collide with a common external label). Decisions of the remediation policy are its own
+// metrics (vitals_remediation_*).
 type Metrics struct {
-	Passes      *prometheus.CounterVec   // result: ok, aborted, gated, error
-	Removed     *prometheus.CounterVec   // cluster
-	Skipped     *prometheus.CounterVec   // cluster, reason
-	Failed      *prometheus.CounterVec   // cluster
-	Routes      *prometheus.GaugeVec     // cluster, verdict
+	Passes      *prometheus.CounterVec   // namespace, name, result: ok, aborted, error
+	Removed     *prometheus.CounterVec   // namespace, name
+	Skipped     *prometheus.CounterVec   // namespace, name, reason (routegc's own rules)
+	Failed      *prometheus.CounterVec   // namespace, name
+	Routes      *prometheus.GaugeVec     // namespace, name, verdict
 	PassSeconds *prometheus.HistogramVec // result
 }
 
@@ -18,20 +21,20 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Passes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "vitals_routegc_passes_total", Help: "Route collector passes by result (ok, aborted, gated, error).",
-		}, []string{"cluster", "result"}),
+			Name: "vitals_routegc_passes_total", Help: "Route collector passes by result (ok, aborted, error).",
+		}, []string{"namespace", "name", "result"}),
 		Removed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vitals_routegc_routes_removed_total", Help: "Orphaned routes removed from routers.",
-		}, []string{"cluster"}),
+		}, []string{"namespace", "name"}),
 		Skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "vitals_routegc_routes_skipped_total", Help: "Orphaned routes a safety rule kept (proof pending, protected, budget, dry run).",
-		}, []string{"cluster", "reason"}),
+			Name: "vitals_routegc_routes_skipped_total", Help: "Orphaned routes one of the route collector's own rules kept (ProofPending, Protected, PassBudget).",
+		}, []string{"namespace", "name", "reason"}),
 		Failed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vitals_routegc_removal_failures_total", Help: "Route removals that failed.",
-		}, []string{"cluster"}),
+		}, []string{"namespace", "name"}),
 		Routes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vitals_routegc_routes", Help: "Routes of the cluster's router by verdict, as of the last complete pass.",
-		}, []string{"cluster", "verdict"}),
+		}, []string{"namespace", "name", "verdict"}),
 		PassSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "vitals_routegc_pass_duration_seconds", Help: "Duration of route collector passes.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
@@ -43,12 +46,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-var allVerdicts = []Verdict{Foreign, Invalid, Protected, Live, Suspect, Remove, WouldRemove, OverBudget}
+var allVerdicts = []Verdict{Foreign, Invalid, Protected, Live, Suspect, Remove, WouldRemove, Held, OverBudget}
 
-func (m *Metrics) forget(cluster string) {
-	m.Removed.DeleteLabelValues(cluster)
-	m.Failed.DeleteLabelValues(cluster)
-	m.Skipped.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
-	m.Passes.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
-	m.Routes.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
+func (m *Metrics) forget(key types.NamespacedName) {
+	l := prometheus.Labels{"namespace": key.Namespace, "name": key.Name}
+	for _, v := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{m.Passes, m.Removed, m.Skipped, m.Failed, m.Routes} {
+		v.DeletePartialMatch(l)
+	}
 }

@@ -17,8 +17,10 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/operator"
+	"github.com/vitalsproject/vitals/remediation"
 )
 
 // operatorFlags are the flags of `vitals operator`; each overrides the configuration file.
@@ -36,6 +38,12 @@ type operatorFlags struct {
 	cloud                   string
 	routegcInterval         time.Duration
 	routegcBudget           int
+	remediationBudget       int
+	remediationWindow       time.Duration
+	stormCooldown           time.Duration
+	remediationPaused       bool
+	dryRun                  bool
+	pauseConfigMap          string
 	checkInterval           time.Duration
 	checkTimeout            time.Duration
 	quotaCritical           bool
@@ -80,7 +88,13 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   leader_elect = true
   leader_election_namespace = vitals-system
   routegc_interval = 60                   # seconds; the default for Clusters that set none
-  routegc_budget = 10
+  routegc_budget = 10                     # route removals per pass; 0: none
+  remediation_budget = 100                # destructive actions over all clusters per window; 0: none
+  remediation_window = 3600               # seconds
+  remediation_storm_cooldown = 600        # seconds
+  remediation_paused = false
+  dry_run = false
+  pause_configmap = vitals-remediation
   check_interval = 10
   check_timeout = 5
   quota_critical = false                  # quota headroom fails readiness (default: reported only)
@@ -89,6 +103,11 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   allow_insecure_workload = false
   workload_qps = 20                       # per workload cluster
   workload_burst = 40
+
+Every destructive action asks the remediation policy first (docs/operator.md, "Remediation policy"):
+--remediation-budget actions per --remediation-window over all clusters (0: none), --dry-run,
+--remediation-paused, and at run time the ConfigMap --pause-configmap in the operator's namespace with
+paused: "true".
 
 Without an auth section, the credentials come from --cloud (clouds.yaml) or OS_CLOUD, else from OS_*
 variables; without any, only Clusters with their own credentials Secret are served.`,
@@ -119,7 +138,13 @@ variables; without any, only Clusters with their own credentials Secret are serv
 	fl.StringVar(&f.leaderElectionID, "leader-election-id", "vitals-operator", "name of the Lease")
 	fl.StringVar(&f.cloud, "cloud", "", "cloud of clouds.yaml holding the operator's OpenStack credentials (default: OS_CLOUD)")
 	fl.DurationVar(&f.routegcInterval, "routegc-interval", time.Minute, "route collector interval for Clusters that set none")
-	fl.IntVar(&f.routegcBudget, "routegc-budget", 10, "route removals per pass for Clusters that set none")
+	fl.IntVar(&f.routegcBudget, "routegc-budget", routegc.DefaultBudget, "route removals per pass for clusters that set none (0: none)")
+	fl.IntVar(&f.remediationBudget, "remediation-budget", remediation.DefaultOperatorActions, "destructive actions of all controllers over all clusters per --remediation-window (0: none)")
+	fl.DurationVar(&f.remediationWindow, "remediation-window", remediation.DefaultOperatorWindow, "sliding window of --remediation-budget")
+	fl.DurationVar(&f.stormCooldown, "remediation-storm-cooldown", remediation.DefaultStormCooldown, "how long a cluster's actions stay held after its storm rule last tripped (0: none)")
+	fl.BoolVar(&f.remediationPaused, "remediation-paused", false, "hold every destructive action of every controller (detection and reports go on)")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "every controller reports what it would do and changes nothing")
+	fl.StringVar(&f.pauseConfigMap, "pause-configmap", operator.DefaultPauseConfigMap, "ConfigMap in the operator's namespace whose paused: \"true\" pauses every controller at run time")
 	fl.DurationVar(&f.checkInterval, "check-interval", 10*time.Second, "interval of the readiness checks")
 	fl.DurationVar(&f.checkTimeout, "check-timeout", 5*time.Second, "timeout of each readiness check")
 	fl.BoolVar(&f.quotaCritical, "quota-critical", false, "quota headroom (ports, subnets, networks, security groups, routes) fails readiness instead of being reported only")
@@ -155,7 +180,11 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr interface{ Write([]byt
 	healthPort := f.healthPort
 	metrics := f.metricsAddr
 	o.LeaderElect, o.LeaderElectionNamespace, o.LeaderElectionID = f.leaderElect, f.leaderElectionNamespace, f.leaderElectionID
-	o.RouteGCInterval, o.RouteGCBudget = f.routegcInterval, f.routegcBudget
+	routegcBudget := f.routegcBudget
+	o.RouteGCInterval, o.RouteGCBudget = f.routegcInterval, &routegcBudget
+	limits := remediation.Limits{Actions: f.remediationBudget, Window: f.remediationWindow, StormCooldown: f.stormCooldown,
+		Paused: f.remediationPaused, DryRun: f.dryRun}
+	o.Remediation, o.PauseConfigMap = &limits, f.pauseConfigMap
 	o.CheckInterval, o.CheckTimeout = f.checkInterval, f.checkTimeout
 	o.QuotaCritical, o.MaxRoutes = f.quotaCritical, f.maxRoutes
 	o.AllowLocalWorkload, o.AllowInsecureWorkload = f.allowLocalWorkload, f.allowInsecureWorkload
@@ -185,7 +214,8 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr interface{ Write([]byt
 		op := ini.Section("operator")
 		op.CheckKnown("metrics_bind_address", "leader_elect", "leader_election_namespace", "leader_election_id",
 			"routegc_interval", "routegc_budget", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
-			"allow_local_workload", "allow_insecure_workload", "workload_qps", "workload_burst")
+			"allow_local_workload", "allow_insecure_workload", "workload_qps", "workload_burst",
+			"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap")
 		if !changed("metrics-bind-address") {
 			metrics = op.String("metrics_bind_address", metrics)
 		}
@@ -202,7 +232,25 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr interface{ Write([]byt
 			o.RouteGCInterval = op.Seconds("routegc_interval", o.RouteGCInterval)
 		}
 		if !changed("routegc-budget") {
-			o.RouteGCBudget = op.IntRange("routegc_budget", o.RouteGCBudget, 0, 1000)
+			routegcBudget = op.IntRange("routegc_budget", routegcBudget, 0, 1000)
+		}
+		if !changed("remediation-budget") {
+			limits.Actions = op.IntRange("remediation_budget", limits.Actions, 0, 1000000)
+		}
+		if !changed("remediation-window") {
+			limits.Window = op.Seconds("remediation_window", limits.Window)
+		}
+		if !changed("remediation-storm-cooldown") {
+			limits.StormCooldown = op.Seconds("remediation_storm_cooldown", limits.StormCooldown)
+		}
+		if !changed("remediation-paused") {
+			limits.Paused = op.Bool("remediation_paused", limits.Paused)
+		}
+		if !changed("dry-run") {
+			limits.DryRun = op.Bool("dry_run", limits.DryRun)
+		}
+		if !changed("pause-configmap") {
+			o.PauseConfigMap = op.String("pause_configmap", o.PauseConfigMap)
 		}
 		if !changed("check-interval") {
 			o.CheckInterval = op.Seconds("check_interval", o.CheckInterval)
@@ -262,6 +310,19 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr interface{ Write([]byt
 	}
 	if o.RouteGCInterval < time.Second {
 		return o, &config.Error{Field: "--routegc-interval", Msg: fmt.Sprintf("expected at least 1s, got %s", o.RouteGCInterval)}
+	}
+	if routegcBudget < 0 || routegcBudget > 1000 {
+		return o, &config.Error{Field: "--routegc-budget", Msg: fmt.Sprintf("expected 0 (no removals) to 1000, got %d", routegcBudget)}
+	}
+	switch {
+	case limits.Actions < 0 || limits.Actions > 1000000:
+		return o, &config.Error{Field: "--remediation-budget", Msg: fmt.Sprintf("expected 0 (no actions) to 1000000, got %d", limits.Actions)}
+	case limits.Window <= 0:
+		return o, &config.Error{Field: "--remediation-window", Msg: fmt.Sprintf("expected a positive duration such as 1h, got %s", limits.Window)}
+	case limits.StormCooldown < 0:
+		return o, &config.Error{Field: "--remediation-storm-cooldown", Msg: fmt.Sprintf("expected a duration of 0 or more such as 10m, got %s", limits.StormCooldown)}
+	case o.PauseConfigMap == "":
+		return o, &config.Error{Field: "--pause-configmap", Msg: "expected the name of a ConfigMap, got an empty one"}
 	}
 	if o.Cloud == nil {
 		cloud := f.cloud

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vitalsproject/vitals/remediation"
 )
 
 func writeFile(t *testing.T, name, body string) string {
@@ -76,6 +78,9 @@ workload_qps = 7
 			if o.local || o.insecure || o.qps != 20 || o.burst != 40 {
 				t.Errorf("workload access defaults: got %+v", o)
 			}
+			if o.limits != remediation.DefaultLimits() || o.pauseCM != "vitals-remediation" {
+				t.Errorf("remediation %+v, pause ConfigMap %q; want the defaults", o.limits, o.pauseCM)
+			}
 		}},
 		{"workload access from the file and flags", []string{"--config", ini, "--allow-insecure-workload", "--workload-burst", "9"}, func(t *testing.T, o operatorOptionsView) {
 			if !o.local || !o.insecure || o.qps != 7 || o.burst != 9 {
@@ -85,6 +90,24 @@ workload_qps = 7
 		{"flag turns local access off again", []string{"--config", ini, "--allow-local-workload=false"}, func(t *testing.T, o operatorOptionsView) {
 			if o.local {
 				t.Errorf("got %+v", o)
+			}
+		}},
+		{"budgets of 0 mean none, never the default", []string{"--kubeconfig", kc, "--routegc-budget", "0", "--remediation-budget", "0"}, func(t *testing.T, o operatorOptionsView) {
+			if o.budget != 0 || o.limits.Actions != 0 {
+				t.Errorf("routegc budget %d, remediation budget %d; want 0 and 0", o.budget, o.limits.Actions)
+			}
+		}},
+		{"remediation from the file", []string{"--config", writeFile(t, "r.conf", "[kubernetes]\nkubeconfig = "+kc+
+			"\n[operator]\nroutegc_budget = 0\nremediation_budget = 0\nremediation_window = 7200\nremediation_storm_cooldown = 0\nremediation_paused = true\ndry_run = yes\npause_configmap = hold\n")},
+			func(t *testing.T, o operatorOptionsView) {
+				want := remediation.Limits{Actions: 0, Window: 2 * time.Hour, StormCooldown: 0, Paused: true, DryRun: true}
+				if o.budget != 0 || o.limits != want || o.pauseCM != "hold" {
+					t.Errorf("routegc budget %d, limits %+v, pause ConfigMap %q; want 0, %+v, hold", o.budget, o.limits, o.pauseCM, want)
+				}
+			}},
+		{"remediation flags", []string{"--kubeconfig", kc, "--remediation-budget", "7", "--remediation-window", "10m", "--dry-run", "--remediation-paused"}, func(t *testing.T, o operatorOptionsView) {
+			if o.limits.Actions != 7 || o.limits.Window != 10*time.Minute || !o.limits.DryRun || !o.limits.Paused {
+				t.Errorf("limits %+v", o.limits)
 			}
 		}},
 	}
@@ -99,8 +122,9 @@ workload_qps = 7
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := operatorOptionsView{health: o.HealthAddr, ns: o.Namespace, leader: o.LeaderElect, interval: o.RouteGCInterval, budget: o.RouteGCBudget,
-				local: o.AllowLocalWorkload, insecure: o.AllowInsecureWorkload, qps: o.WorkloadQPS, burst: o.WorkloadBurst}
+			v := operatorOptionsView{health: o.HealthAddr, ns: o.Namespace, leader: o.LeaderElect, interval: o.RouteGCInterval, budget: *o.RouteGCBudget,
+				local: o.AllowLocalWorkload, insecure: o.AllowInsecureWorkload, qps: o.WorkloadQPS, burst: o.WorkloadBurst,
+				limits: *o.Remediation, pauseCM: o.PauseConfigMap}
 			if o.Cloud != nil {
 				v.authURL = o.Cloud.Options.IdentityEndpoint
 			}
@@ -119,6 +143,8 @@ type operatorOptionsView struct {
 	insecure   bool
 	qps        float32
 	burst      int
+	limits     remediation.Limits
+	pauseCM    string
 }
 
 // flagsOf parses args into a fresh operatorFlags through the command's own flag set.
@@ -138,6 +164,12 @@ func flagsOf(t *testing.T, args []string) *operatorFlags {
 	f.leaderElectionNamespace, f.leaderElectionID, f.cloud = get("leader-election-namespace"), get("leader-election-id"), get("cloud")
 	f.routegcInterval, _ = fs.GetDuration("routegc-interval")
 	f.routegcBudget, _ = fs.GetInt("routegc-budget")
+	f.remediationBudget, _ = fs.GetInt("remediation-budget")
+	f.remediationWindow, _ = fs.GetDuration("remediation-window")
+	f.stormCooldown, _ = fs.GetDuration("remediation-storm-cooldown")
+	f.remediationPaused, _ = fs.GetBool("remediation-paused")
+	f.dryRun, _ = fs.GetBool("dry-run")
+	f.pauseConfigMap = get("pause-configmap")
 	f.checkInterval, _ = fs.GetDuration("check-interval")
 	f.checkTimeout, _ = fs.GetDuration("check-timeout")
 	f.logFormat, f.logLevel = get("log-format"), get("log-level")
@@ -161,6 +193,10 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 		{"bad log level", "", []string{"--log-level", "loud"}, []string{"--log-level"}},
 		{"bad workload qps", "[operator]\nworkload_qps = 0\n", nil, []string{"operator.conf:2", "operator.workload_qps"}},
 		{"bad workload burst flag", "", []string{"--workload-burst", "0"}, []string{"--workload-qps/--workload-burst"}},
+		{"negative routegc budget", "", []string{"--routegc-budget", "-1"}, []string{"--routegc-budget", "0 (no removals)"}},
+		{"negative remediation budget", "", []string{"--remediation-budget", "-5"}, []string{"--remediation-budget"}},
+		{"zero window", "", []string{"--remediation-window", "0s"}, []string{"--remediation-window"}},
+		{"remediation budget in the file", "[operator]\nremediation_budget = lots\n", nil, []string{"operator.conf:2", "operator.remediation_budget"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

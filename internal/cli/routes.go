@@ -129,7 +129,7 @@ func (f *routesAuditFlags) run(ctx context.Context, cmd *cobra.Command) error {
 	}
 	plan, aerr := routegc.Analyze(routegc.Input{
 		Routes: snap.Router.Routes, PodCIDRs: pods, Protected: protected, Live: snap.Live, Sources: snap.Sources,
-		Now: time.Now(), Budget: len(snap.Router.Routes),
+		Now: time.Now(),
 	})
 	PrintRouteAudit(cmd.OutOrStdout(), snap, plan)
 	if aerr != nil {

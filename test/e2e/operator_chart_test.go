@@ -250,3 +250,65 @@ func TestOperatorChartMatchesManifests(t *testing.T) {
 		t.Errorf("deploy/manifests/operator.yaml: before the chart's rendering, want only the Namespace vitals-system, got %d objects", len(objs))
 	}
 }
+
+// TestOperatorChartRemediationValues: the remediation values reach the operator's flags, and a budget of
+// 0 stays 0 (no actions), never the default.
+func TestOperatorChartRemediationValues(t *testing.T) {
+	helm := testenv.Helm(t)
+	args := func(values string) []string {
+		t.Helper()
+		cmd := []string{"template", "vitals", chartDir(), "--namespace", "vitals-system"}
+		if values != "" {
+			f := filepath.Join(t.TempDir(), "values.yaml")
+			if err := os.WriteFile(f, []byte(values), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd = append(cmd, "-f", f)
+		}
+		for _, u := range decodeAll(t, []byte(runHelm(t, helm, cmd...))) {
+			if u.GetKind() != "Deployment" {
+				continue
+			}
+			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+			c, _ := containers[0].(map[string]any)
+			a, _, _ := unstructured.NestedStringSlice(c, "args")
+			return a
+		}
+		t.Fatal("no Deployment rendered")
+		return nil
+	}
+	tests := []struct {
+		name, values string
+		want         []string
+	}{
+		{"defaults", "", []string{"--routegc-budget=10", "--remediation-budget=100", "--remediation-window=1h",
+			"--remediation-storm-cooldown=10m", "--remediation-paused=false", "--dry-run=false", "--pause-configmap=vitals-remediation"}},
+		{"zero means none", "operator:\n  routegc:\n    budget: 0\n  remediation:\n    budget: 0\n    stormCooldown: 0s\n",
+			[]string{"--routegc-budget=0", "--remediation-budget=0", "--remediation-storm-cooldown=0s"}},
+		{"paused dry run", "operator:\n  remediation:\n    paused: true\n    dryRun: true\n    window: 30m\n    pauseConfigMap: hold\n",
+			[]string{"--remediation-paused=true", "--dry-run=true", "--remediation-window=30m", "--pause-configmap=hold", "--remediation-budget=100"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := strings.Join(args(tc.values), " ")
+			for _, w := range tc.want {
+				if !strings.Contains(" "+got+" ", " "+w+" ") {
+					t.Errorf("operator args %q lack %s", got, w)
+				}
+			}
+		})
+	}
+	// A negative budget is refused by helm itself.
+	f := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(f, []byte("operator:\n  remediation:\n    budget: -1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	cmd := exec.Command(helm, "template", "vitals", chartDir(), "-f", f)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "expected 0 (none) or more") {
+		t.Errorf("helm template with budget -1: err %v, output %s; want a refusal", err, out)
+	}
+}

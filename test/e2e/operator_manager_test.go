@@ -123,6 +123,8 @@ func TestOperatorLeaderElectionAndRemoval(t *testing.T) {
 		Spec: v1alpha1.ClusterSpec{
 			OpenStack: v1alpha1.OpenStackSpec{RouterID: n.Router, ProjectID: cloud.ProjectID(), SubnetID: n.Subnet},
 			PodCIDRs:  []v1alpha1.CIDR{"198.19.0.0/16"},
+			// Passes a second apart: a proof age of a few seconds, not the default five minutes.
+			Remediation: v1alpha1.RemediationSpec{MinProofAge: &metav1.Duration{Duration: 3 * time.Second}},
 			Controllers: v1alpha1.ControllersSpec{RouteGC: v1alpha1.RouteGCSpec{
 				ControllerSpec: v1alpha1.ControllerSpec{Interval: &metav1.Duration{Duration: time.Second}},
 				AddressSources: sources,
@@ -148,14 +150,14 @@ func TestOperatorLeaderElectionAndRemoval(t *testing.T) {
 	if got := testutil.CollectAndCount(a.reg, "vitals_routegc_routes_removed_total"); got != 1 {
 		t.Errorf("vitals_routegc_routes_removed_total series on the leader: %d, want 1", got)
 	}
-	// The removal is an Event in the API.
-	opEventually(t, time.Minute, "a RouteRemoved event", func() (bool, string) {
+	// The removal is an Event in the API, recorded by the remediation policy.
+	opEventually(t, time.Minute, "an ActionTaken event", func() (bool, string) {
 		var evs eventsv1.EventList
 		if err := c.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
 		}
 		for _, e := range evs.Items {
-			if e.Reason == "RouteRemoved" && strings.Contains(e.Note, orphan.Destination) {
+			if e.Reason == "ActionTaken" && e.Action == "RemoveRoute" && strings.Contains(e.Note, orphan.Destination) {
 				return true, ""
 			}
 		}

@@ -1,12 +1,14 @@
 package e2e
 
 // The route collector against the real kube-apiserver and the real Neutron (and Nova on the full
-// tier), one pass at a time with a fake clock: each test calls Reconcile as the manager would.
+// tier), one pass at a time with a fake clock: each test calls Reconcile as the manager would. Every
+// removal goes through the remediation policy (package remediation), with the same clock.
 
 import (
 	"context"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +24,12 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/routegc"
+	"github.com/vitalsproject/vitals/health"
+	oschecks "github.com/vitalsproject/vitals/health/checks/openstack"
 	"github.com/vitalsproject/vitals/internal/faultproxy"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
 )
 
@@ -55,6 +60,8 @@ type gcFixture struct {
 	rec     *routegc.Reconciler
 	reg     *prometheus.Registry
 	events  *events.FakeRecorder
+	policy  *remediation.Engine
+	pm      *remediation.Metrics
 	servers bool
 }
 
@@ -81,6 +88,8 @@ func newGCFixture(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) *gcFixture
 		Spec: v1alpha1.ClusterSpec{
 			OpenStack: v1alpha1.OpenStackSpec{RouterID: f.net.Router, ProjectID: f.cloud.ProjectID(), NetworkID: f.net.Network, SubnetID: f.net.Subnet},
 			PodCIDRs:  []v1alpha1.CIDR{"198.19.0.0/16"},
+			// The two-pass proof decides in these tests; TestOperatorRouteGCProofAge keeps the default.
+			Remediation: v1alpha1.RemediationSpec{MinProofAge: &metav1.Duration{Duration: time.Minute}},
 			Controllers: v1alpha1.ControllersSpec{RouteGC: v1alpha1.RouteGCSpec{
 				ControllerSpec: v1alpha1.ControllerSpec{Interval: &metav1.Duration{Duration: time.Minute}},
 				AddressSources: sources,
@@ -97,10 +106,35 @@ func newGCFixture(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) *gcFixture
 	f.clock = clocktesting.NewFakeClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	f.reg = prometheus.NewRegistry()
 	f.events = events.NewFakeRecorder(1000)
+	f.pm = remediation.NewMetrics(f.reg)
+	f.setPolicy(remediation.Options{})
 	f.rec = &routegc.Reconciler{Client: f.c, Tenancy: staticTenancy{f.cloud, f.cloud.ProjectID()}, Clock: f.clock,
-		Metrics: routegc.NewMetrics(f.reg), Recorder: f.events}
+		Metrics: routegc.NewMetrics(f.reg), Recorder: f.events, Policy: f.policy, Checks: f.policy.Checks()}
 	return f
 }
+
+// setPolicy gives the fixture a new remediation policy (a restarted operator) with the fixture's
+// clock, events and registry.
+func (f *gcFixture) setPolicy(o remediation.Options) {
+	f.t.Helper()
+	o.Clock, o.Recorder, o.Metrics = f.clock, f.events, f.pm
+	p, err := remediation.New(o)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.policy = p
+	if f.rec != nil {
+		f.rec.Policy, f.rec.Checks = p, p.Checks()
+	}
+}
+
+// decisions is vitals_remediation_actions_total for routegc's removals with an outcome and reason.
+func (f *gcFixture) decisions(outcome, reason string) float64 {
+	return testutil.ToFloat64(f.pm.Actions.WithLabelValues(routegc.Name, routegc.VerbRemoveRoute, outcome, reason))
+}
+
+// routeObject names a route as the status lines and the exclusion annotation do.
+func routeObject(r openstack.Route) string { return "route " + r.Destination + "@" + r.NextHop }
 
 // pass runs Reconcile once and returns the Cluster after it.
 func (f *gcFixture) pass() (*v1alpha1.VitalsCluster, ctrl.Result) {
@@ -188,8 +222,8 @@ func TestOperatorRouteGCRemovesOrphanAfterTwoPassesOnly(t *testing.T) {
 	if c := condition(cl, v1alpha1.ConditionRoutesHealthy); c.Status != metav1.ConditionFalse || c.Reason != "OrphanedRoutes" {
 		t.Errorf("RoutesHealthy = %s/%s (%s), want False/OrphanedRoutes", c.Status, c.Reason, c.Message)
 	}
-	if !hasAction(cl, v1alpha1.ActionSkipped, "ProofPending", orphan.Destination+" via "+orphan.NextHop) ||
-		!hasAction(cl, v1alpha1.ActionSkipped, "Protected", protected.Destination+" via "+protected.NextHop) {
+	if !hasAction(cl, v1alpha1.ActionSkipped, "ProofPending", routeObject(orphan)) ||
+		!hasAction(cl, v1alpha1.ActionSkipped, "Protected", routeObject(protected)) {
 		t.Errorf("status lines %+v: want ProofPending for the orphan and Protected for the protected route", cl.Status.Actions)
 	}
 
@@ -222,18 +256,26 @@ func TestOperatorRouteGCRemovesOrphanAfterTwoPassesOnly(t *testing.T) {
 	if c := condition(cl, v1alpha1.ConditionRoutesHealthy); c.Status != metav1.ConditionTrue {
 		t.Errorf("RoutesHealthy = %s/%s (%s), want True", c.Status, c.Reason, c.Message)
 	}
-	if !hasAction(cl, v1alpha1.ActionRemoved, "Orphaned", orphan.Destination+" via "+orphan.NextHop) {
-		t.Errorf("status lines %+v: want Removed/Orphaned", cl.Status.Actions)
+	if !hasAction(cl, v1alpha1.ActionRemoved, remediation.ReasonAllowed, routeObject(orphan)) {
+		t.Errorf("status lines %+v: want Removed/Allowed", cl.Status.Actions)
 	}
-	key := f.key.String()
-	if v := testutil.ToFloat64(f.rec.Metrics.Removed.WithLabelValues(key)); v != 1 {
+	if v := testutil.ToFloat64(f.rec.Metrics.Removed.WithLabelValues(f.key.Namespace, f.key.Name)); v != 1 {
 		t.Errorf("vitals_routegc_routes_removed_total = %v, want 1", v)
 	}
-	if v := testutil.ToFloat64(f.rec.Metrics.Skipped.WithLabelValues(key, "Protected")); v < 1 {
+	if v := testutil.ToFloat64(f.rec.Metrics.Skipped.WithLabelValues(f.key.Namespace, f.key.Name, "Protected")); v < 1 {
 		t.Errorf("vitals_routegc_routes_skipped_total{reason=Protected} = %v, want >= 1", v)
 	}
-	if !drainEvents(f.events, "RouteRemoved") {
-		t.Errorf("no RouteRemoved event")
+	if v := f.decisions("taken", remediation.ReasonAllowed); v != 1 {
+		t.Errorf("vitals_remediation_actions_total{outcome=taken} = %v, want 1", v)
+	}
+	if c := condition(cl, v1alpha1.ConditionRemediationAllowed); c.Status != metav1.ConditionTrue {
+		t.Errorf("RemediationAllowed = %s/%s (%s), want True", c.Status, c.Reason, c.Message)
+	}
+	if st := cl.Status.Remediation; st == nil || len(st.ActionTimes) != 1 || st.BudgetRemaining != 9 {
+		t.Errorf("status.remediation %+v, want one action time and 9 left", st)
+	}
+	if !drainEvents(f.events, "ActionTaken") {
+		t.Errorf("no ActionTaken event")
 	}
 }
 
@@ -381,7 +423,7 @@ func TestOperatorRouteGCEmptyListIsNotEveryRouteOrphaned(t *testing.T) {
 	f.mustHave("after three passes over an empty project", orphanLooking)
 }
 
-func TestOperatorRouteGCBudgetAndDryRun(t *testing.T) {
+func TestOperatorRouteGCPassCapAndDryRun(t *testing.T) {
 	t.Parallel()
 	budget := int32(2)
 	f := newGCFixture(t, func(c *v1alpha1.VitalsCluster) {
@@ -389,17 +431,26 @@ func TestOperatorRouteGCBudgetAndDryRun(t *testing.T) {
 		c.Spec.Controllers.RouteGC.DryRun = true
 	})
 	f.net.Port(5)
-	var orphans []openstack.Route
+	var orphans, routes []openstack.Route
 	for i := range 3 {
 		orphans = append(orphans, openstack.Route{Destination: fmt.Sprintf("198.19.%d.0/24", 10+i), NextHop: f.net.IP(90 + i)})
 	}
-	f.net.SetRoutes(orphans...)
+	for i := range 5 { // live routes, so that three orphans are no storm
+		routes = append(routes, openstack.Route{Destination: fmt.Sprintf("198.19.%d.0/24", 20+i), NextHop: f.net.IP(5)})
+	}
+	f.net.SetRoutes(append(routes, orphans...)...)
 	f.pass()
 	f.clock.Step(time.Minute)
 	cl, _ := f.pass()
 	f.mustHave("dry run", orphans...)
-	if !hasAction(cl, v1alpha1.ActionWouldRemove, "DryRun", "") {
+	if !hasAction(cl, v1alpha1.ActionWouldRemove, remediation.ReasonDryRun, routeObject(orphans[0])) {
 		t.Errorf("status lines %+v: want WouldRemove/DryRun", cl.Status.Actions)
+	}
+	if c := condition(cl, v1alpha1.ConditionRemediationAllowed); c.Status != metav1.ConditionFalse || c.Reason != remediation.ReasonDryRun {
+		t.Errorf("RemediationAllowed = %s/%s (%s), want False/DryRun", c.Status, c.Reason, c.Message)
+	}
+	if v := f.decisions("dryrun", remediation.ReasonDryRun); v != 2 {
+		t.Errorf("dry-run decisions %v, want 2 (the pass's cap holds the third)", v)
 	}
 	// Leave dry run: at most 2 of the 3 go in one pass (the spec change runs a pass at once).
 	cl.Spec.Controllers.RouteGC.DryRun = false
@@ -415,14 +466,294 @@ func TestOperatorRouteGCBudgetAndDryRun(t *testing.T) {
 		}
 	}
 	if left != 1 || cl.Status.RouteGC.Counts.Removed != 2 {
-		t.Fatalf("budget 2: %d of 3 left, counts %+v; want 1 left, 2 removed", left, cl.Status.RouteGC.Counts)
+		t.Fatalf("cap 2: %d of 3 left, counts %+v; want 1 left, 2 removed", left, cl.Status.RouteGC.Counts)
 	}
-	if !hasAction(cl, v1alpha1.ActionSkipped, "Budget", "") {
-		t.Errorf("status lines %+v: want Skipped/Budget", cl.Status.Actions)
+	if !hasAction(cl, v1alpha1.ActionSkipped, "PassBudget", "") {
+		t.Errorf("status lines %+v: want Skipped/PassBudget", cl.Status.Actions)
 	}
 	f.clock.Step(time.Minute)
 	f.pass()
 	f.mustNotHave("the pass after", orphans...)
+}
+
+// budgetFixture is a cluster with one proven orphan and one live route: the next pass would remove it.
+func provenOrphan(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) (*gcFixture, openstack.Route) {
+	t.Helper()
+	f := newGCFixture(t, mutate)
+	f.net.Port(5)
+	orphan := openstack.Route{Destination: "198.19.2.0/24", NextHop: f.net.IP(99)}
+	f.net.SetRoutes(orphan, openstack.Route{Destination: "198.19.1.0/24", NextHop: f.net.IP(5)})
+	f.pass()
+	f.clock.Step(time.Minute)
+	return f, orphan
+}
+
+// update changes the cluster's spec or metadata (which runs a pass at once).
+func (f *gcFixture) update(mutate func(*v1alpha1.VitalsCluster)) {
+	f.t.Helper()
+	var cl v1alpha1.VitalsCluster
+	if err := f.c.Get(context.Background(), f.key, &cl); err != nil {
+		f.t.Fatal(err)
+	}
+	mutate(&cl)
+	if err := f.c.Update(context.Background(), &cl); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// held runs passes and checks the orphan stays, held by the policy for reason.
+func (f *gcFixture) held(orphan openstack.Route, reason string, passes int) *v1alpha1.VitalsCluster {
+	f.t.Helper()
+	var cl *v1alpha1.VitalsCluster
+	for i := range passes {
+		cl, _ = f.pass()
+		f.mustHave(fmt.Sprintf("pass %d held by %s", i+1, reason), orphan)
+		f.clock.Step(time.Minute)
+	}
+	if !hasAction(cl, v1alpha1.ActionSkipped, reason, routeObject(orphan)) {
+		f.t.Errorf("status lines %+v: want Skipped/%s for %s", cl.Status.Actions, reason, routeObject(orphan))
+	}
+	if v := f.decisions("held", reason); v < float64(passes) {
+		f.t.Errorf("vitals_remediation_actions_total{outcome=held,reason=%s} = %v, want >= %d", reason, v, passes)
+	}
+	if c := condition(cl, v1alpha1.ConditionRoutesHealthy); c.Status != metav1.ConditionFalse || !heldByPolicy.MatchString(c.Message) {
+		f.t.Errorf("RoutesHealthy = %s/%s (%s), want False with routes held by the remediation policy", c.Status, c.Reason, c.Message)
+	}
+	return cl
+}
+
+var heldByPolicy = regexp.MustCompile(`[1-9][0-9]* held by the remediation policy`)
+
+func TestOperatorRouteGCBudgetZeroRemovesNothing(t *testing.T) {
+	t.Parallel()
+	zero := int32(0)
+	f, orphan := provenOrphan(t, func(c *v1alpha1.VitalsCluster) {
+		c.Spec.Remediation.Budget = &v1alpha1.BudgetSpec{Actions: &zero}
+	})
+	cl := f.held(orphan, remediation.ReasonBudget, 3)
+	if c := condition(cl, v1alpha1.ConditionRemediationAllowed); c.Status != metav1.ConditionFalse || c.Reason != remediation.ReasonBudget {
+		t.Errorf("RemediationAllowed = %s/%s (%s), want False/BudgetExhausted", c.Status, c.Reason, c.Message)
+	}
+	if st := cl.Status.Remediation; st == nil || st.BudgetRemaining != 0 || len(st.ActionTimes) != 0 {
+		t.Errorf("status.remediation %+v, want nothing spent and nothing left", st)
+	}
+	// routegc's own cap per pass: 0 means none too, never the default.
+	pass0 := int32(0)
+	f.update(func(c *v1alpha1.VitalsCluster) {
+		one := int32(1)
+		c.Spec.Remediation.Budget.Actions = &one
+		c.Spec.Controllers.RouteGC.Budget = &pass0
+	})
+	cl, _ = f.pass()
+	f.mustHave("a pass cap of 0", orphan)
+	if !hasAction(cl, v1alpha1.ActionSkipped, "PassBudget", routeObject(orphan)) {
+		t.Errorf("status lines %+v: want Skipped/PassBudget", cl.Status.Actions)
+	}
+	f.update(func(c *v1alpha1.VitalsCluster) { c.Spec.Controllers.RouteGC.Budget = nil })
+	f.clock.Step(time.Second)
+	f.pass()
+	f.mustNotHave("with a budget of 1", orphan)
+}
+
+func TestOperatorRouteGCPausedRemovesNothing(t *testing.T) {
+	t.Parallel()
+	f, orphan := provenOrphan(t, func(c *v1alpha1.VitalsCluster) {
+		c.Annotations = map[string]string{v1alpha1.AnnotationPaused: "true"}
+	})
+	cl := f.held(orphan, remediation.ReasonPaused, 2)
+	if c := condition(cl, v1alpha1.ConditionRemediationAllowed); c.Status != metav1.ConditionFalse || c.Reason != remediation.ReasonPaused {
+		t.Errorf("RemediationAllowed = %s/%s (%s), want False/Paused", c.Status, c.Reason, c.Message)
+	}
+	// The operator-wide pause holds it once the cluster's is lifted.
+	f.setPolicy(remediation.Options{Limits: &remediation.Limits{Actions: 10, Window: time.Hour, Paused: true}})
+	f.update(func(c *v1alpha1.VitalsCluster) { delete(c.Annotations, v1alpha1.AnnotationPaused) })
+	f.held(orphan, remediation.ReasonOperatorPaused, 1)
+	f.setPolicy(remediation.Options{})
+	f.pass()
+	f.mustNotHave("unpaused", orphan)
+}
+
+// keystoneHealth is the operator's keystone readiness check against a private Keystone, run by a real
+// health manager.
+func keystoneHealth(t *testing.T, k *testenv.Keystone) *health.Manager {
+	t.Helper()
+	auth := opAuth(t, k.OpenStack())
+	cloud := opConnect(t, auth, nil)
+	m := health.NewManager()
+	m.MustRegister(health.Check{Name: "keystone", Run: oschecks.Keystone(cloud, oschecks.Options{}), Interval: 2 * time.Second, Timeout: 2 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	m.Start(ctx)
+	t.Cleanup(func() { cancel(); m.Stop() })
+	return m
+}
+
+func waitCheck(t *testing.T, m *health.Manager, name string, want health.Status) {
+	t.Helper()
+	opEventually(t, 2*time.Minute, "check "+name+" "+string(want), func() (bool, string) {
+		r, _ := m.Result(name)
+		return r.Status == want, fmt.Sprintf("%s (%v)", r.Status, r.Err)
+	})
+}
+
+func TestOperatorRouteGCGateClosedByKeystone(t *testing.T) {
+	t.Parallel()
+	k := testenv.PrivateKeystone(t)
+	hm := keystoneHealth(t, k)
+	f, orphan := provenOrphan(t, nil)
+	f.setPolicy(remediation.Options{Readiness: hm, ReadinessChecks: []string{"keystone"}})
+	waitCheck(t, hm, "keystone", health.StatusOK)
+	if err := k.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitCheck(t, hm, "keystone", health.StatusFailed)
+	// The cluster's own cloud still answers (its token is good): only the gate holds the removal.
+	cl := f.held(orphan, remediation.ReasonGateClosed, 2)
+	if c := condition(cl, v1alpha1.ConditionRemediationAllowed); c.Reason != remediation.ReasonGateClosed || !strings.Contains(c.Message, "keystone") {
+		t.Errorf("RemediationAllowed = %s/%s (%s), want GateClosed naming keystone", c.Status, c.Reason, c.Message)
+	}
+	if err := k.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitCheck(t, hm, "keystone", health.StatusOK)
+	f.pass()
+	f.mustNotHave("with Keystone back", orphan)
+}
+
+func TestOperatorRouteGCGateNeedsTheCloudCheck(t *testing.T) {
+	t.Parallel()
+	// A cluster whose cloud check never reported is not acted on: without routegc setting it (as the
+	// access controller will), the gate stays closed.
+	f, orphan := provenOrphan(t, nil)
+	f.setPolicy(remediation.Options{})
+	f.rec.Checks = nil
+	cl := f.held(orphan, remediation.ReasonGateClosed, 1)
+	if c := condition(cl, v1alpha1.ConditionRemediationAllowed); !strings.Contains(c.Message, "cloud has not reported") {
+		t.Errorf("RemediationAllowed message %q, want the cloud check named", c.Message)
+	}
+	f.policy.Checks().Set(f.key, remediation.CheckCloud, nil)
+	f.pass()
+	f.mustNotHave("with the cloud check passing", orphan)
+}
+
+func TestOperatorRouteGCProofAge(t *testing.T) {
+	t.Parallel()
+	// The default minimum proof age (5m) holds whatever the interval (1m): two passes prove the route
+	// orphaned after one minute, the removal waits until it was first seen five minutes ago.
+	f := newGCFixture(t, func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.MinProofAge = nil })
+	f.net.Port(5)
+	orphan := openstack.Route{Destination: "198.19.2.0/24", NextHop: f.net.IP(99)}
+	f.net.SetRoutes(orphan, openstack.Route{Destination: "198.19.1.0/24", NextHop: f.net.IP(5)})
+	f.pass() // first sighting at 12:00
+	for i := 1; i < 5; i++ {
+		f.clock.Step(time.Minute)
+		cl, _ := f.pass()
+		f.mustHave(fmt.Sprintf("%dm after the first sighting", i), orphan)
+		if !hasAction(cl, v1alpha1.ActionSkipped, remediation.ReasonProofPending, routeObject(orphan)) {
+			t.Fatalf("status lines %+v: want ProofPending", cl.Status.Actions)
+		}
+		if v := f.decisions("held", remediation.ReasonProofPending); v != float64(i) {
+			t.Fatalf("%dm after the first sighting: the policy held the removal %v times for ProofPending, want %d", i, v, i)
+		}
+	}
+	f.clock.Step(time.Minute)
+	f.pass()
+	f.mustNotHave("5m after the first sighting", orphan)
+}
+
+func TestOperatorRouteGCExclusions(t *testing.T) {
+	t.Parallel()
+	f := newGCFixture(t, nil)
+	f.net.Port(5)
+	byDst := openstack.Route{Destination: "198.19.2.0/24", NextHop: f.net.IP(97)}
+	byHop := openstack.Route{Destination: "198.19.3.0/24", NextHop: f.net.IP(98)}
+	free := openstack.Route{Destination: "198.19.4.0/24", NextHop: f.net.IP(99)}
+	var live []openstack.Route
+	for i := range 4 {
+		live = append(live, openstack.Route{Destination: fmt.Sprintf("198.19.%d.0/24", 20+i), NextHop: f.net.IP(5)})
+	}
+	f.net.SetRoutes(append(live, byDst, byHop, free)...)
+	f.update(func(c *v1alpha1.VitalsCluster) {
+		c.Annotations = map[string]string{v1alpha1.AnnotationExclude: byDst.Destination + ", " + byHop.Destination + "@" + byHop.NextHop + ",198.19.4.0/24@10.9.9.9"}
+	})
+	f.pass()
+	f.clock.Step(time.Minute)
+	cl, _ := f.pass()
+	f.mustNotHave("the route no exclusion names", free)
+	for range 2 {
+		f.clock.Step(time.Minute)
+		cl, _ = f.pass()
+	}
+	f.mustHave("excluded", byDst, byHop)
+	for _, r := range []openstack.Route{byDst, byHop} {
+		if !hasAction(cl, v1alpha1.ActionSkipped, remediation.ReasonExcluded, routeObject(r)) {
+			t.Errorf("status lines %+v: want Skipped/Excluded for %s", cl.Status.Actions, routeObject(r))
+		}
+	}
+}
+
+func TestOperatorRouteGCDryRunReports(t *testing.T) {
+	t.Parallel()
+	f, orphan := provenOrphan(t, func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.DryRun = true })
+	cl, _ := f.pass()
+	f.mustHave("cluster dry run", orphan)
+	if !hasAction(cl, v1alpha1.ActionWouldRemove, remediation.ReasonDryRun, routeObject(orphan)) {
+		t.Errorf("status lines %+v: want WouldRemove/DryRun", cl.Status.Actions)
+	}
+	if c := condition(cl, v1alpha1.ConditionRoutesHealthy); !strings.Contains(c.Message, "1 dry run") {
+		t.Errorf("RoutesHealthy %s/%s (%s), want 1 dry run", c.Status, c.Reason, c.Message)
+	}
+	if !drainEvents(f.events, remediation.ReasonDryRun) {
+		t.Errorf("no DryRun event")
+	}
+	// The operator-wide --dry-run, once the cluster's is off.
+	f.setPolicy(remediation.Options{Limits: &remediation.Limits{Actions: 10, Window: time.Hour, DryRun: true}})
+	f.update(func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.DryRun = false })
+	f.clock.Step(time.Second)
+	cl, _ = f.pass()
+	f.mustHave("operator dry run", orphan)
+	if c := condition(cl, v1alpha1.ConditionRemediationAllowed); c.Reason != remediation.ReasonDryRun || !strings.Contains(c.Message, "--dry-run") {
+		t.Errorf("RemediationAllowed = %s/%s (%s), want DryRun naming --dry-run", c.Status, c.Reason, c.Message)
+	}
+}
+
+func TestOperatorRouteGCStorm(t *testing.T) {
+	t.Parallel()
+	// Three of four routes in the pod CIDRs orphaned at once (more than 40%, rounded up: 2): a storm,
+	// nothing is removed; after the orphans are fewer, the cool-down still holds, then they go.
+	f := newGCFixture(t, nil)
+	f.net.Port(5)
+	live := openstack.Route{Destination: "198.19.1.0/24", NextHop: f.net.IP(5)}
+	var orphans []openstack.Route
+	for i := range 3 {
+		orphans = append(orphans, openstack.Route{Destination: fmt.Sprintf("198.19.%d.0/24", 10+i), NextHop: f.net.IP(90 + i)})
+	}
+	f.net.SetRoutes(append(orphans, live)...)
+	f.pass()
+	f.clock.Step(time.Minute)
+	cl := f.held(orphans[0], remediation.ReasonStorm, 2)
+	f.mustHave("storm", orphans...)
+	if c := condition(cl, v1alpha1.ConditionRemediationAllowed); c.Reason != remediation.ReasonStorm || !strings.Contains(c.Message, "3 of 4") {
+		t.Errorf("RemediationAllowed = %s/%s (%s), want Storm, 3 of 4", c.Status, c.Reason, c.Message)
+	}
+	if st := cl.Status.Remediation; st == nil || st.StormSince == nil {
+		t.Fatalf("status.remediation %+v: want stormSince", st)
+	}
+	// Two more nodes come up: one orphan of six is no storm, but the cool-down (10m) holds.
+	more := []openstack.Route{{Destination: "198.19.20.0/24", NextHop: f.net.IP(6)}, {Destination: "198.19.21.0/24", NextHop: f.net.IP(7)}}
+	f.net.Port(6)
+	f.net.Port(7)
+	f.net.Port(90)
+	f.net.Port(91)
+	f.net.SetRoutes(append(append(orphans, live), more...)...)
+	cl, _ = f.pass()
+	f.mustHave("cooling down", orphans[2])
+	if c := condition(cl, v1alpha1.ConditionRemediationAllowed); c.Reason != remediation.ReasonStorm || !strings.Contains(c.Message, "cooling down") {
+		t.Errorf("RemediationAllowed = %s/%s (%s), want Storm, cooling down", c.Status, c.Reason, c.Message)
+	}
+	f.clock.Step(10 * time.Minute)
+	f.pass()
+	f.mustNotHave("after the cool-down", orphans[2])
+	f.mustHave("live again", orphans[0], orphans[1], live)
 }
 
 // racingRouters changes the router between our read and our If-Match update, once, as another
@@ -469,24 +800,4 @@ func TestOperatorRouteGCConflictIsRetried(t *testing.T) {
 	if cl.Status.RouteGC.RemovedTotal != 1 {
 		t.Errorf("removedTotal %d, want 1", cl.Status.RouteGC.RemovedTotal)
 	}
-}
-
-func TestOperatorRouteGCSelfGated(t *testing.T) {
-	t.Parallel()
-	f := newGCFixture(t, nil)
-	f.net.Port(5)
-	orphan := openstack.Route{Destination: "198.19.2.0/24", NextHop: f.net.IP(99)}
-	f.net.SetRoutes(orphan)
-	f.pass()
-	f.rec.Gate = routegc.GateFunc(func() (bool, string) { return false, "keystone: failed" })
-	f.clock.Step(time.Minute)
-	cl, _ := f.pass()
-	f.mustHave("while gated", orphan)
-	if c := condition(cl, v1alpha1.ConditionRoutesHealthy); c.Reason != "SelfGated" {
-		t.Errorf("RoutesHealthy = %s/%s, want SelfGated", c.Status, c.Reason)
-	}
-	f.rec.Gate = nil
-	f.clock.Step(time.Minute)
-	f.pass()
-	f.mustNotHave("after the gate opened", orphan)
 }

@@ -1,0 +1,46 @@
+package operator
+
+import (
+	"fmt"
+
+	kclient "k8s.io/client-go/kubernetes"
+
+	"github.com/vitalsproject/vitals/remediation"
+)
+
+// DefaultPauseConfigMap is the name of the operator-wide pause switch in the operator's namespace.
+const DefaultPauseConfigMap = "vitals-remediation"
+
+// remediationPolicy builds the one policy every controller asks: the operator-wide limits, the pause
+// switch, and the gate on the operator's own readiness — Kubernetes, Keystone and Neutron when the
+// operator has credentials, and the Lease when it elects a leader (a replica that lost it must stop
+// acting at once, not only when its elector gives up).
+func (o *Operator) remediationPolicy(cs kclient.Interface) (*remediation.Engine, error) {
+	opts := o.opts
+	gate := []string{CheckKubernetes}
+	if o.cloud != nil {
+		gate = append(gate, CheckKeystone, CheckNeutron)
+	}
+	if opts.LeaderElect {
+		gate = append(gate, CheckLeaderLease)
+	}
+	sw := newPauseSwitch(cs, opts.LeaderElectionNamespace, opts.PauseConfigMap)
+	if err := o.mgr.Add(sw); err != nil {
+		return nil, fmt.Errorf("operator: pause switch: %w", err)
+	}
+	p, err := remediation.New(remediation.Options{
+		Limits:          opts.Remediation,
+		Checks:          remediation.NewChecks(opts.Clock),
+		Readiness:       o.health,
+		ReadinessChecks: gate,
+		Switch:          sw,
+		Seed:            o.mgr.GetClient(),
+		Recorder:        o.mgr.GetEventRecorder("vitals-remediation"),
+		Metrics:         remediation.NewMetrics(opts.Registry),
+		Clock:           opts.Clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("operator: %w", err)
+	}
+	return p, nil
+}
