@@ -80,6 +80,19 @@ func TestForgedSandboxEventsAreNotEvidence(t *testing.T) {
 			t.Fatalf("forge event: %v", err)
 		}
 	}
+	// The source is live (past its first list, which takes existing Events as history) and the pod
+	// index synced once an Event about the running pod gets its verdict.
+	waitForWithin(t, 60*time.Second, "the Events source to judge", func() bool {
+		forge("running", nil)
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) {
+			if verdicts(t, base)[VerdictPodRunning] > 0 {
+				return true
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return false
+	})
 	// FailuresCount is 1: two counted failures would trip the budget. Each forgery below is five.
 	for i := range 5 {
 		forge("no-such-pod-"+strconv.Itoa(i), nil)                                                               // no such pod

@@ -336,26 +336,37 @@ func TestAgentBinaryBoundsForgedCounts(t *testing.T) {
 	p := startAgentProcess(t, node, "", "--capabilities=", "--component-timeout", "3s")
 	p.waitStatus(t, "/alive", http.StatusOK)
 
-	now := metav1.Now()
-	ev, err := forger.CoreV1().Events(ns).Create(ctx, &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{GenerateName: "web.", Namespace: ns},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "web", UID: pod.UID, APIVersion: "v1"},
-		Reason:         "FailedCreatePodSandBox",
-		Message:        `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "x": plugin type="bridge" failed (add): forged`,
-		Source:         corev1.EventSource{Component: "kubelet", Host: node},
-		FirstTimestamp: now, LastTimestamp: now, Count: 1, Type: corev1.EventTypeWarning,
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
+	// Events created before the agent's first list are history; create one until it is counted.
+	series := `vitals_agent_cni_reports_total{op="ADD",result="failure",source="kube-events"}`
+	var ev *corev1.Event
+	for deadline := time.Now().Add(60 * time.Second); p.metric(t, series) < 1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no kubelet-like Event counted; agent log:\n%s", p.stderr.String())
+		}
+		now := metav1.Now()
+		ev, err = forger.CoreV1().Events(ns).Create(ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{GenerateName: "web.", Namespace: ns},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "web", UID: pod.UID, APIVersion: "v1"},
+			Reason:         "FailedCreatePodSandBox",
+			Message:        `Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "x": plugin type="bridge" failed (add): forged`,
+			Source:         corev1.EventSource{Component: "kubelet", Host: node},
+			FirstTimestamp: now, LastTimestamp: now, Count: 1, Type: corev1.EventTypeWarning,
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for wait := time.Now().Add(2 * time.Second); p.metric(t, series) < 1 && time.Now().Before(wait); {
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
-	p.waitMetric(t, `vitals_agent_cni_reports_total{op="ADD",result="failure",source="kube-events"}`, func(v int) bool { return v == 1 })
+	before := p.metric(t, series)
 	patch := fmt.Sprintf(`{"count":2147483647,"lastTimestamp":%q}`, time.Now().UTC().Format(time.RFC3339))
 	if _, err := forger.CoreV1().Events(ns).Patch(ctx, ev.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	got := p.waitMetric(t, `vitals_agent_cni_reports_total{op="ADD",result="failure",source="kube-events"}`, func(v int) bool { return v > 1 })
-	if got > 1+10 {
-		t.Errorf("a count patched to 2^31-1 counted %d occurrences, want at most 1 + 10 (MaxEventDelta)", got)
+	got := p.waitMetric(t, series, func(v int) bool { return v > before })
+	if got-before > 10 {
+		t.Errorf("a count patched to 2^31-1 counted %d occurrences, want at most 10 (MaxEventDelta)", got-before)
 	}
 	// The watcher beats on (its deadline is 3s), and liveness holds.
 	time.Sleep(4 * time.Second)
@@ -369,20 +380,27 @@ func TestAgentBinaryBoundsForgedCounts(t *testing.T) {
 	t.Logf("stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
 }
 
+// metric is the value of the metric line named by series (0 when absent).
+func (p *agentProcess) metric(t *testing.T, series string) int {
+	t.Helper()
+	_, body := p.get(t, "/metrics")
+	for _, l := range strings.Split(body, "\n") {
+		if rest, found := strings.CutPrefix(l, series+" "); found {
+			v, _ := strconv.Atoi(strings.TrimSpace(rest))
+			return v
+		}
+	}
+	return 0
+}
+
 // waitMetric waits (60 s at most) until the value of the metric line named by series satisfies ok,
 // and returns it.
 func (p *agentProcess) waitMetric(t *testing.T, series string, ok func(int) bool) int {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		_, body := p.get(t, "/metrics")
-		v := -1
-		for _, l := range strings.Split(body, "\n") {
-			if rest, found := strings.CutPrefix(l, series+" "); found {
-				v, _ = strconv.Atoi(strings.TrimSpace(rest))
-			}
-		}
-		if v >= 0 && ok(v) {
+		v := p.metric(t, series)
+		if ok(v) {
 			return v
 		}
 		if time.Now().After(deadline) {
