@@ -81,16 +81,28 @@ func (o *Operator) healthProfile(cs kclient.Interface) (routegc.Progress, error)
 	if err := o.health.Register(checks...); err != nil {
 		return nil, fmt.Errorf("operator: health checks: %w", err)
 	}
-	// Liveness from progress: the controller's workers and queue, and the informer's run loop.
-	rgc := progress.New(routegc.Name, progress.Options{HungAfter: opts.PassTimeout, StallAfter: opts.ComponentDeadline,
-		Log: o.log, Clock: opts.Clock})
+	// Liveness from progress: the informer's run loop, and each controller's workers and queue.
 	inf := progress.InformerRunning("vitalsclusters", func(ctx context.Context) (progress.Informer, error) {
 		return o.mgr.GetCache().GetInformer(ctx, &v1alpha1.VitalsCluster{}, cache.BlockUntilSynced(false))
 	})
-	if err := o.health.Register(check(ComponentRouteGC, health.Liveness, rgc.Check), check(ComponentInformer, health.Liveness, inf)); err != nil {
+	if err := o.health.Register(check(ComponentInformer, health.Liveness, inf)); err != nil {
 		return nil, fmt.Errorf("operator: health checks: %w", err)
 	}
-	return rgc, nil
+	return o.observe(routegc.Name)
+}
+
+// observe registers the liveness check "controller.<name>" of a controller's progress and returns
+// its observer, to build the controller with (its Options and Reconciler). Every controller of the
+// operator gets one.
+func (o *Operator) observe(name string) (*progress.Controller, error) {
+	p := progress.New(name, progress.Options{HungAfter: o.opts.PassTimeout, StallAfter: o.opts.ComponentDeadline,
+		Log: o.log, Clock: o.opts.Clock})
+	c := health.Check{Name: "controller." + name, Probes: health.Liveness, Run: p.Check,
+		Interval: o.opts.CheckInterval, Timeout: o.opts.CheckTimeout}
+	if err := o.health.Register(c); err != nil {
+		return nil, fmt.Errorf("operator: health check of controller %s: %w", name, err)
+	}
+	return p, nil
 }
 
 // cloudCheck connects lazily and builds its check once per cloud.
