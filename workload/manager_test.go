@@ -31,42 +31,11 @@ import (
 	"github.com/vitalsproject/vitals/workload"
 )
 
-// checks is an in-memory remediation.Checks.
-type checks struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]map[string]remediation.CheckResult
-}
-
-func (c *checks) Set(k types.NamespacedName, check string, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[types.NamespacedName]map[string]remediation.CheckResult{}
-	}
-	if c.m[k] == nil {
-		c.m[k] = map[string]remediation.CheckResult{}
-	}
-	c.m[k][check] = remediation.CheckResult{Err: err, Time: time.Now()}
-}
-
-func (c *checks) Get(k types.NamespacedName, check string) (remediation.CheckResult, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.m[k][check]
-	return r, ok
-}
-
-func (c *checks) Forget(k types.NamespacedName) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, k)
-}
-
 type fixture struct {
 	t      testing.TB
 	mgmt   client.Client
 	ns     string
-	checks *checks
+	checks *remediation.CheckSet
 	access *workload.Manager
 	reg    *prometheus.Registry
 
@@ -88,7 +57,7 @@ func newFixture(t testing.TB, mutate func(*workload.Options)) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
-	f := &fixture{t: t, mgmt: c, ns: ns, checks: &checks{}, changed: map[types.NamespacedName]int{}, reg: prometheus.NewRegistry()}
+	f := &fixture{t: t, mgmt: c, ns: ns, checks: remediation.NewChecks(nil), changed: map[types.NamespacedName]int{}, reg: prometheus.NewRegistry()}
 	opts := workload.Options{
 		Secrets: c, Checks: f.checks, Registerer: f.reg,
 		HealthInterval: 250 * time.Millisecond, HealthTimeout: 2 * time.Second, SecretRecheck: -1,

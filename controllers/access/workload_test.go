@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -49,37 +48,6 @@ func (refusing) Resolve(context.Context, *v1alpha1.VitalsCluster) (*tenancy.Scop
 	return nil, &tenancy.Refusal{Reason: tenancy.ReasonMissingCredentials, Message: "no credentials in this test"}
 }
 func (refusing) Forget(types.NamespacedName) {}
-
-// checks is an in-memory remediation.Checks.
-type checks struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]map[string]error
-}
-
-func (c *checks) Set(k types.NamespacedName, check string, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[types.NamespacedName]map[string]error{}
-	}
-	if c.m[k] == nil {
-		c.m[k] = map[string]error{}
-	}
-	c.m[k][check] = err
-}
-
-func (c *checks) Get(k types.NamespacedName, check string) (remediation.CheckResult, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	err, ok := c.m[k][check]
-	return remediation.CheckResult{Err: err}, ok
-}
-
-func (c *checks) Forget(k types.NamespacedName) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, k)
-}
 
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
@@ -135,7 +103,7 @@ func TestWorkloadReachableFollowsEachWorkloadCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := &checks{}
+	store := remediation.NewChecks(nil)
 	changes := access.NewWorkloadChanges()
 	wm, err := workload.NewManager(workload.Options{Secrets: mgr.GetAPIReader(), Checks: store, Changed: changes.Changed,
 		HealthInterval: 300 * time.Millisecond, HealthTimeout: 2 * time.Second})
@@ -190,6 +158,25 @@ func TestWorkloadReachableFollowsEachWorkloadCluster(t *testing.T) {
 			return nil
 		}
 	}
+	// The remediation gate of a controller that needs the workload cluster (as deorbit and flight do).
+	policy, err := remediation.New(remediation.Options{Checks: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := func(k types.NamespacedName) remediation.Decision {
+		t.Helper()
+		var vc v1alpha1.VitalsCluster
+		if err := c.Get(ctx, k, &vc); err != nil {
+			t.Fatal(err)
+		}
+		p := policy.Begin(ctx, &vc, "test", []string{remediation.CheckWorkload}, remediation.Scope{Unhealthy: 1, Total: 10})
+		a := remediation.Action{Verb: "DeletePersistentVolumeClaim", Kind: "pvc", ID: "default/data"}
+		d := p.Ask(ctx, a)
+		if d.Outcome == remediation.Allowed {
+			p.Done(ctx, a, nil)
+		}
+		return d
+	}
 	check := func(k types.NamespacedName) string {
 		res, ok := store.Get(k, remediation.CheckWorkload)
 		if !ok {
@@ -231,6 +218,9 @@ func TestWorkloadReachableFollowsEachWorkloadCluster(t *testing.T) {
 	if r := check(ka); r != workload.ReasonReachable {
 		t.Fatalf("a's workload check: %s", r)
 	}
+	if d := gate(ka); d.Outcome != remediation.Allowed {
+		t.Fatalf("the gate of a with its workload cluster up: %+v", d)
+	}
 
 	// The private apiserver goes: a's condition and check fail, b's do not.
 	if err := priv.Stop(); err != nil {
@@ -245,6 +235,12 @@ func TestWorkloadReachableFollowsEachWorkloadCluster(t *testing.T) {
 	}
 	if r := check(kb); r != workload.ReasonReachable {
 		t.Fatalf("b's workload check during a's outage: %s", r)
+	}
+	if d := gate(ka); d.Outcome != remediation.Held || d.Reason != remediation.ReasonGateClosed {
+		t.Fatalf("the gate of a during its outage: %+v", d)
+	}
+	if d := gate(kb); d.Outcome != remediation.Allowed {
+		t.Fatalf("the gate of b during a's outage: %+v", d)
 	}
 	eventually(t, "an Event on a", func() error {
 		var evs eventsv1.EventList
