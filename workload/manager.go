@@ -195,7 +195,7 @@ func (m *Manager) Forget(key types.NamespacedName) {
 		m.stopLocked(s, key, "forgotten")
 		m.opts.Checks.Set(key, remediation.CheckWorkload, errorf(ReasonStopped, "the access to the workload cluster was stopped"))
 	}
-	m.metrics.forget(key.String())
+	m.metrics.forget(key)
 }
 
 // For implements Access.
@@ -304,7 +304,7 @@ func (m *Manager) fail(s *slot, key types.NamespacedName, ident string, err erro
 	m.stopLocked(s, key, ReasonOf(err))
 	s.ident, s.checked = ident, time.Time{}
 	m.opts.Checks.Set(key, remediation.CheckWorkload, err)
-	m.metrics.report(key.String(), err)
+	m.metrics.report(key, err)
 	return err
 }
 

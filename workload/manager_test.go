@@ -144,7 +144,7 @@ func (f *fixture) reachable(k types.NamespacedName) (string, float64, int) {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["cluster"] == k.String() {
+			if labels["namespace"] == k.Namespace && labels["name"] == k.Name {
 				reason, v = labels["reason"], m.GetGauge().GetValue()
 				n++
 			}

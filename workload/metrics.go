@@ -2,9 +2,11 @@ package workload
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// metrics of the workload accesses. Labels: cluster is "namespace/name".
+// metrics of the workload accesses. A cluster is labelled namespace and name, as every metric of the
+// operator.
 type metrics struct {
 	accesses prometheus.Gauge
 	healthy  *prometheus.GaugeVec // cluster, reason
@@ -18,10 +20,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		healthy: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vitals_workload_reachable", Help: "1 when the workload cluster's API answered the last probe and its informers have synced; the reason label says why not.",
-		}, []string{"cluster", "reason"}),
+		}, []string{"namespace", "name", "reason"}),
 		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vitals_workload_probes_total", Help: "Health probes of workload clusters by reason (Reachable when it passed).",
-		}, []string{"cluster", "reason"}),
+		}, []string{"namespace", "name", "reason"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.accesses, m.healthy, m.probes)
@@ -30,18 +32,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 // report records one probe's result: one reachable series per cluster, with the current reason.
-func (m *metrics) report(cluster string, err error) {
+func (m *metrics) report(key types.NamespacedName, err error) {
 	reason := ReasonOf(err)
-	m.probes.WithLabelValues(cluster, reason).Inc()
-	m.healthy.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
+	m.probes.WithLabelValues(key.Namespace, key.Name, reason).Inc()
+	m.healthy.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "name": key.Name})
 	v := 0.0
 	if err == nil {
 		v = 1
 	}
-	m.healthy.WithLabelValues(cluster, reason).Set(v)
+	m.healthy.WithLabelValues(key.Namespace, key.Name, reason).Set(v)
 }
 
-func (m *metrics) forget(cluster string) {
-	m.healthy.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
-	m.probes.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
+func (m *metrics) forget(key types.NamespacedName) {
+	m.healthy.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "name": key.Name})
+	m.probes.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "name": key.Name})
 }

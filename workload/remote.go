@@ -135,7 +135,7 @@ func (r *remote) healthLoop(ctx context.Context, m *Manager) {
 		r.health = err
 		r.mu.Unlock()
 		m.opts.Checks.Set(r.key, remediation.CheckWorkload, err)
-		m.metrics.report(r.key.String(), err)
+		m.metrics.report(r.key, err)
 		now := fmt.Sprint(err)
 		if first {
 			close(r.probed)
