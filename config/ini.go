@@ -191,6 +191,9 @@ func (s *Section) lookup(key string) (iniValue, bool) {
 // Has reports whether key is set (here or in [DEFAULT]).
 func (s *Section) Has(key string) bool { _, ok := s.lookup(key); return ok }
 
+// HeaderLine returns the line of the section's header, 0 when the file has no such section.
+func (s *Section) HeaderLine() int { return s.line }
+
 // Line returns the line where key is set, 0 when absent.
 func (s *Section) Line(key string) int { v, _ := s.lookup(key); return v.line }
 

@@ -90,15 +90,3 @@ func credentialsFrom(get func(opt string) string) Credentials {
 	}
 	return c
 }
-
-// AuthFromEnvironment picks the source the way OpenStack's command-line clients do: the clouds.yaml
-// cloud named by OS_CLOUD when that is set, else the OS_* variables.
-func AuthFromEnvironment(getenv func(string) string) (Auth, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	if getenv("OS_CLOUD") != "" {
-		return AuthFromCloudsYAML(CloudsYAMLOptions{Getenv: getenv})
-	}
-	return AuthFromEnv(getenv)
-}

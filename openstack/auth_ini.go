@@ -1,14 +1,9 @@
 package openstack
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
-
-	"gopkg.in/ini.v1"
 
 	"github.com/vitalsproject/vitals/config"
 )
@@ -26,45 +21,51 @@ var iniAliases = map[string][]string{
 
 // AuthFromINI reads keystoneauth options (auth_type, auth_url, username, password,
 // user_domain_name, project_name, ..., region_name, cafile, insecure) from the first of sections
-// (default DefaultINISections) present in the oslo-style INI file at path (kuryr.conf,
-// neutron.conf). Errors are *config.Error with the file, the line and the section.option at fault.
+// (default DefaultINISections) that sets auth_url, else the first present, in the oslo-style INI
+// file at path (kuryr.conf, neutron.conf), read with config.LoadINI: options in [DEFAULT] are
+// inherited, as oslo.config does.
+// Errors are *config.Error with the file, the line and the section.option at fault.
 func AuthFromINI(path string, sections ...string) (Auth, error) {
-	data, err := os.ReadFile(path)
+	f, err := config.LoadINI(path)
 	if err != nil {
-		return Auth{}, &config.Error{File: path, Msg: fmt.Sprintf("read auth configuration: %v", err)}
+		return Auth{}, err
 	}
-	return parseAuthINI(path, data, sections)
+	return authFromINI(f, sections)
 }
 
-func parseAuthINI(path string, data []byte, sections []string) (Auth, error) {
+// authSection returns the first of sections (default DefaultINISections) that sets auth_url (itself
+// or through [DEFAULT]), else the first f has (nil: none), and whether it sets auth_url.
+func authSection(f *config.INI, sections []string) (sec *config.Section, hasURL bool, names []string) {
 	if len(sections) == 0 {
 		sections = DefaultINISections
 	}
-	f, err := ini.LoadSources(ini.LoadOptions{
-		AllowPythonMultilineValues: true,
-		IgnoreInlineComment:        true,
-		SkipUnrecognizableLines:    false,
-	}, data)
-	if err != nil {
-		return Auth{}, &config.Error{File: path, Msg: fmt.Sprintf("parse INI: %v", err)}
-	}
-	var sec *ini.Section
 	for _, name := range sections {
-		if s, err := f.GetSection(name); err == nil {
+		if !f.HasSection(name) {
+			continue
+		}
+		s := f.Section(name)
+		for _, k := range append([]string{"auth_url"}, iniAliases["auth_url"]...) {
+			if s.Has(k) {
+				return s, true, sections
+			}
+		}
+		if sec == nil {
 			sec = s
-			break
 		}
 	}
+	return sec, false, sections
+}
+
+func authFromINI(f *config.INI, sections []string) (Auth, error) {
+	sec, _, sections := authSection(f, sections)
 	if sec == nil {
-		return Auth{}, &config.Error{File: path, Msg: fmt.Sprintf("no auth section: expected one of [%s] with auth_url, username, password, ...",
+		return Auth{}, &config.Error{File: f.File(), Msg: fmt.Sprintf("no auth section: expected one of [%s] with auth_url, username, password, ...",
 			strings.Join(sections, "], ["))}
 	}
 	lookup := func(opt string) (key string, val string) {
 		for _, name := range append([]string{opt}, iniAliases[opt]...) {
-			for _, k := range []string{name, strings.ReplaceAll(name, "_", "-")} {
-				if sec.HasKey(k) {
-					return k, strings.TrimSpace(sec.Key(k).String())
-				}
+			if sec.Has(name) {
+				return name, strings.TrimSpace(sec.String(name, ""))
 			}
 		}
 		return opt, ""
@@ -72,7 +73,11 @@ func parseAuthINI(path string, data []byte, sections []string) (Auth, error) {
 	get := func(opt string) string { _, v := lookup(opt); return v }
 	fail := func(opt, msg string) error {
 		key, _ := lookup(opt)
-		return &config.Error{File: path, Line: lineOf(data, sec.Name(), key), Field: sec.Name() + "." + key, Msg: msg}
+		line := sec.Line(key)
+		if line == 0 {
+			line = sec.HeaderLine()
+		}
+		return &config.Error{File: f.File(), Line: line, Field: sec.Name() + "." + key, Msg: msg}
 	}
 	c := credentialsFrom(get)
 	if i := strings.IndexByte(c.Interface, ','); i >= 0 { // valid_interfaces is a list
@@ -85,39 +90,9 @@ func parseAuthINI(path string, data []byte, sections []string) (Auth, error) {
 		}
 		c.Insecure = b
 	}
-	a, ferr := c.toAuth(fmt.Sprintf("%s [%s]", path, sec.Name()))
+	a, ferr := c.toAuth(fmt.Sprintf("%s [%s]", f.File(), sec.Name()))
 	if ferr != nil {
 		return a, fail(ferr.field, ferr.msg)
 	}
 	return a, nil
-}
-
-// lineOf finds the 1-based line of key in [section] (0 when absent: the section header's line
-// then, if any).
-func lineOf(data []byte, section, key string) int {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	in, header, n := false, 0, 0
-	for sc.Scan() {
-		n++
-		t := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]") {
-			in = strings.TrimSpace(t[1:len(t)-1]) == section
-			if in {
-				header = n
-			}
-			continue
-		}
-		if !in || t == "" || t[0] == '#' || t[0] == ';' {
-			continue
-		}
-		k := t
-		if i := strings.IndexAny(t, "=:"); i >= 0 {
-			k = t[:i]
-		}
-		if strings.TrimSpace(k) == key {
-			return n
-		}
-	}
-	return header
 }

@@ -170,6 +170,19 @@ func TestAuthFromINI(t *testing.T) {
 					t.Errorf("auth url = %s", a.Options.IdentityEndpoint)
 				}
 			}},
+		{name: "options inherited from DEFAULT", data: "[DEFAULT]\nauth_url = http://k:5000/v3\nuser_domain_name = Default\n\n[neutron]\nusername = kuryr\npassword = p\nproject_name = service\n",
+			check: func(t *testing.T, a Auth) {
+				if a.Options.IdentityEndpoint != "http://k:5000/v3" || a.Options.Username != "kuryr" || a.Options.DomainName != "Default" {
+					t.Errorf("options = %+v", a.Options)
+				}
+			}},
+		{name: "the section that sets auth_url", data: "[neutron]\nservice_metadata_proxy = true\n\n[keystone_authtoken]\nauth_url = http://k:5000/v3\nusername = neutron\npassword = p\n",
+			check: func(t *testing.T, a Auth) {
+				if a.Options.Username != "neutron" || !strings.Contains(a.Source, "[keystone_authtoken]") {
+					t.Errorf("auth = %+v", a)
+				}
+			}},
+		{name: "missing in DEFAULT and section", data: "[DEFAULT]\ndebug = true\n\n[neutron]\nusername = u\npassword = p\n", wantField: "neutron.auth_url", wantLine: 4, wantErr: "missing"},
 		{name: "no section", data: "[kubernetes]\napi_root = x\n", wantErr: "no auth section: expected one of [neutron], [keystone_authtoken]"},
 		{name: "missing password", data: strings.Replace(kuryrConf, "password = s3cret\n", "", 1), wantField: "neutron.password", wantLine: 7, wantErr: "missing"},
 		{name: "bad auth type", data: strings.Replace(kuryrConf, "auth_type = password", "auth_type = kerberos", 1), wantField: "neutron.auth_type", wantLine: 9, wantErr: `"kerberos" is not supported`},
@@ -248,14 +261,14 @@ func TestAuthFromCloudsYAML(t *testing.T) {
 		t.Errorf("dev = %+v, %v", a, err)
 	}
 
-	// AuthFromEnvironment follows OS_CLOUD, else reads OS_* variables.
-	a, err = AuthFromEnvironment(envOf(map[string]string{"OS_CLOUD": "dev", "OS_CLIENT_CONFIG_FILE": path}))
+	// PickAuth follows OS_CLOUD, else reads OS_* variables.
+	a, err = PickAuth(AuthSources{Getenv: envOf(map[string]string{"OS_CLOUD": "dev", "OS_CLIENT_CONFIG_FILE": path})})
 	if err != nil || a.Options.Username != "dev" {
-		t.Errorf("AuthFromEnvironment(OS_CLOUD) = %+v, %v", a, err)
+		t.Errorf("PickAuth(OS_CLOUD) = %+v, %v", a, err)
 	}
-	a, err = AuthFromEnvironment(envOf(map[string]string{"OS_AUTH_URL": "http://k/v3", "OS_USERNAME": "u", "OS_PASSWORD": "p"}))
+	a, err = PickAuth(AuthSources{Getenv: envOf(map[string]string{"OS_AUTH_URL": "http://k/v3", "OS_USERNAME": "u", "OS_PASSWORD": "p"})})
 	if err != nil || a.Options.Username != "u" || !strings.Contains(a.Source, "environment") {
-		t.Errorf("AuthFromEnvironment(OS_*) = %+v, %v", a, err)
+		t.Errorf("PickAuth(OS_*) = %+v, %v", a, err)
 	}
 
 	_, err = AuthFromCloudsYAML(CloudsYAMLOptions{Cloud: "staging", Paths: []string{path}, Getenv: envOf(nil)})

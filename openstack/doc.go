@@ -7,6 +7,10 @@
 // Every List call returns all pages or an error: never a partial list. A filter a resource cannot
 // apply is an error too, never silently dropped.
 //
+// A command that accepts several sources asks PickAuth, the one place that chooses among them (an INI
+// auth section, then clouds.yaml, then OS_* variables). The INI sections are read with config.LoadINI,
+// so that [DEFAULT] is inherited as oslo.config does.
+//
 // Typical use:
 //
 //	auth, err := openstack.AuthFromINI("/etc/kuryr/kuryr.conf") // or AuthFromCloudsYAML, AuthFromEnv

@@ -1,8 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
-	"log/slog"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/vitalsproject/vitals/config"
 	"github.com/vitalsproject/vitals/controllers/routegc"
+	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/operator"
 	"github.com/vitalsproject/vitals/remediation"
@@ -52,12 +54,15 @@ type operatorFlags struct {
 	allowInsecureWorkload   bool
 	workloadQPS             float32
 	workloadBurst           int
-	logFormat               string
-	logLevel                string
+	log                     *clirun.LogFlags
 }
 
 func newOperatorCommand() *cobra.Command {
-	f := &operatorFlags{}
+	return operatorCommand(&operatorFlags{})
+}
+
+// operatorCommand builds the command with its flags bound to f.
+func operatorCommand(f *operatorFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the operator: the Cluster controllers (routegc) with leader election and the controller health profile",
@@ -153,206 +158,131 @@ variables; without any, only Clusters with their own credentials Secret are serv
 	fl.BoolVar(&f.allowInsecureWorkload, "allow-insecure-workload", false, "accept workload kubeconfigs with insecure-skip-tls-verify or an http:// server")
 	fl.Float32Var(&f.workloadQPS, "workload-qps", 20, "requests per second to each workload cluster")
 	fl.IntVar(&f.workloadBurst, "workload-burst", 40, "request burst to each workload cluster")
-	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.log = clirun.AddLogFlags(fl, "text")
 	return cmd
 }
 
-// options merges the configuration file and the flags (flags win when given).
-func (f *operatorFlags) options(fl *pflag.FlagSet, stderr interface{ Write([]byte) (int, error) }, getenv func(string) string) (operator.Options, error) {
+// options merges the configuration file and the flags (flags win when given, clirun.FlagsOverFile).
+func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func(string) string) (operator.Options, error) {
 	var o operator.Options
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return o, &config.Error{Field: "--log-level", Msg: fmt.Sprintf("expected debug, info, warn or error, got %q", f.logLevel)}
+	log, err := f.log.Logger(stderr)
+	if err != nil {
+		return o, err
 	}
-	hopts := &slog.HandlerOptions{Level: level}
-	switch f.logFormat {
-	case "text":
-		o.Logger = slog.New(slog.NewTextHandler(stderr, hopts))
-	case "json":
-		o.Logger = slog.New(slog.NewJSONHandler(stderr, hopts))
-	default:
-		return o, &config.Error{Field: "--log-format", Msg: fmt.Sprintf("expected text or json, got %q", f.logFormat)}
+	o.Logger = log
+	var (
+		ini                        *config.INI
+		apiRoot, tokenFile, caFile string
+	)
+	if f.configFile != "" {
+		err := clirun.FlagsOverFile(fl, func() error {
+			var err error
+			if ini, err = config.LoadINI(f.configFile); err != nil {
+				return err
+			}
+			apiRoot, tokenFile, caFile = f.fromINI(ini)
+			return ini.Err()
+		})
+		if err != nil {
+			return o, err
+		}
 	}
-	changed := fl.Changed
-	kubeconfig, namespace := f.kubeconfig, f.namespace
-	var apiRoot, tokenFile, caFile string
-	healthPort := f.healthPort
-	metrics := f.metricsAddr
+	if f.healthPort < 0 || f.healthPort > 65535 {
+		return o, &config.Error{Field: "--health-port", Msg: fmt.Sprintf("expected a port number (0-65535), got %d", f.healthPort)}
+	}
+	if f.drainDelay < 0 {
+		return o, &config.Error{Field: "--drain-delay", Msg: fmt.Sprintf("expected 0 or a positive duration, got %s", f.drainDelay)}
+	}
+	if f.checkInterval <= 0 || f.checkTimeout <= 0 {
+		return o, &config.Error{Field: "--check-interval/--check-timeout", Msg: "expected positive durations"}
+	}
+	if f.workloadQPS <= 0 || f.workloadBurst <= 0 {
+		return o, &config.Error{Field: "--workload-qps/--workload-burst", Msg: fmt.Sprintf("expected positive numbers, got %g and %d", f.workloadQPS, f.workloadBurst)}
+	}
+	if f.routegcInterval < time.Second {
+		return o, &config.Error{Field: "--routegc-interval", Msg: fmt.Sprintf("expected at least 1s, got %s", f.routegcInterval)}
+	}
+	if f.routegcBudget < 0 || f.routegcBudget > 1000 {
+		return o, &config.Error{Field: "--routegc-budget", Msg: fmt.Sprintf("expected 0 (no removals) to 1000, got %d", f.routegcBudget)}
+	}
+	switch {
+	case f.remediationBudget < 0 || f.remediationBudget > 1000000:
+		return o, &config.Error{Field: "--remediation-budget", Msg: fmt.Sprintf("expected 0 (no actions) to 1000000, got %d", f.remediationBudget)}
+	case f.remediationWindow <= 0:
+		return o, &config.Error{Field: "--remediation-window", Msg: fmt.Sprintf("expected a positive duration such as 1h, got %s", f.remediationWindow)}
+	case f.stormCooldown < 0:
+		return o, &config.Error{Field: "--remediation-storm-cooldown", Msg: fmt.Sprintf("expected a duration of 0 or more such as 10m, got %s", f.stormCooldown)}
+	case f.pauseConfigMap == "":
+		return o, &config.Error{Field: "--pause-configmap", Msg: "expected the name of a ConfigMap, got an empty one"}
+	}
+	o.HealthAddr = net.JoinHostPort(f.healthBind, strconv.Itoa(f.healthPort))
+	o.DrainDelay = f.drainDelay
+	o.MetricsAddr = f.metricsAddr
 	o.LeaderElect, o.LeaderElectionNamespace, o.LeaderElectionID = f.leaderElect, f.leaderElectionNamespace, f.leaderElectionID
 	routegcBudget := f.routegcBudget
 	o.RouteGCInterval, o.RouteGCBudget = f.routegcInterval, &routegcBudget
-	limits := remediation.Limits{Actions: f.remediationBudget, Window: f.remediationWindow, StormCooldown: f.stormCooldown,
+	o.Remediation = &remediation.Limits{Actions: f.remediationBudget, Window: f.remediationWindow, StormCooldown: f.stormCooldown,
 		Paused: f.remediationPaused, DryRun: f.dryRun}
-	o.Remediation, o.PauseConfigMap = &limits, f.pauseConfigMap
+	o.PauseConfigMap = f.pauseConfigMap
 	o.CheckInterval, o.CheckTimeout = f.checkInterval, f.checkTimeout
 	o.QuotaCritical, o.MaxRoutes = f.quotaCritical, f.maxRoutes
 	o.AllowLocalWorkload, o.AllowInsecureWorkload = f.allowLocalWorkload, f.allowInsecureWorkload
 	o.WorkloadQPS, o.WorkloadBurst = f.workloadQPS, f.workloadBurst
-	if f.configFile != "" {
-		ini, err := config.LoadINI(f.configFile)
-		if err != nil {
-			return o, err
-		}
-		k := ini.Section("kubernetes")
-		k.CheckKnown("kubeconfig", "api_root", "token_file", "ssl_ca_crt_file", "namespace")
-		if !changed("kubeconfig") {
-			kubeconfig = k.String("kubeconfig", kubeconfig)
-		}
-		apiRoot, tokenFile, caFile = k.String("api_root", ""), k.String("token_file", ""), k.String("ssl_ca_crt_file", "")
-		if !changed("namespace") {
-			namespace = k.String("namespace", namespace)
-		}
-		hs := ini.Section("health_server")
-		hs.CheckKnown("port", "drain_delay")
-		if !changed("health-port") {
-			healthPort = hs.Port("port", healthPort)
-		}
-		if !changed("drain-delay") {
-			f.drainDelay = hs.Seconds("drain_delay", f.drainDelay)
-		}
-		op := ini.Section("operator")
-		op.CheckKnown("metrics_bind_address", "leader_elect", "leader_election_namespace", "leader_election_id",
-			"routegc_interval", "routegc_budget", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
-			"allow_local_workload", "allow_insecure_workload", "workload_qps", "workload_burst",
-			"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap")
-		if !changed("metrics-bind-address") {
-			metrics = op.String("metrics_bind_address", metrics)
-		}
-		if !changed("leader-elect") {
-			o.LeaderElect = op.Bool("leader_elect", o.LeaderElect)
-		}
-		if !changed("leader-election-namespace") {
-			o.LeaderElectionNamespace = op.String("leader_election_namespace", o.LeaderElectionNamespace)
-		}
-		if !changed("leader-election-id") {
-			o.LeaderElectionID = op.String("leader_election_id", o.LeaderElectionID)
-		}
-		if !changed("routegc-interval") {
-			o.RouteGCInterval = op.Seconds("routegc_interval", o.RouteGCInterval)
-		}
-		if !changed("routegc-budget") {
-			routegcBudget = op.IntRange("routegc_budget", routegcBudget, 0, 1000)
-		}
-		if !changed("remediation-budget") {
-			limits.Actions = op.IntRange("remediation_budget", limits.Actions, 0, 1000000)
-		}
-		if !changed("remediation-window") {
-			limits.Window = op.Seconds("remediation_window", limits.Window)
-		}
-		if !changed("remediation-storm-cooldown") {
-			limits.StormCooldown = op.Seconds("remediation_storm_cooldown", limits.StormCooldown)
-		}
-		if !changed("remediation-paused") {
-			limits.Paused = op.Bool("remediation_paused", limits.Paused)
-		}
-		if !changed("dry-run") {
-			limits.DryRun = op.Bool("dry_run", limits.DryRun)
-		}
-		if !changed("pause-configmap") {
-			o.PauseConfigMap = op.String("pause_configmap", o.PauseConfigMap)
-		}
-		if !changed("check-interval") {
-			o.CheckInterval = op.Seconds("check_interval", o.CheckInterval)
-		}
-		if !changed("check-timeout") {
-			o.CheckTimeout = op.Seconds("check_timeout", o.CheckTimeout)
-		}
-		if !changed("quota-critical") {
-			o.QuotaCritical = op.Bool("quota_critical", o.QuotaCritical)
-		}
-		if !changed("max-routes") {
-			o.MaxRoutes = op.IntRange("max_routes", o.MaxRoutes, 1, 10000)
-		}
-		if !changed("cloud") {
-			f.cloud = op.String("cloud", f.cloud)
-		}
-		if !changed("allow-local-workload") {
-			o.AllowLocalWorkload = op.Bool("allow_local_workload", o.AllowLocalWorkload)
-		}
-		if !changed("allow-insecure-workload") {
-			o.AllowInsecureWorkload = op.Bool("allow_insecure_workload", o.AllowInsecureWorkload)
-		}
-		if !changed("workload-qps") {
-			o.WorkloadQPS = float32(op.IntRange("workload_qps", int(o.WorkloadQPS), 1, 10000))
-		}
-		if !changed("workload-burst") {
-			o.WorkloadBurst = op.IntRange("workload_burst", o.WorkloadBurst, 1, 10000)
-		}
-		if err := ini.Err(); err != nil {
-			return o, err
-		}
-		for _, sec := range openstack.DefaultINISections {
-			if ini.HasSection(sec) && ini.Section(sec).Has("auth_url") {
-				a, err := openstack.AuthFromINI(f.configFile)
-				if err != nil {
-					return o, err
-				}
-				o.Cloud = &a
-				break
-			}
-		}
+	switch a, err := openstack.PickAuth(openstack.AuthSources{INI: ini, Cloud: f.cloud, Getenv: getenv}); {
+	case err == nil:
+		o.Cloud = &a
+	case !errors.Is(err, openstack.ErrNoCredentials):
+		return o, err
 	}
-	if healthPort < 0 || healthPort > 65535 {
-		return o, &config.Error{Field: "--health-port", Msg: fmt.Sprintf("expected a port number (0-65535), got %d", healthPort)}
-	}
-	o.HealthAddr = net.JoinHostPort(f.healthBind, strconv.Itoa(healthPort))
-	if f.drainDelay < 0 {
-		return o, &config.Error{Field: "--drain-delay", Msg: fmt.Sprintf("expected 0 or a positive duration, got %s", f.drainDelay)}
-	}
-	o.DrainDelay = f.drainDelay
-	o.MetricsAddr = metrics
-	if o.CheckInterval <= 0 || o.CheckTimeout <= 0 {
-		return o, &config.Error{Field: "--check-interval/--check-timeout", Msg: "expected positive durations"}
-	}
-	if o.WorkloadQPS <= 0 || o.WorkloadBurst <= 0 {
-		return o, &config.Error{Field: "--workload-qps/--workload-burst", Msg: fmt.Sprintf("expected positive numbers, got %g and %d", o.WorkloadQPS, o.WorkloadBurst)}
-	}
-	if o.RouteGCInterval < time.Second {
-		return o, &config.Error{Field: "--routegc-interval", Msg: fmt.Sprintf("expected at least 1s, got %s", o.RouteGCInterval)}
-	}
-	if routegcBudget < 0 || routegcBudget > 1000 {
-		return o, &config.Error{Field: "--routegc-budget", Msg: fmt.Sprintf("expected 0 (no removals) to 1000, got %d", routegcBudget)}
-	}
-	switch {
-	case limits.Actions < 0 || limits.Actions > 1000000:
-		return o, &config.Error{Field: "--remediation-budget", Msg: fmt.Sprintf("expected 0 (no actions) to 1000000, got %d", limits.Actions)}
-	case limits.Window <= 0:
-		return o, &config.Error{Field: "--remediation-window", Msg: fmt.Sprintf("expected a positive duration such as 1h, got %s", limits.Window)}
-	case limits.StormCooldown < 0:
-		return o, &config.Error{Field: "--remediation-storm-cooldown", Msg: fmt.Sprintf("expected a duration of 0 or more such as 10m, got %s", limits.StormCooldown)}
-	case o.PauseConfigMap == "":
-		return o, &config.Error{Field: "--pause-configmap", Msg: "expected the name of a ConfigMap, got an empty one"}
-	}
-	if o.Cloud == nil {
-		cloud := f.cloud
-		if cloud == "" {
-			cloud = getenv("OS_CLOUD")
-		}
-		switch {
-		case cloud != "":
-			a, err := openstack.AuthFromCloudsYAML(openstack.CloudsYAMLOptions{Cloud: cloud, Getenv: getenv})
-			if err != nil {
-				return o, err
-			}
-			o.Cloud = &a
-		case getenv("OS_AUTH_URL") != "":
-			a, err := openstack.AuthFromEnv(getenv)
-			if err != nil {
-				return o, err
-			}
-			o.Cloud = &a
-		}
-	}
-	rc, err := restConfig(kubeconfig, apiRoot, tokenFile, caFile)
+	rc, err := restConfig(f.kubeconfig, apiRoot, tokenFile, caFile)
 	if err != nil {
 		return o, err
 	}
-	o.RestConfig, o.Namespace = rc, namespace
+	o.RestConfig, o.Namespace = rc, f.namespace
 	if o.Cloud == nil {
 		o.Logger.Warn("no OpenStack credentials for the operator: only Clusters with a credentials Secret are served, and readiness has no Keystone or Neutron check")
 	}
 	return o, nil
+}
+
+// fromINI reads the operator's options of the configuration file into the flags' variables (the
+// auth section is PickAuth's) and returns Kuryr's api_root, token_file and ssl_ca_crt_file.
+func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile string) {
+	k := ini.Section("kubernetes")
+	k.CheckKnown("kubeconfig", "api_root", "token_file", "ssl_ca_crt_file", "namespace")
+	f.kubeconfig = k.String("kubeconfig", f.kubeconfig)
+	f.namespace = k.String("namespace", f.namespace)
+	hs := ini.Section("health_server")
+	hs.CheckKnown("port", "drain_delay")
+	f.healthPort = hs.Port("port", f.healthPort)
+	f.drainDelay = hs.Seconds("drain_delay", f.drainDelay)
+	op := ini.Section("operator")
+	op.CheckKnown("metrics_bind_address", "leader_elect", "leader_election_namespace", "leader_election_id",
+		"routegc_interval", "routegc_budget", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
+		"allow_local_workload", "allow_insecure_workload", "workload_qps", "workload_burst",
+		"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap")
+	f.metricsAddr = op.String("metrics_bind_address", f.metricsAddr)
+	f.leaderElect = op.Bool("leader_elect", f.leaderElect)
+	f.leaderElectionNamespace = op.String("leader_election_namespace", f.leaderElectionNamespace)
+	f.leaderElectionID = op.String("leader_election_id", f.leaderElectionID)
+	f.routegcInterval = op.Seconds("routegc_interval", f.routegcInterval)
+	f.routegcBudget = op.IntRange("routegc_budget", f.routegcBudget, 0, 1000)
+	f.remediationBudget = op.IntRange("remediation_budget", f.remediationBudget, 0, 1000000)
+	f.remediationWindow = op.Seconds("remediation_window", f.remediationWindow)
+	f.stormCooldown = op.Seconds("remediation_storm_cooldown", f.stormCooldown)
+	f.remediationPaused = op.Bool("remediation_paused", f.remediationPaused)
+	f.dryRun = op.Bool("dry_run", f.dryRun)
+	f.pauseConfigMap = op.String("pause_configmap", f.pauseConfigMap)
+	f.checkInterval = op.Seconds("check_interval", f.checkInterval)
+	f.checkTimeout = op.Seconds("check_timeout", f.checkTimeout)
+	f.quotaCritical = op.Bool("quota_critical", f.quotaCritical)
+	f.maxRoutes = op.IntRange("max_routes", f.maxRoutes, 1, 10000)
+	f.cloud = op.String("cloud", f.cloud)
+	f.allowLocalWorkload = op.Bool("allow_local_workload", f.allowLocalWorkload)
+	f.allowInsecureWorkload = op.Bool("allow_insecure_workload", f.allowInsecureWorkload)
+	f.workloadQPS = float32(op.IntRange("workload_qps", int(f.workloadQPS), 1, 10000))
+	f.workloadBurst = op.IntRange("workload_burst", f.workloadBurst, 1, 10000)
+	return k.String("api_root", ""), k.String("token_file", ""), k.String("ssl_ca_crt_file", "")
 }
 
 // restConfig finds the Kubernetes configuration: an explicit kubeconfig, Kuryr's api_root with a

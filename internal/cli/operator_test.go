@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/vitalsproject/vitals/remediation"
 )
 
@@ -113,12 +115,8 @@ workload_qps = 7
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := newOperatorCommand()
-			if err := cmd.ParseFlags(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			f := flagsOf(t, tc.args)
-			o, err := f.options(cmd.Flags(), &bytes.Buffer{}, func(string) string { return "" })
+			f, fs := flagsOf(t, tc.args)
+			o, err := f.options(fs, &bytes.Buffer{}, func(string) string { return "" })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,36 +146,14 @@ type operatorOptionsView struct {
 }
 
 // flagsOf parses args into a fresh operatorFlags through the command's own flag set.
-func flagsOf(t *testing.T, args []string) *operatorFlags {
+func flagsOf(t *testing.T, args []string) (*operatorFlags, *pflag.FlagSet) {
 	t.Helper()
 	f := &operatorFlags{}
-	cmd := newOperatorCommand()
-	fs := cmd.Flags()
-	get := func(name string) string { v, _ := fs.GetString(name); return v }
+	fs := operatorCommand(f).Flags()
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	f.configFile, f.kubeconfig, f.namespace = get("config"), get("kubeconfig"), get("namespace")
-	f.healthPort, _ = fs.GetInt("health-port")
-	f.healthBind, f.metricsAddr = get("health-bind-address"), get("metrics-bind-address")
-	f.leaderElect, _ = fs.GetBool("leader-elect")
-	f.leaderElectionNamespace, f.leaderElectionID, f.cloud = get("leader-election-namespace"), get("leader-election-id"), get("cloud")
-	f.routegcInterval, _ = fs.GetDuration("routegc-interval")
-	f.routegcBudget, _ = fs.GetInt("routegc-budget")
-	f.remediationBudget, _ = fs.GetInt("remediation-budget")
-	f.remediationWindow, _ = fs.GetDuration("remediation-window")
-	f.stormCooldown, _ = fs.GetDuration("remediation-storm-cooldown")
-	f.remediationPaused, _ = fs.GetBool("remediation-paused")
-	f.dryRun, _ = fs.GetBool("dry-run")
-	f.pauseConfigMap = get("pause-configmap")
-	f.checkInterval, _ = fs.GetDuration("check-interval")
-	f.checkTimeout, _ = fs.GetDuration("check-timeout")
-	f.logFormat, f.logLevel = get("log-format"), get("log-level")
-	f.allowLocalWorkload, _ = fs.GetBool("allow-local-workload")
-	f.allowInsecureWorkload, _ = fs.GetBool("allow-insecure-workload")
-	f.workloadQPS, _ = fs.GetFloat32("workload-qps")
-	f.workloadBurst, _ = fs.GetInt("workload-burst")
-	return f
+	return f, fs
 }
 
 func TestOperatorBadConfigExits2(t *testing.T) {
@@ -213,6 +189,50 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 				if !strings.Contains(errb.String(), w) {
 					t.Errorf("stderr %q lacks %q", errb.String(), w)
 				}
+			}
+		})
+	}
+}
+
+// TestOperatorINIDefaultSection: options in [DEFAULT] reach every section, the auth section
+// included (issue 11: "neutron.auth_url: missing"), and a flag still wins over the file.
+func TestOperatorINIDefaultSection(t *testing.T) {
+	kc := writeFile(t, "kubeconfig", testKubeconfig)
+	ini := writeFile(t, "operator.conf", `[DEFAULT]
+auth_url = http://keystone.example:5000/v3
+drain_delay = 7
+
+[kubernetes]
+kubeconfig = `+kc+`
+
+[neutron]
+username = vitals
+password = secret
+project_name = k8s
+
+[health_server]
+port = 9082
+`)
+	tests := []struct {
+		name  string
+		args  []string
+		drain time.Duration
+	}{
+		{"file", []string{"--config", ini}, 7 * time.Second},
+		{"flag over file", []string{"--config", ini, "--drain-delay", "2s"}, 2 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, fs := flagsOf(t, tc.args)
+			o, err := f.options(fs, &bytes.Buffer{}, func(string) string { return "" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Cloud == nil || o.Cloud.Options.IdentityEndpoint != "http://keystone.example:5000/v3" || o.Cloud.Options.Username != "vitals" {
+				t.Fatalf("cloud %+v", o.Cloud)
+			}
+			if o.DrainDelay != tc.drain || o.HealthAddr != ":9082" {
+				t.Fatalf("drain delay %s, health %s", o.DrainDelay, o.HealthAddr)
 			}
 		})
 	}

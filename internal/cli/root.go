@@ -20,12 +20,6 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return clirun.Run(NewRootCommand(stdout, stderr), args, stderr)
 }
 
-// usageError marks bad flags or arguments (exit code 2).
-type usageError struct{ error }
-
-func (e usageError) Unwrap() error { return e.error }
-func (usageError) ExitCode() int   { return ExitConfig }
-
 // NewRootCommand builds the command tree.
 func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{

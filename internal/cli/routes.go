@@ -2,9 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/vitalsproject/vitals/config"
 	"github.com/vitalsproject/vitals/controllers/routegc"
+	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/openstack"
 )
 
@@ -72,10 +73,10 @@ orphaned; 1 when the reads fail or look incomplete.`,
 
 func (f *routesAuditFlags) run(ctx context.Context, cmd *cobra.Command) error {
 	if f.router == "" {
-		return usageError{fmt.Errorf("--router is required")}
+		return clirun.Usagef("--router is required")
 	}
 	if len(f.podCIDRs) == 0 {
-		return usageError{fmt.Errorf("--pod-cidr is required (the cluster's pod network, e.g. 198.19.0.0/16)")}
+		return clirun.Usagef("--pod-cidr is required (the cluster's pod network, e.g. 198.19.0.0/16)")
 	}
 	pods, err := routegc.ParsePrefixes(f.podCIDRs)
 	if err != nil {
@@ -185,14 +186,9 @@ func PrintRouteAudit(w interface{ Write([]byte) (int, error) }, snap *routegc.Sn
 
 // cliAuth finds OpenStack credentials for a one-shot command: --cloud or OS_CLOUD, else OS_*.
 func cliAuth(cloud string) (openstack.Auth, error) {
-	if cloud == "" {
-		cloud = os.Getenv("OS_CLOUD")
+	a, err := openstack.PickAuth(openstack.AuthSources{Cloud: cloud})
+	if errors.Is(err, openstack.ErrNoCredentials) {
+		return a, &config.Error{Field: "--cloud", Msg: "no OpenStack credentials: give --cloud (clouds.yaml), OS_CLOUD, or OS_AUTH_URL and the other OS_* variables"}
 	}
-	if cloud != "" {
-		return openstack.AuthFromCloudsYAML(openstack.CloudsYAMLOptions{Cloud: cloud})
-	}
-	if os.Getenv("OS_AUTH_URL") == "" {
-		return openstack.Auth{}, &config.Error{Field: "--cloud", Msg: "no OpenStack credentials: give --cloud (clouds.yaml), OS_CLOUD, or OS_AUTH_URL and the other OS_* variables"}
-	}
-	return openstack.AuthFromEnv(nil)
+	return a, err
 }

@@ -1,21 +1,16 @@
 package cli
 
 import (
-	"fmt"
-	"log/slog"
-	"os"
-	"strings"
-
 	"github.com/spf13/cobra"
 
+	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/serve"
 )
 
 type serveOptions struct {
-	config    string
-	listen    string
-	logFormat string
-	logLevel  string
+	config string
+	listen string
+	log    *clirun.LogFlags
 }
 
 func newServeCommand() *cobra.Command {
@@ -36,16 +31,15 @@ drain delay. A bad config fails at start with file:line, field and what was expe
 	f := cmd.Flags()
 	f.StringVar(&o.config, "config", "", "YAML config file (required)")
 	f.StringVar(&o.listen, "listen", "", "listen address host:port, overriding the config's listen")
-	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
-	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	o.log = clirun.AddLogFlags(f, "text")
 	return cmd
 }
 
 func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if o.config == "" {
-		return usageError{fmt.Errorf("serve: --config FILE is required")}
+		return clirun.Usagef("serve: --config FILE is required")
 	}
-	log, err := newServeLogger(cmd, o.logFormat, o.logLevel)
+	log, err := o.log.Logger(cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -59,25 +53,4 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		}
 	}
 	return serve.Run(cmd.Context(), cfg, serve.Options{Logger: log})
-}
-
-// newServeLogger builds the slog logger of serve from its --log-format and --log-level flags; logs
-// go to the command's stderr.
-func newServeLogger(cmd *cobra.Command, format, level string) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, usageError{fmt.Errorf("--log-level: expected debug, info, warn or error, got %q", level)}
-	}
-	w := cmd.ErrOrStderr()
-	if w == nil {
-		w = os.Stderr
-	}
-	hopts := &slog.HandlerOptions{Level: lvl}
-	switch strings.ToLower(format) {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, hopts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, hopts)), nil
-	}
-	return nil, usageError{fmt.Errorf("--log-format: expected text or json, got %q", format)}
 }

@@ -2,19 +2,17 @@ package agentcmd
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"runtime/debug"
 	"strconv"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
 
 	"github.com/vitalsproject/vitals/agent"
 	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/internal/version"
 )
 
@@ -23,8 +21,7 @@ import (
 type agentFlags struct {
 	configFile string
 	socketMode string
-	logLevel   string
-	logFormat  string
+	log        *clirun.LogFlags
 	opts       agent.Options
 }
 
@@ -32,7 +29,11 @@ type agentFlags struct {
 // as the root of its own binary, "agent" under `vitals`. Configuration errors are *config.Error values
 // (exit 2).
 func NewCommand(use string) *cobra.Command {
-	f := &agentFlags{opts: agent.DefaultOptions()}
+	return command(use, &agentFlags{opts: agent.DefaultOptions()})
+}
+
+// command builds the command with its flags bound to f.
+func command(use string, f *agentFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: "Run the node agent: CNI health probes, CNI ADD failure budget, node conditions",
@@ -78,14 +79,26 @@ Options are read from a kuryr.conf-style file ([cni_health_server] port, max_mem
 	fs.DurationVar(&o.ComponentTimeout, "component-timeout", o.ComponentTimeout, "a component that has not beaten for this long is dead")
 	fs.DurationVar(&o.DrainDelay, "drain-delay", o.DrainDelay, "on SIGTERM, fail readiness and keep serving this long")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig (empty: in-cluster, or $KUBECONFIG)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&f.logFormat, "log-format", "json", "json or text")
+	f.log = clirun.AddLogFlags(fs, "json")
 	cmd.AddCommand(newReportCommand(use))
 	return cmd
 }
 
-// agentINIFlags are the flags to the kuryr.conf options they override, for flag-wins precedence.
-var agentINIFlags = []string{"port", "max-memory-usage", "cg-path", "memory-source", "cni-failures-count"}
+// options merges the kuryr.conf-style file and the flags (flags win when given, clirun.FlagsOverFile).
+func (f *agentFlags) options(fs *pflag.FlagSet) (agent.Options, error) {
+	if f.configFile != "" {
+		err := clirun.FlagsOverFile(fs, func() error { return agent.ApplyKuryrINI(f.configFile, &f.opts) })
+		if err != nil {
+			return f.opts, err
+		}
+	}
+	mode, err := strconv.ParseUint(f.socketMode, 8, 32)
+	if err != nil {
+		return f.opts, &config.Error{Field: "socket-mode", Msg: fmt.Sprintf("expected an octal mode, 0600 or 0660, got %q", f.socketMode)}
+	}
+	f.opts.SocketMode = os.FileMode(mode)
+	return f.opts, f.opts.Validate()
+}
 
 // Memory defaults of the agent process, unless GOGC or GOMEMLIMIT say otherwise: the agent runs
 // on every node, so a MiB saved is saved on each of them (docs/benchmarks.md, "Node agent memory").
@@ -104,44 +117,14 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(defaultMemoryLimit)
 	}
-	o := f.opts
-	if f.configFile != "" {
-		fromFile := agent.DefaultOptions()
-		if err := agent.ApplyKuryrINI(f.configFile, &fromFile); err != nil {
-			return err
-		}
-		// Flags given on the command line win over the file.
-		for _, name := range agentINIFlags {
-			if cmd.Flags().Changed(name) {
-				continue
-			}
-			switch name {
-			case "port":
-				o.Port = fromFile.Port
-			case "max-memory-usage":
-				o.MaxMemoryMiB = fromFile.MaxMemoryMiB
-			case "cg-path":
-				o.CgroupPath = fromFile.CgroupPath
-			case "memory-source":
-				o.MemorySource = fromFile.MemorySource
-			case "cni-failures-count":
-				o.FailuresCount = fromFile.FailuresCount
-			}
-		}
-	}
-	mode, err := strconv.ParseUint(f.socketMode, 8, 32)
-	if err != nil {
-		return &config.Error{Field: "socket-mode", Msg: fmt.Sprintf("expected an octal mode, 0600 or 0660, got %q", f.socketMode)}
-	}
-	o.SocketMode = os.FileMode(mode)
-	if err := o.Validate(); err != nil {
-		return err
-	}
-	log, err := agentLogger(cmd.ErrOrStderr(), f.logLevel, f.logFormat)
+	o, err := f.options(cmd.Flags())
 	if err != nil {
 		return err
 	}
-	klog.SetLogger(logr.FromSlogHandler(log.Handler()))
+	log, err := f.log.Logger(cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
 	var deps agent.Deps
 	deps.Logger = log
 	if o.WatchEvents || o.NodeConditions || o.Kubeconfig != "" {
@@ -165,19 +148,4 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 		return err
 	}
 	return a.Run(cmd.Context())
-}
-
-func agentLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, &config.Error{Field: "log-level", Msg: fmt.Sprintf("expected debug, info, warn or error, got %q", level)}
-	}
-	hopts := &slog.HandlerOptions{Level: lvl}
-	switch format {
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, hopts)), nil
-	case "text":
-		return slog.New(slog.NewTextHandler(w, hopts)), nil
-	}
-	return nil, &config.Error{Field: "log-format", Msg: fmt.Sprintf("expected json or text, got %q", format)}
 }

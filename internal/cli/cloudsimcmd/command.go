@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -26,12 +25,6 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return clirun.Run(NewCommand(stdout, stderr), args, stderr)
 }
 
-// usageError marks bad flags or arguments (exit code 2).
-type usageError struct{ error }
-
-func (e usageError) Unwrap() error { return e.error }
-func (usageError) ExitCode() int   { return clirun.ExitConfig }
-
 type cloudsimOptions struct {
 	listen        string
 	state         string
@@ -46,8 +39,7 @@ type cloudsimOptions struct {
 	tokenTTL      time.Duration
 	maxRoutes     int
 	saveInterval  time.Duration
-	logFormat     string
-	logLevel      string
+	log           *clirun.LogFlags
 }
 
 // cloudsimSeedFile is the --seed-file format: projects with their resources, and clusters.
@@ -88,28 +80,27 @@ and --demo create resources at start. See docs/cloudsim.md.`,
 	f.DurationVar(&o.tokenTTL, "token-ttl", time.Hour, "lifetime of issued tokens")
 	f.IntVar(&o.maxRoutes, "max-routes", 30, "Neutron max_routes: more routes on a router answer 400 RoutesExhausted")
 	f.DurationVar(&o.saveInterval, "save-interval", time.Minute, "how often to save the state with --state")
-	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
-	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	o.log = clirun.AddLogFlags(f, "text")
 	return cmd
 }
 
 func runCloudsim(cmd *cobra.Command, o *cloudsimOptions) error {
 	if _, _, err := net.SplitHostPort(o.listen); err != nil {
-		return usageError{fmt.Errorf("--listen: expected host:port, got %q", o.listen)}
+		return clirun.Usagef("--listen: expected host:port, got %q", o.listen)
 	}
 	if o.tokenTTL <= 0 {
-		return usageError{fmt.Errorf("--token-ttl: expected a positive duration, got %s", o.tokenTTL)}
+		return clirun.Usagef("--token-ttl: expected a positive duration, got %s", o.tokenTTL)
 	}
 	if o.maxRoutes < 0 {
-		return usageError{fmt.Errorf("--max-routes: expected 0 or more, got %d", o.maxRoutes)}
+		return clirun.Usagef("--max-routes: expected 0 or more, got %d", o.maxRoutes)
 	}
 	if o.saveInterval <= 0 {
-		return usageError{fmt.Errorf("--save-interval: expected a positive duration, got %s", o.saveInterval)}
+		return clirun.Usagef("--save-interval: expected a positive duration, got %s", o.saveInterval)
 	}
 	if o.adminUser == "" || o.adminProject == "" {
-		return usageError{fmt.Errorf("--admin-user and --admin-project must not be empty")}
+		return clirun.Usagef("--admin-user and --admin-project must not be empty")
 	}
-	log, err := newLogger(cmd.ErrOrStderr(), o.logFormat, o.logLevel)
+	log, err := o.log.Logger(cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -176,22 +167,6 @@ func runCloudsim(cmd *cobra.Command, o *cloudsimOptions) error {
 		return err
 	}
 	return nil
-}
-
-// newLogger logs on w in the format (text or json) and from the level of the --log-* flags.
-func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, usageError{fmt.Errorf("--log-level: expected debug, info, warn or error, got %q", level)}
-	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	switch strings.ToLower(format) {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, usageError{fmt.Errorf("--log-format: expected text or json, got %q", format)}
 }
 
 func loadCloudsimSeeds(path string) (*cloudsimSeedFile, error) {
