@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Measures the node agent's resident memory at idle and under 100 CNI results per second, sent through
-# its report socket and as kubelet FailedCreatePodSandBox Events in a real kube-apiserver, for two
+# its report socket and as kubelet FailedCreatePodSandBox Events in a real kube-apiserver (about 20
+# pods bound to the node, so that the agent takes the Events as evidence and counts them), for two
 # binaries: `vitals-agent` (the DaemonSet's binary) and `vitals agent` (the same command inside the
 # operator's binary), and prints both binaries' sizes.
 #
@@ -67,7 +68,7 @@ bench() {
 		"$work/driver" -mode kube -pid "$agent_pid" -rate "$RATE" -duration "$DURATION" -kubeconfig "$KUBECONFIG_BENCH" -node "$node" -namespace vitals-bench-agent
 	fi
 	"$work/driver" -mode idle -pid "$agent_pid" -duration 5s
-	curl -fsS "http://127.0.0.1:$port/metrics" | grep '^vitals_agent_cni_reports_total' || true
+	curl -fsS "http://127.0.0.1:$port/metrics" | grep -E '^vitals_agent_(cni_reports|kube_events)_total' || true
 	kill -INT "$agent_pid"
 	wait "$agent_pid" || true
 	agent_pid=""

@@ -31,14 +31,15 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig (mode kube)")
 	node := flag.String("node", "", "node name the events are about (mode kube)")
 	namespace := flag.String("namespace", "default", "namespace of the events (mode kube)")
+	pods := flag.Int("pods", 20, "the events name pod-0 to pod-N-1 in turn, bound to the node by nodeobj (mode kube)")
 	flag.Parse()
-	if err := run(*mode, *pid, *rate, *duration, *socket, *kubeconfig, *node, *namespace); err != nil {
+	if err := run(*mode, *pid, *rate, *duration, *socket, *kubeconfig, *node, *namespace, *pods); err != nil {
 		fmt.Fprintln(os.Stderr, "driver:", err)
 		os.Exit(1)
 	}
 }
 
-func run(mode string, pid, rate int, duration time.Duration, socket, kubeconfig, node, ns string) error {
+func run(mode string, pid, rate int, duration time.Duration, socket, kubeconfig, node, ns string, pods int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), duration)
 	defer cancel()
 	var send func(i int) error
@@ -66,7 +67,7 @@ func run(mode string, pid, rate int, duration time.Duration, socket, kubeconfig,
 		}
 		send = func(i int) error {
 			now := metav1.Now()
-			pod := fmt.Sprintf("pod-%d", i)
+			pod := fmt.Sprintf("pod-%d", i%max(pods, 1))
 			_, err := c.CoreV1().Events(ns).Create(context.Background(), &corev1.Event{
 				ObjectMeta:     metav1.ObjectMeta{GenerateName: pod + ".", Namespace: ns},
 				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod, APIVersion: "v1"},
