@@ -40,11 +40,14 @@ func command(use string, f *agentFlags) *cobra.Command {
 		Long: `Run the node agent on every node (a DaemonSet with host networking).
 
 It serves /ready and /alive (and /readyz, /livez, /healthz, /metrics) on [cni_health_server] port:
-readiness needs the Kubernetes API and NET_ADMIN; liveness needs netlink, a loadable CNI network
-configuration, memory under max_memory_usage, live agent components and a CNI ADD failure budget that is
-not exhausted. CNI ADD results come from kubelet's FailedCreatePodSandBox Events for this node and from
-JSON lines on the report socket (see the 'report' subcommand). The agent writes the node conditions
-CNIHealthy and PodNetworkHealthy.
+readiness needs the Kubernetes API (and the capabilities of --capabilities); liveness needs netlink, a
+loadable CNI network configuration, memory under max_memory_usage, live agent components and, unless
+--cni-failures-fail-liveness=false, a CNI ADD failure budget that is not exhausted. That budget counts
+the results the CNI reports on the root-only socket (the vitals-cni reporter, see the 'report'
+subcommand). kubelet's FailedCreatePodSandBox Events for this node count in a budget of their own, only
+when they are evidence (their pod is on this node, not running, the failure is the network's, the
+Event is recent), and never fail a probe. The agent writes the node conditions CNIHealthy and
+PodNetworkHealthy.
 
 Options are read from a kuryr.conf-style file ([cni_health_server] port, max_memory_usage, cg_path;
 [cni_daemon] cni_failures_count) given with --config-file, then from flags, which win.`,
