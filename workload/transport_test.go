@@ -204,3 +204,24 @@ func TestDialRefusesLinkLocal(t *testing.T) {
 		t.Fatalf("described as %v", d)
 	}
 }
+
+// Every client of one workload cluster shares one rate limiter of the configured rate; the client-side
+// timeout is off (the transport bounds requests, a client timeout would cut watches).
+func TestConnectionSharesOneRateLimiter(t *testing.T) {
+	lim := Limits{QPS: 3, Burst: 6}
+	lim.defaults()
+	c, err := connect(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, lim, true, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	if c.cfg.RateLimiter == nil || c.cfg.RateLimiter.QPS() != 3 {
+		t.Fatalf("rate limiter %v", c.cfg.RateLimiter)
+	}
+	if c.cfg.Timeout != 0 || c.http.Timeout != 0 {
+		t.Fatalf("client timeout %s / %s, want none", c.cfg.Timeout, c.http.Timeout)
+	}
+	if c.base == nil {
+		t.Fatal("the access has no transport of its own to close")
+	}
+}
