@@ -31,7 +31,7 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(
-		newVersionCommand(),
+		clirun.NewVersionCommand("vitals"),
 		newServeCommand(),
 		newOperatorCommand(),
 		newAgentCommand(),
