@@ -5,7 +5,7 @@ BIN := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/vitalsproject/vitals/internal/version.Version=$(VERSION)
 
-.PHONY: help build vitals vitals-agent vitals-cni healthcheck cloudsim test test-short lint demo testenv-up testenv-down testenv-status clean
+.PHONY: help build ca-bundle vitals vitals-agent vitals-cni healthcheck cloudsim test test-short lint demo testenv-up testenv-down testenv-status clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -23,6 +23,11 @@ vitals-cni: ## build bin/vitals-cni (the CNI reporter: a delegating CNI plugin, 
 
 healthcheck: ## build bin/healthcheck (static, small)
 	CGO_ENABLED=0 $(GO) build -trimpath -tags nethttpomithttp2 -ldflags '-s -w' -o $(BIN)/healthcheck ./cmd/healthcheck
+
+CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
+
+ca-bundle: ## copy the build machine's CA bundle (Debian: ca-certificates) into bin/, for deploy/Dockerfile
+	install -D -m 0644 $(CA_BUNDLE) $(BIN)/ca-certificates.crt
 
 cloudsim: ## build bin/vitals-cloudsim, the OpenStack simulator (a test and demo tool, not in the image)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/vitals-cloudsim ./cmd/vitals-cloudsim

@@ -20,6 +20,8 @@ PKGS=(
   docker.io
   # tools for scripts, tests and benchmarks
   bc curl openssl wrk hyperfine iproute2 libcap2-bin
+  # the CA bundle the release image carries (make ca-bundle, deploy/Dockerfile)
+  ca-certificates
 )
 
 missing() {

@@ -5,6 +5,7 @@ package e2e
 // evaluation of the image's HEALTHCHECK (our /healthcheck against the health port 8082) reaches healthy.
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -16,8 +17,8 @@ import (
 	"github.com/vitalsproject/vitals/internal/testenv"
 )
 
-// imgBuildContext builds bin/vitals and bin/healthcheck as make build does (static) into a fresh directory:
-// the build context of deploy/Dockerfile.
+// imgBuildContext builds bin/vitals and bin/healthcheck as make build does (static), and copies the CA
+// bundle as make ca-bundle does, into a fresh directory: the build context of deploy/Dockerfile.
 func imgBuildContext(t *testing.T) string {
 	t.Helper()
 	root := hcRepoRoot(t)
@@ -38,8 +39,18 @@ func imgBuildContext(t *testing.T) string {
 			t.Fatalf("build %s: %v\n%s", b.pkg, err, out)
 		}
 	}
+	bundle, err := os.ReadFile(imgCABundle)
+	if err != nil {
+		t.Fatalf("the image's CA bundle (Debian package ca-certificates): %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ca-certificates.crt"), bundle, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return dir
 }
+
+// imgCABundle is the build machine's CA bundle, which make ca-bundle copies into the image.
+const imgCABundle = "/etc/ssl/certs/ca-certificates.crt"
 
 // imgServeConfig is the smallest `vitals serve` config: it serves /livez on the operator's health port, the
 // port the image's HEALTHCHECK asks.
@@ -88,8 +99,19 @@ func TestOperatorImage(t *testing.T) {
 	if !reflect.DeepEqual(cfg.Entrypoint, []string{"/vitals"}) || !reflect.DeepEqual(cfg.Cmd, []string{"operator"}) {
 		t.Errorf("entrypoint %q cmd %q, want [/vitals] [operator]", cfg.Entrypoint, cfg.Cmd)
 	}
-	if v := hcMustDocker(t, host, "run", "--rm", "--network", "none", image, "version"); v == "" {
-		t.Error("vitals version printed nothing")
+	if v := hcMustDocker(t, host, "run", "--rm", "--network", "none", image, "version"); !strings.HasPrefix(v, "vitals ") {
+		t.Errorf("vitals version printed %q, want a line starting with vitals", v)
+	}
+	// The CA bundle is where Go's crypto/x509 looks for it, whole.
+	cid := hcMustDocker(t, host, "create", image)
+	t.Cleanup(func() { _, _ = hcDocker(t, host, "rm", "-f", cid) })
+	hcMustDocker(t, host, "cp", cid+":"+imgCABundle, filepath.Join(ctxDir, "from-image.crt"))
+	inImage, err := os.ReadFile(filepath.Join(ctxDir, "from-image.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := os.ReadFile(imgCABundle); !bytes.Equal(inImage, want) || !bytes.Contains(inImage, []byte("-----BEGIN CERTIFICATE-----")) {
+		t.Errorf("the image's %s (%d bytes) is not the build machine's CA bundle (%d bytes)", imgCABundle, len(inImage), len(want))
 	}
 
 	// vitals serve with the config mounted read-only (readable by the non-root user); the image's
