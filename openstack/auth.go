@@ -71,8 +71,14 @@ type Credentials struct {
 	Region                      string
 	// Interface is public, internal or admin.
 	Interface string
-	CAFile    string
-	Insecure  bool
+	// CAFile is a PEM CA bundle file that verifies Keystone's and the services' certificates instead
+	// of the system roots.
+	CAFile string
+	// CAPEM is a PEM CA bundle given inline (a credentials Secret's cacert), used like CAFile; it is
+	// never read from a file.
+	CAPEM string
+	// Insecure skips certificate verification (only when asked: verify: false, OS_INSECURE=true).
+	Insecure bool
 }
 
 // fieldError names a missing or bad setting; the loaders turn it into their own error form.
@@ -147,22 +153,42 @@ func (c Credentials) toAuth(source string) (Auth, *fieldError) {
 		return a, ferr
 	}
 	a.Availability = av
-	if c.CAFile != "" || c.Insecure {
-		t := &tls.Config{InsecureSkipVerify: c.Insecure} //nolint:gosec // only when the operator asks for it
-		if c.CAFile != "" {
-			pem, err := os.ReadFile(c.CAFile)
-			if err != nil {
-				return a, &fieldError{"cafile", fmt.Sprintf("read CA bundle: %v", err)}
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return a, &fieldError{"cafile", fmt.Sprintf("%s holds no PEM certificate", c.CAFile)}
-			}
-			t.RootCAs = pool
-		}
-		a.TLS = t
+	t, ferr := tlsConfig(c.CAFile, c.CAPEM, c.Insecure)
+	if ferr != nil {
+		return a, ferr
 	}
+	a.TLS = t
 	return a, nil
+}
+
+// tlsConfig is the TLS configuration of a CA bundle (a file, or PEM data given inline) and of insecure;
+// nil when neither is set (the system roots). A bundle that holds no certificate is an error: trusting
+// nothing would fail every request later, and a typo in a path must not be mistaken for a bad cloud.
+func tlsConfig(caFile, caPEM string, insecure bool) (*tls.Config, *fieldError) {
+	if caFile == "" && caPEM == "" && !insecure {
+		return nil, nil
+	}
+	t := &tls.Config{InsecureSkipVerify: insecure} //nolint:gosec // only when the user asks for it
+	pem, name := []byte(caPEM), "the inline CA bundle"
+	if caFile != "" {
+		b, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, &fieldError{"cafile", fmt.Sprintf("read CA bundle: %v", err)}
+		}
+		pem, name = b, caFile
+	}
+	if len(pem) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			field := "cacert"
+			if caFile != "" {
+				field = "cafile"
+			}
+			return nil, &fieldError{field, fmt.Sprintf("%s holds no PEM certificate (expected -----BEGIN CERTIFICATE-----)", name)}
+		}
+		t.RootCAs = pool
+	}
+	return t, nil
 }
 
 func availability(s string) (gophercloud.Availability, *fieldError) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
@@ -72,7 +73,11 @@ func AuthFromCloudsYAML(o CloudsYAMLOptions) (Auth, error) {
 		sort.Strings(known)
 		return Auth{}, fmt.Errorf("cloud %q not found in %s; known: %s", name, path, strings.Join(known, ", "))
 	}
-	ao, eo, tlsConfig, err := clouds.Parse(clouds.WithCloudName(name), clouds.WithLocations(path))
+	opts, err := cloudsTLSOptions(getenv)
+	if err != nil {
+		return Auth{}, err
+	}
+	ao, eo, tlsConfig, err := clouds.Parse(append(opts, clouds.WithCloudName(name), clouds.WithLocations(path))...)
 	if err != nil {
 		return Auth{}, &config.Error{File: path, Field: "clouds." + name, Msg: err.Error()}
 	}
@@ -89,6 +94,23 @@ func AuthFromCloudsYAML(o CloudsYAMLOptions) (Auth, error) {
 		TLS:          tlsConfig,
 		Source:       fmt.Sprintf("clouds.yaml %s (cloud %s)", path, name),
 	}, nil
+}
+
+// cloudsTLSOptions are the TLS settings of the environment, which win over the cloud's cacert and verify
+// (as in OpenStack's command-line clients): OS_CACERT, a CA bundle file, and OS_INSECURE.
+func cloudsTLSOptions(getenv func(string) string) ([]clouds.ParseOption, error) {
+	var opts []clouds.ParseOption
+	if v := getenv("OS_CACERT"); v != "" {
+		opts = append(opts, clouds.WithCACertPath(v))
+	}
+	if v := getenv("OS_INSECURE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, &config.Error{Field: "OS_INSECURE", Msg: "expected true or false, got " + strconv.Quote(v)}
+		}
+		opts = append(opts, clouds.WithInsecure(b))
+	}
+	return opts, nil
 }
 
 func defaultCloudsPaths(getenv func(string) string) []string {

@@ -2,6 +2,8 @@ package openstack
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,6 +87,10 @@ var ErrWrongCredentials = errors.New("wrong credentials")
 
 // ErrUnreachable is wrapped by Connect's error when Keystone cannot be reached at all.
 var ErrUnreachable = errors.New("unreachable")
+
+// ErrUntrustedCertificate is wrapped by Connect's error when Keystone's TLS certificate does not verify:
+// signed by a CA the process does not trust, for another host name, or expired.
+var ErrUntrustedCertificate = errors.New("TLS certificate not trusted")
 
 // Connect authenticates and builds the service clients. It fails when Keystone refuses the
 // credentials or cannot be reached, or a required service is missing from the catalog.
@@ -194,10 +200,21 @@ func authError(url string, a Auth, err error) error {
 	switch {
 	case gophercloud.ResponseCodeIs(err, http.StatusUnauthorized):
 		return fmt.Errorf("authenticate to %s as %s: %w (Keystone answered 401; source: %s)", url, a.User(), ErrWrongCredentials, orUnknown(a.Source))
+	case isCertificateError(err):
+		return fmt.Errorf("authenticate to %s as %s: Keystone's %w: %w (trust its CA with cacert in clouds.yaml, OS_CACERT or cafile; source: %s)",
+			url, a.User(), ErrUntrustedCertificate, err, orUnknown(a.Source))
 	case isUnreachable(err):
 		return fmt.Errorf("authenticate to %s as %s: Keystone %w: %v (source: %s)", url, a.User(), ErrUnreachable, err, orUnknown(a.Source))
 	}
 	return fmt.Errorf("authenticate to %s as %s (source: %s): %w", url, a.User(), orUnknown(a.Source), err)
+}
+
+func isCertificateError(err error) bool {
+	var ve *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	return errors.As(err, &ve) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci)
 }
 
 func isUnreachable(err error) bool {

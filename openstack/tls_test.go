@@ -1,0 +1,270 @@
+package openstack
+
+// Keystone behind TLS with a private CA: the shared real Keystone, with a TLS-terminating reverse proxy in
+// front of it on 127.0.0.1 whose certificate a CA made by the test signs. Every way of trusting that CA
+// (clouds.yaml cacert, OS_CACERT, an INI cafile, a CA given inline) authenticates; without it the error
+// says the certificate is not trusted; insecure works only when asked for.
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math/big"
+	"net"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vitalsproject/vitals/internal/testenv"
+)
+
+// testCA is a private certificate authority.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+func newTestCA(t *testing.T, name string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// serverCert is a certificate for 127.0.0.1 signed by ca.
+func (ca *testCA) serverCert(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "keystone.test"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// tlsKeystone puts a TLS-terminating reverse proxy, with a certificate of ca, in front of the Keystone
+// of authURL and returns the auth URL through it.
+func tlsKeystone(t *testing.T, authURL string, ca *testCA) string {
+	t.Helper()
+	target, err := url.Parse(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(&url.URL{Scheme: target.Scheme, Host: target.Host})
+		r.Out.Host = r.In.Host
+	}}
+	srv := httptest.NewUnstartedServer(proxy)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.serverCert(t)}, MinVersion: tls.VersionTLS12}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are the test's point
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv.URL + target.Path
+}
+
+func TestKeystoneBehindTLS(t *testing.T) {
+	t.Parallel()
+	e := testenv.OpenStack(t)
+	ca := newTestCA(t, "vitals test CA")
+	other := newTestCA(t, "another CA")
+	authURL := tlsKeystone(t, e.AuthURL, ca)
+	if !strings.HasPrefix(authURL, "https://127.0.0.1:") {
+		t.Fatalf("proxy URL %s", authURL)
+	}
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	caFile := write("ca.pem", ca.pem)
+	otherFile := write("other.pem", other.pem)
+	openrc := map[string]string{
+		"OS_AUTH_URL": authURL, "OS_USERNAME": e.Username, "OS_PASSWORD": e.Password,
+		"OS_PROJECT_NAME": e.ProjectName, "OS_USER_DOMAIN_NAME": e.UserDomainName,
+		"OS_PROJECT_DOMAIN_NAME": e.ProjectDomainName, "OS_REGION_NAME": e.RegionName,
+	}
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for k, v := range openrc {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	cloudsYAML := func(name, extra string) string {
+		return write(name, fmt.Appendf(nil, `clouds:
+  tls:
+    auth:
+      auth_url: %s
+      username: %s
+      password: %s
+      project_name: %s
+      user_domain_name: %s
+      project_domain_name: %s
+    region_name: %s
+%s`, authURL, e.Username, e.Password, e.ProjectName, e.UserDomainName, e.ProjectDomainName, e.RegionName, extra))
+	}
+	clouds := func(path string, kv ...string) func() (Auth, error) {
+		return func() (Auth, error) {
+			return AuthFromCloudsYAML(CloudsYAMLOptions{Cloud: "tls", Paths: []string{path}, Getenv: env(kv...)})
+		}
+	}
+	plainClouds := cloudsYAML("plain.yaml", "")
+	ini := func(extra string) func() (Auth, error) {
+		p := write(fmt.Sprintf("kuryr-%d.conf", len(extra)), fmt.Appendf(nil, `[neutron]
+auth_type = password
+auth_url = %s
+username = %s
+password = %s
+user_domain_name = %s
+project_name = %s
+project_domain_name = %s
+region_name = %s
+%s
+`, authURL, e.Username, e.Password, e.UserDomainName, e.ProjectName, e.ProjectDomainName, e.RegionName, extra))
+		return func() (Auth, error) { return AuthFromINI(p) }
+	}
+	inline := func(pemData string, insecure bool) func() (Auth, error) {
+		return func() (Auth, error) {
+			c := credentialsFrom(func(opt string) string { return env()(envNames[opt][0]) })
+			c.CAPEM, c.Insecure = pemData, insecure
+			a, ferr := c.toAuth("inline CA")
+			if ferr != nil {
+				return a, ferr
+			}
+			return a, nil
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		auth  func() (Auth, error)
+		trust bool // authenticates; else fails with ErrUntrustedCertificate
+	}{
+		{"openrc without a CA", func() (Auth, error) { return AuthFromEnv(env()) }, false},
+		{"OS_CACERT", func() (Auth, error) { return AuthFromEnv(env("OS_CACERT", caFile)) }, true},
+		{"OS_CACERT of another CA", func() (Auth, error) { return AuthFromEnv(env("OS_CACERT", otherFile)) }, false},
+		{"OS_INSECURE=true", func() (Auth, error) { return AuthFromEnv(env("OS_INSECURE", "true")) }, true},
+		{"OS_INSECURE=false", func() (Auth, error) { return AuthFromEnv(env("OS_INSECURE", "false")) }, false},
+		{"clouds.yaml without a CA", clouds(plainClouds), false},
+		{"clouds.yaml cacert", clouds(cloudsYAML("cacert.yaml", "    cacert: "+caFile+"\n")), true},
+		{"clouds.yaml cacert of another CA", clouds(cloudsYAML("other.yaml", "    cacert: "+otherFile+"\n")), false},
+		{"clouds.yaml verify: false", clouds(cloudsYAML("noverify.yaml", "    verify: false\n")), true},
+		{"clouds.yaml verify: true", clouds(cloudsYAML("verify.yaml", "    verify: true\n")), false},
+		{"clouds.yaml and OS_CACERT", clouds(plainClouds, "OS_CACERT", caFile), true},
+		{"OS_CACERT wins over clouds.yaml cacert", clouds(cloudsYAML("other2.yaml", "    cacert: "+otherFile+"\n"), "OS_CACERT", caFile), true},
+		{"clouds.yaml and OS_INSECURE=true", clouds(plainClouds, "OS_INSECURE", "true"), true},
+		{"INI without a CA", ini(""), false},
+		{"INI cafile", ini("cafile = " + caFile), true},
+		{"INI insecure", ini("insecure = true"), true},
+		{"inline CA", inline(string(ca.pem), false), true},
+		{"inline CA of another CA", inline(string(other.pem), false), false},
+		{"inline CA of both", inline(string(other.pem)+string(ca.pem), false), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := tc.auth()
+			if err != nil {
+				t.Fatalf("auth: %v", err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+			defer cancel()
+			c, err := Connect(ctx, Config{Auth: a, HTTPTimeout: 5 * time.Minute})
+			if tc.trust {
+				if err != nil {
+					t.Fatalf("Connect(%s): %v", a.Source, err)
+				}
+				if c.Token() == "" || c.ProjectID() == "" {
+					t.Fatalf("token %q project %q", c.Token(), c.ProjectID())
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Connect(%s) authenticated without trusting the CA", a.Source)
+			}
+			if !errors.Is(err, ErrUntrustedCertificate) || !strings.Contains(err.Error(), "x509: certificate signed by unknown authority") ||
+				!strings.Contains(err.Error(), "OS_CACERT") {
+				t.Errorf("error %q, want ErrUntrustedCertificate naming the x509 failure and how to trust the CA", err)
+			}
+			var unknown x509.UnknownAuthorityError
+			if !errors.As(err, &unknown) {
+				t.Errorf("error %v does not wrap x509.UnknownAuthorityError", err)
+			}
+			if t.Name() == "TestKeystoneBehindTLS/openrc_without_a_CA" {
+				t.Logf("without the CA: %v", err)
+			}
+		})
+	}
+}
+
+// TestCABundleErrors: a CA bundle that cannot be used is a configuration error naming the option.
+func TestCABundleErrors(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name         string
+		file, inline string
+		field, msg   string
+	}{
+		{"missing file", filepath.Join(dir, "absent.pem"), "", "cafile", "read CA bundle"},
+		{"file without PEM", notPEM, "", "cafile", "holds no PEM certificate"},
+		{"inline without PEM", "", "/etc/ssl/certs/ca.pem", "cacert", "the inline CA bundle holds no PEM certificate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ferr := tlsConfig(tc.file, tc.inline, false)
+			if ferr == nil || ferr.field != tc.field || !strings.Contains(ferr.msg, tc.msg) {
+				t.Errorf("error %v, want field %s and %q", ferr, tc.field, tc.msg)
+			}
+		})
+	}
+	if c, ferr := tlsConfig("", "", false); c != nil || ferr != nil {
+		t.Errorf("no CA and not insecure: %v %v, want the system roots (nil)", c, ferr)
+	}
+}
