@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -499,5 +501,42 @@ func TestAccessInformerNotSynced(t *testing.T) {
 	}
 	if r := f.checkReason(types.NamespacedName{Namespace: f.ns, Name: "c"}); r != workload.ReasonNotSynced {
 		t.Fatalf("check %s", r)
+	}
+}
+
+// Kinds outside the scheme (VolumeSnapshots of the external snapshotter, any CRD) are read as
+// unstructured objects, and metadata only where that is enough; their informers count for the health.
+func TestAccessReadsUnstructuredAndMetadata(t *testing.T) {
+	f := newFixture(t, nil)
+	f.secret("kc", testenv.InlineKubeconfig(t, testenv.KubeconfigPath(t)))
+	w, err := f.for_(f.cluster("c", &v1alpha1.SecretKeyRef{Name: "kc"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	crds := &unstructured.UnstructuredList{}
+	crds.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinitionList"})
+	if err := w.Reader().List(ctx, crds); err != nil {
+		t.Fatal(err)
+	}
+	svcs := &metav1.PartialObjectMetadataList{}
+	svcs.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceList"))
+	if err := w.Reader().List(ctx, svcs, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	if len(svcs.Items) == 0 {
+		t.Fatal("no Service in default (the kubernetes Service is expected)")
+	}
+	eventually(t, "reachable with both informers synced", wantReason(w, workload.ReasonReachable))
+	// A kind the server does not serve fails the read, not the health.
+	absent := &unstructured.UnstructuredList{}
+	absent.SetGroupVersionKind(schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshotList"})
+	if err := w.Reader().List(ctx, absent); err == nil {
+		t.Fatal("listing an unserved kind succeeded")
+	}
+	time.Sleep(600 * time.Millisecond) // two probes
+	if err := w.Healthy(); err != nil {
+		t.Fatalf("an unserved kind hurts the health: %v", err)
 	}
 }
