@@ -108,6 +108,8 @@ func TestOperatorChartServerSideDryRun(t *testing.T) {
 		{"watch-namespace-credentials", "operator:\n  watchNamespace: " + ns + "\n  cloudsSecret: os-creds\n" +
 			"  config: |\n    [neutron]\n    timeout = 30\nmetrics:\n  service: false\n",
 			[]string{"Deployment", "ConfigMap"}, []string{"Service", "DaemonSet"}, false, nil},
+		{"ca-bundle", "operator:\n  cloudsSecret: os-creds\n  caBundle:\n    pem: |\n      " + strings.ReplaceAll(strings.TrimSpace(chartTestPEM), "\n", "\n      ") + "\n",
+			[]string{"Deployment", "ConfigMap"}, nil, false, nil},
 		{"local-workload", "operator:\n  workload:\n    allowLocal: true\n    allowInsecure: true\n    qps: 5\n    burst: 10\n",
 			[]string{"Deployment", "ClusterRole", "ClusterRoleBinding"}, nil, false,
 			[]string{"--allow-local-workload", "--allow-insecure-workload", "--workload-qps=5", "--workload-burst=10"}},
@@ -310,5 +312,101 @@ func TestOperatorChartRemediationValues(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "expected 0 (none) or more") {
 		t.Errorf("helm template with budget -1: err %v, output %s; want a refusal", err, out)
+	}
+}
+
+// chartTestPEM stands for a private CA's certificate in chart values (the chart does not parse it).
+const chartTestPEM = `-----BEGIN CERTIFICATE-----
+MIIBdzCCAR2gAwIBAgIBATAKBggqhkjOPQQDAjAZMRcwFQYDVQQDEw52aXRhbHMg
+dGVzdCBDQTAeFw0yNjExMjMxMzAwMDBaFw0yNjExMjMxNTAwMDBa
+-----END CERTIFICATE-----
+`
+
+// TestOperatorChartCABundle: the chart's CA bundle (inline, or an existing ConfigMap) is mounted where
+// OS_CACERT points, and nothing of it is rendered when unset.
+func TestOperatorChartCABundle(t *testing.T) {
+	helm := testenv.Helm(t)
+	render := func(values string) (deploy *unstructured.Unstructured, configMaps map[string]*unstructured.Unstructured) {
+		t.Helper()
+		f := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(f, []byte(values), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		configMaps = map[string]*unstructured.Unstructured{}
+		for _, u := range decodeAll(t, []byte(runHelm(t, helm, "template", "vitals", chartDir(), "--namespace", "vitals-system", "-f", f))) {
+			switch u.GetKind() {
+			case "Deployment":
+				deploy = u
+			case "ConfigMap":
+				configMaps[u.GetName()] = u
+			}
+		}
+		if deploy == nil {
+			t.Fatal("no Deployment rendered")
+		}
+		return deploy, configMaps
+	}
+	for _, tc := range []struct {
+		name, values string
+		configMap    string // the ConfigMap mounted ("": no CA bundle)
+		key          string
+		rendered     bool // the chart renders that ConfigMap
+	}{
+		{"unset", "operator:\n  cloudsSecret: os-creds\n", "", "", false},
+		{"inline", "operator:\n  caBundle:\n    pem: |\n      " + strings.ReplaceAll(strings.TrimSpace(chartTestPEM), "\n", "\n      ") + "\n",
+			"vitals-operator-ca", "ca.crt", true},
+		{"existing ConfigMap", "operator:\n  caBundle:\n    configMap: corp-ca\n    key: bundle.pem\n", "corp-ca", "bundle.pem", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			deploy, cms := render(tc.values)
+			spec, _, _ := unstructured.NestedMap(deploy.Object, "spec", "template", "spec")
+			containers, _, _ := unstructured.NestedSlice(spec, "containers")
+			c, _ := containers[0].(map[string]any)
+			env, _, _ := unstructured.NestedSlice(c, "env")
+			cacert := ""
+			for _, e := range env {
+				if m, _ := e.(map[string]any); m["name"] == "OS_CACERT" {
+					cacert, _ = m["value"].(string)
+				}
+			}
+			mounts, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+			mountPath := ""
+			for _, m := range mounts {
+				if mm, _ := m.(map[string]any); mm["name"] == "ca-bundle" {
+					mountPath, _ = mm["mountPath"].(string)
+				}
+			}
+			volumes, _, _ := unstructured.NestedSlice(spec, "volumes")
+			var vol map[string]any
+			for _, v := range volumes {
+				if vm, _ := v.(map[string]any); vm["name"] == "ca-bundle" {
+					vol = vm
+				}
+			}
+			if tc.configMap == "" {
+				if cacert != "" || mountPath != "" || vol != nil || cms["vitals-operator-ca"] != nil {
+					t.Fatalf("CA bundle rendered without being asked for: OS_CACERT %q mount %q volume %v", cacert, mountPath, vol)
+				}
+				return
+			}
+			name, _, _ := unstructured.NestedString(vol, "configMap", "name")
+			items, _, _ := unstructured.NestedSlice(vol, "configMap", "items")
+			if name != tc.configMap || len(items) != 1 {
+				t.Fatalf("ca-bundle volume %v, want ConfigMap %s with one item", vol, tc.configMap)
+			}
+			item, _ := items[0].(map[string]any)
+			if item["key"] != tc.key || mountPath+"/"+item["path"].(string) != cacert {
+				t.Errorf("OS_CACERT %q, mount %q, item %v: OS_CACERT must be the mounted key %s", cacert, mountPath, item, tc.key)
+			}
+			cm := cms[tc.configMap]
+			if tc.rendered != (cm != nil) {
+				t.Fatalf("ConfigMap %s rendered: %v, want %v", tc.configMap, cm != nil, tc.rendered)
+			}
+			if cm != nil {
+				if data, _, _ := unstructured.NestedString(cm.Object, "data", tc.key); data != chartTestPEM {
+					t.Errorf("ConfigMap %s %s = %q, want the PEM of the values", tc.configMap, tc.key, data)
+				}
+			}
+		})
 	}
 }
