@@ -120,6 +120,7 @@ type apiFunc func(service string, auth bool, h handlerFunc) http.Handler
 func (s *Sim) api(service string, auth bool, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := &call{s: s, w: w, r: r, service: service}
+		s.requests.Add(1)
 		start := s.clock.Now()
 		defer func() {
 			if p := recover(); p != nil {

@@ -546,6 +546,8 @@ func (s *Sim) SetServerGroups(serverID string, groupIDs []string) error {
 type Stats struct {
 	Projects, Users, Tokens, Networks, Subnets, Ports, SecurityGroups, SecurityGroupRules int
 	Routers, Routes, Servers, Volumes, LoadBalancers, PendingTransitions                  int
+	// Requests counts the API calls served since the simulator started (the admin API aside).
+	Requests int64
 }
 
 // Stats returns counts of every kind of resource.
@@ -557,7 +559,7 @@ func (s *Sim) Stats() Stats {
 		Networks: len(s.st.networks.m), Subnets: len(s.st.subnets.m), Ports: len(s.st.ports.m),
 		SecurityGroups: len(s.st.secGroups.m), SecurityGroupRules: len(s.st.sgRules.m), Routers: len(s.st.routers.m),
 		Servers: len(s.st.servers.m), Volumes: len(s.st.volumes.m), LoadBalancers: len(s.st.lbs.m),
-		PendingTransitions: len(s.events)}
+		PendingTransitions: len(s.events), Requests: s.requests.Load()}
 	s.id.mu.RUnlock()
 	for _, r := range s.st.routers.m {
 		st.Routes += len(r.Routes)

@@ -73,8 +73,9 @@ type Sim struct {
 	cinder  *cinder
 	octavia *octavia
 
-	handler http.Handler
-	baseURL atomic.Value // string
+	handler  http.Handler
+	baseURL  atomic.Value // string
+	requests atomic.Int64 // API calls served
 
 	srvMu sync.Mutex
 	srv   *http.Server
