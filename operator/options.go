@@ -69,6 +69,10 @@ type Options struct {
 	// RouteGCBudget is the default cap on route removals per pass for clusters that set none (nil: 10;
 	// 0: none).
 	RouteGCBudget *int
+	// RouteGCWorkers is how many clusters the route collector serves at once (default 10): a pass mostly
+	// waits on OpenStack, so one worker keeps up with about interval/pass-duration clusters (see
+	// docs/benchmarks.md).
+	RouteGCWorkers int
 
 	// Remediation holds the operator-wide limits of the remediation policy: budget and window, storm
 	// cool-down, pause, dry-run (nil: remediation.DefaultLimits()).
@@ -95,6 +99,9 @@ type Options struct {
 	// controller-runtime's global registry).
 	Registry *prometheus.Registry
 }
+
+// DefaultRouteGCWorkers is the default of Options.RouteGCWorkers.
+const DefaultRouteGCWorkers = 10
 
 func (o *Options) defaults() {
 	if o.HealthAddr == "" {
@@ -138,6 +145,9 @@ func (o *Options) defaults() {
 	}
 	if o.PassTimeout == 0 {
 		o.PassTimeout = 5 * time.Minute
+	}
+	if o.RouteGCWorkers <= 0 {
+		o.RouteGCWorkers = DefaultRouteGCWorkers
 	}
 	if o.PauseConfigMap == "" {
 		o.PauseConfigMap = DefaultPauseConfigMap

@@ -88,15 +88,15 @@ func (o *Operator) healthProfile(cs kclient.Interface) (routegc.Progress, error)
 	if err := o.health.Register(check(ComponentInformer, health.Liveness, inf)); err != nil {
 		return nil, fmt.Errorf("operator: health checks: %w", err)
 	}
-	return o.observe(routegc.Name)
+	return o.observe(routegc.Name, o.opts.RouteGCWorkers)
 }
 
 // observe registers the liveness check "controller.<name>" of a controller's progress and returns
-// its observer, to build the controller with (its Options and Reconciler). Every controller of the
-// operator gets one.
-func (o *Operator) observe(name string) (*progress.Controller, error) {
-	p := progress.New(name, progress.Options{HungAfter: o.opts.PassTimeout, StallAfter: o.opts.ComponentDeadline,
-		Log: o.log, Clock: o.opts.Clock})
+// its observer, to build the controller with (its Options, with workers concurrent reconciles, and its
+// Reconciler). Every controller of the operator gets one.
+func (o *Operator) observe(name string, workers int) (*progress.Controller, error) {
+	p := progress.New(name, progress.Options{Workers: workers, HungAfter: o.opts.PassTimeout,
+		StallAfter: o.opts.ComponentDeadline, Log: o.log, Clock: o.opts.Clock})
 	c := health.Check{Name: "controller." + name, Probes: health.Liveness, Run: p.Check,
 		Interval: o.opts.CheckInterval, Timeout: o.opts.CheckTimeout}
 	if err := o.health.Register(c); err != nil {

@@ -40,6 +40,7 @@ type operatorFlags struct {
 	cloud                   string
 	routegcInterval         time.Duration
 	routegcBudget           int
+	routegcWorkers          int
 	remediationBudget       int
 	remediationWindow       time.Duration
 	stormCooldown           time.Duration
@@ -94,6 +95,7 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   leader_election_namespace = vitals-system
   routegc_interval = 60                   # seconds; the default for Clusters that set none
   routegc_budget = 10                     # route removals per pass; 0: none
+  routegc_workers = 10                    # clusters served at once (a pass mostly waits on OpenStack)
   remediation_budget = 100                # destructive actions over all clusters per window; 0: none
   remediation_window = 3600               # seconds
   remediation_storm_cooldown = 600        # seconds
@@ -144,6 +146,7 @@ variables; without any, only Clusters with their own credentials Secret are serv
 	fl.StringVar(&f.cloud, "cloud", "", "cloud of clouds.yaml holding the operator's OpenStack credentials (default: OS_CLOUD)")
 	fl.DurationVar(&f.routegcInterval, "routegc-interval", time.Minute, "route collector interval for Clusters that set none")
 	fl.IntVar(&f.routegcBudget, "routegc-budget", routegc.DefaultBudget, "route removals per pass for clusters that set none (0: none)")
+	fl.IntVar(&f.routegcWorkers, "routegc-workers", operator.DefaultRouteGCWorkers, "how many clusters the route collector serves at once")
 	fl.IntVar(&f.remediationBudget, "remediation-budget", remediation.DefaultOperatorActions, "destructive actions of all controllers over all clusters per --remediation-window (0: none)")
 	fl.DurationVar(&f.remediationWindow, "remediation-window", remediation.DefaultOperatorWindow, "sliding window of --remediation-budget")
 	fl.DurationVar(&f.stormCooldown, "remediation-storm-cooldown", remediation.DefaultStormCooldown, "how long a cluster's actions stay held after its storm rule last tripped (0: none)")
@@ -205,6 +208,9 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	if f.routegcBudget < 0 || f.routegcBudget > 1000 {
 		return o, &config.Error{Field: "--routegc-budget", Msg: fmt.Sprintf("expected 0 (no removals) to 1000, got %d", f.routegcBudget)}
 	}
+	if f.routegcWorkers < 1 || f.routegcWorkers > 100 {
+		return o, &config.Error{Field: "--routegc-workers", Msg: fmt.Sprintf("expected 1 to 100, got %d", f.routegcWorkers)}
+	}
 	switch {
 	case f.remediationBudget < 0 || f.remediationBudget > 1000000:
 		return o, &config.Error{Field: "--remediation-budget", Msg: fmt.Sprintf("expected 0 (no actions) to 1000000, got %d", f.remediationBudget)}
@@ -220,7 +226,7 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	o.MetricsAddr = f.metricsAddr
 	o.LeaderElect, o.LeaderElectionNamespace, o.LeaderElectionID = f.leaderElect, f.leaderElectionNamespace, f.leaderElectionID
 	routegcBudget := f.routegcBudget
-	o.RouteGCInterval, o.RouteGCBudget = f.routegcInterval, &routegcBudget
+	o.RouteGCInterval, o.RouteGCBudget, o.RouteGCWorkers = f.routegcInterval, &routegcBudget, f.routegcWorkers
 	o.Remediation = &remediation.Limits{Actions: f.remediationBudget, Window: f.remediationWindow, StormCooldown: f.stormCooldown,
 		Paused: f.remediationPaused, DryRun: f.dryRun}
 	o.PauseConfigMap = f.pauseConfigMap
@@ -258,7 +264,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.drainDelay = hs.Seconds("drain_delay", f.drainDelay)
 	op := ini.Section("operator")
 	op.CheckKnown("metrics_bind_address", "leader_elect", "leader_election_namespace", "leader_election_id",
-		"routegc_interval", "routegc_budget", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
+		"routegc_interval", "routegc_budget", "routegc_workers", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
 		"allow_local_workload", "allow_insecure_workload", "workload_qps", "workload_burst",
 		"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap")
 	f.metricsAddr = op.String("metrics_bind_address", f.metricsAddr)
@@ -267,6 +273,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.leaderElectionID = op.String("leader_election_id", f.leaderElectionID)
 	f.routegcInterval = op.Seconds("routegc_interval", f.routegcInterval)
 	f.routegcBudget = op.IntRange("routegc_budget", f.routegcBudget, 0, 1000)
+	f.routegcWorkers = op.IntRange("routegc_workers", f.routegcWorkers, 1, 100)
 	f.remediationBudget = op.IntRange("remediation_budget", f.remediationBudget, 0, 1000000)
 	f.remediationWindow = op.Seconds("remediation_window", f.remediationWindow)
 	f.stormCooldown = op.Seconds("remediation_storm_cooldown", f.stormCooldown)
