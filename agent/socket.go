@@ -214,6 +214,13 @@ func (s *SocketServer) beat(stop <-chan struct{}) {
 				s.log().Error("CNI report socket lost", "path", s.Path)
 				failed = true
 			}
+		} else if fi, err := os.Lstat(s.Path); err == nil && fi.Mode().Perm()&^s.mode != 0 {
+			// Loosened behind our back: the peer check still holds; a restart makes the file anew.
+			if !failed {
+				s.Heartbeat.Fail(fmt.Errorf("CNI report socket %s has mode %#o, not %#o", s.Path, fi.Mode().Perm(), s.mode))
+				s.log().Error("CNI report socket loosened", "path", s.Path, "mode", fmt.Sprintf("%#o", fi.Mode().Perm()))
+				failed = true
+			}
 		} else {
 			if failed {
 				s.Heartbeat.Recover()

@@ -294,3 +294,20 @@ sys.stdout.write(s.recv(4096).decode())`
 		t.Fatalf("client as root: %v %q", err, out)
 	}
 }
+
+func TestSocketHeartbeatFailsWhenLoosened(t *testing.T) {
+	hb := &tally{}
+	_, path := startSocket(t, &BudgetReporter{}, hb)
+	waitFor(t, "beats", func() bool { _, _, b, _ := hb.snapshot(); return b >= 1 })
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "heartbeat failure", func() bool { _, _, _, f := hb.snapshot(); return f != nil })
+	if _, _, _, f := hb.snapshot(); !strings.Contains(f.Error(), "has mode 0666, not 0600") {
+		t.Errorf("failure = %v", f)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "recovery", func() bool { _, _, _, f := hb.snapshot(); return f == nil })
+}
