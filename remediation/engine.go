@@ -106,6 +106,8 @@ type Engine struct {
 	mu       sync.Mutex
 	seeded   bool
 	clusters map[types.NamespacedName]*record
+	// all holds every cluster's action times in the operator-wide window: each time a record gains.
+	all window
 }
 
 // record is what the engine remembers of one cluster.
@@ -166,7 +168,7 @@ func (e *Engine) Begin(ctx context.Context, c *v1alpha1.VitalsCluster, controlle
 	defer e.mu.Unlock()
 	r := e.recordLocked(key, p.s.window)
 	if st := c.Status.Remediation; st != nil {
-		r.absorbLocked(st, now)
+		e.absorbLocked(r, st, now, p.s)
 	}
 	if scope.Total > 0 && p.s.invalid == nil {
 		max, _ := maxUnhealthyOf(p.s.maxUnhealthy, scope.Total)
@@ -207,8 +209,9 @@ func (e *Engine) seedOnce(ctx context.Context) error {
 		if c.Status.Remediation == nil {
 			continue
 		}
-		r := e.recordLocked(types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, settingsOf(c).window)
-		r.absorbLocked(c.Status.Remediation, now)
+		s := settingsOf(c)
+		r := e.recordLocked(types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, s.window)
+		e.absorbLocked(r, c.Status.Remediation, now, s)
 	}
 	e.seeded = true
 	return nil
@@ -226,43 +229,51 @@ func (e *Engine) recordLocked(key types.NamespacedName, clusterWindow time.Durat
 }
 
 // absorbLocked merges a status into the record: action times it does not hold yet (another replica's,
-// another controller's), and a later storm.
-func (r *record) absorbLocked(st *v1alpha1.RemediationStatus, now time.Time) {
-	cutoff := now.Add(-r.keep)
-	r.times = r.times.prune(cutoff)
+// another controller's), and a later storm. The status is written by the operator only, but it is
+// not taken on trust beyond what it could hold: times in the future are ignored, and a status never
+// adds more actions than the cluster's budget allows in its window (a forged list cannot spend the
+// operator-wide budget of every other cluster).
+func (e *Engine) absorbLocked(r *record, st *v1alpha1.RemediationStatus, now time.Time, s settings) {
+	r.times = r.times.prune(now.Add(-r.keep))
+	cutoff, latest := now.Add(-s.window), stamp(now.Add(maxClockSkew))
 	in := make([]time.Time, 0, len(st.ActionTimes))
 	for _, t := range st.ActionTimes {
-		if t.After(cutoff) {
+		if t.After(cutoff) && !t.After(latest) {
 			in = append(in, t.Time)
 		}
 	}
-	r.times, _ = r.times.merge(in)
-	if st.StormSince != nil && st.StormSince.After(r.stormSince) {
+	room := max(s.actions-r.times.since(cutoff), 0)
+	var added []time.Time
+	r.times, added = r.times.merge(in, room)
+	for _, t := range added {
+		e.all = e.all.add(t)
+	}
+	if st.StormSince != nil && st.StormSince.After(r.stormSince) && !st.StormSince.After(latest) {
 		r.stormSince = stamp(st.StormSince.Time)
 	}
 }
 
+// maxClockSkew is how far in the future a time in a status may lie (another replica's clock).
+const maxClockSkew = time.Minute
+
 // operatorUsedLocked counts every cluster's actions in the operator-wide window.
 func (e *Engine) operatorUsedLocked(now time.Time) int {
-	cutoff := now.Add(-e.limits.Window)
-	n := 0
-	for _, r := range e.clusters {
-		n += r.times.since(cutoff)
-	}
-	return n
+	e.all = e.all.prune(now.Add(-e.limits.Window))
+	return len(e.all)
 }
 
 // operatorOldestLocked is the oldest action in the operator-wide window.
 func (e *Engine) operatorOldestLocked(now time.Time) (time.Time, bool) {
-	cutoff := now.Add(-e.limits.Window)
-	var oldest time.Time
-	found := false
-	for _, r := range e.clusters {
-		if t, ok := r.times.oldestSince(cutoff); ok && (!found || t.Before(oldest)) {
-			oldest, found = t, true
-		}
+	if e.operatorUsedLocked(now) == 0 {
+		return time.Time{}, false
 	}
-	return oldest, found
+	return e.all[0], true
+}
+
+// reserveLocked records an allowed action of a cluster.
+func (e *Engine) reserveLocked(r *record, now time.Time) {
+	r.times = r.times.add(now)
+	e.all = e.all.add(now)
 }
 
 // operatorPaused reports the flag and the runtime switch.

@@ -214,3 +214,35 @@ func TestLimitsValidate(t *testing.T) {
 		t.Errorf("budget 0 is valid (no actions): %v", err)
 	}
 }
+
+func TestStatusIsNotTakenOnTrust(t *testing.T) {
+	v := newEnv(t, &Limits{Actions: 5, Window: time.Hour})
+	c := newCluster(budget(3, time.Hour))
+	if n := allowed(act(v, c, Scope{}, 2)); n != 2 {
+		t.Fatalf("%d allowed, want 2", n)
+	}
+	// Clearing the status (whoever may write it) buys nothing while the operator runs.
+	c.Status.Remediation = nil
+	if n := allowed(act(v, c, Scope{}, 3)); n != 1 {
+		t.Fatalf("after the status was cleared: %d allowed, want 1", n)
+	}
+	// A forged status with many actions, some in the future, cannot spend the operator-wide budget of
+	// the other clusters: a status adds at most the cluster's own budget, and nothing from the future.
+	w := newEnv(t, &Limits{Actions: 5, Window: time.Hour})
+	forged := newCluster(budget(3, time.Hour), func(c *v1alpha1.VitalsCluster) { c.Name = "forged" })
+	rs := &v1alpha1.RemediationStatus{StormSince: &metav1.Time{Time: t0.Add(24 * time.Hour)}}
+	for i := range 50 {
+		rs.ActionTimes = append(rs.ActionTimes, metav1.NewTime(t0.Add(time.Duration(i-25)*time.Minute)))
+	}
+	forged.Status.Remediation = rs
+	w.e.seed = listOf{forged}
+	other := newCluster(func(c *v1alpha1.VitalsCluster) { c.Name = "other" })
+	w.checks.Set(client.ObjectKeyFromObject(other), CheckCloud, nil)
+	if n := allowed(act(w, other, Scope{}, 3)); n != 2 {
+		t.Fatalf("another cluster after a forged status: %d allowed, want 2 (5 operator-wide, 3 of them the forged cluster's budget)", n)
+	}
+	w.checks.Set(client.ObjectKeyFromObject(forged), CheckCloud, nil)
+	if ds := act(w, forged, Scope{}, 1); ds[0].Reason != ReasonBudget {
+		t.Fatalf("the forged cluster: %s, want BudgetExhausted (not a storm from the future)", outcomes(ds))
+	}
+}

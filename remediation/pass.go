@@ -109,7 +109,7 @@ func (p *pass) decide(now time.Time, a Action) Decision {
 		p.dry++
 		return Decision{Outcome: DryRun, Reason: ReasonDryRun, Message: "dry run (" + why + "): would " + a.Verb}
 	}
-	r.times = r.times.add(now)
+	e.reserveLocked(r, now)
 	return Decision{Outcome: Allowed, Reason: ReasonAllowed, Message: "allowed"}
 }
 
@@ -260,7 +260,7 @@ func (p *pass) Apply(st *v1alpha1.ClusterStatus) {
 	e.mu.Lock()
 	r := e.recordLocked(p.key, p.s.window)
 	if st.Remediation != nil {
-		r.absorbLocked(st.Remediation, now)
+		e.absorbLocked(r, st.Remediation, now, p.s)
 	}
 	cutoff := now.Add(-p.s.window)
 	rs := &v1alpha1.RemediationStatus{}

@@ -57,22 +57,29 @@ func (w window) prune(cutoff time.Time) window {
 	return slices.Delete(w, 0, i)
 }
 
-// merge adds the actions of other that w does not hold yet. Both are views of one history (the
-// status another replica or controller wrote, and this replica's memory): a time held n times in one
-// and m times in the other was max(n, m) actions.
-func (w window) merge(other []time.Time) (window, int) {
+// merge adds the actions of other that w does not hold yet, at most limit of them, newest first. Both
+// are views of one history (the status another replica or controller wrote, and this replica's
+// memory): a time held n times in one and m times in the other was max(n, m) actions.
+func (w window) merge(other []time.Time, limit int) (window, []time.Time) {
 	have := map[time.Time]int{}
 	for _, t := range w {
 		have[t]++
 	}
-	added := 0
+	stamped := make([]time.Time, len(other))
+	for i, t := range other {
+		stamped[i] = stamp(t)
+	}
+	slices.SortFunc(stamped, func(a, b time.Time) int { return b.Compare(a) })
+	var added []time.Time
 	seen := map[time.Time]int{}
-	for _, t := range other {
-		t = stamp(t)
+	for _, t := range stamped {
+		if len(added) >= limit {
+			break
+		}
 		seen[t]++
 		if seen[t] > have[t] {
 			w = w.add(t)
-			added++
+			added = append(added, t)
 		}
 	}
 	return w, added

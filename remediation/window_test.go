@@ -18,15 +18,17 @@ func TestWindow(t *testing.T) {
 		name  string
 		have  []time.Time
 		other []time.Time
+		limit int
 		want  int // length after the merge
 		added int
 	}{
-		{"empty both", nil, nil, 0, 0},
-		{"status only (restart)", nil, at(1, 2, 2), 3, 3},
-		{"memory only", at(1, 2), nil, 2, 0},
-		{"same history", at(1, 2, 2), at(1, 2, 2), 3, 0},
-		{"two actions in one second are two", at(2), at(2, 2), 2, 1},
-		{"other replica's actions join", at(1), at(1, 5, 6), 3, 2},
+		{"empty both", nil, nil, 0, 0, 0},
+		{"status only (restart)", nil, at(1, 2, 2), 0, 3, 3},
+		{"memory only", at(1, 2), nil, 0, 2, 0},
+		{"same history", at(1, 2, 2), at(1, 2, 2), 0, 3, 0},
+		{"two actions in one second are two", at(2), at(2, 2), 0, 2, 1},
+		{"other replica's actions join", at(1), at(1, 5, 6), 0, 3, 2},
+		{"at most limit join, newest first", at(1), at(2, 3, 4), 2, 3, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -34,9 +36,16 @@ func TestWindow(t *testing.T) {
 			for _, x := range tc.have {
 				w = w.add(x)
 			}
-			w, added := w.merge(tc.other)
-			if len(w) != tc.want || added != tc.added {
-				t.Errorf("merge: %d times (%d added), want %d (%d added): %v", len(w), added, tc.want, tc.added, w)
+			limit := tc.limit
+			if limit == 0 {
+				limit = 100
+			}
+			w, added := w.merge(tc.other, limit)
+			if tc.limit > 0 && !w[len(w)-1].Equal(tc.other[len(tc.other)-1]) {
+				t.Errorf("merge kept %v, want the newest of %v", w, tc.other)
+			}
+			if len(w) != tc.want || len(added) != tc.added {
+				t.Errorf("merge: %d times (%d added), want %d (%d added): %v", len(w), len(added), tc.want, tc.added, w)
 			}
 			for i := 1; i < len(w); i++ {
 				if w[i].Before(w[i-1]) {
