@@ -11,12 +11,17 @@
 // auth section, then clouds.yaml, then OS_* variables). The INI sections are read with config.LoadINI,
 // so that [DEFAULT] is inherited as oslo.config does.
 //
+// TLS: each source may name a CA bundle (clouds.yaml cacert, overridden by OS_CACERT; OS_CACERT alone;
+// an INI cafile) and may skip verification when asked (verify: false, OS_INSECURE, insecure). Without
+// either, the system roots verify. Connect's error for a certificate that does not verify wraps
+// ErrUntrustedCertificate and the x509 error.
+//
 // Typical use:
 //
 //	auth, err := openstack.AuthFromINI("/etc/kuryr/kuryr.conf") // or AuthFromCloudsYAML, AuthFromEnv
 //	if err != nil { return err }                                  // a *config.Error: file, line, option
 //	cloud, err := openstack.Connect(ctx, openstack.Config{Auth: auth, QPS: 10, Registerer: reg})
-//	if err != nil { return err }                                  // wraps ErrWrongCredentials, ErrUnreachable
+//	if err != nil { return err }                                  // wraps ErrWrongCredentials, ErrUnreachable, ErrUntrustedCertificate
 //	routes, err := cloud.RemoveRoutes(ctx, routerID, stale)       // Routers, Ports, Servers, ...
 //
 // Requests pass one http.RoundTripper per Cloud (re-authentication included) that waits for the
