@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -56,16 +55,6 @@ func agentBinary(t *testing.T) string {
 		t.Fatal(agentBinErr)
 	}
 	return agentBin
-}
-
-func agentFreePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 func agentTempDir(t *testing.T) string {
@@ -155,7 +144,7 @@ func startAgentProcess(t *testing.T, node, drop string, extra ...string) *agentP
 	os.MkdirAll(cniDir, 0o755)
 	os.WriteFile(filepath.Join(cniDir, "10-bridge.conflist"), []byte(`{"cniVersion":"1.0.0","name":"pods","plugins":[{"type":"bridge"},{"type":"portmap"}]}`), 0o644)
 	kuryrConf := filepath.Join(dir, "kuryr.conf")
-	port := agentFreePort(t)
+	port := freePort(t)
 	os.WriteFile(kuryrConf, []byte(fmt.Sprintf("[cni_health_server]\nport = %d\nmax_memory_usage = 512\n\n[cni_daemon]\ncni_failures_count = 1\n", port)), 0o644)
 	p := &agentProcess{base: fmt.Sprintf("http://127.0.0.1:%d", port), socket: filepath.Join(dir, "cni.sock"), stderr: &bytes.Buffer{}}
 	args := append([]string{"--config-file", kuryrConf, "--kubeconfig", kubeconfig, "--node-name", node,

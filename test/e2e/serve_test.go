@@ -44,7 +44,8 @@ func serveBuild(t *testing.T, root string) string {
 	return bin
 }
 
-func serveFreePort(t *testing.T) int {
+// freePort returns a TCP port free on 127.0.0.1 at the time of the call.
+func freePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -108,7 +109,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := serveFreePort(t)
+	port := freePort(t)
 	cfg := filepath.Join(t.TempDir(), "serve.yaml")
 	if err := os.WriteFile(cfg, []byte(strings.ReplaceAll(string(example), "8080", strconv.Itoa(port))), 0o600); err != nil {
 		t.Fatal(err)
