@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,6 +75,22 @@ func TestOperatorPauseSwitchAtRunTime(t *testing.T) {
 	}
 	if v := gaugeValue(t, r, "vitals_remediation_operator_paused"); v != 1 {
 		t.Errorf("vitals_remediation_operator_paused = %v while paused, want 1", v)
+	}
+	// A value that is neither "true" nor "false" still pauses, and says so.
+	sw.Data[operator.PauseKey] = "yes please"
+	if err := c.Update(ctx, sw); err != nil {
+		t.Fatal(err)
+	}
+	opEventually(t, 2*time.Minute, "a misspelt switch holds too", func() (bool, string) {
+		var got v1alpha1.VitalsCluster
+		if err := c.Get(ctx, key, &got); err != nil {
+			return false, err.Error()
+		}
+		cond := condition(&got, v1alpha1.ConditionRemediationAllowed)
+		return cond.Reason == remediation.ReasonOperatorPaused && strings.Contains(cond.Message, "treated as paused"), cond.Reason + ": " + cond.Message
+	})
+	if !n.Routes()[orphan] {
+		t.Fatal("the orphaned route was removed while the switch said \"yes please\"")
 	}
 	// Flip the switch: the next passes remove the route, without a restart.
 	sw.Data[operator.PauseKey] = "false"
