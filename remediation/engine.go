@@ -183,7 +183,7 @@ func (e *Engine) Begin(ctx context.Context, c *v1alpha1.VitalsCluster, controlle
 // Forget drops the gauges and checks of a cluster that is gone (its action times stay).
 func (e *Engine) Forget(cluster types.NamespacedName) {
 	e.checks.Forget(cluster)
-	e.metrics.BudgetRemaining.DeleteLabelValues(cluster.Namespace, cluster.Name)
+	e.metrics.BudgetRemaining.DeleteLabelValues(cluster.String())
 }
 
 // seedOnce merges every cluster's persisted action times into memory before the first decision.

@@ -75,7 +75,7 @@ func TestBudgetSlidesAndSurvivesRestart(t *testing.T) {
 	if n := allowed(act(w, c, Scope{}, 3)); n != 2 {
 		t.Fatalf("after the window slid: %d allowed, want 2", n)
 	}
-	if got := testutil.ToFloat64(w.e.metrics.BudgetRemaining.WithLabelValues("ns", "c1")); got != 0 {
+	if got := testutil.ToFloat64(w.e.metrics.BudgetRemaining.WithLabelValues("ns/c1")); got != 0 {
 		t.Errorf("vitals_remediation_budget_remaining = %v, want 0", got)
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics of the remediation policy. The cluster labels are namespace and name (a label named cluster
-// would collide with a common external label).
+// Metrics of the remediation policy. A cluster is labelled vitalscluster="namespace/name" (a label named
+// cluster collides with a common external label, namespace with the scrape target's own).
 type Metrics struct {
 	// Actions counts decisions: controller, verb, outcome (taken, failed, dryrun, held), reason.
 	Actions *prometheus.CounterVec
-	// BudgetRemaining is how many actions a cluster's window still allows (namespace, name).
+	// BudgetRemaining is how many actions a cluster's window still allows (vitalscluster).
 	BudgetRemaining *prometheus.GaugeVec
 	// OperatorBudgetRemaining is how many actions the operator-wide window still allows.
 	OperatorBudgetRemaining prometheus.Gauge
@@ -35,7 +35,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		BudgetRemaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vitals_remediation_budget_remaining",
 			Help: "Destructive actions the VitalsCluster's budget window still allows.",
-		}, []string{"namespace", "name"}),
+		}, []string{"vitalscluster"}),
 		OperatorBudgetRemaining: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "vitals_remediation_operator_budget_remaining",
 			Help: "Destructive actions the operator-wide budget window still allows.",

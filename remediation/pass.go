@@ -281,7 +281,7 @@ func (p *pass) Apply(st *v1alpha1.ClusterStatus) {
 	budgetMsg := p.budgetMessage(r, now)
 	e.mu.Unlock()
 	st.Remediation = rs
-	e.metrics.BudgetRemaining.WithLabelValues(p.key.Namespace, p.key.Name).Set(float64(left))
+	e.metrics.BudgetRemaining.WithLabelValues(p.key.String()).Set(float64(left))
 	e.metrics.OperatorBudgetRemaining.Set(float64(opLeft))
 	paused, _ := e.operatorPaused()
 	e.metrics.OperatorPaused.Set(b2f(paused))

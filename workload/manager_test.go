@@ -146,7 +146,7 @@ func (f *fixture) reachable(k types.NamespacedName) (string, float64, int) {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["namespace"] == k.Namespace && labels["name"] == k.Name {
+			if labels["vitalscluster"] == k.String() {
 				reason, v = labels["reason"], m.GetGauge().GetValue()
 				n++
 			}

@@ -5,11 +5,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// metrics of the workload accesses. A cluster is labelled namespace and name, as every metric of the
-// operator.
+// metrics of the workload accesses. A cluster is labelled vitalscluster="namespace/name", as in every
+// metric of the operator (a label named cluster collides with a common external label, namespace with
+// the scrape target's own).
 type metrics struct {
 	accesses prometheus.Gauge
-	healthy  *prometheus.GaugeVec // cluster, reason
+	healthy  *prometheus.GaugeVec // vitalscluster, reason
 	probes   *prometheus.CounterVec
 }
 
@@ -20,10 +21,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		healthy: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vitals_workload_reachable", Help: "1 when the workload cluster's API answered the last probe and its informers have synced; the reason label says why not.",
-		}, []string{"namespace", "name", "reason"}),
+		}, []string{"vitalscluster", "reason"}),
 		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vitals_workload_probes_total", Help: "Health probes of workload clusters by reason (Reachable when it passed).",
-		}, []string{"namespace", "name", "reason"}),
+		}, []string{"vitalscluster", "reason"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.accesses, m.healthy, m.probes)
@@ -34,16 +35,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 // report records one probe's result: one reachable series per cluster, with the current reason.
 func (m *metrics) report(key types.NamespacedName, err error) {
 	reason := ReasonOf(err)
-	m.probes.WithLabelValues(key.Namespace, key.Name, reason).Inc()
-	m.healthy.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "name": key.Name})
+	m.probes.WithLabelValues(key.String(), reason).Inc()
+	m.healthy.DeletePartialMatch(prometheus.Labels{"vitalscluster": key.String()})
 	v := 0.0
 	if err == nil {
 		v = 1
 	}
-	m.healthy.WithLabelValues(key.Namespace, key.Name, reason).Set(v)
+	m.healthy.WithLabelValues(key.String(), reason).Set(v)
 }
 
 func (m *metrics) forget(key types.NamespacedName) {
-	m.healthy.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "name": key.Name})
-	m.probes.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "name": key.Name})
+	m.healthy.DeletePartialMatch(prometheus.Labels{"vitalscluster": key.String()})
+	m.probes.DeletePartialMatch(prometheus.Labels{"vitalscluster": key.String()})
 }

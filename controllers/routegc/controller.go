@@ -214,7 +214,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	out := r.pass(ctx, &c, s, now)
 	end := r.Clock.Now()
-	r.Metrics.Passes.WithLabelValues(c.Namespace, c.Name, out.result).Inc()
+	r.Metrics.Passes.WithLabelValues(req.String(), out.result).Inc()
 	r.Metrics.PassSeconds.WithLabelValues(out.result).Observe(end.Sub(now).Seconds())
 	next := now.Add(s.interval)
 	if err := r.writeStatus(ctx, &c, func(st *v1alpha1.ClusterStatus) { out.apply(st, c.Generation, end, next) }); err != nil {
@@ -382,10 +382,10 @@ func (r *Reconciler) pass(ctx context.Context, c *v1alpha1.VitalsCluster, s sett
 		o.suspects = append(o.suspects, cand.Record)
 	}
 	for _, v := range allVerdicts {
-		r.Metrics.Routes.WithLabelValues(c.Namespace, c.Name, string(v)).Set(0)
+		r.Metrics.Routes.WithLabelValues(client.ObjectKeyFromObject(c).String(), string(v)).Set(0)
 	}
 	for _, res := range plan.Results {
-		r.Metrics.Routes.WithLabelValues(c.Namespace, c.Name, string(res.Verdict)).Inc()
+		r.Metrics.Routes.WithLabelValues(client.ObjectKeyFromObject(c).String(), string(res.Verdict)).Inc()
 	}
 	o.result = "ok"
 	if len(allowed) == 0 {
@@ -418,7 +418,7 @@ func (r *Reconciler) remove(ctx context.Context, c *v1alpha1.VitalsCluster, clou
 	for _, rt := range res.Absent {
 		gone[rt] = true
 	}
-	r.Metrics.Removed.WithLabelValues(c.Namespace, c.Name).Add(float64(len(res.Removed)))
+	r.Metrics.Removed.WithLabelValues(client.ObjectKeyFromObject(c).String()).Add(float64(len(res.Removed)))
 	o.removed = res.Removed
 	for _, cand := range allowed {
 		a := routeAction(cand.Record)
@@ -431,7 +431,7 @@ func (r *Reconciler) remove(ctx context.Context, c *v1alpha1.VitalsCluster, clou
 			failure = fmt.Errorf("route %s via %s is still on router %s", cand.Record.Route.Destination, cand.Record.Route.NextHop, routerID)
 		}
 		o.policy.Done(ctx, a, failure)
-		r.Metrics.Failed.WithLabelValues(c.Namespace, c.Name).Inc()
+		r.Metrics.Failed.WithLabelValues(client.ObjectKeyFromObject(c).String()).Inc()
 		// The proof still holds: keep it for the next pass.
 		o.suspects = append(o.suspects, cand.Record)
 	}
@@ -453,7 +453,7 @@ func routeAction(rec SuspectRecord) remediation.Action {
 // route kept for the same reason pass after pass gets one line: the history must keep room).
 func (o *outcome) keep(r *Reconciler, c *v1alpha1.VitalsCluster, now time.Time, rt openstack.Route, firstSeen time.Time, reason, msg string) {
 	obj := routeAction(SuspectRecord{Route: rt, FirstSeen: firstSeen}).Object()
-	r.Metrics.Skipped.WithLabelValues(c.Namespace, c.Name, reason).Inc()
+	r.Metrics.Skipped.WithLabelValues(client.ObjectKeyFromObject(c).String(), reason).Inc()
 	r.event(c, corev1.EventTypeNormal, "RouteKept", VerbRemoveRoute, fmt.Sprintf("%s: %s: %s", obj, reason, msg))
 	if hasLine(c.Status.Actions, obj, reason) || hasLine(o.actions, obj, reason) {
 		return

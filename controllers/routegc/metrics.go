@@ -5,15 +5,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Metrics of the route collector. A cluster is labelled by namespace and name (a label named cluster
-// would collide with a common external label). Decisions of the remediation policy are its own
+// Metrics of the route collector. A cluster is labelled vitalscluster="namespace/name" (a label named
+// cluster collides with a common external label, namespace with the scrape target's own). Decisions of the remediation policy are its own
 // metrics (vitals_remediation_*).
 type Metrics struct {
-	Passes      *prometheus.CounterVec   // namespace, name, result: ok, aborted, error
-	Removed     *prometheus.CounterVec   // namespace, name
-	Skipped     *prometheus.CounterVec   // namespace, name, reason (routegc's own rules)
-	Failed      *prometheus.CounterVec   // namespace, name
-	Routes      *prometheus.GaugeVec     // namespace, name, verdict
+	Passes      *prometheus.CounterVec   // vitalscluster, result: ok, aborted, error
+	Removed     *prometheus.CounterVec   // vitalscluster
+	Skipped     *prometheus.CounterVec   // vitalscluster, reason (routegc's own rules)
+	Failed      *prometheus.CounterVec   // vitalscluster
+	Routes      *prometheus.GaugeVec     // vitalscluster, verdict
 	PassSeconds *prometheus.HistogramVec // result
 }
 
@@ -22,19 +22,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Passes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vitals_routegc_passes_total", Help: "Route collector passes by result (ok, aborted, error).",
-		}, []string{"namespace", "name", "result"}),
+		}, []string{"vitalscluster", "result"}),
 		Removed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vitals_routegc_routes_removed_total", Help: "Orphaned routes removed from routers.",
-		}, []string{"namespace", "name"}),
+		}, []string{"vitalscluster"}),
 		Skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vitals_routegc_routes_skipped_total", Help: "Orphaned routes one of the route collector's own rules kept (ProofPending, Protected, PassBudget).",
-		}, []string{"namespace", "name", "reason"}),
+		}, []string{"vitalscluster", "reason"}),
 		Failed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vitals_routegc_removal_failures_total", Help: "Route removals that failed.",
-		}, []string{"namespace", "name"}),
+		}, []string{"vitalscluster"}),
 		Routes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vitals_routegc_routes", Help: "Routes of the cluster's router by verdict, as of the last complete pass.",
-		}, []string{"namespace", "name", "verdict"}),
+		}, []string{"vitalscluster", "verdict"}),
 		PassSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "vitals_routegc_pass_duration_seconds", Help: "Duration of route collector passes.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
@@ -49,7 +49,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 var allVerdicts = []Verdict{Foreign, Invalid, Protected, Live, Suspect, Remove, WouldRemove, Held, OverBudget}
 
 func (m *Metrics) forget(key types.NamespacedName) {
-	l := prometheus.Labels{"namespace": key.Namespace, "name": key.Name}
+	l := prometheus.Labels{"vitalscluster": key.String()}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.Passes, m.Removed, m.Skipped, m.Failed, m.Routes} {

@@ -259,10 +259,10 @@ func TestOperatorRouteGCRemovesOrphanAfterTwoPassesOnly(t *testing.T) {
 	if !hasAction(cl, v1alpha1.ActionRemoved, remediation.ReasonAllowed, routeObject(orphan)) {
 		t.Errorf("status lines %+v: want Removed/Allowed", cl.Status.Actions)
 	}
-	if v := testutil.ToFloat64(f.rec.Metrics.Removed.WithLabelValues(f.key.Namespace, f.key.Name)); v != 1 {
+	if v := testutil.ToFloat64(f.rec.Metrics.Removed.WithLabelValues(f.key.String())); v != 1 {
 		t.Errorf("vitals_routegc_routes_removed_total = %v, want 1", v)
 	}
-	if v := testutil.ToFloat64(f.rec.Metrics.Skipped.WithLabelValues(f.key.Namespace, f.key.Name, "Protected")); v < 1 {
+	if v := testutil.ToFloat64(f.rec.Metrics.Skipped.WithLabelValues(f.key.String(), "Protected")); v < 1 {
 		t.Errorf("vitals_routegc_routes_skipped_total{reason=Protected} = %v, want >= 1", v)
 	}
 	if v := f.decisions("taken", remediation.ReasonAllowed); v != 1 {
