@@ -23,3 +23,32 @@ app.kubernetes.io/name: vitals
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: operator
 {{- end -}}
+
+{{/* A value that may be 0 or false: (list $map "key" $default) gives $map.key when it is set (also to 0,
+     false or ""), else the default. "default" would turn a 0 into the default. */}}
+{{- define "vitals.value" -}}
+{{- $m := index . 0 | default dict -}}
+{{- $k := index . 1 -}}
+{{- if and (hasKey $m $k) (not (kindIs "invalid" (index $m $k))) -}}
+{{- index $m $k -}}
+{{- else -}}
+{{- index . 2 -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels of the agent's objects. */}}
+{{- define "vitals.agent.selector" -}}
+app.kubernetes.io/name: vitals
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: agent
+{{- end -}}
+
+{{/* Name of the agent's objects. */}}
+{{- define "vitals.agent.name" -}}
+{{- printf "%s-agent" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Whether the agent is enabled ("true" or ""). */}}
+{{- define "vitals.agent.enabled" -}}
+{{- if eq (toString (.Values.agent | default dict).enabled) "true" }}true{{ end -}}
+{{- end -}}
