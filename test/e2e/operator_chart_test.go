@@ -32,13 +32,20 @@ import (
 
 func chartDir() string { return filepath.Join(opRepoRoot(), "deploy", "chart", "vitals") }
 
-// runHelm runs helm with its own empty home (no repositories, no plugins, nothing from the machine).
-func runHelm(t *testing.T, helm string, args ...string) string {
+// helmCmd is helm with its own empty home (no repositories, no plugins, nothing from the machine).
+func helmCmd(t *testing.T, helm string, args ...string) *exec.Cmd {
 	t.Helper()
 	home := t.TempDir()
 	cmd := exec.Command(helm, args...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
 		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+	return cmd
+}
+
+// runHelm runs helm (helmCmd) and returns its output; it fails t when helm fails.
+func runHelm(t *testing.T, helm string, args ...string) string {
+	t.Helper()
+	cmd := helmCmd(t, helm, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -321,11 +328,7 @@ func TestOperatorChartRemediationValues(t *testing.T) {
 	if err := os.WriteFile(f, []byte("operator:\n  remediation:\n    budget: -1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	home := t.TempDir()
-	cmd := exec.Command(helm, "template", "vitals", chartDir(), "-f", f)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
-	out, err := cmd.CombinedOutput()
+	out, err := helmCmd(t, helm, "template", "vitals", chartDir(), "-f", f).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "/operator/remediation/budget") {
 		t.Errorf("helm template with budget -1: err %v, output %s; want a refusal", err, out)
 	}

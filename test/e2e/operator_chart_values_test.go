@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -33,10 +32,7 @@ func chartTemplate(t *testing.T, helm, ns, values string) (string, error) {
 		}
 		args = append(args, "-f", f)
 	}
-	cmd := exec.Command(helm, args...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(dir, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(dir, "config"), "HELM_DATA_HOME="+filepath.Join(dir, "data"))
-	out, err := cmd.CombinedOutput()
+	out, err := helmCmd(t, helm, args...).CombinedOutput()
 	return string(out), err
 }
 
