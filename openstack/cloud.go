@@ -57,7 +57,7 @@ type Config struct {
 }
 
 // Cloud is an authenticated connection to one OpenStack cloud. It implements Routers, Ports,
-// Servers, SecurityGroups, Volumes and LoadBalancers. It is safe for concurrent use.
+// Servers, SecurityGroups, Volumes, LoadBalancers and Networks. It is safe for concurrent use.
 type Cloud struct {
 	provider  *gophercloud.ProviderClient
 	auth      Auth
@@ -77,6 +77,7 @@ var (
 	_ SecurityGroups = (*Cloud)(nil)
 	_ Volumes        = (*Cloud)(nil)
 	_ LoadBalancers  = (*Cloud)(nil)
+	_ Networks       = (*Cloud)(nil)
 )
 
 // ErrServiceUnavailable is wrapped by errors for calls to a service the cloud's catalog lacks.

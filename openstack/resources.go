@@ -184,3 +184,28 @@ type LoadBalancers interface {
 	// DeleteLoadBalancer deletes, with its listeners and pools when cascade is set.
 	DeleteLoadBalancer(ctx context.Context, id string, cascade bool) error
 }
+
+// Network is a Neutron network.
+type Network struct {
+	ID        string
+	Name      string
+	ProjectID string
+	Status    string
+	Shared    bool
+}
+
+// Subnet is a Neutron subnet.
+type Subnet struct {
+	ID        string
+	Name      string
+	ProjectID string
+	NetworkID string
+	CIDR      string
+	IPVersion int
+}
+
+// Networks reads networks and subnets.
+type Networks interface {
+	GetNetwork(ctx context.Context, id string) (*Network, error)
+	GetSubnet(ctx context.Context, id string) (*Subnet, error)
+}

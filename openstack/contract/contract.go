@@ -64,7 +64,7 @@ func Run(t *testing.T, env Env) {
 		name string
 		f    func(*testing.T)
 	}{
-		{"Routers", s.routers}, {"Ports", s.ports}, {"SecurityGroups", s.securityGroups}, {"NotFound", s.notFound},
+		{"Routers", s.routers}, {"Networks", s.networks}, {"Ports", s.ports}, {"SecurityGroups", s.securityGroups}, {"NotFound", s.notFound},
 		{"Servers", s.servers}, {"Volumes", s.volumes}, {"LoadBalancers", s.loadBalancers},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,6 +291,26 @@ func missingIDs(want, have []string) []string {
 	return out
 }
 
+func (s *suite) networks(t *testing.T) {
+	ctx := t.Context()
+	netID, subnetID := s.network(t, "10.77.0.0/24")
+	n, err := s.cloud.GetNetwork(ctx, netID)
+	if err != nil {
+		t.Fatalf("GetNetwork: %v", err)
+	}
+	project := s.cloud.ProjectID()
+	if n.ID != netID || n.ProjectID != project || n.Name == "" {
+		t.Errorf("GetNetwork = %+v; want ID %s in project %s with a name", n, netID, project)
+	}
+	sub, err := s.cloud.GetSubnet(ctx, subnetID)
+	if err != nil {
+		t.Fatalf("GetSubnet: %v", err)
+	}
+	if sub.ID != subnetID || sub.NetworkID != netID || sub.ProjectID != project || sub.CIDR != "10.77.0.0/24" || sub.IPVersion != 4 {
+		t.Errorf("GetSubnet = %+v; want ID %s on network %s in project %s, 10.77.0.0/24, IPv4", sub, subnetID, netID, project)
+	}
+}
+
 func (s *suite) ports(t *testing.T) {
 	ctx := t.Context()
 	nc := s.client(t, openstack.ServiceNetworking)
@@ -439,6 +459,12 @@ func (s *suite) notFound(t *testing.T) {
 	ctx := t.Context()
 	if _, err := s.cloud.GetRouter(ctx, missingUUID); !openstack.IsNotFound(err) {
 		t.Errorf("GetRouter(missing): err %v, want not found", err)
+	}
+	if _, err := s.cloud.GetNetwork(ctx, missingUUID); !openstack.IsNotFound(err) {
+		t.Errorf("GetNetwork(missing): err %v, want not found", err)
+	}
+	if _, err := s.cloud.GetSubnet(ctx, missingUUID); !openstack.IsNotFound(err) {
+		t.Errorf("GetSubnet(missing): err %v, want not found", err)
 	}
 	if _, err := s.cloud.AddRoutes(ctx, missingUUID, []openstack.Route{{Destination: "10.1.0.0/24", NextHop: "10.0.0.1"}}); !openstack.IsNotFound(err) {
 		t.Errorf("AddRoutes(missing router): err %v, want not found", err)
