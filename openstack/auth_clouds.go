@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -63,7 +64,8 @@ func AuthFromCloudsYAML(o CloudsYAMLOptions) (Auth, error) {
 		Clouds map[string]yaml.Node `yaml:"clouds"`
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return Auth{}, &config.Error{File: path, Msg: fmt.Sprintf("parse clouds.yaml: %v", err)}
+		// The parser's message may quote the file: say where, not what.
+		return Auth{}, &config.Error{File: path, Line: yamlErrorLine(err), Msg: "not a clouds.yaml (expected a YAML mapping with a clouds section)"}
 	}
 	if _, ok := doc.Clouds[name]; !ok {
 		known := make([]string, 0, len(doc.Clouds))
@@ -79,6 +81,11 @@ func AuthFromCloudsYAML(o CloudsYAMLOptions) (Auth, error) {
 	}
 	ao, eo, tlsConfig, err := clouds.Parse(append(opts, clouds.WithCloudName(name), clouds.WithLocations(path))...)
 	if err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			// The decoder's message may quote the file: say where, not what.
+			return Auth{}, &config.Error{File: path, Line: yamlErrorLine(err), Field: "clouds." + name, Msg: "a value of the wrong type (expected strings under auth, a boolean verify)"}
+		}
 		return Auth{}, &config.Error{File: path, Field: "clouds." + name, Msg: err.Error()}
 	}
 	if ao.IdentityEndpoint == "" {
