@@ -4,18 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/tenancy"
 )
@@ -101,119 +96,27 @@ func (l *lazyCloud) attempt(done chan struct{}) {
 	close(done)
 }
 
-// clusterClouds gives each Cluster its cloud: the operator's default, or one connected with the
-// clouds.yaml of the Cluster's credentials Secret (cached per Secret version).
-type clusterClouds struct {
-	reader  client.Reader // uncached: the operator never lists or watches Secrets
-	def     *lazyCloud
-	connect ConnectFunc
-
-	mu    sync.Mutex
-	cache map[string]cachedCloud
+// operatorConnection is the operator's own connection, for the tenancy of clusters in trusted
+// namespaces.
+func (l *lazyCloud) connection(ctx context.Context) (tenancy.Connection, error) {
+	c, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
-type cachedCloud struct {
-	version string
-	cloud   *openstack.Cloud
+// tenantConnect connects with a cluster's own credentials, over the transport tenancy chose,
+// registering request metrics on reg.
+func tenantConnect(reg prometheus.Registerer, log *slog.Logger) tenancy.ConnectFunc {
+	return func(ctx context.Context, a openstack.Auth, tr http.RoundTripper) (tenancy.Connection, error) {
+		c, err := openstack.Connect(ctx, openstack.Config{Auth: a, Transport: tr, Registerer: reg, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 }
-
-// DefaultCloudsYAMLKey is the key of a credentials Secret that holds the clouds.yaml.
-const DefaultCloudsYAMLKey = "clouds.yaml"
 
 // DefaultKubeconfigKey is the key of a kubeconfig Secret.
 const DefaultKubeconfigKey = "kubeconfig"
-
-// Forget drops nothing yet: connected clouds are cached per Secret.
-func (cc *clusterClouds) Forget(types.NamespacedName) {}
-
-// Resolve gives c its cloud, project and router; a router of another project is refused.
-func (cc *clusterClouds) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*tenancy.Scope, error) {
-	cloud, err := cc.cloudOf(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	project := cloud.ProjectID()
-	if project == "" {
-		return nil, &tenancy.Refusal{Reason: "InvalidCredentials", Message: "the credentials are not scoped to a project"}
-	}
-	if p := c.Spec.OpenStack.ProjectID; p != "" && p != project {
-		return nil, &tenancy.Refusal{Reason: "ForeignProject", Message: fmt.Sprintf("spec.openstack.projectID %s is not the credentials' project %s", p, project)}
-	}
-	router, err := cloud.GetRouter(ctx, c.Spec.OpenStack.RouterID)
-	if err != nil {
-		return nil, err
-	}
-	if router.ProjectID != project {
-		return nil, &tenancy.Refusal{Reason: "ForeignResource", Message: fmt.Sprintf("router %s does not belong to project %s", router.ID, project)}
-	}
-	return &tenancy.Scope{Cloud: cloud, ProjectID: project, Source: cloud.Auth().Source, Router: router}, nil
-}
-
-func (cc *clusterClouds) cloudOf(ctx context.Context, c *v1alpha1.VitalsCluster) (*openstack.Cloud, error) {
-	ref := c.Spec.OpenStack.CredentialsSecretRef
-	if ref == nil {
-		if cc.def == nil {
-			return nil, &tenancy.Refusal{Reason: "MissingCredentials", Message: "set spec.openstack.credentialsSecretRef"}
-		}
-		return cc.def.get(ctx)
-	}
-	key := ref.Key
-	if key == "" {
-		key = DefaultCloudsYAMLKey
-	}
-	var sec corev1.Secret
-	if err := cc.reader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}, &sec); err != nil {
-		return nil, fmt.Errorf("read credentials secret %s/%s: %w", c.Namespace, ref.Name, err)
-	}
-	data, ok := sec.Data[key]
-	if !ok {
-		return nil, fmt.Errorf("credentials secret %s/%s has no key %q (expected a clouds.yaml)", c.Namespace, ref.Name, key)
-	}
-	cloudName := c.Spec.OpenStack.Cloud
-	if cloudName == "" {
-		cloudName = "openstack"
-	}
-	id := c.Namespace + "/" + ref.Name + "/" + key + "/" + cloudName
-	version := string(sec.UID) + "/" + sec.ResourceVersion
-	cc.mu.Lock()
-	if e, ok := cc.cache[id]; ok && e.version == version {
-		cc.mu.Unlock()
-		return e.cloud, nil
-	}
-	cc.mu.Unlock()
-	auth, err := authFromCloudsYAMLBytes(data, cloudName, fmt.Sprintf("secret %s/%s key %s", c.Namespace, ref.Name, key))
-	if err != nil {
-		return nil, err
-	}
-	cloud, err := cc.connect(ctx, auth)
-	if err != nil {
-		return nil, fmt.Errorf("connect with credentials secret %s/%s (cloud %s): %w", c.Namespace, ref.Name, cloudName, err)
-	}
-	cc.mu.Lock()
-	if cc.cache == nil {
-		cc.cache = map[string]cachedCloud{}
-	}
-	cc.cache[id] = cachedCloud{version: version, cloud: cloud}
-	cc.mu.Unlock()
-	return cloud, nil
-}
-
-// authFromCloudsYAMLBytes parses a clouds.yaml held in memory (via a private temporary file, which
-// the parser needs) and selects one cloud.
-func authFromCloudsYAMLBytes(data []byte, cloud, source string) (openstack.Auth, error) {
-	dir, err := os.MkdirTemp("", "vitals-clouds-")
-	if err != nil {
-		return openstack.Auth{}, fmt.Errorf("parse clouds.yaml from %s: %w", source, err)
-	}
-	defer os.RemoveAll(dir)
-	p := filepath.Join(dir, "clouds.yaml")
-	if err := os.WriteFile(p, data, 0o600); err != nil {
-		return openstack.Auth{}, fmt.Errorf("parse clouds.yaml from %s: %w", source, err)
-	}
-	a, err := openstack.AuthFromCloudsYAML(openstack.CloudsYAMLOptions{Cloud: cloud, Paths: []string{p}, Getenv: func(string) string { return "" }})
-	if err != nil {
-		return openstack.Auth{}, fmt.Errorf("clouds.yaml from %s: %w", source, err)
-	}
-	a.Source = fmt.Sprintf("clouds.yaml from %s (cloud %s)", source, cloud)
-	return a, nil
-}

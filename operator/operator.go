@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -25,9 +26,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/access"
 	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/health"
 	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/tenancy"
 )
 
 // Operator is a wired operator, ready to Start.
@@ -38,6 +41,8 @@ type Operator struct {
 	identity string
 	cloud    *lazyCloud
 	policy   *remediation.Engine
+	tenancy  *tenancy.Verifier
+	access   *access.Reconciler
 	routegc  *routegc.Reconciler
 
 	log logr.Logger // for controller-runtime parts
@@ -127,11 +132,13 @@ func New(opts Options) (*Operator, error) {
 	if o.policy, err = o.remediationPolicy(cs); err != nil {
 		return nil, err
 	}
+	if err := o.setupAccess(); err != nil {
+		return nil, err
+	}
 	o.routegc = &routegc.Reconciler{
 		Client:          mgr.GetClient(),
-		Tenancy:         &clusterClouds{reader: mgr.GetAPIReader(), def: o.cloud, connect: opts.Connect},
-		Policy:          o.policy,
-		Checks:          o.policy.Checks(),
+		Tenancy:         o.tenancy,
+		Policy:          o.policy, // the access controller sets the cloud check its gate reads
 		Recorder:        mgr.GetEventRecorder("vitals-" + routegc.Name),
 		Clock:           opts.Clock,
 		Metrics:         routegc.NewMetrics(opts.Registry),
@@ -147,6 +154,43 @@ func New(opts Options) (*Operator, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// setupAccess builds the tenancy verifier every controller resolves clusters with, and the access
+// controller that keeps each cluster's proof, finalizer and cloud check.
+func (o *Operator) setupAccess() error {
+	opts := o.opts
+	to := tenancy.Options{
+		Secrets:           o.mgr.GetAPIReader(), // single GETs: the operator never lists or watches Secrets
+		Clusters:          o.mgr.GetClient(),
+		Connect:           tenantConnect(opts.Registry, opts.Logger),
+		TrustedNamespaces: opts.TrustedNamespaces,
+		TrustedAuthURLs:   opts.TrustedAuthURLs,
+		Limits:            tenancy.Limits{MaxPodPrefix4: opts.MaxPodPrefix4, MaxPodPrefix6: opts.MaxPodPrefix6},
+		Logger:            opts.Logger,
+	}
+	if o.cloud != nil {
+		to.Operator = o.cloud.connection
+		to.TrustedAuthURLs = append(slices.Clone(to.TrustedAuthURLs), o.cloud.auth.Options.IdentityEndpoint)
+	}
+	o.tenancy = tenancy.NewVerifier(to)
+	prog, err := o.controllerProgress(access.Name)
+	if err != nil {
+		return err
+	}
+	o.access = &access.Reconciler{
+		Client:   o.mgr.GetClient(),
+		Tenancy:  o.tenancy,
+		Checks:   o.policy.Checks(),
+		Recorder: o.mgr.GetEventRecorder("vitals-" + access.Name),
+		Clock:    opts.Clock,
+		Interval: opts.AccessInterval,
+		Progress: prog,
+	}
+	if err := o.access.SetupWithManager(o.mgr); err != nil {
+		return fmt.Errorf("operator: set up %s: %w", access.Name, err)
+	}
+	return nil
 }
 
 // servers binds the health and metrics servers and adds them to the manager as runnables that do

@@ -48,6 +48,20 @@ type Options struct {
 	// Connect connects to a cloud (default openstack.Connect); tests may wrap it.
 	Connect ConnectFunc
 
+	// TrustedNamespaces may use the operator's own credentials (Cloud) for VitalsClusters without a
+	// credentials Secret; no other namespace can (default: none).
+	TrustedNamespaces []string
+	// TrustedAuthURLs are Keystone URL prefixes whose catalogs the operator trusts for a credentials
+	// Secret's auth_url; Cloud's auth URL is always one. Any other auth_url is connected to over
+	// addresses that are not loopback, link-local or multicast only.
+	TrustedAuthURLs []string
+	// MaxPodPrefix4 and MaxPodPrefix6 are the widest pod CIDRs a VitalsCluster may claim (default 12
+	// and 44: a /8 or a /40 is refused).
+	MaxPodPrefix4, MaxPodPrefix6 int
+	// AccessInterval is how often each VitalsCluster's tenancy is proven again (default 1m); a spec
+	// change proves it at once.
+	AccessInterval time.Duration
+
 	// CheckInterval and CheckTimeout of the readiness checks (default 10s and 5s).
 	CheckInterval, CheckTimeout time.Duration
 	// QuotaCritical makes the quota headroom check fail readiness (default: degraded, reported only).

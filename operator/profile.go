@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/access"
 	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/health"
 	kchecks "github.com/vitalsproject/vitals/health/checks/kubernetes"
@@ -28,6 +29,7 @@ const (
 	CheckLeaderLease  = "leader-election"
 	ComponentRouteGC  = "controller." + routegc.Name // liveness from the controller's progress
 	ComponentInformer = "informer.vitalsclusters"    // liveness of the VitalsCluster informer
+	ComponentAccess   = "controller." + access.Name  // liveness from the access controller's progress
 )
 
 // healthProfile registers the controller health profile and returns the observer of routegc's
@@ -101,6 +103,18 @@ func (o *Operator) observe(name string, workers int) (*progress.Controller, erro
 		Interval: o.opts.CheckInterval, Timeout: o.opts.CheckTimeout}
 	if err := o.health.Register(c); err != nil {
 		return nil, fmt.Errorf("operator: health check of controller %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// controllerProgress registers the liveness of one more controller from its progress.
+func (o *Operator) controllerProgress(name string) (*progress.Controller, error) {
+	opts := o.opts
+	p := progress.New(name, progress.Options{HungAfter: opts.PassTimeout, StallAfter: opts.ComponentDeadline, Log: o.log, Clock: opts.Clock})
+	err := o.health.Register(health.Check{Name: "controller." + name, Probes: health.Liveness, Run: p.Check,
+		Interval: opts.CheckInterval, Timeout: opts.CheckTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("operator: health checks: %w", err)
 	}
 	return p, nil
 }

@@ -16,10 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/health/checks/progress"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
 	"github.com/vitalsproject/vitals/workload"
@@ -47,6 +50,8 @@ type Reconciler struct {
 	// WorkloadChanges, given to the workload access as its Changed, reconciles a cluster when its
 	// workload health changes (nil: at the interval only).
 	WorkloadChanges *WorkloadChanges
+	// Progress observes reconciles and the work queue (the operator's liveness); nil: not observed.
+	Progress *progress.Controller
 }
 
 // SetupWithManager registers the reconciler. Status-only updates do not trigger a resolution; spec
@@ -54,12 +59,22 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&v1alpha1.VitalsCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+		For(&v1alpha1.VitalsCluster{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deleting)))
 	if r.WorkloadChanges != nil {
 		b = b.WatchesRawSource(r.WorkloadChanges.Source())
 	}
-	return b.Complete(r)
+	var rec reconcile.Reconciler = r
+	if r.Progress != nil {
+		b = b.WithOptions(r.Progress.Options())
+		rec = r.Progress.Reconciler(r)
+	}
+	return b.Complete(rec)
 }
+
+// deleting passes the update that marks a cluster for deletion.
+var deleting = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+}}
 
 func (r *Reconciler) defaults() {
 	if r.Clock == nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -55,6 +57,11 @@ type operatorFlags struct {
 	allowInsecureWorkload   bool
 	workloadQPS             float32
 	workloadBurst           int
+	trustNamespaces         []string
+	trustedAuthURLs         []string
+	podCIDRLimit4           int
+	podCIDRLimit6           int
+	accessInterval          time.Duration
 	log                     *clirun.LogFlags
 }
 
@@ -110,6 +117,11 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   allow_insecure_workload = false
   workload_qps = 20                       # per workload cluster
   workload_burst = 40
+  trust_namespaces = infra                # may use the operator's credentials; default: none
+  trusted_auth_urls =                     # Keystone URLs trusted for credentials Secrets
+  pod_cidr_limit_v4 = 12
+  pod_cidr_limit_v6 = 44
+  access_interval = 60
 
 Every destructive action asks the remediation policy first (docs/operator.md, "Remediation policy"):
 --remediation-budget actions per --remediation-window over all clusters (0: none), --dry-run,
@@ -117,7 +129,8 @@ Every destructive action asks the remediation policy first (docs/operator.md, "R
 paused: "true".
 
 Without an auth section, the credentials come from --cloud (clouds.yaml) or OS_CLOUD, else from OS_*
-variables; without any, only Clusters with their own credentials Secret are served.`,
+variables. A VitalsCluster acts with the credentials of its own Secret; the operator's serve only the
+VitalsClusters of the namespaces given with --trust-namespace.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := f.options(cmd.Flags(), cmd.ErrOrStderr(), os.Getenv)
@@ -161,6 +174,11 @@ variables; without any, only Clusters with their own credentials Secret are serv
 	fl.BoolVar(&f.allowInsecureWorkload, "allow-insecure-workload", false, "accept workload kubeconfigs with insecure-skip-tls-verify or an http:// server")
 	fl.Float32Var(&f.workloadQPS, "workload-qps", 20, "requests per second to each workload cluster")
 	fl.IntVar(&f.workloadBurst, "workload-burst", 40, "request burst to each workload cluster")
+	fl.StringArrayVar(&f.trustNamespaces, "trust-namespace", nil, "namespace whose VitalsClusters may use the operator's own OpenStack credentials (repeatable; default: none)")
+	fl.StringArrayVar(&f.trustedAuthURLs, "trusted-auth-url", nil, "Keystone URL prefix whose catalog is trusted for credentials Secrets, e.g. https://keystone.example:5000/v3 (repeatable; the operator's own is always trusted)")
+	fl.IntVar(&f.podCIDRLimit4, "pod-cidr-limit-v4", 12, "shortest prefix length of an IPv4 pod CIDR a VitalsCluster may claim (12: a /11 is refused)")
+	fl.IntVar(&f.podCIDRLimit6, "pod-cidr-limit-v6", 44, "shortest prefix length of an IPv6 pod CIDR a VitalsCluster may claim (44: a /43 is refused)")
+	fl.DurationVar(&f.accessInterval, "access-interval", time.Minute, "how often each VitalsCluster's credentials and resources are proven again")
 	f.log = clirun.AddLogFlags(fl, "text")
 	return cmd
 }
@@ -221,6 +239,9 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	case f.pauseConfigMap == "":
 		return o, &config.Error{Field: "--pause-configmap", Msg: "expected the name of a ConfigMap, got an empty one"}
 	}
+	if err := f.checkTenancy(); err != nil {
+		return o, err
+	}
 	o.HealthAddr = net.JoinHostPort(f.healthBind, strconv.Itoa(f.healthPort))
 	o.DrainDelay = f.drainDelay
 	o.MetricsAddr = f.metricsAddr
@@ -234,6 +255,8 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	o.QuotaCritical, o.MaxRoutes = f.quotaCritical, f.maxRoutes
 	o.AllowLocalWorkload, o.AllowInsecureWorkload = f.allowLocalWorkload, f.allowInsecureWorkload
 	o.WorkloadQPS, o.WorkloadBurst = f.workloadQPS, f.workloadBurst
+	o.TrustedNamespaces, o.TrustedAuthURLs = f.trustNamespaces, f.trustedAuthURLs
+	o.MaxPodPrefix4, o.MaxPodPrefix6, o.AccessInterval = f.podCIDRLimit4, f.podCIDRLimit6, f.accessInterval
 	switch a, err := openstack.PickAuth(openstack.AuthSources{INI: ini, Cloud: f.cloud, Getenv: getenv}); {
 	case err == nil:
 		o.Cloud = &a
@@ -266,7 +289,8 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	op.CheckKnown("metrics_bind_address", "leader_elect", "leader_election_namespace", "leader_election_id",
 		"routegc_interval", "routegc_budget", "routegc_workers", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
 		"allow_local_workload", "allow_insecure_workload", "workload_qps", "workload_burst",
-		"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap")
+		"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap",
+		"trust_namespaces", "trusted_auth_urls", "pod_cidr_limit_v4", "pod_cidr_limit_v6", "access_interval")
 	f.metricsAddr = op.String("metrics_bind_address", f.metricsAddr)
 	f.leaderElect = op.Bool("leader_elect", f.leaderElect)
 	f.leaderElectionNamespace = op.String("leader_election_namespace", f.leaderElectionNamespace)
@@ -289,6 +313,11 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.allowInsecureWorkload = op.Bool("allow_insecure_workload", f.allowInsecureWorkload)
 	f.workloadQPS = float32(op.IntRange("workload_qps", int(f.workloadQPS), 1, 10000))
 	f.workloadBurst = op.IntRange("workload_burst", f.workloadBurst, 1, 10000)
+	f.trustNamespaces = op.List("trust_namespaces", f.trustNamespaces)
+	f.trustedAuthURLs = op.List("trusted_auth_urls", f.trustedAuthURLs)
+	f.podCIDRLimit4 = op.IntRange("pod_cidr_limit_v4", f.podCIDRLimit4, 1, 32)
+	f.podCIDRLimit6 = op.IntRange("pod_cidr_limit_v6", f.podCIDRLimit6, 1, 128)
+	f.accessInterval = op.Seconds("access_interval", f.accessInterval)
 	return k.String("api_root", ""), k.String("token_file", ""), k.String("ssl_ca_crt_file", "")
 }
 
@@ -316,4 +345,29 @@ func restConfig(kubeconfig, apiRoot, tokenFile, caFile string) (*rest.Config, er
 		return nil, &config.Error{Field: "--kubeconfig", Msg: "no Kubernetes configuration: not in a cluster, and no --kubeconfig, [kubernetes] kubeconfig or KUBECONFIG: " + strings.TrimSpace(err.Error())}
 	}
 	return c, nil
+}
+
+// checkTenancy validates the trust settings.
+func (f *operatorFlags) checkTenancy() error {
+	if f.podCIDRLimit4 < 1 || f.podCIDRLimit4 > 32 {
+		return &config.Error{Field: "--pod-cidr-limit-v4", Msg: fmt.Sprintf("expected a prefix length from 1 to 32, got %d", f.podCIDRLimit4)}
+	}
+	if f.podCIDRLimit6 < 1 || f.podCIDRLimit6 > 128 {
+		return &config.Error{Field: "--pod-cidr-limit-v6", Msg: fmt.Sprintf("expected a prefix length from 1 to 128, got %d", f.podCIDRLimit6)}
+	}
+	if f.accessInterval < time.Second {
+		return &config.Error{Field: "--access-interval", Msg: fmt.Sprintf("expected at least 1s, got %s", f.accessInterval)}
+	}
+	for _, ns := range f.trustNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return &config.Error{Field: "--trust-namespace", Msg: fmt.Sprintf("%q is not a namespace name: %s", ns, strings.Join(errs, "; "))}
+		}
+	}
+	for _, u := range f.trustedAuthURLs {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return &config.Error{Field: "--trusted-auth-url", Msg: fmt.Sprintf("expected an http(s) URL such as https://keystone.example:5000/v3, got %q", u)}
+		}
+	}
+	return nil
 }

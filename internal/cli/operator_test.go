@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -156,6 +157,36 @@ func flagsOf(t *testing.T, args []string) (*operatorFlags, *pflag.FlagSet) {
 	return f, fs
 }
 
+func TestOperatorTrustOptions(t *testing.T) {
+	kc := writeFile(t, "kubeconfig", testKubeconfig)
+	ini := writeFile(t, "operator.conf", "[operator]\ntrust_namespaces = infra, platform\npod_cidr_limit_v4 = 16\naccess_interval = 30\n")
+	tests := []struct {
+		name                string
+		args                []string
+		namespaces, authURL []string
+		limit4, limit6      int
+		interval            time.Duration
+	}{
+		{"defaults: no namespace trusted", []string{"--kubeconfig", kc}, nil, nil, 12, 44, time.Minute},
+		{"file", []string{"--kubeconfig", kc, "--config", ini}, []string{"infra", "platform"}, nil, 16, 44, 30 * time.Second},
+		{"flags win", []string{"--kubeconfig", kc, "--config", ini, "--trust-namespace", "ops", "--trusted-auth-url", "https://keystone.example:5000/v3", "--pod-cidr-limit-v6", "48"},
+			[]string{"ops"}, []string{"https://keystone.example:5000/v3"}, 16, 48, 30 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, fs := flagsOf(t, tc.args)
+			o, err := f.options(fs, &bytes.Buffer{}, func(string) string { return "" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(o.TrustedNamespaces, tc.namespaces) || !slices.Equal(o.TrustedAuthURLs, tc.authURL) ||
+				o.MaxPodPrefix4 != tc.limit4 || o.MaxPodPrefix6 != tc.limit6 || o.AccessInterval != tc.interval {
+				t.Errorf("trust %v, auth URLs %v, limits /%d /%d, interval %s", o.TrustedNamespaces, o.TrustedAuthURLs, o.MaxPodPrefix4, o.MaxPodPrefix6, o.AccessInterval)
+			}
+		})
+	}
+}
+
 func TestOperatorBadConfigExits2(t *testing.T) {
 	kc := writeFile(t, "kubeconfig", testKubeconfig)
 	tests := []struct {
@@ -173,6 +204,10 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 		{"negative remediation budget", "", []string{"--remediation-budget", "-5"}, []string{"--remediation-budget"}},
 		{"zero window", "", []string{"--remediation-window", "0s"}, []string{"--remediation-window"}},
 		{"remediation budget in the file", "[operator]\nremediation_budget = lots\n", nil, []string{"operator.conf:2", "operator.remediation_budget"}},
+		{"pod CIDR limit out of range", "", []string{"--pod-cidr-limit-v4", "40"}, []string{"--pod-cidr-limit-v4", "1 to 32"}},
+		{"pod CIDR limit in the file", "[operator]\npod_cidr_limit_v6 = 200\n", nil, []string{"operator.conf:2", "operator.pod_cidr_limit_v6"}},
+		{"not a namespace", "[operator]\ntrust_namespaces = Team_A\n", nil, []string{"--trust-namespace", "Team_A"}},
+		{"not an auth URL", "", []string{"--trusted-auth-url", "keystone:5000"}, []string{"--trusted-auth-url", "http(s) URL"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

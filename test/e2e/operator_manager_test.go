@@ -109,6 +109,7 @@ func TestOperatorLeaderElectionAndRemoval(t *testing.T) {
 		// 45s, long enough for its liveness to say so.
 		LeaseDuration: 60 * time.Second, RenewDeadline: 45 * time.Second, RetryPeriod: time.Second,
 		Cloud: &auth, CheckInterval: 10 * time.Second, CheckTimeout: 10 * time.Second, ComponentDeadline: 30 * time.Second,
+		TrustedNamespaces: []string{ns}, // the cluster below names no credentials Secret
 	}
 	oa := base
 	oa.Identity = "replica-a"

@@ -1,0 +1,293 @@
+package tenancy
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/openstack"
+)
+
+// Defaults of a cluster's credentials reference.
+const (
+	// DefaultCloudsYAMLKey is the key of a credentials Secret that holds the clouds.yaml.
+	DefaultCloudsYAMLKey = "clouds.yaml"
+	// DefaultCloud is the clouds.yaml entry used when spec.openstack.cloud is empty.
+	DefaultCloud = "openstack"
+)
+
+// Options configure a Verifier.
+type Options struct {
+	// Secrets reads credentials Secrets with single GETs (an uncached reader: the operator never lists
+	// or watches Secrets).
+	Secrets client.Reader
+	// Clusters lists the VitalsClusters for the overlap rule (the manager's informer cache).
+	Clusters client.Reader
+	// Connect connects with a Secret's credentials (default: openstack.Connect).
+	Connect ConnectFunc
+	// Operator returns the operator's own connection (nil: the operator has no credentials).
+	Operator func(ctx context.Context) (Connection, error)
+	// TrustedNamespaces may use the operator's credentials; no other namespace can (default: none).
+	TrustedNamespaces []string
+	// TrustedAuthURLs are Keystone URL prefixes the operator trusts, with their catalogs, e.g.
+	// "https://keystone.example.com:5000/v3". A Secret's auth_url outside them is connected to only
+	// over public addresses: never loopback, link-local or multicast. Empty: no URL is trusted so.
+	TrustedAuthURLs []string
+	// Limits of pod CIDRs.
+	Limits Limits
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Verifier is the Resolver: it connects each cluster with its own credentials (cached per Secret
+// version), proves every resource its spec names, and applies the pod CIDR rules.
+type Verifier struct {
+	opts Options
+
+	mu    sync.Mutex
+	conns map[string]*cachedConn          // by Secret reference (namespace/name/key/cloud)
+	uses  map[types.NamespacedName]string // the reference each cluster uses
+}
+
+type cachedConn struct {
+	version string // Secret UID/resourceVersion
+	conn    Connection
+}
+
+var _ Resolver = (*Verifier)(nil)
+
+// NewVerifier returns a Verifier.
+func NewVerifier(o Options) *Verifier {
+	if o.Connect == nil {
+		o.Connect = func(ctx context.Context, a openstack.Auth, tr http.RoundTripper) (Connection, error) {
+			return openstack.Connect(ctx, openstack.Config{Auth: a, Transport: tr})
+		}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	o.Limits = o.Limits.withDefaults()
+	return &Verifier{opts: o, conns: map[string]*cachedConn{}, uses: map[types.NamespacedName]string{}}
+}
+
+// Resolve proves c's place in the cloud, or refuses it. Local rules come first (no cloud call for a
+// spec that cannot pass), then the credentials, the project, and every resource the spec names.
+func (v *Verifier) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*Scope, error) {
+	if err := CheckWidth(c, v.opts.Limits); err != nil {
+		return nil, err
+	}
+	conn, source, err := v.connection(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	project := conn.ProjectID()
+	if project == "" {
+		return nil, &Refusal{Reason: ReasonInvalidCredentials, Message: source + ": the credentials are not scoped to a project (expected project_id or project_name)"}
+	}
+	if p := c.Spec.OpenStack.ProjectID; p != "" && p != project {
+		return nil, &Refusal{Reason: ReasonForeignProject, Message: fmt.Sprintf("spec.openstack.projectID %s is not the project %s of %s", p, project, source)}
+	}
+	if v.opts.Clusters != nil {
+		var list v1alpha1.VitalsClusterList
+		if err := v.opts.Clusters.List(ctx, &list); err != nil {
+			return nil, fmt.Errorf("list clusters for the pod CIDR overlap rule: %w", err)
+		}
+		if err := CheckOverlap(c, project, list.Items); err != nil {
+			return nil, err
+		}
+	}
+	router, err := Prove(ctx, conn, project, c.Spec.OpenStack)
+	if err != nil {
+		return nil, err
+	}
+	return &Scope{Cloud: &scoped{conn: conn, project: project, router: router.ID}, ProjectID: project, Source: source, Router: router}, nil
+}
+
+// Forget drops the connection of a cluster that is gone, unless another cluster uses the same Secret.
+func (v *Verifier) Forget(cluster types.NamespacedName) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.release(cluster)
+}
+
+// release drops cluster's use of its reference; the caller holds v.mu.
+func (v *Verifier) release(cluster types.NamespacedName) {
+	ref, ok := v.uses[cluster]
+	if !ok {
+		return
+	}
+	delete(v.uses, cluster)
+	for _, r := range v.uses {
+		if r == ref {
+			return
+		}
+	}
+	delete(v.conns, ref)
+}
+
+// Cached reports how many connections are cached (for tests and metrics).
+func (v *Verifier) Cached() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.conns)
+}
+
+// connection returns c's connection and a description of its credentials for messages.
+func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (Connection, string, error) {
+	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	ref := c.Spec.OpenStack.CredentialsSecretRef
+	if ref == nil {
+		v.mu.Lock()
+		v.release(key)
+		v.mu.Unlock()
+		return v.operatorConnection(ctx, c)
+	}
+	secretKey := ref.Key
+	if secretKey == "" {
+		secretKey = DefaultCloudsYAMLKey
+	}
+	cloud := c.Spec.OpenStack.Cloud
+	if cloud == "" {
+		cloud = DefaultCloud
+	}
+	source := fmt.Sprintf("secret %s/%s key %s", c.Namespace, ref.Name, secretKey)
+	var sec corev1.Secret
+	if err := v.opts.Secrets.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}, &sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, "", &Refusal{Reason: ReasonMissingCredentials, Message: fmt.Sprintf("secret %s/%s not found (spec.openstack.credentialsSecretRef)", c.Namespace, ref.Name)}
+		}
+		return nil, "", fmt.Errorf("read credentials secret %s/%s: %w", c.Namespace, ref.Name, err)
+	}
+	data, ok := sec.Data[secretKey]
+	if !ok {
+		return nil, "", &Refusal{Reason: ReasonInvalidCredentials, Message: source + ": no such key (expected a clouds.yaml)"}
+	}
+	id := c.Namespace + "/" + ref.Name + "/" + secretKey + "/" + cloud
+	version := string(sec.UID) + "/" + sec.ResourceVersion
+	v.mu.Lock()
+	if prev, ok := v.uses[key]; ok && prev != id {
+		v.release(key)
+	}
+	v.uses[key] = id
+	if e, ok := v.conns[id]; ok && e.version == version {
+		v.mu.Unlock()
+		return e.conn, source + " (cloud " + cloud + ")", nil
+	}
+	v.mu.Unlock()
+
+	auth, err := openstack.AuthFromSecretCloudsYAML(data, cloud, source)
+	if err != nil {
+		// The parser's errors name the Secret, the line and the field, never a value.
+		return nil, "", &Refusal{Reason: ReasonInvalidCredentials, Message: err.Error()}
+	}
+	source = auth.Source
+	var tr *guardedTransport
+	var rt http.RoundTripper
+	if !trustedAuthURL(auth.Options.IdentityEndpoint, v.opts.TrustedAuthURLs) {
+		tr = newGuardedTransport(auth.TLS)
+		rt = tr
+	}
+	conn, err := v.opts.Connect(ctx, auth, rt)
+	if err != nil {
+		refusal := connectError(source, err, tr != nil && tr.denied.Load())
+		v.opts.Logger.Info("cannot connect with a cluster's credentials", "cluster", key.String(), "reason", refusal.Reason, "message", refusal.Message)
+		return nil, "", refusal
+	}
+	v.mu.Lock()
+	if v.uses[key] == id {
+		v.conns[id] = &cachedConn{version: version, conn: conn}
+	}
+	v.mu.Unlock()
+	return conn, source, nil
+}
+
+// operatorConnection serves a cluster without a Secret with the operator's credentials, in a trusted
+// namespace only.
+func (v *Verifier) operatorConnection(ctx context.Context, c *v1alpha1.VitalsCluster) (Connection, string, error) {
+	const source = "the operator's credentials"
+	switch {
+	case v.opts.Operator == nil:
+		return nil, "", &Refusal{Reason: ReasonMissingCredentials, Message: "no spec.openstack.credentialsSecretRef, and the operator has no credentials of its own"}
+	case !slices.Contains(v.opts.TrustedNamespaces, c.Namespace):
+		return nil, "", &Refusal{Reason: ReasonUntrustedNamespace, Message: fmt.Sprintf(
+			"no spec.openstack.credentialsSecretRef, and namespace %s is not trusted with the operator's credentials: name a credentials Secret", c.Namespace)}
+	}
+	conn, err := v.opts.Operator(ctx)
+	if err != nil {
+		return nil, "", &Refusal{Reason: ReasonCloudUnavailable, Message: fmt.Sprintf("%s: %v", source, err)}
+	}
+	return conn, source, nil
+}
+
+// Prove reads every resource spec names and proves it is project's: the router (returned), the
+// network, the subnet (on that network) and the security group (exactly one of that name in the
+// project). A resource that is absent, or of another project, is a ForeignResource refusal that names
+// its type and ID only; a failed read is an error.
+func Prove(ctx context.Context, cloud interface {
+	openstack.Routers
+	openstack.Networks
+	openstack.SecurityGroups
+}, project string, spec v1alpha1.OpenStackSpec) (*openstack.Router, error) {
+	foreign := func(kind, id string) error {
+		return &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf("%s %s is not in project %s", kind, id, project)}
+	}
+	router, err := cloud.GetRouter(ctx, spec.RouterID)
+	switch {
+	case openstack.IsNotFound(err):
+		return nil, foreign("router", spec.RouterID)
+	case err != nil:
+		return nil, fmt.Errorf("prove router %s: %w", spec.RouterID, err)
+	case router.ProjectID != project:
+		return nil, foreign("router", spec.RouterID)
+	}
+	if spec.NetworkID != "" {
+		n, err := cloud.GetNetwork(ctx, spec.NetworkID)
+		switch {
+		case openstack.IsNotFound(err):
+			return nil, foreign("network", spec.NetworkID)
+		case err != nil:
+			return nil, fmt.Errorf("prove network %s: %w", spec.NetworkID, err)
+		case n.ProjectID != project:
+			return nil, foreign("network", spec.NetworkID)
+		}
+	}
+	if spec.SubnetID != "" {
+		s, err := cloud.GetSubnet(ctx, spec.SubnetID)
+		switch {
+		case openstack.IsNotFound(err):
+			return nil, foreign("subnet", spec.SubnetID)
+		case err != nil:
+			return nil, fmt.Errorf("prove subnet %s: %w", spec.SubnetID, err)
+		case s.ProjectID != project:
+			return nil, foreign("subnet", spec.SubnetID)
+		case spec.NetworkID != "" && s.NetworkID != spec.NetworkID:
+			return nil, &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf("subnet %s is not on network %s", spec.SubnetID, spec.NetworkID)}
+		}
+	}
+	if name := spec.SecurityGroupName; name != "" {
+		gs, err := cloud.ListSecurityGroups(ctx, openstack.ListOpts{Name: name, ProjectID: project})
+		if err != nil {
+			return nil, fmt.Errorf("prove security group %q: %w", name, err)
+		}
+		var ids []string
+		for _, g := range gs {
+			if g.ProjectID == project && g.Name == name {
+				ids = append(ids, g.ID)
+			}
+		}
+		if len(ids) != 1 {
+			return nil, &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf(
+				"security group named %q: %d in project %s (expected exactly one)", name, len(ids), project)}
+		}
+	}
+	return router, nil
+}

@@ -1,0 +1,307 @@
+package tenancy_test
+
+// The Verifier against the simulator (two projects, a user in each) and controller-runtime's fake
+// client for the Secrets. test/e2e runs the same refusals against the real Keystone and Neutron.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/internal/cloudsim"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/tenancy"
+)
+
+type simFixture struct {
+	sim      *cloudsim.Sim
+	url      string
+	a, b     *cloudsim.SeededCluster
+	kube     client.Client
+	connects atomic.Int32
+	operator tenancy.Connection
+}
+
+func cloudsYAML(authURL, user, password, project string) string {
+	return fmt.Sprintf(`clouds:
+  openstack:
+    auth:
+      auth_url: %s
+      username: %s
+      password: %s
+      project_name: %s
+      user_domain_name: Default
+      project_domain_name: Default
+`, authURL, user, password, project)
+}
+
+func newSimFixture(t *testing.T) *simFixture {
+	t.Helper()
+	sim, err := cloudsim.New(cloudsim.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(sim.Handler())
+	t.Cleanup(ts.Close)
+	f := &simFixture{sim: sim, url: ts.URL + "/v3"}
+	if f.a, err = sim.SeedCluster(cloudsim.ClusterSeed{Project: "team-a", Name: "a", Nodes: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if f.b, err = sim.SeedCluster(cloudsim.ClusterSeed{Project: "team-b", Name: "b", Nodes: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []struct{ name, project string }{{"alice", f.a.ProjectID}, {"bob", f.b.ProjectID}} {
+		if _, err := sim.CreateUser(u.name, u.name+"-password", false, u.project); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sim.CreateUser("operator", "operator-password", true, f.b.ProjectID); err != nil {
+		t.Fatal(err)
+	}
+	secret := func(ns, name string, data map[string]string) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name), ResourceVersion: "1"}, Data: map[string][]byte{}}
+		for k, v := range data {
+			s.Data[k] = []byte(v)
+		}
+		return s
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	f.kube = fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		secret("team-a", "creds", map[string]string{
+			"clouds.yaml": cloudsYAML(f.url, "alice", "alice-password", "team-a"),
+			"ca.crt":      "-----BEGIN CERTIFICATE-----\nc2VjcmV0LWNhLWNvbnRlbnRz\n-----END CERTIFICATE-----\n",
+			"token":       "s3cr3t-Zq9: [unclosed",
+			"wrong":       cloudsYAML(f.url, "alice", "not-her-password", "team-a"),
+		}),
+		secret("team-a", "loopback", map[string]string{"clouds.yaml": cloudsYAML("http://127.0.0.1:1/v3", "alice", "alice-password", "team-a")}),
+	).Build()
+	op, err := openstack.Connect(context.Background(), openstack.Config{Auth: openstack.Auth{Options: authOptions(f.url, "operator", "team-b")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.operator = op
+	return f
+}
+
+func (f *simFixture) verifier(mutate func(*tenancy.Options)) *tenancy.Verifier {
+	o := tenancy.Options{
+		Secrets:         f.kube,
+		Clusters:        f.kube,
+		TrustedAuthURLs: []string{f.url},
+		Connect: func(ctx context.Context, a openstack.Auth, tr http.RoundTripper) (tenancy.Connection, error) {
+			f.connects.Add(1)
+			return openstack.Connect(ctx, openstack.Config{Auth: a, Transport: tr, HTTPTimeout: 10 * time.Second})
+		},
+	}
+	if mutate != nil {
+		mutate(&o)
+	}
+	return tenancy.NewVerifier(o)
+}
+
+func (f *simFixture) cluster(mutate func(*v1alpha1.VitalsCluster)) *v1alpha1.VitalsCluster {
+	c := &v1alpha1.VitalsCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "c1", UID: "c1"},
+		Spec: v1alpha1.ClusterSpec{
+			OpenStack: v1alpha1.OpenStackSpec{
+				CredentialsSecretRef: &v1alpha1.SecretKeyRef{Name: "creds"},
+				RouterID:             f.a.RouterID, NetworkID: f.a.NetworkID, SubnetID: f.a.SubnetID, SecurityGroupName: "default",
+			},
+			PodCIDRs: []v1alpha1.CIDR{"198.19.0.0/16"},
+		},
+	}
+	if mutate != nil {
+		mutate(c)
+	}
+	return c
+}
+
+func TestVerifier(t *testing.T) {
+	f := newSimFixture(t)
+	operatorCreds := func(o *tenancy.Options) {
+		o.Operator = func(context.Context) (tenancy.Connection, error) { return f.operator, nil }
+	}
+	noSecret := func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.CredentialsSecretRef = nil }
+	tests := []struct {
+		name    string
+		opts    func(*tenancy.Options)
+		cluster func(*v1alpha1.VitalsCluster)
+		reason  string // "" : verified
+		project string
+	}{
+		{name: "own resources", reason: "", project: "a"},
+		{name: "another project's router", cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.RouterID = f.b.RouterID }, reason: tenancy.ReasonForeignResource},
+		{name: "a router that does not exist", cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.RouterID = "00000000-0000-0000-0000-000000000000" }, reason: tenancy.ReasonForeignResource},
+		{name: "another project's network", cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.NetworkID = f.b.NetworkID }, reason: tenancy.ReasonForeignResource},
+		{name: "another project's subnet", cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.SubnetID = f.b.SubnetID }, reason: tenancy.ReasonForeignResource},
+		{name: "a security group the project lacks", cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.SecurityGroupName = "nodes" }, reason: tenancy.ReasonForeignResource},
+		{name: "another project ID", cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.ProjectID = f.b.ProjectID }, reason: tenancy.ReasonForeignProject},
+		{name: "a pod CIDR too wide", cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.PodCIDRs = []v1alpha1.CIDR{"0.0.0.0/0"} }, reason: tenancy.ReasonPodCIDRTooWide},
+		{name: "no Secret, no operator credentials", cluster: noSecret, reason: tenancy.ReasonMissingCredentials},
+		{name: "no Secret, untrusted namespace", opts: operatorCreds, cluster: noSecret, reason: tenancy.ReasonUntrustedNamespace},
+		{name: "no Secret, trusted namespace", cluster: func(c *v1alpha1.VitalsCluster) {
+			noSecret(c)
+			c.Spec.OpenStack = v1alpha1.OpenStackSpec{RouterID: f.b.RouterID}
+		}, opts: func(o *tenancy.Options) { operatorCreds(o); o.TrustedNamespaces = []string{"team-a"} }, project: "b"},
+		{name: "a Secret that does not exist", cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.CredentialsSecretRef.Name = "nope" }, reason: tenancy.ReasonMissingCredentials},
+		{name: "a key the Secret lacks", cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.CredentialsSecretRef.Key = "nope" }, reason: tenancy.ReasonInvalidCredentials},
+		{name: "a key that is not YAML", cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.CredentialsSecretRef.Key = "token" }, reason: tenancy.ReasonInvalidCredentials},
+		{name: "a key that is a certificate", cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.CredentialsSecretRef.Key = "ca.crt" }, reason: tenancy.ReasonInvalidCredentials},
+		{name: "a wrong password", cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.CredentialsSecretRef.Key = "wrong" }, reason: tenancy.ReasonInvalidCredentials},
+		{name: "a cloud the clouds.yaml lacks", cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.Cloud = "prod" }, reason: tenancy.ReasonInvalidCredentials},
+		{name: "an auth_url on loopback", cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.CredentialsSecretRef.Name = "loopback" }, reason: tenancy.ReasonInvalidCredentials},
+		{name: "the simulator, not trusted", opts: func(o *tenancy.Options) { o.TrustedAuthURLs = nil }, reason: tenancy.ReasonInvalidCredentials},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := f.verifier(tc.opts)
+			c := f.cluster(tc.cluster)
+			scope, err := v.Resolve(t.Context(), c)
+			if tc.reason == "" {
+				if err != nil {
+					t.Fatalf("Resolve: %v", err)
+				}
+				want := map[string]string{"a": f.a.ProjectID, "b": f.b.ProjectID}[tc.project]
+				if scope.ProjectID != want || scope.Router.ID != c.Spec.OpenStack.RouterID {
+					t.Fatalf("scope project %s router %s; want %s, %s", scope.ProjectID, scope.Router.ID, want, c.Spec.OpenStack.RouterID)
+				}
+				return
+			}
+			var r *tenancy.Refusal
+			if !errors.As(err, &r) || r.Reason != tc.reason {
+				t.Fatalf("Resolve = %v, %v; want refusal %s", scope, err, tc.reason)
+			}
+			for _, s := range []string{"s3cr3t", "c2VjcmV0", "alice-password", "not-her-password", "alice"} {
+				if strings.Contains(r.Message, s) {
+					t.Fatalf("the refusal holds the Secret's contents (%q): %s", s, r.Message)
+				}
+			}
+		})
+	}
+}
+
+func TestVerifierScopeStaysInTheProject(t *testing.T) {
+	f := newSimFixture(t)
+	v := f.verifier(nil)
+	scope, err := v.Resolve(t.Context(), f.cluster(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	var r *tenancy.Refusal
+	if _, err := scope.Cloud.SetRoutes(ctx, f.b.RouterID, nil, 1); !errors.As(err, &r) || r.Reason != tenancy.ReasonForeignResource {
+		t.Errorf("SetRoutes on another router: %v", err)
+	}
+	if _, err := scope.Cloud.RemoveRoutes(ctx, f.b.RouterID, []openstack.Route{{Destination: "198.19.0.0/24", NextHop: "10.180.0.10"}}); !errors.As(err, &r) {
+		t.Errorf("RemoveRoutes on another router: %v", err)
+	}
+	if _, err := scope.Cloud.ListServers(ctx, openstack.ListOpts{ProjectID: f.b.ProjectID}); !errors.As(err, &r) || r.Reason != tenancy.ReasonForeignProject {
+		t.Errorf("ListServers of another project: %v", err)
+	}
+	if err := scope.Cloud.DeleteServer(ctx, f.b.Nodes[0].ID); err == nil {
+		t.Errorf("DeleteServer of another project's server: no error")
+	}
+	if _, _, ok := f.sim.ServerStatus(f.b.Nodes[0].ID); !ok {
+		t.Fatal("another project's server was deleted")
+	}
+	servers, err := scope.Cloud.ListServers(ctx, openstack.ListOpts{})
+	if err != nil || len(servers) != 1 || servers[0].ProjectID != f.a.ProjectID {
+		t.Errorf("ListServers = %+v, %v; want the project's one server", servers, err)
+	}
+	if routes, _, _ := f.sim.Router(f.b.RouterID); len(routes) != len(f.b.LiveRoutes) {
+		t.Errorf("another project's router changed: %v", routes)
+	}
+}
+
+func TestVerifierCachesPerSecretVersion(t *testing.T) {
+	f := newSimFixture(t)
+	v := f.verifier(nil)
+	c := f.cluster(nil)
+	ctx := t.Context()
+	for range 3 {
+		if _, err := v.Resolve(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := f.connects.Load(); n != 1 {
+		t.Fatalf("connects: %d, want 1 for one Secret version", n)
+	}
+	var sec corev1.Secret
+	if err := f.kube.Get(ctx, types.NamespacedName{Namespace: "team-a", Name: "creds"}, &sec); err != nil {
+		t.Fatal(err)
+	}
+	sec.Labels = map[string]string{"rotated": "yes"}
+	if err := f.kube.Update(ctx, &sec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Resolve(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.connects.Load(); n != 2 {
+		t.Fatalf("connects: %d, want 2 after the Secret changed", n)
+	}
+	// A second cluster on the same Secret shares the connection; it stays while one of them is left.
+	c2 := f.cluster(func(c *v1alpha1.VitalsCluster) { c.Name, c.UID = "c2", "c2" })
+	if _, err := v.Resolve(ctx, c2); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.connects.Load(); n != 2 {
+		t.Fatalf("connects: %d, want 2 (shared)", n)
+	}
+	v.Forget(types.NamespacedName{Namespace: "team-a", Name: "c1"})
+	if v.Cached() != 1 {
+		t.Fatalf("cached %d after one of two clusters went, want 1", v.Cached())
+	}
+	v.Forget(types.NamespacedName{Namespace: "team-a", Name: "c2"})
+	if v.Cached() != 0 {
+		t.Fatalf("cached %d after both clusters went, want 0", v.Cached())
+	}
+}
+
+func TestVerifierOverlapReadsTheOtherClusters(t *testing.T) {
+	f := newSimFixture(t)
+	v := f.verifier(nil)
+	ctx := t.Context()
+	old := f.cluster(func(c *v1alpha1.VitalsCluster) {
+		c.Name = "old"
+		c.CreationTimestamp = metav1.NewTime(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+		c.Status.ProjectID = f.a.ProjectID // proven by an earlier resolution
+	})
+	if err := f.kube.Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	young := f.cluster(func(c *v1alpha1.VitalsCluster) {
+		c.Name, c.UID = "young", "young"
+		c.CreationTimestamp = metav1.NewTime(old.CreationTimestamp.Add(time.Hour))
+		c.Spec.PodCIDRs = []v1alpha1.CIDR{"198.19.4.0/24"}
+	})
+	var r *tenancy.Refusal
+	if _, err := v.Resolve(ctx, young); !errors.As(err, &r) || r.Reason != tenancy.ReasonPodCIDROverlap {
+		t.Fatalf("the younger cluster: %v, want PodCIDROverlap", err)
+	}
+	if _, err := v.Resolve(ctx, old); err != nil {
+		t.Fatalf("the older cluster: %v, want verified", err)
+	}
+}
+
+func authOptions(url, user, project string) gophercloud.AuthOptions {
+	return gophercloud.AuthOptions{IdentityEndpoint: url, Username: user, Password: user + "-password", DomainName: "Default", TenantName: project}
+}
