@@ -1,0 +1,142 @@
+package access
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/tenancy"
+)
+
+// resolver answers what the test says, and records what it was told to forget.
+type resolver struct {
+	err       error
+	forgotten []types.NamespacedName
+}
+
+func (r *resolver) Resolve(context.Context, *v1alpha1.VitalsCluster) (*tenancy.Scope, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	return &tenancy.Scope{ProjectID: "p1", Source: "secret ns/creds key clouds.yaml", Router: &openstack.Router{ID: "r1", ProjectID: "p1"}}, nil
+}
+
+func (r *resolver) Forget(k types.NamespacedName) { r.forgotten = append(r.forgotten, k) }
+
+func TestReconcile(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "c1"}
+	unavailable := &tenancy.Refusal{Reason: tenancy.ReasonCloudUnavailable, Message: "Keystone cannot be reached"}
+	tests := []struct {
+		name string
+		// results of successive resolutions
+		results     []error
+		wantReason  string
+		wantStatus  metav1.ConditionStatus
+		wantProject string
+		wantEvents  int
+		wantCheck   bool // the cloud check passes
+	}{
+		{"verified", []error{nil}, tenancy.ReasonVerified, metav1.ConditionTrue, "p1", 1, true},
+		{"verified twice: one event", []error{nil, nil}, tenancy.ReasonVerified, metav1.ConditionTrue, "p1", 1, true},
+		{"refused", []error{&tenancy.Refusal{Reason: tenancy.ReasonForeignResource, Message: "router r9 is not in project p1"}},
+			tenancy.ReasonForeignResource, metav1.ConditionFalse, "", 1, false},
+		{"verified, then foreign: the project is no longer proven", []error{nil, &tenancy.Refusal{Reason: tenancy.ReasonForeignProject, Message: "x"}},
+			tenancy.ReasonForeignProject, metav1.ConditionFalse, "", 2, false},
+		{"verified, then unavailable: the last proof stays", []error{nil, unavailable},
+			tenancy.ReasonCloudUnavailable, metav1.ConditionFalse, "p1", 2, false},
+		{"a plain error is CloudUnavailable", []error{errors.New("list clusters: timeout")},
+			tenancy.ReasonCloudUnavailable, metav1.ConditionFalse, "", 1, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClient(t, &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1", Generation: 1}})
+			res := &resolver{}
+			rec := events.NewFakeRecorder(10)
+			checks := remediation.NewChecks(nil)
+			r := &Reconciler{Client: c, Tenancy: res, Checks: checks, Recorder: rec, Clock: clocktesting.NewFakeClock(time.Now())}
+			for _, err := range tc.results {
+				res.err = err
+				out, rerr := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
+				if rerr != nil {
+					t.Fatal(rerr)
+				}
+				if out.RequeueAfter != DefaultInterval {
+					t.Errorf("requeue after %s, want %s", out.RequeueAfter, DefaultInterval)
+				}
+			}
+			var cl v1alpha1.VitalsCluster
+			if err := c.Get(context.Background(), key, &cl); err != nil {
+				t.Fatal(err)
+			}
+			cond := meta.FindStatusCondition(cl.Status.Conditions, v1alpha1.ConditionCloudVerified)
+			if cond == nil || cond.Reason != tc.wantReason || cond.Status != tc.wantStatus || cl.Status.ProjectID != tc.wantProject {
+				t.Fatalf("condition %+v, projectID %q; want %s/%s, %q", cond, cl.Status.ProjectID, tc.wantStatus, tc.wantReason, tc.wantProject)
+			}
+			if got := len(rec.Events); got != tc.wantEvents {
+				t.Errorf("%d events, want %d", got, tc.wantEvents)
+			}
+			if len(cl.Finalizers) != 1 || cl.Finalizers[0] != v1alpha1.FinalizerDeorbit {
+				t.Errorf("finalizers %v", cl.Finalizers)
+			}
+			r2, ok := checks.Get(key, remediation.CheckCloud)
+			if !ok || (r2.Err == nil) != tc.wantCheck {
+				t.Errorf("cloud check %+v (reported %v), want passing %v", r2, ok, tc.wantCheck)
+			}
+		})
+	}
+}
+
+func TestReconcileDeletion(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "c1"}
+	now := metav1.Now()
+	c := newClient(t, &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1",
+		Finalizers: []string{v1alpha1.FinalizerDeorbit}, DeletionTimestamp: &now}})
+	res := &resolver{}
+	checks := remediation.NewChecks(nil)
+	checks.Set(key, remediation.CheckCloud, nil)
+	r := &Reconciler{Client: c, Tenancy: res, Checks: checks}
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), key, &v1alpha1.VitalsCluster{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("cluster after its finalizer went: %v, want gone", err)
+	}
+	if len(res.forgotten) != 1 || res.forgotten[0] != key {
+		t.Errorf("forgotten %v", res.forgotten)
+	}
+	if _, ok := checks.Get(key, remediation.CheckCloud); ok {
+		t.Errorf("the cloud check is still kept")
+	}
+	// A cluster already gone is forgotten too.
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.forgotten) != 2 {
+		t.Errorf("forgotten %v", res.forgotten)
+	}
+}
+
+func newClient(t *testing.T, objs ...client.Object) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.VitalsCluster{}).Build()
+}
+
