@@ -44,14 +44,14 @@ func AuthFromSecretCloudsYAML(data []byte, cloud, source string) (Auth, error) {
 	if root.Kind != yaml.MappingNode {
 		return fail(root.Line, "", "not a mapping (expected a clouds.yaml: a mapping with a clouds section)")
 	}
-	clouds := mapValue(root, "clouds")
+	clouds := config.ValueNode(root, "clouds")
 	if clouds == nil {
 		return fail(root.Line, "clouds", "missing (expected a clouds.yaml: a mapping with a clouds section)")
 	}
 	if clouds.Kind != yaml.MappingNode {
 		return fail(clouds.Line, "clouds", "not a mapping (expected one entry per cloud name)")
 	}
-	entry := mapValue(clouds, cloud)
+	entry := config.ValueNode(clouds, cloud)
 	field := "clouds." + cloud
 	if entry == nil {
 		return fail(clouds.Line, field, "no such cloud (set spec.openstack.cloud to the entry's name)")
@@ -60,14 +60,14 @@ func AuthFromSecretCloudsYAML(data []byte, cloud, source string) (Auth, error) {
 		return fail(entry.Line, field, "not a mapping (expected auth, region_name, interface ...)")
 	}
 	for _, k := range cloudFileKeys {
-		if n := mapKey(entry, k); n != nil {
+		if n := config.KeyNode(entry, k); n != nil {
 			return Auth{}, &config.Error{File: source, Line: n.Line, Field: field + "." + k,
 				Msg: fmt.Sprintf("%v: it names a file or profile of the operator's machine, which the operator does not read for a Secret", ErrUnsafeCloudsYAML)}
 		}
 	}
 	var c Credentials
 	str := func(parent *yaml.Node, name string, dst *string) error {
-		n := mapValue(parent, name)
+		n := config.ValueNode(parent, name)
 		if n == nil {
 			return nil
 		}
@@ -92,14 +92,14 @@ func AuthFromSecretCloudsYAML(data []byte, cloud, source string) (Auth, error) {
 			return Auth{}, err
 		}
 	}
-	if n := mapValue(entry, "verify"); n != nil {
+	if n := config.ValueNode(entry, "verify"); n != nil {
 		var b bool
 		if n.Kind != yaml.ScalarNode || n.Decode(&b) != nil {
 			return fail(n.Line, field+".verify", "not a boolean (expected true or false)")
 		}
 		c.Insecure = !b
 	}
-	auth := mapValue(entry, "auth")
+	auth := config.ValueNode(entry, "auth")
 	if auth == nil {
 		return fail(entry.Line, field+".auth", "missing (expected auth_url and credentials)")
 	}
@@ -126,13 +126,13 @@ func AuthFromSecretCloudsYAML(data []byte, cloud, source string) (Auth, error) {
 	// Validate what toAuth would echo in its messages, without the value.
 	if c.AuthURL != "" {
 		if err := checkAuthURL(c.AuthURL); err != nil {
-			return fail(mapValue(auth, "auth_url").Line, field+".auth.auth_url", "%s", err)
+			return fail(config.ValueNode(auth, "auth_url").Line, field+".auth.auth_url", "%s", err)
 		}
 	}
 	switch strings.ToLower(c.AuthType) {
 	case "", "password", "v3password", "v3applicationcredential", "applicationcredential":
 	default:
-		return fail(mapValue(entry, "auth_type").Line, field+".auth_type", "not supported (expected password or v3applicationcredential)")
+		return fail(config.ValueNode(entry, "auth_type").Line, field+".auth_type", "not supported (expected password or v3applicationcredential)")
 	}
 	if _, ferr := availability(c.Interface); ferr != nil {
 		return fail(entry.Line, field+".interface", "not an endpoint interface (expected public, internal or admin)")
@@ -141,7 +141,7 @@ func AuthFromSecretCloudsYAML(data []byte, cloud, source string) (Auth, error) {
 	if ferr != nil {
 		// toAuth's messages for these inputs say what is missing, never a value.
 		line := entry.Line
-		if n := mapKey(auth, ferr.field); n != nil {
+		if n := config.KeyNode(auth, ferr.field); n != nil {
 			line = n.Line
 		}
 		return fail(line, field+".auth."+ferr.field, "%s", ferr.msg)
@@ -163,32 +163,6 @@ func checkAuthURL(raw string) error {
 		return errors.New("has no host (expected e.g. https://keystone.example.com:5000/v3)")
 	case u.User != nil:
 		return errors.New("holds user information (expected no user:password@ in the URL)")
-	}
-	return nil
-}
-
-// mapKey returns the key node of name in a mapping node (nil when absent).
-func mapKey(m *yaml.Node, name string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == name {
-			return m.Content[i]
-		}
-	}
-	return nil
-}
-
-// mapValue returns the value node of name in a mapping node (nil when absent).
-func mapValue(m *yaml.Node, name string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == name {
-			return m.Content[i+1]
-		}
 	}
 	return nil
 }
