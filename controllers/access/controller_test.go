@@ -139,4 +139,3 @@ func newClient(t *testing.T, objs ...client.Object) client.Client {
 	}
 	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.VitalsCluster{}).Build()
 }
-

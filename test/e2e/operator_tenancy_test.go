@@ -281,36 +281,36 @@ func TestOperatorTenancyRefusals(t *testing.T) {
 		opts    func(*tenancy.Options)
 		cluster func(*v1alpha1.VitalsCluster)
 		reason  string
-		// kept is the orphaned route that must still be there after the passes.
-		kept openstack.Route
 		// msg is a part of the condition's message.
 		msg string
 	}{
-		{name: "foreign router", reason: tenancy.ReasonForeignResource, kept: theirOrphan, msg: "router " + f.theirs.Router,
+		{name: "foreign router", reason: tenancy.ReasonForeignResource, msg: "router " + f.theirs.Router,
 			cluster: func(c *v1alpha1.VitalsCluster) {
 				c.Spec.OpenStack.RouterID = f.theirs.Router
 				c.Spec.OpenStack.NetworkID, c.Spec.OpenStack.SubnetID, c.Spec.OpenStack.SecurityGroupName = "", "", ""
 			}},
-		{name: "foreign network", reason: tenancy.ReasonForeignResource, kept: orphan, msg: "network " + f.theirs.Network,
-			cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.NetworkID, c.Spec.OpenStack.SubnetID = f.theirs.Network, "" }},
-		{name: "foreign subnet", reason: tenancy.ReasonForeignResource, kept: orphan, msg: "subnet " + f.theirs.Subnet,
+		{name: "foreign network", reason: tenancy.ReasonForeignResource, msg: "network " + f.theirs.Network,
+			cluster: func(c *v1alpha1.VitalsCluster) {
+				c.Spec.OpenStack.NetworkID, c.Spec.OpenStack.SubnetID = f.theirs.Network, ""
+			}},
+		{name: "foreign subnet", reason: tenancy.ReasonForeignResource, msg: "subnet " + f.theirs.Subnet,
 			cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.SubnetID = f.theirs.Subnet }},
-		{name: "foreign security group", reason: tenancy.ReasonForeignResource, kept: orphan, msg: f.sgTheirs,
+		{name: "foreign security group", reason: tenancy.ReasonForeignResource, msg: f.sgTheirs,
 			cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.SecurityGroupName = f.sgTheirs }},
-		{name: "foreign project ID", reason: tenancy.ReasonForeignProject, kept: orphan, msg: f.tenant.ProjectID,
+		{name: "foreign project ID", reason: tenancy.ReasonForeignProject, msg: f.tenant.ProjectID,
 			cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.ProjectID = f.tenant.ProjectID }},
-		{name: "wide CIDR", reason: tenancy.ReasonPodCIDRTooWide, kept: orphan, msg: "0.0.0.0/0",
+		{name: "wide CIDR", reason: tenancy.ReasonPodCIDRTooWide, msg: "0.0.0.0/0",
 			cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.PodCIDRs = []v1alpha1.CIDR{"0.0.0.0/0"} }},
-		{name: "missing credentials", reason: tenancy.ReasonMissingCredentials, kept: orphan, cluster: noSecret},
-		{name: "untrusted namespace with operator credentials", reason: tenancy.ReasonUntrustedNamespace, kept: orphan, msg: f.ns,
+		{name: "missing credentials", reason: tenancy.ReasonMissingCredentials, cluster: noSecret},
+		{name: "untrusted namespace with operator credentials", reason: tenancy.ReasonUntrustedNamespace, msg: f.ns,
 			opts: func(o *tenancy.Options) { operatorCloud(o); o.TrustedNamespaces = []string{"elsewhere"} }, cluster: noSecret},
-		{name: "a Secret that does not exist", reason: tenancy.ReasonMissingCredentials, kept: orphan,
+		{name: "a Secret that does not exist", reason: tenancy.ReasonMissingCredentials,
 			cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.CredentialsSecretRef.Name = "nope" }},
-		{name: "wrong Secret key", reason: tenancy.ReasonInvalidCredentials, kept: orphan, msg: "no such key", cluster: key("nope")},
-		{name: "a Secret value that is not YAML", reason: tenancy.ReasonInvalidCredentials, kept: orphan, msg: "not valid YAML", cluster: key("token")},
-		{name: "a Secret value that is a key", reason: tenancy.ReasonInvalidCredentials, kept: orphan, msg: "not a mapping", cluster: key("tls.key")},
-		{name: "a clouds.yaml naming the ServiceAccount token", reason: tenancy.ReasonInvalidCredentials, kept: orphan, msg: "cacert", cluster: key("unsafe")},
-		{name: "an auth_url the operator does not trust on loopback", reason: tenancy.ReasonInvalidCredentials, kept: orphan, msg: "loopback",
+		{name: "wrong Secret key", reason: tenancy.ReasonInvalidCredentials, msg: "no such key", cluster: key("nope")},
+		{name: "a Secret value that is not YAML", reason: tenancy.ReasonInvalidCredentials, msg: "not valid YAML", cluster: key("token")},
+		{name: "a Secret value that is a key", reason: tenancy.ReasonInvalidCredentials, msg: "not a mapping", cluster: key("tls.key")},
+		{name: "a clouds.yaml naming the ServiceAccount token", reason: tenancy.ReasonInvalidCredentials, msg: "cacert", cluster: key("unsafe")},
+		{name: "an auth_url the operator does not trust on loopback", reason: tenancy.ReasonInvalidCredentials, msg: "loopback",
 			opts: func(o *tenancy.Options) { o.TrustedAuthURLs = nil }},
 	}
 	for i, tc := range tests {
