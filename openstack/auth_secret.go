@@ -26,7 +26,8 @@ var ErrUnsafeCloudsYAML = errors.New("not allowed in a credentials Secret")
 // cloudFileKeys are the keys of a cloud entry that name files on the reader's machine.
 var cloudFileKeys = []string{"cacert", "cert", "key", "profile", "cloud"}
 
-// AuthFromSecretCloudsYAML reads one cloud of a clouds.yaml held in memory (a Secret's value). source
+// AuthFromSecretCloudsYAML reads one cloud of a clouds.yaml held in memory (a Secret's value). Its cacert
+// may be the PEM bundle itself, never a path. source
 // names it in errors, e.g. "secret team-a/openstack key clouds.yaml". Errors are *config.Error values
 // that say where and what was expected, and never hold any part of data.
 func AuthFromSecretCloudsYAML(data []byte, cloud, source string) (Auth, error) {
@@ -59,13 +60,17 @@ func AuthFromSecretCloudsYAML(data []byte, cloud, source string) (Auth, error) {
 	if entry.Kind != yaml.MappingNode {
 		return fail(entry.Line, field, "not a mapping (expected auth, region_name, interface ...)")
 	}
+	var c Credentials
+	// cacert may hold the CA bundle itself (PEM): that is data, not a file, and is used.
+	if v := config.ValueNode(entry, "cacert"); v != nil && v.Kind == yaml.ScalarNode && strings.HasPrefix(strings.TrimSpace(v.Value), "-----BEGIN") {
+		c.CAPEM = v.Value
+	}
 	for _, k := range cloudFileKeys {
-		if n := config.KeyNode(entry, k); n != nil {
+		if n := config.KeyNode(entry, k); n != nil && !(k == "cacert" && c.CAPEM != "") {
 			return Auth{}, &config.Error{File: source, Line: n.Line, Field: field + "." + k,
 				Msg: fmt.Sprintf("%v: it names a file or profile of the operator's machine, which the operator does not read for a Secret", ErrUnsafeCloudsYAML)}
 		}
 	}
-	var c Credentials
 	str := func(parent *yaml.Node, name string, dst *string) error {
 		n := config.ValueNode(parent, name)
 		if n == nil {
@@ -140,11 +145,14 @@ func AuthFromSecretCloudsYAML(data []byte, cloud, source string) (Auth, error) {
 	a, ferr := c.toAuth(source)
 	if ferr != nil {
 		// toAuth's messages for these inputs say what is missing, never a value.
-		line := entry.Line
-		if n := config.KeyNode(auth, ferr.field); n != nil {
+		line, at := entry.Line, field+".auth."+ferr.field
+		if ferr.field == "cacert" {
+			at = field + ".cacert"
+			line = config.KeyNode(entry, "cacert").Line
+		} else if n := config.KeyNode(auth, ferr.field); n != nil {
 			line = n.Line
 		}
-		return fail(line, field+".auth."+ferr.field, "%s", ferr.msg)
+		return fail(line, at, "%s", ferr.msg)
 	}
 	a.Source = fmt.Sprintf("%s (cloud %s)", source, cloud)
 	return a, nil

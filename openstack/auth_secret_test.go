@@ -1,9 +1,17 @@
 package openstack
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vitalsproject/vitals/config"
 )
@@ -23,6 +31,7 @@ func TestAuthFromSecretCloudsYAML(t *testing.T) {
       project_domain_name: Default
     region_name: RegionOne
 `
+	testCA := selfSignedPEM(t)
 	tests := []struct {
 		name  string
 		data  string
@@ -34,6 +43,8 @@ func TestAuthFromSecretCloudsYAML(t *testing.T) {
 	}{
 		{name: "password", data: good},
 		{name: "application credential", data: "clouds:\n  openstack:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://10.0.0.1:5000/v3\n      application_credential_id: abc\n      application_credential_secret: " + secret + "\n"},
+		{name: "inline CA bundle", data: "clouds:\n  openstack:\n    cacert: |\n" + indent(testCA, "      ") + "    auth:\n      auth_url: https://k:5000/v3\n      user_id: u\n      password: " + secret + "\n      project_id: p\n"},
+		{name: "inline CA bundle that is no certificate", data: "clouds:\n  openstack:\n    cacert: |\n      -----BEGIN CERTIFICATE-----\n      " + secret + "\n      -----END CERTIFICATE-----\n    auth:\n      auth_url: https://k:5000/v3\n      user_id: u\n      password: x\n", wantLine: 3, wantField: "clouds.openstack.cacert", wantMsg: "no PEM certificate"},
 		{name: "verify false", data: "clouds:\n  openstack:\n    verify: false\n    auth:\n      auth_url: https://k:5000/v3\n      user_id: u\n      password: " + secret + "\n      project_id: p\n"},
 		{name: "not YAML", data: "token: " + secret + "\n  [oops: " + secret, wantLine: 2, wantField: "", wantMsg: "not valid YAML"},
 		{name: "a PEM key", data: "-----BEGIN PRIVATE KEY-----\n" + secret + "\n-----END PRIVATE KEY-----\n", wantLine: 1, wantMsg: "not a mapping"},
@@ -69,6 +80,9 @@ func TestAuthFromSecretCloudsYAML(t *testing.T) {
 				}
 				if a.Options.IdentityEndpoint == "" || !strings.HasPrefix(a.Source, source) {
 					t.Fatalf("auth %+v", a)
+				}
+				if strings.Contains(tc.data, "cacert") && (a.TLS == nil || a.TLS.RootCAs == nil) {
+					t.Fatalf("the inline CA bundle is not used: TLS %+v", a.TLS)
 				}
 				return
 			}
@@ -106,4 +120,28 @@ func TestAuthFromSecretCloudsYAMLReadsNoEnvironment(t *testing.T) {
 	if a.TLS != nil || a.Region != "" || a.Availability != "public" || a.Options.Password != "b" {
 		t.Fatalf("the operator's environment reached the tenant's auth: TLS %v region %q interface %q", a.TLS, a.Region, a.Availability)
 	}
+}
+
+func indent(s, prefix string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString(prefix + l + "\n")
+	}
+	return b.String()
+}
+
+// selfSignedPEM is a CA certificate in PEM.
+func selfSignedPEM(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
+		BasicConstraintsValid: true, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }
