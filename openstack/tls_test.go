@@ -2,7 +2,7 @@ package openstack
 
 // Keystone behind TLS with a private CA: the shared real Keystone, with a TLS-terminating reverse proxy in
 // front of it on 127.0.0.1 whose certificate a CA made by the test signs. Every way of trusting that CA
-// (clouds.yaml cacert, OS_CACERT, an INI cafile, a CA given inline) authenticates; without it the error
+// (clouds.yaml cacert, OS_CACERT, an INI cafile, a credentials Secret's inline cacert) authenticates; without it the error
 // says the certificate is not trusted; insecure works only when asked for.
 
 import (
@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vitalsproject/vitals/config"
 	"github.com/vitalsproject/vitals/internal/testenv"
 )
 
@@ -166,16 +167,24 @@ region_name = %s
 `, authURL, e.Username, e.Password, e.UserDomainName, e.ProjectName, e.ProjectDomainName, e.RegionName, extra))
 		return func() (Auth, error) { return AuthFromINI(p) }
 	}
-	inline := func(pemData string, insecure bool) func() (Auth, error) {
+	// A credentials Secret's clouds.yaml: the CA inline, never a path.
+	secret := func(extra string) func() (Auth, error) {
 		return func() (Auth, error) {
-			c := credentialsFrom(func(opt string) string { return env()(envNames[opt][0]) })
-			c.CAPEM, c.Insecure = pemData, insecure
-			a, ferr := c.toAuth("inline CA")
-			if ferr != nil {
-				return a, ferr
-			}
-			return a, nil
+			return AuthFromSecretCloudsYAML(fmt.Appendf(nil, `clouds:
+  openstack:
+    auth:
+      auth_url: %s
+      username: %s
+      password: %s
+      project_name: %s
+      user_domain_name: %s
+      project_domain_name: %s
+    region_name: %s
+%s`, authURL, e.Username, e.Password, e.ProjectName, e.UserDomainName, e.ProjectDomainName, e.RegionName, extra), "openstack", "secret team-a/creds key clouds.yaml")
 		}
+	}
+	inlineCA := func(pemData []byte) string {
+		return "    cacert: |\n      " + strings.ReplaceAll(strings.TrimSpace(string(pemData)), "\n", "\n      ") + "\n"
 	}
 	for _, tc := range []struct {
 		name  string
@@ -198,9 +207,11 @@ region_name = %s
 		{"INI without a CA", ini(""), false},
 		{"INI cafile", ini("cafile = " + caFile), true},
 		{"INI insecure", ini("insecure = true"), true},
-		{"inline CA", inline(string(ca.pem), false), true},
-		{"inline CA of another CA", inline(string(other.pem), false), false},
-		{"inline CA of both", inline(string(other.pem)+string(ca.pem), false), true},
+		{"Secret without a CA", secret(""), false},
+		{"Secret with the CA inline", secret(inlineCA(ca.pem)), true},
+		{"Secret with another CA inline", secret(inlineCA(other.pem)), false},
+		{"Secret with both CAs inline", secret(inlineCA(append(other.pem, ca.pem...))), true},
+		{"Secret verify: false", secret("    verify: false\n"), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := tc.auth()
@@ -259,6 +270,19 @@ func TestCABundleErrors(t *testing.T) {
 				t.Errorf("error %v, want field %s and %q", ferr, tc.field, tc.msg)
 			}
 		})
+	}
+	// In a Secret, a path is refused (the operator reads no file for a tenant) and PEM that is none is
+	// an error at the cacert line.
+	for _, tc := range []struct{ cacert, want string }{
+		{"/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", "not allowed in a credentials Secret"},
+		{"|\n      -----BEGIN CERTIFICATE-----\n      bm90IGEgY2VydA==\n      -----END CERTIFICATE-----", "holds no PEM certificate"},
+	} {
+		_, err := AuthFromSecretCloudsYAML([]byte("clouds:\n  openstack:\n    cacert: "+tc.cacert+"\n    auth:\n      auth_url: https://k/v3\n      username: u\n      password: p\n"),
+			"openstack", "secret a/b key clouds.yaml")
+		var cerr *config.Error
+		if !errors.As(err, &cerr) || cerr.Field != "clouds.openstack.cacert" || cerr.Line != 3 || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Secret cacert %q: error %v, want clouds.openstack.cacert at line 3 with %q", tc.cacert, err, tc.want)
+		}
 	}
 	if c, ferr := tlsConfig("", "", false); c != nil || ferr != nil {
 		t.Errorf("no CA and not insecure: %v %v, want the system roots (nil)", c, ferr)

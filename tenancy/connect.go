@@ -108,6 +108,9 @@ func connectError(source string, err error, denied bool) *Refusal {
 			"%s: auth_url or a catalog endpoint is a loopback, link-local or multicast address, which the operator does not connect to for a Secret", source)}
 	case errors.Is(err, openstack.ErrWrongCredentials):
 		return &Refusal{Reason: ReasonInvalidCredentials, Message: fmt.Sprintf("%s: Keystone refused the credentials (401)", source)}
+	case errors.Is(err, openstack.ErrUntrustedCertificate):
+		return &Refusal{Reason: ReasonInvalidCredentials, Message: fmt.Sprintf(
+			"%s: Keystone's TLS certificate is not trusted (give its CA inline: cacert: | -----BEGIN CERTIFICATE-----... in the cloud's entry)", source)}
 	case errors.Is(err, openstack.ErrUnreachable):
 		return &Refusal{Reason: ReasonCloudUnavailable, Message: fmt.Sprintf("%s: Keystone cannot be reached", source)}
 	case errors.As(err, &code):
