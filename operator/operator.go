@@ -31,6 +31,7 @@ import (
 	"github.com/vitalsproject/vitals/health"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
+	"github.com/vitalsproject/vitals/workload"
 )
 
 // Operator is a wired operator, ready to Start.
@@ -43,6 +44,7 @@ type Operator struct {
 	policy   *remediation.Engine
 	tenancy  *tenancy.Verifier
 	access   *access.Reconciler
+	workload *workload.Manager
 	routegc  *routegc.Reconciler
 
 	log logr.Logger // for controller-runtime parts
@@ -157,7 +159,7 @@ func New(opts Options) (*Operator, error) {
 }
 
 // setupAccess builds the tenancy verifier every controller resolves clusters with, and the access
-// controller that keeps each cluster's proof, finalizer and cloud check.
+// controller that keeps each cluster's proof, finalizer, cloud check and workload access.
 func (o *Operator) setupAccess() error {
 	opts := o.opts
 	to := tenancy.Options{
@@ -174,6 +176,11 @@ func (o *Operator) setupAccess() error {
 		to.TrustedAuthURLs = append(slices.Clone(to.TrustedAuthURLs), o.cloud.auth.Options.IdentityEndpoint)
 	}
 	o.tenancy = tenancy.NewVerifier(to)
+	wm, changes, err := o.setupWorkload(o.policy.Checks())
+	if err != nil {
+		return err
+	}
+	o.workload = wm
 	prog, err := o.controllerProgress(access.Name)
 	if err != nil {
 		return err
@@ -186,6 +193,7 @@ func (o *Operator) setupAccess() error {
 		Clock:    opts.Clock,
 		Interval: opts.AccessInterval,
 		Progress: prog,
+		Workload: wm, WorkloadChanges: changes,
 	}
 	if err := o.access.SetupWithManager(o.mgr); err != nil {
 		return fmt.Errorf("operator: set up %s: %w", access.Name, err)
