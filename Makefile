@@ -3,7 +3,8 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/vitalsproject/vitals/internal/version.Version=$(VERSION)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -s -w -X github.com/vitalsproject/vitals/internal/version.Version=$(VERSION) -X github.com/vitalsproject/vitals/internal/version.Commit=$(COMMIT)
 
 .PHONY: help build ca-bundle vitals vitals-agent vitals-cni healthcheck cloudsim test test-short lint demo testenv-up testenv-down testenv-status clean
 

@@ -32,7 +32,11 @@ const (
 // Get describes the running binary.
 func Get() Info {
 	bi, _ := debug.ReadBuildInfo()
-	return FromBuildInfo(Version, bi)
+	in := FromBuildInfo(Version, bi)
+	if Commit != "" {
+		in.Commit, in.CommitTime, in.Modified = Commit, "", false
+	}
+	return in
 }
 
 // FromBuildInfo describes a binary of version v (the -X value; "dev" when unset) built as bi (nil: no

@@ -8,3 +8,7 @@ package version
 
 // Version of the binary; "dev" when not set at build time.
 var Version = "dev"
+
+// Commit the binary was built from, set at build time (make sets it); "" takes the revision Go recorded
+// from the version control system, if any.
+var Commit = ""
