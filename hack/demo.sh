@@ -112,7 +112,7 @@ ROUTER_ID=$(sed -n 's/^router \([^ ]*\) .*/\1/p' "$DIR/audit-before.txt")
 log "starting vitals operator (health on :$HEALTH_PORT, metrics on :$METRICS_PORT)"
 "$VITALS" operator --kubeconfig "$KUBECONFIG" --health-bind-address 127.0.0.1 --health-port "$HEALTH_PORT" \
   --metrics-bind-address "127.0.0.1:$METRICS_PORT" --leader-elect --leader-election-namespace default \
-  --check-interval 2s --check-timeout 2s >"$DIR/operator.log" 2>&1 &
+  --check-interval 2s --check-timeout 2s --trust-namespace default >"$DIR/operator.log" 2>&1 &
 PIDS+=("operator=$!")
 wait_http "operator health server" "http://127.0.0.1:$HEALTH_PORT/livez" 60 "200 503"
 for i in $(seq 1 60); do
@@ -125,8 +125,8 @@ sed 's/^/    /' "$DIR/readyz.txt"
 log "probe /livez?verbose -> $(curl -s -o "$DIR/livez.txt" -w '%{http_code}' "http://127.0.0.1:$HEALTH_PORT/livez?verbose") (controller loop, informer, leader Lease):"
 sed 's/^/    /' "$DIR/livez.txt"
 
-# --- 4. The Cluster ------------------------------------------------------------------------------------------
-log "creating Cluster 'demo' for router $ROUTER_ID (pod CIDR $PODCIDR, interval $INTERVAL, protected: 198.19.7.0/24)"
+# --- 4. The VitalsCluster---------------------------------------------------------------------------------------
+log "creating VitalsCluster 'demo' for router $ROUTER_ID (pod CIDR $PODCIDR, interval $INTERVAL, protected: 198.19.7.0/24)"
 kubectl apply -f - >/dev/null <<YAML
 apiVersion: vitals.vitalsproject.io/v1alpha1
 kind: VitalsCluster
@@ -156,7 +156,7 @@ for i in $(seq 1 120); do
   sleep 0.5
 done
 grep 'msg="route removed"' "$DIR/operator.log" | sed -n 's/.*msg="route removed".* destination=\([^ ]*\) nexthop=\([^ ]*\) method=\([^ ]*\).*/    operator log: route removed \1 via \2 (\3)/p' | head -20 || true
-log "the Cluster (kubectl get vitalsclusters -o wide):"
+log "the VitalsCluster (kubectl get vitalsclusters -o wide):"
 kubectl get vitalsclusters.vitals.vitalsproject.io -o wide | sed 's/^/    /'
 log "its last actions (status.actions):"
 kubectl get vitalscluster demo -o jsonpath='{range .status.actions[*]}{.action}{"\t"}{.reason}{"\t"}{.object}{"\n"}{end}' | sed 's/^/    /'
