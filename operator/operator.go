@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kclient "k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -67,6 +68,12 @@ func New(opts Options) (*Operator, error) {
 	opts.defaults()
 	if opts.RestConfig == nil {
 		return nil, errors.New("operator: no Kubernetes configuration")
+	}
+	if opts.RestConfig.QPS == 0 && opts.RestConfig.RateLimiter == nil {
+		// client-go's default (5 requests/s) would hold every pass of every controller: each writes its
+		// cluster's status and reads its Secret (docs/benchmarks.md, "Operator at scale").
+		opts.RestConfig = rest.CopyConfig(opts.RestConfig)
+		opts.RestConfig.QPS, opts.RestConfig.Burst = DefaultKubeQPS, DefaultKubeBurst
 	}
 	o := &Operator{opts: opts}
 	o.identity = opts.Identity

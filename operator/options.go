@@ -117,6 +117,13 @@ type Options struct {
 // DefaultRouteGCWorkers is the default of Options.RouteGCWorkers.
 const DefaultRouteGCWorkers = 10
 
+// DefaultKubeQPS and DefaultKubeBurst limit the operator's requests to its Kubernetes API server when
+// RestConfig sets no limit of its own.
+const (
+	DefaultKubeQPS   = 50
+	DefaultKubeBurst = 100
+)
+
 func (o *Options) defaults() {
 	if o.HealthAddr == "" {
 		o.HealthAddr = ":8082"
