@@ -1,0 +1,815 @@
+// Command operator-bench measures the operator at scale: for each size N it starts the OpenStack simulator
+// (vitals-cloudsim) with N projects, each holding one cluster (a router with live, orphaned and foreign routes,
+// nodes with ports), adds a latency to every simulated API call, creates N VitalsClusters (each with its own
+// credentials Secret) in a namespace of a real kube-apiserver, runs `vitals operator` on that namespace, and
+// reports whether every route pass ran within its interval, with the operator's memory and CPU.
+//
+//	go run ./bench/operator -kubeconfig K -vitals bin/vitals -cloudsim bin/vitals-cloudsim -sizes 100,300,1000
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+)
+
+type options struct {
+	kubeconfig, vitals, cloudsim, workDir  string
+	sizes                                  []int
+	latency, interval, window, slack, poll time.Duration
+	workers, routegcWorkers                int
+	operatorLogLevel                       string
+}
+
+// result is what one size measured.
+type result struct {
+	Clusters         int     `json:"clusters"`
+	SetupSeconds     float64 `json:"setup_seconds"`
+	FirstPassAll     float64 `json:"first_pass_all_seconds"` // operator start to every cluster's first pass
+	FirstPassMissing int     `json:"first_pass_missing"`     // clusters without a pass two intervals after the start
+	WindowSeconds    float64 `json:"window_seconds"`
+	Passes           float64 `json:"passes"`          // passes counted in the window
+	ExpectedPasses   float64 `json:"expected_passes"` // clusters × window / interval
+	PassErrors       float64 `json:"pass_errors"`
+	PassP50          float64 `json:"pass_p50_seconds"`
+	PassP99          float64 `json:"pass_p99_seconds"`
+	PassMaxBucket    float64 `json:"pass_max_bucket_seconds"` // upper bound of the highest non-empty bucket
+	Late             int     `json:"late"`                    // clusters whose last pass is older than interval+slack at the end
+	Gaps             int     `json:"gaps"`                    // times between two passes of one cluster, seen in its status
+	GapP50           float64 `json:"gap_p50_seconds"`
+	GapP99           float64 `json:"gap_p99_seconds"`
+	GapMax           float64 `json:"gap_max_seconds"`
+	LateGaps         int     `json:"late_gaps"` // gaps longer than interval+slack
+	MaxAgeSeconds    float64 `json:"max_last_pass_age_seconds"`
+	RSSMiBAvg        float64 `json:"rss_mib_avg"`
+	RSSMiBMax        float64 `json:"rss_mib_max"`
+	HeapInUseMiB     float64 `json:"heap_inuse_mib_end"`
+	CPUCoresAvg      float64 `json:"cpu_cores_avg"`
+	LoadAvgDuring    string  `json:"load_avg_during"`
+	SimCPUCoresAvg   float64 `json:"sim_cpu_cores_avg"`
+	APIReqsInWindow  float64 `json:"sim_api_calls_in_window"`
+}
+
+func main() {
+	var o options
+	var sizes string
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the kube-apiserver to create the VitalsClusters in (required)")
+	flag.StringVar(&o.vitals, "vitals", "bin/vitals", "the vitals binary")
+	flag.StringVar(&o.cloudsim, "cloudsim", "bin/vitals-cloudsim", "the vitals-cloudsim binary")
+	flag.StringVar(&o.workDir, "work", "_out/bench-operator", "directory for logs")
+	flag.StringVar(&sizes, "sizes", "100,300,1000", "numbers of VitalsClusters, one run each")
+	flag.DurationVar(&o.latency, "latency", 50*time.Millisecond, "latency added to every simulated OpenStack API call")
+	flag.DurationVar(&o.interval, "interval", 30*time.Second, "route collector interval of every VitalsCluster")
+	flag.DurationVar(&o.window, "window", 60*time.Second, "how long to measure once every cluster had its first pass")
+	flag.DurationVar(&o.slack, "slack", 2*time.Second, "how much later than its interval a pass may come (status write, list period) before it counts as late")
+	flag.DurationVar(&o.poll, "poll", 3*time.Second, "how often to read every VitalsCluster's status during the window")
+	flag.IntVar(&o.routegcWorkers, "routegc-workers", 0, "--routegc-workers of the operator (0: its default)")
+	flag.StringVar(&o.operatorLogLevel, "operator-log-level", "warn", "--log-level of the operator (its log is in the work directory)")
+	flag.IntVar(&o.workers, "create-workers", 8, "parallel creations of Secrets and VitalsClusters")
+	flag.Parse()
+	for _, f := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "operator-bench: -sizes: %q is not a positive number\n", f)
+			os.Exit(2)
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	if o.kubeconfig == "" {
+		fmt.Fprintln(os.Stderr, "operator-bench: -kubeconfig is required")
+		os.Exit(2)
+	}
+	ctrllog.SetLogger(logr.Discard())
+	ctx, stop := signalContext()
+	defer stop()
+	var results []result
+	for _, n := range o.sizes {
+		r, err := run(ctx, o, n)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "operator-bench: %d clusters: %v\n", n, err)
+			os.Exit(1)
+		}
+		results = append(results, r)
+		printResult(r, o)
+	}
+	fmt.Println()
+	fmt.Println("| clusters | passes in window (expected) | pass duration p50 / p99 / max bucket | time between passes p50 / p99 / max | late passes | RSS avg / max | heap in use | operator CPU | simulator CPU |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range results {
+		fmt.Printf("| %d | %.0f (%.0f) | %.2f / %.2f / %.2f s | %.1f / %.1f / %.1f s | %d of %d | %.1f / %.1f MiB | %.1f MiB | %.3f cores | %.3f cores |\n",
+			r.Clusters, r.Passes, r.ExpectedPasses, r.PassP50, r.PassP99, r.PassMaxBucket, r.GapP50, r.GapP99, r.GapMax,
+			r.LateGaps, r.Gaps, r.RSSMiBAvg, r.RSSMiBMax, r.HeapInUseMiB, r.CPUCoresAvg, r.SimCPUCoresAvg)
+	}
+	b, _ := json.Marshal(results)
+	fmt.Printf("\njson: %s\n", b)
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+func printResult(r result, o options) {
+	fmt.Printf("%d clusters: setup %.0fs, first passes %.0fs after the operator started (%d clusters without one); window %.0fs: "+
+		"%.0f passes (expected %.0f at one per %s), %.0f failed; pass p50 %.2fs p99 %.2fs (max bucket %.2fs); "+
+		"time between passes p50 %.1fs p99 %.1fs max %.1fs, %d of %d longer than the interval; %d clusters late at the end (oldest last pass %.1fs ago); operator RSS avg %.1f MiB max %.1f MiB, heap %.1f MiB, "+
+		"CPU %.3f cores; simulator CPU %.3f cores, %.0f API calls; load %s\n",
+		r.Clusters, r.SetupSeconds, r.FirstPassAll, r.FirstPassMissing, r.WindowSeconds, r.Passes, r.ExpectedPasses, o.interval, r.PassErrors,
+		r.PassP50, r.PassP99, r.PassMaxBucket, r.GapP50, r.GapP99, r.GapMax, r.LateGaps, r.Gaps, r.Late, r.MaxAgeSeconds, r.RSSMiBAvg, r.RSSMiBMax, r.HeapInUseMiB,
+		r.CPUCoresAvg, r.SimCPUCoresAvg, r.APIReqsInWindow, r.LoadAvgDuring)
+}
+
+func run(ctx context.Context, o options, n int) (result, error) {
+	res := result{Clusters: n}
+	dir := filepath.Join(o.workDir, fmt.Sprintf("n%d", n))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return res, err
+	}
+	t0 := time.Now()
+
+	// The cloud: one project per cluster, seeded over the simulator's admin API.
+	simPort, err := freePort()
+	if err != nil {
+		return res, err
+	}
+	simURL := fmt.Sprintf("http://127.0.0.1:%d", simPort)
+	sim, err := startProcess(dir, "cloudsim", o.cloudsim, nil, "--listen", fmt.Sprintf("127.0.0.1:%d", simPort),
+		"--seed", "1", "--log-level", "warn")
+	if err != nil {
+		return res, err
+	}
+	defer sim.stop()
+	if err := waitHTTP(ctx, simURL+"/_sim/healthz", 30*time.Second); err != nil {
+		return res, fmt.Errorf("simulator: %w", err)
+	}
+	routers := make([]string, n)
+	if err := parallel(ctx, o.workers, n, func(i int) error {
+		name := clusterName(i)
+		if err := postJSON(ctx, simURL+"/_sim/seed", map[string]any{"projects": []any{map[string]any{
+			"name": name, "users": []any{map[string]any{"name": name, "password": "pw"}}}}}, nil); err != nil {
+			return fmt.Errorf("seed project %s: %w", name, err)
+		}
+		var sc struct {
+			RouterID string `json:"router_id"`
+		}
+		if err := postJSON(ctx, simURL+"/_sim/clusters", map[string]any{"project": name, "name": name, "nodes": 5,
+			"orphaned_routes": 1, "foreign_routes": 1}, &sc); err != nil {
+			return fmt.Errorf("seed cluster %s: %w", name, err)
+		}
+		routers[i] = sc.RouterID
+		return nil
+	}); err != nil {
+		return res, err
+	}
+	if err := patchJSON(ctx, simURL+"/_sim/knobs", map[string]string{"request_latency": o.latency.String()}); err != nil {
+		return res, fmt.Errorf("set the simulator's latency: %w", err)
+	}
+
+	// The VitalsClusters, each with a credentials Secret of its own project.
+	c, err := kubeClient(o.kubeconfig)
+	if err != nil {
+		return res, err
+	}
+	ns := fmt.Sprintf("vitals-scale-%d-%d", n, time.Now().Unix())
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return res, fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	if err := parallel(ctx, o.workers, n, func(i int) error {
+		name := clusterName(i)
+		clouds := fmt.Sprintf("clouds:\n  openstack:\n    auth:\n      auth_url: %s/v3\n      username: %s\n      password: pw\n"+
+			"      project_name: %s\n      user_domain_name: Default\n      project_domain_name: Default\n    region_name: RegionOne\n",
+			simURL, name, name)
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-cloud", Namespace: ns},
+			StringData: map[string]string{"clouds.yaml": clouds}}
+		if err := c.Create(ctx, sec); err != nil {
+			return fmt.Errorf("create secret %s: %w", name, err)
+		}
+		vc := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: v1alpha1.ClusterSpec{
+				OpenStack: v1alpha1.OpenStackSpec{RouterID: routers[i],
+					CredentialsSecretRef: &v1alpha1.SecretKeyRef{Name: name + "-cloud"}},
+				PodCIDRs: []v1alpha1.CIDR{"198.19.0.0/16"},
+			}}
+		vc.Spec.Controllers.RouteGC.Interval = &metav1.Duration{Duration: o.interval}
+		vc.Spec.Controllers.RouteGC.AddressSources = []v1alpha1.AddressSource{v1alpha1.AddressSourcePorts}
+		if err := c.Create(ctx, vc); err != nil {
+			return fmt.Errorf("create VitalsCluster %s: %w", name, err)
+		}
+		return nil
+	}); err != nil {
+		return res, err
+	}
+	res.SetupSeconds = time.Since(t0).Seconds()
+
+	// The operator, on that namespace only.
+	ports, err := freePorts(2)
+	if err != nil {
+		return res, err
+	}
+	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])
+	env := []string{"OS_AUTH_URL=" + simURL + "/v3", "OS_USERNAME=admin", "OS_PASSWORD=admin", "OS_PROJECT_NAME=admin",
+		"OS_USER_DOMAIN_NAME=Default", "OS_PROJECT_DOMAIN_NAME=Default", "OS_REGION_NAME=RegionOne"}
+	opStart := time.Now()
+	args := []string{"operator", "--kubeconfig", o.kubeconfig, "--namespace", ns, "--leader-elect=false",
+		"--health-bind-address", "127.0.0.1", "--health-port", strconv.Itoa(ports[0]),
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--routegc-interval", o.interval.String(),
+		"--log-level", o.operatorLogLevel}
+	op, err := startProcess(dir, "operator", o.vitals, env, append(args, workersFlag(o.routegcWorkers)...)...)
+	if err != nil {
+		return res, err
+	}
+	defer op.stop()
+
+	// Warm-up: until every cluster had its first pass (at most two intervals).
+	deadline := opStart.Add(2*o.interval + 30*time.Second)
+	for {
+		passed, err := clustersPassed(ctx, c, ns)
+		if err == nil && passed >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			// Not all within two intervals: that is a result too (late passes), measure on.
+			res.FirstPassMissing = n - passed
+			break
+		}
+		if op.exited() {
+			return res, fmt.Errorf("operator exited; log %s", op.logPath)
+		}
+		time.Sleep(time.Second)
+	}
+	res.FirstPassAll = time.Since(opStart).Seconds()
+
+	// The window: RSS and CPU sampled every second, pass counts and durations from the metrics.
+	m0, err := scrape(ctx, metricsURL)
+	if err != nil {
+		return res, err
+	}
+	sim0, _ := getJSONMap(ctx, simURL+"/_sim/stats")
+	cpu0, simCPU0, w0 := procCPU(op.pid()), procCPU(sim.pid()), time.Now()
+	var rss []float64
+	seen := map[string][]time.Time{} // cluster -> the end times of its passes, as its status shows them
+	lastList := time.Time{}
+	for time.Since(w0) < o.window {
+		if r := procRSS(op.pid()); r > 0 {
+			rss = append(rss, r)
+		}
+		if time.Since(lastList) >= o.poll {
+			lastList = time.Now()
+			if err := recordPasses(ctx, c, ns, seen); err != nil {
+				return res, err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	if err := recordPasses(ctx, c, ns, seen); err != nil {
+		return res, err
+	}
+	var gaps []float64
+	for _, ts := range seen {
+		for i := 1; i < len(ts); i++ {
+			gaps = append(gaps, ts[i].Sub(ts[i-1]).Seconds())
+		}
+	}
+	slices.Sort(gaps)
+	if len(gaps) > 0 {
+		res.GapP50, res.GapP99, res.GapMax = gaps[len(gaps)/2], gaps[len(gaps)*99/100], gaps[len(gaps)-1]
+		for _, g := range gaps {
+			if g > o.interval.Seconds()+o.slack.Seconds() {
+				res.LateGaps++
+			}
+		}
+	}
+	res.Gaps = len(gaps)
+	elapsed := time.Since(w0).Seconds()
+	cpu1, simCPU1 := procCPU(op.pid()), procCPU(sim.pid())
+	m1, err := scrape(ctx, metricsURL)
+	if err != nil {
+		return res, err
+	}
+	sim1, _ := getJSONMap(ctx, simURL+"/_sim/stats")
+	res.LoadAvgDuring = loadAvg()
+	res.WindowSeconds = elapsed
+	res.CPUCoresAvg = (cpu1 - cpu0) / elapsed
+	res.SimCPUCoresAvg = (simCPU1 - simCPU0) / elapsed
+	res.APIReqsInWindow = sim1["Requests"] - sim0["Requests"]
+	for _, r := range rss {
+		res.RSSMiBAvg += r
+		res.RSSMiBMax = max(res.RSSMiBMax, r)
+	}
+	if len(rss) > 0 {
+		res.RSSMiBAvg /= float64(len(rss))
+	}
+	res.HeapInUseMiB = m1.value("go_memstats_heap_inuse_bytes", nil) / (1 << 20)
+	res.Passes = m1.sum("vitals_routegc_passes_total", nil) - m0.sum("vitals_routegc_passes_total", nil)
+	res.PassErrors = res.Passes - (m1.sum("vitals_routegc_passes_total", map[string]string{"result": "ok"}) -
+		m0.sum("vitals_routegc_passes_total", map[string]string{"result": "ok"}))
+	res.ExpectedPasses = float64(n) * elapsed / o.interval.Seconds()
+	h := m1.histogramDelta(m0, "vitals_routegc_pass_duration_seconds")
+	res.PassP50, res.PassP99, res.PassMaxBucket = h.quantile(0.5), h.quantile(0.99), h.maxBucket()
+
+	// At the end, every cluster's last pass must be younger than its interval (with a slack for the pass
+	// itself and the status write).
+	end := time.Now()
+	var list v1alpha1.VitalsClusterList
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return res, fmt.Errorf("list VitalsClusters: %w", err)
+	}
+	for _, vc := range list.Items {
+		age := o.interval * 10
+		if rg := vc.Status.RouteGC; rg != nil && rg.LastPassTime != nil {
+			age = end.Sub(rg.LastPassTime.Time)
+		}
+		res.MaxAgeSeconds = max(res.MaxAgeSeconds, age.Seconds())
+		if age > o.interval+o.slack {
+			res.Late++
+		}
+	}
+	op.stop()
+	// Leave nothing behind: the operator is gone, so drop the finalizers it set, then the namespace.
+	if err := parallel(ctx, o.workers, len(list.Items), func(i int) error {
+		vc := &list.Items[i]
+		if len(vc.Finalizers) == 0 {
+			return nil
+		}
+		patch := client.MergeFrom(vc.DeepCopy())
+		vc.Finalizers = nil
+		return client.IgnoreNotFound(c.Patch(ctx, vc, patch))
+	}); err != nil {
+		fmt.Fprintf(os.Stderr, "operator-bench: drop finalizers in %s: %v\n", ns, err)
+	}
+	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		fmt.Fprintf(os.Stderr, "operator-bench: delete namespace %s: %v\n", ns, err)
+	}
+	return res, nil
+}
+
+// recordPasses adds the last pass time of every VitalsCluster of ns to seen, when it is new.
+func recordPasses(ctx context.Context, c client.Client, ns string, seen map[string][]time.Time) error {
+	var list v1alpha1.VitalsClusterList
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("list VitalsClusters: %w", err)
+	}
+	for _, vc := range list.Items {
+		rg := vc.Status.RouteGC
+		if rg == nil || rg.LastPassTime == nil {
+			continue
+		}
+		ts := seen[vc.Name]
+		if len(ts) == 0 || !ts[len(ts)-1].Equal(rg.LastPassTime.Time) {
+			seen[vc.Name] = append(ts, rg.LastPassTime.Time)
+		}
+	}
+	return nil
+}
+
+// workersFlag passes -routegc-workers on to the operator when it is set.
+func workersFlag(n int) []string {
+	if n <= 0 {
+		return nil
+	}
+	return []string{"--routegc-workers=" + strconv.Itoa(n)}
+}
+
+func clusterName(i int) string { return fmt.Sprintf("scale-%04d", i) }
+
+// clustersPassed counts the VitalsClusters of ns with at least one route pass.
+func clustersPassed(ctx context.Context, c client.Client, ns string) (int, error) {
+	var list v1alpha1.VitalsClusterList
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, vc := range list.Items {
+		if rg := vc.Status.RouteGC; rg != nil && rg.LastPassTime != nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func kubeClient(kubeconfig string) (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme})
+}
+
+// parallel runs f(0..n-1) on workers goroutines and returns the first error.
+func parallel(ctx context.Context, workers, n int, f func(int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					cancel(err)
+				}
+			}
+		}()
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// process is a child process with its output in a log file.
+type process struct {
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	once    sync.Once
+}
+
+func startProcess(dir, name, path string, env []string, args ...string) (*process, error) {
+	lp := filepath.Join(dir, name+".log")
+	lf, err := os.Create(lp)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{cmd: cmd, logPath: lp, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		lf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM, waits up to 15 s, then kills.
+func (p *process) stop() {
+	p.once.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(15 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+}
+
+// procRSS is a process's resident set in MiB (0 when unknown).
+func procRSS(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// procCPU is a process's user+system CPU time in seconds.
+func procCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func freePort() (int, error) {
+	ps, err := freePorts(1)
+	if err != nil {
+		return 0, err
+	}
+	return ps[0], nil
+}
+
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+func waitHTTP(ctx context.Context, url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = errors.New(resp.Status)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not answering after %s: %w", url, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func doJSON(ctx context.Context, method, url string, in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, body)
+	}
+	if out != nil {
+		return json.Unmarshal(body, out)
+	}
+	return nil
+}
+
+func postJSON(ctx context.Context, url string, in, out any) error {
+	return doJSON(ctx, http.MethodPost, url, in, out)
+}
+
+func patchJSON(ctx context.Context, url string, in any) error {
+	return doJSON(ctx, http.MethodPatch, url, in, nil)
+}
+
+func getJSONMap(ctx context.Context, url string) (map[string]float64, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for k, v := range m {
+		if f, ok := v.(float64); ok {
+			out[k] = f
+		}
+	}
+	return out, nil
+}
+
+// metrics is a Prometheus text exposition: samples by name, each with its labels.
+type metrics map[string][]sample
+
+type sample struct {
+	labels map[string]string
+	value  float64
+}
+
+func scrape(ctx context.Context, url string) (metrics, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	m := metrics{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, rest := line, ""
+		labels := map[string]string{}
+		if i := strings.IndexByte(line, '{'); i >= 0 {
+			j := strings.LastIndexByte(line, '}')
+			name, rest = line[:i], line[j+1:]
+			for _, kv := range splitLabels(line[i+1 : j]) {
+				k, v, _ := strings.Cut(kv, "=")
+				labels[k] = strings.Trim(v, `"`)
+			}
+		} else if i := strings.IndexByte(line, ' '); i >= 0 {
+			name, rest = line[:i], line[i:]
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue
+		}
+		m[name] = append(m[name], sample{labels: labels, value: v})
+	}
+	return m, sc.Err()
+}
+
+func splitLabels(s string) []string {
+	var out []string
+	inQuote, start := false, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			inQuote = !inQuote
+		case ',':
+			if !inQuote {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+func (m metrics) match(name string, want map[string]string) []sample {
+	var out []sample
+	for _, s := range m[name] {
+		ok := true
+		for k, v := range want {
+			if s.labels[k] != v {
+				ok = false
+			}
+		}
+		if ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (m metrics) sum(name string, want map[string]string) float64 {
+	t := 0.0
+	for _, s := range m.match(name, want) {
+		t += s.value
+	}
+	return t
+}
+
+func (m metrics) value(name string, want map[string]string) float64 { return m.sum(name, want) }
+
+// histogram is cumulative bucket counts by upper bound.
+type histogram struct {
+	bounds []float64
+	counts []float64
+}
+
+// histogramDelta sums the buckets of every series of name (all results) and subtracts those of before.
+func (m metrics) histogramDelta(before metrics, name string) histogram {
+	byBound := map[float64]float64{}
+	for _, s := range m[name+"_bucket"] {
+		b, _ := strconv.ParseFloat(s.labels["le"], 64)
+		byBound[b] += s.value
+	}
+	for _, s := range before[name+"_bucket"] {
+		b, _ := strconv.ParseFloat(s.labels["le"], 64)
+		byBound[b] -= s.value
+	}
+	var h histogram
+	for b := range byBound {
+		h.bounds = append(h.bounds, b)
+	}
+	slices.Sort(h.bounds)
+	for _, b := range h.bounds {
+		h.counts = append(h.counts, byBound[b])
+	}
+	return h
+}
+
+// quantile is the upper bound of the bucket holding quantile q.
+func (h histogram) quantile(q float64) float64 {
+	if len(h.counts) == 0 || h.counts[len(h.counts)-1] == 0 {
+		return 0
+	}
+	total := h.counts[len(h.counts)-1]
+	for i, c := range h.counts {
+		if c >= q*total {
+			return h.bounds[i]
+		}
+	}
+	return h.bounds[len(h.bounds)-1]
+}
+
+// maxBucket is the upper bound of the lowest bucket holding every observation.
+func (h histogram) maxBucket() float64 {
+	if len(h.counts) == 0 {
+		return 0
+	}
+	total := h.counts[len(h.counts)-1]
+	for i, c := range h.counts {
+		if c >= total {
+			return h.bounds[i]
+		}
+	}
+	return h.bounds[len(h.bounds)-1]
+}
