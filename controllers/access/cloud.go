@@ -11,6 +11,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/clusterstatus"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
 )
@@ -35,7 +36,7 @@ func (cr cloudResult) apply(st *v1alpha1.ClusterStatus) {
 	if cr.reason == tenancy.ReasonVerified {
 		status = metav1.ConditionTrue
 	}
-	setCondition(st, cr.gen, v1alpha1.ConditionCloudVerified, status, cr.reason, cr.message)
+	clusterstatus.SetCondition(st, cr.gen, v1alpha1.ConditionCloudVerified, status, cr.reason, cr.message)
 }
 
 // verifyCloud resolves c's tenancy, sets the cloud check and records an Event when the result changed.

@@ -6,11 +6,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -22,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/clusterstatus"
 	"github.com/vitalsproject/vitals/health/checks/progress"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
@@ -143,36 +141,9 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 }
 
 func (r *Reconciler) event(c *v1alpha1.VitalsCluster, typ, reason, action, note string) {
-	if r.Recorder == nil {
-		return
-	}
-	if len(note) > 1000 {
-		note = note[:1000]
-	}
-	r.Recorder.Eventf(c, nil, typ, reason, action, "%s", note)
+	clusterstatus.Event(r.Recorder, c, typ, reason, action, note)
 }
 
-// writeStatus re-reads the cluster on conflict and applies mutate to its status.
 func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.VitalsCluster, mutate func(*v1alpha1.ClusterStatus)) error {
-	first := true
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first {
-			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
-				return err
-			}
-		}
-		first = false
-		mutate(&c.Status)
-		if err := r.Client.Status().Update(ctx, c); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		return nil
-	})
-}
-
-func setCondition(st *v1alpha1.ClusterStatus, gen int64, typ string, status metav1.ConditionStatus, reason, msg string) {
-	if len(msg) > 32000 {
-		msg = msg[:32000]
-	}
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+	return clusterstatus.Write(ctx, r.Client, c, mutate)
 }

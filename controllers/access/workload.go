@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/clusterstatus"
 	"github.com/vitalsproject/vitals/workload"
 )
 
@@ -62,7 +63,7 @@ func (wr workloadResult) apply(st *v1alpha1.ClusterStatus) {
 	if wr.reason == "" {
 		return
 	}
-	setCondition(st, wr.gen, v1alpha1.ConditionWorkloadReachable, wr.status, wr.reason, wr.message)
+	clusterstatus.SetCondition(st, wr.gen, v1alpha1.ConditionWorkloadReachable, wr.status, wr.reason, wr.message)
 }
 
 // reachWorkload connects c's workload cluster (again when its kubeconfig Secret changed) and records an

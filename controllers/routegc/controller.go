@@ -9,10 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -23,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/clusterstatus"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
@@ -199,13 +198,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The CRD's validation should have refused this spec; report it and wait for a new one.
 		r.event(&c, corev1.EventTypeWarning, "InvalidSpec", "Validate", err.Error())
 		err = r.writeStatus(ctx, &c, func(st *v1alpha1.ClusterStatus) {
-			setCondition(st, c.Generation, v1alpha1.ConditionRoutesHealthy, metav1.ConditionUnknown, "InvalidSpec", err.Error())
+			clusterstatus.SetCondition(st, c.Generation, v1alpha1.ConditionRoutesHealthy, metav1.ConditionUnknown, "InvalidSpec", err.Error())
 		})
 		return ctrl.Result{}, err
 	}
 	if !s.enabled {
 		err := r.writeStatus(ctx, &c, func(st *v1alpha1.ClusterStatus) {
-			setCondition(st, c.Generation, v1alpha1.ConditionRoutesHealthy, metav1.ConditionUnknown, "Disabled", "the route collector is disabled for this cluster")
+			clusterstatus.SetCondition(st, c.Generation, v1alpha1.ConditionRoutesHealthy, metav1.ConditionUnknown, "Disabled", "the route collector is disabled for this cluster")
 		})
 		return ctrl.Result{}, err
 	}
@@ -263,8 +262,8 @@ func (o *outcome) apply(st *v1alpha1.ClusterStatus, gen int64, end, next time.Ti
 	}
 	if o.result != "ok" {
 		g.LastError = o.err.Error()
-		setCondition(st, gen, v1alpha1.ConditionReady, metav1.ConditionFalse, o.reason, o.err.Error())
-		setCondition(st, gen, v1alpha1.ConditionRoutesHealthy, metav1.ConditionUnknown, o.reason, "no complete pass: "+o.err.Error())
+		clusterstatus.SetCondition(st, gen, v1alpha1.ConditionReady, metav1.ConditionFalse, o.reason, o.err.Error())
+		clusterstatus.SetCondition(st, gen, v1alpha1.ConditionRoutesHealthy, metav1.ConditionUnknown, o.reason, "no complete pass: "+o.err.Error())
 		return
 	}
 	g.LastError = ""
@@ -282,13 +281,13 @@ func (o *outcome) apply(st *v1alpha1.ClusterStatus, gen int64, end, next time.Ti
 			Destination: s.Route.Destination, NextHop: s.Route.NextHop, FirstSeen: metav1.NewTime(s.FirstSeen), Passes: int32(s.Passes),
 		})
 	}
-	setCondition(st, gen, v1alpha1.ConditionReady, metav1.ConditionTrue, "PassSucceeded", "the cluster's router, ports and servers were read")
+	clusterstatus.SetCondition(st, gen, v1alpha1.ConditionReady, metav1.ConditionTrue, "PassSucceeded", "the cluster's router, ports and servers were read")
 	left := c.Orphaned - len(o.removed)
 	if left == 0 {
-		setCondition(st, gen, v1alpha1.ConditionRoutesHealthy, metav1.ConditionTrue, "NoOrphanedRoutes",
+		clusterstatus.SetCondition(st, gen, v1alpha1.ConditionRoutesHealthy, metav1.ConditionTrue, "NoOrphanedRoutes",
 			fmt.Sprintf("%d routes, %d in the pod CIDRs, none orphaned left", c.Routes, c.Ours))
 	} else {
-		setCondition(st, gen, v1alpha1.ConditionRoutesHealthy, metav1.ConditionFalse, "OrphanedRoutes",
+		clusterstatus.SetCondition(st, gen, v1alpha1.ConditionRoutesHealthy, metav1.ConditionFalse, "OrphanedRoutes",
 			fmt.Sprintf("%d routes, %d in the pod CIDRs, %d orphaned left (%d awaiting proof, %d held by the remediation policy, %d dry run, %d over the pass's budget)",
 				c.Routes, c.Ours, left, c.Suspect, o.held, o.wouldRemove, o.overBudget))
 	}
@@ -482,41 +481,11 @@ func appendSkipLine(c *v1alpha1.VitalsCluster, acts []v1alpha1.Action, now time.
 }
 
 func (r *Reconciler) event(c *v1alpha1.VitalsCluster, typ, reason, action, note string) {
-	if r.Recorder == nil {
-		return
-	}
-	if len(note) > 1000 {
-		note = note[:1000]
-	}
-	r.Recorder.Eventf(c, nil, typ, reason, action, "%s", note)
+	clusterstatus.Event(r.Recorder, c, typ, reason, action, note)
 }
 
-// writeStatus re-reads the Cluster and applies mutate to its status, retrying on conflict.
 func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.VitalsCluster, mutate func(*v1alpha1.ClusterStatus)) error {
-	first := true
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first {
-			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
-				return err
-			}
-		}
-		first = false
-		mutate(&c.Status)
-		if err := r.Client.Status().Update(ctx, c); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return err
-		}
-		return nil
-	})
-}
-
-func setCondition(st *v1alpha1.ClusterStatus, gen int64, typ string, status metav1.ConditionStatus, reason, msg string) {
-	if len(msg) > 32000 {
-		msg = msg[:32000]
-	}
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+	return clusterstatus.Write(ctx, r.Client, c, mutate)
 }
 
 func ptrTime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }

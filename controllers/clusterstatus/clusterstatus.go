@@ -1,0 +1,58 @@
+package clusterstatus
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+)
+
+// Bounds of what a controller writes: an Event note and a condition message.
+const (
+	MaxEventNote        = 1000
+	MaxConditionMessage = 32000
+)
+
+// Write applies mutate to c's status and updates it, re-reading c and applying mutate again on a
+// conflict. A cluster deleted meanwhile is not an error.
+func Write(ctx context.Context, cl client.Client, c *v1alpha1.VitalsCluster, mutate func(*v1alpha1.ClusterStatus)) error {
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+				return err
+			}
+		}
+		first = false
+		mutate(&c.Status)
+		if err := cl.Status().Update(ctx, c); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return nil
+	})
+}
+
+// SetCondition sets one condition of st for generation gen, its message cut to MaxConditionMessage.
+func SetCondition(st *v1alpha1.ClusterStatus, gen int64, typ string, status metav1.ConditionStatus, reason, msg string) {
+	if len(msg) > MaxConditionMessage {
+		msg = msg[:MaxConditionMessage]
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+}
+
+// Event records an Event on c, its note cut to MaxEventNote; a nil recorder records nothing.
+func Event(rec events.EventRecorder, c *v1alpha1.VitalsCluster, typ, reason, action, note string) {
+	if rec == nil {
+		return
+	}
+	if len(note) > MaxEventNote {
+		note = note[:MaxEventNote]
+	}
+	rec.Eventf(c, nil, typ, reason, action, "%s", note)
+}
