@@ -43,7 +43,8 @@ func TestOperatorPauseSwitchAtRunTime(t *testing.T) {
 	}
 	r := opStart(t, operator.Options{
 		RestConfig: cfg, Namespace: ns, LeaderElectionNamespace: ns, Identity: "pause-switch", Cloud: &auth,
-		CheckInterval: 2 * time.Second, CheckTimeout: 2 * time.Second, ComponentDeadline: 30 * time.Second,
+		TrustedNamespaces: []string{ns}, // the cluster below names no credentials Secret
+		CheckInterval:     2 * time.Second, CheckTimeout: 2 * time.Second, ComponentDeadline: 30 * time.Second,
 	})
 	cl := &v1alpha1.VitalsCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "paused"},
