@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,6 +51,8 @@ type Reconciler struct {
 	WorkloadChanges *WorkloadChanges
 	// Progress observes reconciles and the work queue (the operator's liveness); nil: not observed.
 	Progress *progress.Controller
+
+	once sync.Once // defaults applied
 }
 
 // SetupWithManager registers the reconciler. Status-only updates do not trigger a resolution; spec
@@ -74,7 +77,10 @@ var deleting = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
 }}
 
-func (r *Reconciler) defaults() {
+func (r *Reconciler) defaults() { r.once.Do(r.setDefaults) }
+
+// setDefaults fills the unset fields once: Reconcile runs on several workers at a time.
+func (r *Reconciler) setDefaults() {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}

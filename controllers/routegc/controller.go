@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,6 +79,8 @@ type Reconciler struct {
 	DefaultBudget *int
 	// Attempts of a conflicting route update (default 5).
 	Attempts int
+
+	once sync.Once // defaults applied
 }
 
 // SetupWithManager registers the reconciler. Status-only updates do not trigger passes: passes run
@@ -94,7 +97,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(rec)
 }
 
-func (r *Reconciler) defaults() {
+func (r *Reconciler) defaults() { r.once.Do(r.setDefaults) }
+
+// setDefaults fills the unset fields once: Reconcile runs on several workers at a time.
+func (r *Reconciler) setDefaults() {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
