@@ -133,14 +133,17 @@ func TestServeEndToEnd(t *testing.T) {
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	// Every check of the example passes on a plain machine: wait for readiness.
 	deadline := time.Now().Add(30 * time.Second)
-	for serveDo(t, "GET", base+"/readyz").code != 200 {
+	// Ready, and every liveness-only check (memory, goroutines) has its first result: a liveness check
+	// without one passes, but says "first result due".
+	for serveDo(t, "GET", base+"/readyz").code != 200 || strings.Contains(serveDo(t, "GET", base+"/livez?verbose").body, "first result due") {
 		select {
 		case err := <-exited:
 			t.Fatalf("vitals serve exited: %v", err)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("/readyz not 200 within 30s: %s", serveDo(t, "GET", base+"/readyz?verbose").body)
+			t.Fatalf("/readyz not 200 or a liveness check without a result within 30s: %s\n%s",
+				serveDo(t, "GET", base+"/readyz?verbose").body, serveDo(t, "GET", base+"/livez?verbose").body)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
