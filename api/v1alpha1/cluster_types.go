@@ -67,6 +67,16 @@ type OpenStackSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
 	SecurityGroupName string `json:"securityGroupName,omitempty"`
+	// SecurityGroupID is the nodes' security group by ID; it wins over SecurityGroupName.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	SecurityGroupID string `json:"securityGroupID,omitempty"`
+	// ClusterName is the name the cloud provider tags the cluster's resources with: the OpenStack
+	// cloud controller manager's --cluster-name (load balancers kube_service_<name>_...) and Cinder
+	// CSI's --cluster (volume metadata cinder.csi.openstack.org/cluster). Default: the resource's name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ClusterName string `json:"clusterName,omitempty"`
 }
 
 // ControllerSpec holds the settings every controller shares.
@@ -167,6 +177,12 @@ type ControllersSpec struct {
 	// RouteGC removes pod routes of the router whose nexthop no longer exists.
 	// +optional
 	RouteGC RouteGCSpec `json:"routegc,omitempty"`
+	// Deorbit deletes the cluster's cloud resources when the VitalsCluster is deleted.
+	// +optional
+	Deorbit DeorbitSpec `json:"deorbit,omitempty"`
+	// Flight keeps the cluster's nodes and networking healthy.
+	// +optional
+	Flight FlightSpec `json:"flight,omitempty"`
 }
 
 // ClusterSpec describes one Kubernetes cluster on OpenStack.
@@ -334,6 +350,12 @@ type ClusterStatus struct {
 	// RouteGC reports the route collector.
 	// +optional
 	RouteGC *RouteGCStatus `json:"routegc,omitempty"`
+	// Deorbit reports the clean-up after deletion.
+	// +optional
+	Deorbit *DeorbitStatus `json:"deorbit,omitempty"`
+	// Flight reports the node and network repairs.
+	// +optional
+	Flight *FlightStatus `json:"flight,omitempty"`
 	// Actions are the last actions taken or skipped, newest last (at most MaxActions).
 	// +optional
 	Actions []Action `json:"actions,omitempty"`
