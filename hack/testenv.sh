@@ -8,7 +8,7 @@
 # `up` is idempotent: a component that already runs (and answers) is kept, not restarted; a running full
 # OpenStack also serves a fast request.
 # After `up`:  source .testenv/env   (VITALS_TEST_KUBECONFIG, KUBEBUILDER_ASSETS, OS_*, VITALS_TEST_OPENSTACK,
-#              VITALS_TEST_DOCKER_HOST, VITALS_TEST_HELM)
+#              VITALS_TEST_DOCKER_HOST, VITALS_TEST_HELM, VITALS_TEST_PROMTOOL)
 # Env: VITALS_TESTENV_DIR (state, default <repo>/.testenv), VITALS_CACHE (built binaries), VITALS_SKIP_INSTALL=1.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -37,7 +37,7 @@ docker_ok() {
 }
 
 up() {
-  local tier=${1:-${VITALS_OPENSTACK_TIER:-full}} kb_pid hb_pid os_pid dk_pid assets helm kubeconfig rc=0
+  local tier=${1:-${VITALS_OPENSTACK_TIER:-full}} kb_pid hb_pid pb_pid os_pid dk_pid assets helm promtool kubeconfig rc=0
   [ "$tier" = fast ] || [ "$tier" = full ] || die "tier must be fast or full, not $tier"
   rm -f "$ENVF"
   # The kube-apiserver build is CPU-bound and the package installation network/disk-bound: overlap them.
@@ -46,6 +46,9 @@ up() {
   # helm (to render the chart in tests) is built from its Go module too, alongside.
   "$H/helm-build.sh" > "$TESTENV_DIR/logs/helm-build.out" 2> "$TESTENV_DIR/logs/helm-build.log" &
   hb_pid=$!
+  # promtool (to check the chart's alert rules and run their unit tests) likewise.
+  "$H/promtool-build.sh" > "$TESTENV_DIR/logs/promtool-build.out" 2> "$TESTENV_DIR/logs/promtool-build.log" &
+  pb_pid=$!
   [ "${VITALS_SKIP_INSTALL:-}" = 1 ] || VITALS_SKIP_GO_TOOLS=1 step "install dependencies" "$H/install-deps.sh"
 
   if openstack_ok "$tier"; then
@@ -77,12 +80,14 @@ up() {
   fi
   step "helm binary" wait $hb_pid || { tail -20 "$TESTENV_DIR/logs/helm-build.log" >&2; die "helm-build failed; see $TESTENV_DIR/logs/helm-build.log"; }
   helm=$(tail -1 "$TESTENV_DIR/logs/helm-build.out")
-  write_env "$assets" "$kubeconfig" "$helm"
+  step "promtool binary" wait $pb_pid || { tail -20 "$TESTENV_DIR/logs/promtool-build.log" >&2; die "promtool-build failed; see $TESTENV_DIR/logs/promtool-build.log"; }
+  promtool=$(tail -1 "$TESTENV_DIR/logs/promtool-build.out")
+  write_env "$assets" "$kubeconfig" "$helm" "$promtool"
   log "all services up; for a shell: source $ENVF"
   echo "$ENVF"
 }
 
-write_env() { # ASSETS KUBECONFIG HELM
+write_env() { # ASSETS KUBECONFIG HELM PROMTOOL
   local os=$TESTENV_DIR/openstack
   {
     echo "# Written by hack/testenv.sh up on $(date -u +%FT%TZ). Source it: services for Vitals' tests."
@@ -92,6 +97,7 @@ write_env() { # ASSETS KUBECONFIG HELM
     echo "export VITALS_TEST_OPENSTACK=$(cat "$os/tier")"
     echo "export VITALS_TEST_DOCKER_HOST=unix://$TESTENV_DIR/docker/docker.sock"
     echo "export VITALS_TEST_HELM=$3"
+    echo "export VITALS_TEST_PROMTOOL=$4"
   } > "$ENVF.tmp"
   mv "$ENVF.tmp" "$ENVF"
 }

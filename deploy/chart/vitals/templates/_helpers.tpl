@@ -52,3 +52,15 @@ app.kubernetes.io/component: agent
 {{- define "vitals.agent.enabled" -}}
 {{- if eq (toString (.Values.agent | default dict).enabled) "true" }}true{{ end -}}
 {{- end -}}
+
+{{/* Seconds of a duration made of hours, minutes and seconds ("2h", "1h30m", "90s"), for PromQL
+     comparisons with time(). values.schema.json allows only that form. */}}
+{{- define "vitals.durationSeconds" -}}
+{{- $total := 0 -}}
+{{- range regexFindAll "[0-9]+[hms]" . -1 -}}
+{{- $n := regexFind "[0-9]+" . | atoi -}}
+{{- $unit := ternary 3600 (ternary 60 1 (hasSuffix "m" .)) (hasSuffix "h" .) -}}
+{{- $total = add $total (mul $n $unit) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}

@@ -1,0 +1,44 @@
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// Tools built from their Go modules by hack/ scripts; hack/testenv.sh up exports their paths.
+const (
+	// EnvHelm names the helm binary built by hack/helm-build.sh.
+	EnvHelm = "VITALS_TEST_HELM"
+	// EnvPromtool names Prometheus' promtool built by hack/promtool-build.sh.
+	EnvPromtool = "VITALS_TEST_PROMTOOL"
+)
+
+// Helm returns the path of the helm binary (built from its Go module by hack/helm-build.sh). It skips t
+// (fails it when VITALS_TESTENV_REQUIRED=1) in -short runs and when the binary is not available.
+func Helm(t testing.TB) string {
+	t.Helper()
+	return builtTool(t, "helm", EnvHelm, "hack/helm-build.sh")
+}
+
+// Promtool returns the path of Prometheus' promtool (built from its Go module by hack/promtool-build.sh),
+// like Helm.
+func Promtool(t testing.TB) string {
+	t.Helper()
+	return builtTool(t, "promtool", EnvPromtool, "hack/promtool-build.sh")
+}
+
+func builtTool(t testing.TB, name, env, script string) string {
+	t.Helper()
+	short(t, name+" test")
+	s := load()
+	s.checkFile(t)
+	v, from := s.group(env, env)
+	bin := v[env]
+	if bin == "" {
+		unavailable(t, "%s not available: %s or %s (%s unset)", name, makeHint, script, env)
+	}
+	if st, err := os.Stat(bin); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		unavailable(t, "%s not available at %s (from %s): not an executable file (%v); run %s", name, bin, from, err, script)
+	}
+	return bin
+}
