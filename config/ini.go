@@ -219,15 +219,26 @@ func (s *Section) Errorf(key, format string, args ...any) *Error {
 // CheckKnown records an error for every key of this section that is not in known (catching typos
 // such as "prot = 8090"). Keys inherited from [DEFAULT] are not checked.
 func (s *Section) CheckKnown(known ...string) {
+	for _, k := range s.Unknown(known...) {
+		s.Errorf(k, "unknown option (expected one of: %s)", strings.Join(known, ", "))
+	}
+}
+
+// Unknown returns the keys of this section that are not in known, sorted: for a section the reader
+// shares with another program (Kuryr's [kubernetes]), whose other options it ignores rather than
+// refuses. Keys inherited from [DEFAULT] are not included.
+func (s *Section) Unknown(known ...string) []string {
 	ok := make(map[string]bool, len(known))
 	for _, k := range known {
 		ok[normKey(k)] = true
 	}
+	var unknown []string
 	for _, k := range s.Keys() {
 		if !ok[k] {
-			s.Errorf(k, "unknown option (expected one of: %s)", strings.Join(known, ", "))
+			unknown = append(unknown, k)
 		}
 	}
+	return unknown
 }
 
 // String returns the value of key, or def when absent.

@@ -194,6 +194,7 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	var (
 		ini                        *config.INI
 		apiRoot, tokenFile, caFile string
+		ignored                    []string
 	)
 	if f.configFile != "" {
 		err := clirun.FlagsOverFile(fl, func() error {
@@ -201,12 +202,16 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 			if ini, err = config.LoadINI(f.configFile); err != nil {
 				return err
 			}
-			apiRoot, tokenFile, caFile = f.fromINI(ini)
+			apiRoot, tokenFile, caFile, ignored = f.fromINI(ini)
 			return ini.Err()
 		})
 		if err != nil {
 			return o, err
 		}
+	}
+	if len(ignored) > 0 {
+		// A kuryr.conf holds many options of Kuryr's own: one line says which ones the operator skips.
+		log.Warn("configuration options the operator does not use: ignored", "file", f.configFile, "options", ignored)
 	}
 	if f.healthPort < 0 || f.healthPort > 65535 {
 		return o, &config.Error{Field: "--health-port", Msg: fmt.Sprintf("expected a port number (0-65535), got %d", f.healthPort)}
@@ -275,14 +280,33 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 }
 
 // fromINI reads the operator's options of the configuration file into the flags' variables (the
-// auth section is PickAuth's) and returns Kuryr's api_root, token_file and ssl_ca_crt_file.
-func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile string) {
+// auth section is PickAuth's) and returns Kuryr's api_root, token_file and ssl_ca_crt_file, and what
+// the operator ignores: the options of [kubernetes] it does not use (Kuryr's own: the file may be a
+// kuryr.conf), as "kubernetes.option", and every section it does not read, as "[section]". Unknown
+// options of [operator] and [health_server] are errors (typos).
+func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile string, ignored []string) {
 	k := ini.Section("kubernetes")
-	k.CheckKnown("kubeconfig", "api_root", "token_file", "ssl_ca_crt_file", "namespace")
+	for _, key := range k.Unknown("kubeconfig", "api_root", "token_file", "ssl_ca_crt_file", "namespace") {
+		ignored = append(ignored, "kubernetes."+key)
+	}
 	f.kubeconfig = k.String("kubeconfig", f.kubeconfig)
 	f.namespace = k.String("namespace", f.namespace)
+	if v := k.String("api_root", ""); v != "" {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			k.Errorf("api_root", "expected the URL of the Kubernetes API, such as https://10.0.0.1:6443, got %q", v)
+		}
+	}
 	hs := ini.Section("health_server")
-	hs.CheckKnown("port", "drain_delay")
+	hs.CheckKnown("port", "drain_delay") // Kuryr's controller has port only
+	read := map[string]bool{"kubernetes": true, "health_server": true, "operator": true}
+	for _, name := range openstack.DefaultINISections {
+		read[name] = true
+	}
+	for _, name := range ini.Sections() {
+		if !read[name] {
+			ignored = append(ignored, "["+name+"]")
+		}
+	}
 	f.healthPort = hs.Port("port", f.healthPort)
 	f.drainDelay = hs.Seconds("drain_delay", f.drainDelay)
 	op := ini.Section("operator")
@@ -318,7 +342,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.podCIDRLimit4 = op.IntRange("pod_cidr_limit_v4", f.podCIDRLimit4, 1, 32)
 	f.podCIDRLimit6 = op.IntRange("pod_cidr_limit_v6", f.podCIDRLimit6, 1, 128)
 	f.accessInterval = op.Seconds("access_interval", f.accessInterval)
-	return k.String("api_root", ""), k.String("token_file", ""), k.String("ssl_ca_crt_file", "")
+	return k.String("api_root", ""), k.String("token_file", ""), k.String("ssl_ca_crt_file", ""), ignored
 }
 
 // restConfig finds the Kubernetes configuration: an explicit kubeconfig, Kuryr's api_root with a

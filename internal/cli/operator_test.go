@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -196,6 +198,8 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 	}{
 		{"bad port", "[health_server]\nport = 99999\n", nil, []string{"operator.conf:2", "health_server.port", "port number"}},
 		{"typo", "[health_server]\nprot = 8082\n", nil, []string{"operator.conf:2", "health_server.prot", "unknown option"}},
+		{"typo in [operator]", "[operator]\nroutegc_budgte = 3\n", nil, []string{"operator.conf:2", "operator.routegc_budgte", "unknown option"}},
+		{"api_root not a URL", "[kubernetes]\napi_root = 10.0.0.1:6443\n", nil, []string{"operator.conf:2", "kubernetes.api_root", "URL of the Kubernetes API"}},
 		{"bad interval", "[operator]\nroutegc_interval = soon\n", nil, []string{"operator.conf:2", "operator.routegc_interval"}},
 		{"bad log level", "", []string{"--log-level", "loud"}, []string{"--log-level"}},
 		{"bad workload qps", "[operator]\nworkload_qps = 0\n", nil, []string{"operator.conf:2", "operator.workload_qps"}},
@@ -268,6 +272,95 @@ port = 9082
 			}
 			if o.DrainDelay != tc.drain || o.HealthAddr != ":9082" {
 				t.Fatalf("drain delay %s, health %s", o.DrainDelay, o.HealthAddr)
+			}
+		})
+	}
+}
+
+// TestOperatorAcceptsKuryrConf: a whole kuryr.conf (testdata/kuryr.conf: every section Kuryr ships) is a
+// valid operator configuration. The options the operator uses take effect; Kuryr's others are ignored,
+// all named in one warning line; a wrong value of an option the operator uses is still refused with the
+// file and line.
+func TestOperatorAcceptsKuryrConf(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "kuryr.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := writeFile(t, "kuryr.conf", string(data))
+	f, fs := flagsOf(t, []string{"--config", conf, "--log-format", "json"})
+	var stderr bytes.Buffer
+	o, err := f.options(fs, &stderr, func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("kuryr.conf refused: %v", err)
+	}
+	if o.RestConfig.Host != "https://10.0.0.1:6443" || o.RestConfig.BearerTokenFile != "/var/run/secrets/kubernetes.io/serviceaccount/token" ||
+		o.RestConfig.TLSClientConfig.CAFile != "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt" {
+		t.Errorf("Kubernetes API from [kubernetes]: host %q token file %q CA %q", o.RestConfig.Host, o.RestConfig.BearerTokenFile, o.RestConfig.TLSClientConfig.CAFile)
+	}
+	if o.HealthAddr != ":8082" {
+		t.Errorf("health address %q, want :8082 from [health_server]", o.HealthAddr)
+	}
+	if o.Cloud == nil || o.Cloud.Options.IdentityEndpoint != "https://keystone.example:5000/v3" || o.Cloud.Options.Username != "kuryr" || o.Cloud.Region != "RegionOne" {
+		t.Errorf("credentials from [neutron]: %+v", o.Cloud)
+	}
+	// One warning, naming Kuryr's [kubernetes] options and the sections the operator does not read.
+	var warnings []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec["level"] == "WARN" && strings.Contains(rec["msg"].(string), "does not use") {
+			warnings = append(warnings, rec)
+		}
+	}
+	if len(warnings) != 1 {
+		t.Fatalf("%d warnings about ignored options, want 1:\n%s", len(warnings), stderr.String())
+	}
+	var ignored []string
+	for _, v := range warnings[0]["options"].([]any) {
+		ignored = append(ignored, v.(string))
+	}
+	for _, want := range []string{"kubernetes.enabled_handlers", "kubernetes.pod_vif_driver", "kubernetes.ssl_verify_server_crt",
+		"[DEFAULT]", "[binding]", "[cni_daemon]", "[cni_health_server]", "[octavia_defaults]", "[vif_pool]", "[neutron_defaults]"} {
+		if !slices.Contains(ignored, want) {
+			t.Errorf("warning does not name %s: %v", want, ignored)
+		}
+	}
+	for _, used := range []string{"kubernetes.api_root", "kubernetes.token_file", "[neutron]", "[health_server]", "[kubernetes]"} {
+		if slices.Contains(ignored, used) {
+			t.Errorf("warning names %s, which the operator uses", used)
+		}
+	}
+	if warnings[0]["file"] != conf {
+		t.Errorf("warning names file %v, want %s", warnings[0]["file"], conf)
+	}
+
+	// Wrong values of the options the operator uses: refused, with the line.
+	lineOf := func(text, prefix string) int {
+		for i, l := range strings.Split(text, "\n") {
+			if strings.HasPrefix(l, prefix) {
+				return i + 1
+			}
+		}
+		t.Fatalf("testdata/kuryr.conf has no line %q", prefix)
+		return 0
+	}
+	text := string(data)
+	for _, tc := range []struct{ from, to, field string }{
+		{"port = 8082", "port = eighty-two", "health_server.port"},
+		{"api_root = https://10.0.0.1:6443", "api_root = 10.0.0.1:6443", "kubernetes.api_root"},
+		{"auth_url = https://keystone.example:5000/v3", "auth_url = keystone.example", "neutron.auth_url"},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			bad := writeFile(t, "kuryr.conf", strings.Replace(text, tc.from, tc.to, 1))
+			var out, errb bytes.Buffer
+			if code := Main([]string{"operator", "--config", bad}, &out, &errb); code != ExitConfig {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, ExitConfig, errb.String())
+			}
+			want := fmt.Sprintf("%s:%d: %s", bad, lineOf(text, tc.from), tc.field)
+			if !strings.Contains(errb.String(), want) {
+				t.Errorf("stderr %q lacks %q", errb.String(), want)
 			}
 		})
 	}
