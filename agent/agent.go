@@ -105,7 +105,7 @@ func New(opts Options, deps Deps) (*Agent, error) {
 		a.conds = &NodeConditions{
 			Client:          deps.Kube,
 			NodeName:        opts.NodeName,
-			Specs:           DefaultConditionSpecs(),
+			Specs:           ConditionSpecs(opts),
 			HeartbeatPeriod: opts.HeartbeatPeriod,
 			Clock:           deps.Clock,
 			Log:             deps.Logger,
@@ -133,7 +133,42 @@ func New(opts Options, deps Deps) (*Agent, error) {
 	return a, nil
 }
 
-// DefaultConditionSpecs are the node conditions the agent writes.
+// ConditionSpecs are the node conditions the agent writes with opts: the default ones, and
+// PodNetworkConnectivity when the connectivity check has targets.
+func ConditionSpecs(opts Options) []ConditionSpec {
+	specs := DefaultConditionSpecs()
+	if opts.Connectivity.Enabled() {
+		specs = append(specs, ConnectivityConditionSpec(opts.Connectivity))
+	}
+	return specs
+}
+
+// ConnectivityConditionSpec is the PodNetworkConnectivity condition: its changes are written at most
+// once per three check intervals, so that a flapping network does not flood the API server.
+func ConnectivityConditionSpec(o ConnectivityOptions) ConditionSpec {
+	return ConditionSpec{
+		Type:      ConditionPodNetworkConnectivity,
+		Results:   []string{CheckConnectivityPod, CheckConnectivityService, CheckConnectivityDNS},
+		Optional:  true,
+		OKReason:  "PodNetworkReachable",
+		OKMessage: "pods on other nodes, Services and the cluster DNS answer from the pod network",
+		FailReasons: map[string]string{
+			CheckConnectivityPod:     "PodToPodFailing",
+			CheckConnectivityService: "PodToServiceFailing",
+			CheckConnectivityDNS:     "ClusterDNSFailing",
+		},
+		FailMessages: map[string]string{
+			CheckConnectivityPod:     "no pod on another node answers",
+			CheckConnectivityService: "no Service answers",
+			CheckConnectivityDNS:     "the cluster DNS does not resolve",
+		},
+		FailReason:        "PodNetworkUnreachable",
+		CountDegraded:     true,
+		MinChangeInterval: 3 * o.Interval,
+	}
+}
+
+// DefaultConditionSpecs are the node conditions the agent always writes.
 func DefaultConditionSpecs() []ConditionSpec {
 	return []ConditionSpec{
 		{
@@ -208,6 +243,11 @@ func (a *Agent) registerChecks() error {
 			FailureThreshold: 3,
 		},
 	)
+	conn, err := connectivityChecks(o.Connectivity, a.deps.Registry)
+	if err != nil {
+		return err
+	}
+	list = append(list, conn...)
 	mem, source, err := memoryCheck(o)
 	if err != nil {
 		return &config.Error{Field: "max-memory-usage", Msg: err.Error()}

@@ -26,6 +26,9 @@ const (
 	// ConditionPodNetworkHealthy is True when pods get their network: the CNI ADD failure budget is not
 	// exhausted.
 	ConditionPodNetworkHealthy corev1.NodeConditionType = "PodNetworkHealthy"
+	// ConditionPodNetworkConnectivity is True when, from the pod network, pods on other nodes, Services
+	// and the cluster DNS answer (the connectivity check; written only when it has targets).
+	ConditionPodNetworkConnectivity corev1.NodeConditionType = "PodNetworkConnectivity"
 )
 
 // maxConditionMessage bounds a condition's message (the API accepts more; people read less).
@@ -48,6 +51,12 @@ type ConditionSpec struct {
 	// CountDegraded: a failing degraded result turns the condition False too (the condition is then
 	// where that failure shows).
 	CountDegraded bool
+	// Optional: results that are not registered are left out (rather than keeping the condition
+	// Unknown); a condition with none of its results registered is Unknown.
+	Optional bool
+	// MinChangeInterval: once the condition changed, a further change of its status, reason or message
+	// waits this long (the heartbeat still refreshes it). Zero: changes are written at once.
+	MinChangeInterval time.Duration
 }
 
 // NodeClient reads a Node and patches its status (*Kube is one).
@@ -88,6 +97,7 @@ type NodeConditions struct {
 
 	mu        sync.Mutex
 	written   map[corev1.NodeConditionType]corev1.NodeCondition
+	changedAt map[corev1.NodeConditionType]time.Time // when each condition's content was last written changed
 	lastWrite time.Time
 	startedAt time.Time
 	dirty     bool
@@ -121,6 +131,7 @@ func (n *NodeConditions) Run(ctx context.Context) error {
 	defer t.Stop()
 	n.mu.Lock()
 	n.written = map[corev1.NodeConditionType]corev1.NodeCondition{}
+	n.changedAt = map[corev1.NodeConditionType]time.Time{}
 	n.dirty = true
 	n.mu.Unlock()
 	n.mu.Lock()
@@ -190,8 +201,14 @@ func Desired(specs []ConditionSpec, results []health.Result, prev map[corev1.Nod
 		c := corev1.NodeCondition{Type: s.Type, Status: corev1.ConditionTrue, Reason: s.OKReason, Message: s.OKMessage}
 		var failing, pending []string
 		var firstFailing string
+		present := 0
 		for _, name := range s.Results {
 			r, ok := byName[name]
+			if ok {
+				present++
+			} else if s.Optional {
+				continue
+			}
 			switch {
 			case !ok || r.Status == health.StatusUnknown:
 				pending = append(pending, name)
@@ -208,6 +225,9 @@ func Desired(specs []ConditionSpec, results []health.Result, prev map[corev1.Nod
 				}
 				failing = append(failing, msg)
 			}
+		}
+		if present == 0 && s.Optional {
+			pending = s.Results
 		}
 		switch {
 		case len(failing) > 0:
@@ -244,6 +264,7 @@ func (n *NodeConditions) sync(ctx context.Context) bool {
 	}
 	n.mu.Lock()
 	desired := Desired(n.Specs, n.Results(), n.written, now)
+	n.hold(desired, now)
 	changed := n.dirty
 	var transitions [][2]corev1.NodeCondition
 	for _, c := range desired {
@@ -281,6 +302,9 @@ func (n *NodeConditions) sync(ctx context.Context) bool {
 	}
 	n.mu.Lock()
 	for _, c := range desired {
+		if p, ok := n.written[c.Type]; ok && !sameCondition(p, c) {
+			n.changedAt[c.Type] = now
+		}
 		n.written[c.Type] = c
 	}
 	n.lastWrite = now
@@ -294,6 +318,27 @@ func (n *NodeConditions) sync(ctx context.Context) bool {
 		}
 	}
 	return true
+}
+
+// hold keeps, in desired, the written content of conditions whose MinChangeInterval has not passed
+// since their last change (only their heartbeat moves). n.mu is held.
+func (n *NodeConditions) hold(desired []corev1.NodeCondition, now time.Time) {
+	for i, c := range desired {
+		s := n.Specs[i]
+		p, ok := n.written[c.Type]
+		if s.MinChangeInterval <= 0 || !ok || sameCondition(p, c) {
+			continue
+		}
+		if at, ok := n.changedAt[c.Type]; ok && now.Sub(at) < s.MinChangeInterval {
+			p.LastHeartbeatTime = c.LastHeartbeatTime
+			desired[i] = p
+		}
+	}
+}
+
+// sameCondition: same status, reason and message.
+func sameCondition(a, b corev1.NodeCondition) bool {
+	return a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message
 }
 
 func (n *NodeConditions) patch(ctx context.Context, conds []corev1.NodeCondition) error {

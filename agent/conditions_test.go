@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vitalsproject/vitals/health"
 )
@@ -63,5 +66,91 @@ func TestAddFailureError(t *testing.T) {
 	var target *AddFailureError
 	if !errors.As(error(e), &target) {
 		t.Fatal("errors.As")
+	}
+}
+
+// patchRecorder is a NodeClient that keeps the conditions of the last status patch.
+type patchRecorder struct{ last []corev1.NodeCondition }
+
+func (p *patchRecorder) GetNode(context.Context, string) (*corev1.Node, error) {
+	return &corev1.Node{}, nil
+}
+func (p *patchRecorder) PatchNodeStatus(_ context.Context, _ string, body []byte) error {
+	var patch struct {
+		Status struct {
+			Conditions []corev1.NodeCondition `json:"conditions"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(body, &patch); err != nil {
+		return err
+	}
+	p.last = patch.Status.Conditions
+	return nil
+}
+
+// TestConnectivityConditionHold: after a change, PodNetworkConnectivity changes again only once its
+// MinChangeInterval (three check intervals) has passed, so a flapping network is not a flood of writes.
+func TestConnectivityConditionHold(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	res := &staticResults{}
+	rec := &patchRecorder{}
+	nc := &NodeConditions{Client: rec, NodeName: "n1", Specs: []ConditionSpec{ConnectivityConditionSpec(ConnectivityOptions{Interval: 10 * time.Second})},
+		Results: res.get, Clock: clk, StartGrace: time.Nanosecond, HeartbeatPeriod: time.Hour,
+		written: map[corev1.NodeConditionType]corev1.NodeCondition{}, changedAt: map[corev1.NodeConditionType]time.Time{}, startedAt: t0}
+	fail := failResult(CheckConnectivityPod, "10.0.0.7:8080: timed out")
+	fail.Severity = health.Degraded
+	steps := []struct {
+		at     time.Duration
+		result health.Result
+		want   corev1.ConditionStatus
+	}{
+		{0, okResult(CheckConnectivityPod), corev1.ConditionTrue},
+		{time.Second, fail, corev1.ConditionFalse},                                // the first change is written at once
+		{2 * time.Second, okResult(CheckConnectivityPod), corev1.ConditionFalse},  // held
+		{25 * time.Second, okResult(CheckConnectivityPod), corev1.ConditionFalse}, // still held
+		{31 * time.Second, okResult(CheckConnectivityPod), corev1.ConditionTrue},  // 30s after the change
+		{32 * time.Second, fail, corev1.ConditionTrue},                            // held again
+		{62 * time.Second, fail, corev1.ConditionFalse},
+	}
+	for _, s := range steps {
+		clk.SetTime(t0.Add(s.at))
+		res.set(s.result)
+		if !nc.sync(context.Background()) {
+			t.Fatalf("at %s: sync failed", s.at)
+		}
+		got := nc.Written()
+		if len(got) != 1 || got[0].Status != s.want {
+			t.Fatalf("at %s: written %+v, want %s", s.at, got, s.want)
+		}
+		if len(rec.last) != 1 || rec.last[0].Status != s.want {
+			t.Fatalf("at %s: patched %+v, want %s", s.at, rec.last, s.want)
+		}
+		if s.want == corev1.ConditionFalse && (rec.last[0].Reason != "PodToPodFailing" || rec.last[0].Message != "no pod on another node answers: pod-network-pod: 10.0.0.7:8080: timed out") {
+			t.Fatalf("at %s: %+v", s.at, rec.last[0])
+		}
+	}
+}
+
+// TestConnectivityConditionOptional: a connectivity check without targets of a kind is left out of
+// the condition, not waited for.
+func TestConnectivityConditionOptional(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	spec := []ConditionSpec{ConnectivityConditionSpec(ConnectivityOptions{Interval: 10 * time.Second})}
+	tests := []struct {
+		name    string
+		results []health.Result
+		want    corev1.ConditionStatus
+	}{
+		{"only DNS configured, passing", []health.Result{okResult(CheckConnectivityDNS)}, corev1.ConditionTrue},
+		{"no check registered", nil, corev1.ConditionUnknown},
+		{"one pending", []health.Result{okResult(CheckConnectivityDNS), {Name: CheckConnectivityPod, Status: health.StatusUnknown}}, corev1.ConditionUnknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Desired(spec, tt.results, nil, now); got[0].Status != tt.want {
+				t.Errorf("got %+v, want %s", got[0], tt.want)
+			}
+		})
 	}
 }

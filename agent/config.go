@@ -84,6 +84,8 @@ type Options struct {
 	DrainDelay time.Duration
 	// Kubeconfig path; "" means in-cluster configuration (or $KUBECONFIG).
 	Kubeconfig string
+	// Connectivity configures the pod network connectivity check (off without targets).
+	Connectivity ConnectivityOptions
 }
 
 // DefaultOptions returns the defaults.
@@ -107,6 +109,7 @@ func DefaultOptions() Options {
 		CheckInterval:        DefaultCheckInterval,
 		HeartbeatPeriod:      DefaultHeartbeatPeriod,
 		ComponentTimeout:     DefaultComponentTimeout,
+		Connectivity:         ConnectivityOptions{Interval: DefaultConnectivityInterval, Timeout: DefaultConnectivityTimeout},
 	}
 }
 
@@ -116,6 +119,13 @@ var KuryrKeys = map[string][]string{
 	"cni_health_server": {"port", "max_memory_usage", "cg_path"},
 	"cni_daemon":        {"cni_failures_count"},
 }
+
+// ConnectivitySection is the agent's own section of the file, for the pod network connectivity check.
+// Unlike Kuryr's sections, its keys are all the agent's: an unknown one is an error.
+const ConnectivitySection = "pod_network_connectivity"
+
+// connectivityKeys are the options of ConnectivitySection.
+var connectivityKeys = []string{"netns", "pods", "services", "dns_server", "dns_names", "interval", "timeout"}
 
 // ApplyKuryrINI reads a kuryr.conf-style file and sets the options it holds:
 //
@@ -155,7 +165,64 @@ func ApplyKuryrINI(path string, o *Options) error {
 	if d.Has("cni_failures_count") {
 		o.FailuresCount = d.IntRange("cni_failures_count", o.FailuresCount, 0, 1_000_000)
 	}
+	applyConnectivityINI(f.Section(ConnectivitySection), &o.Connectivity)
 	return f.Err()
+}
+
+// applyConnectivityINI reads the connectivity check's section:
+//
+//	[pod_network_connectivity]
+//	netns = /var/run/netns/probe               -> Netns
+//	pods = 10.100.1.7:8080, 10.100.2.9:8080    -> Pods
+//	services = 10.96.0.1:443                   -> Services
+//	dns_server = 10.96.0.10                    -> DNSServer
+//	dns_names = kubernetes.default.svc.cluster.local -> DNSNames
+//	interval = 30                              -> Interval (seconds)
+//	timeout = 3                                -> Timeout (seconds)
+//
+// Each value is checked where it stands, so that an error names its line; checks across options
+// (a DNS server for the names, a timeout within the interval) are Validate's, after the flags.
+func applyConnectivityINI(s *config.Section, c *ConnectivityOptions) {
+	s.CheckKnown(connectivityKeys...)
+	if s.Has("netns") {
+		c.Netns = s.String("netns", c.Netns)
+		if !strings.HasPrefix(c.Netns, "/") {
+			s.Errorf("netns", "expected an absolute path to a network namespace, got %q", c.Netns)
+		}
+	}
+	for _, key := range []string{"pods", "services"} {
+		for _, t := range s.List(key, nil) {
+			if _, err := parseTarget(t); err != nil {
+				s.Errorf(key, "%v", err)
+			}
+		}
+	}
+	c.Pods = s.List("pods", c.Pods)
+	c.Services = s.List("services", c.Services)
+	if s.Has("dns_server") {
+		c.DNSServer = s.String("dns_server", c.DNSServer)
+		if _, err := parseDNSServer(c.DNSServer); err != nil {
+			s.Errorf("dns_server", "%v", err)
+		}
+	}
+	c.DNSNames = s.List("dns_names", c.DNSNames)
+	for _, n := range c.DNSNames {
+		if err := validDNSName(n); err != nil {
+			s.Errorf("dns_names", "%v", err)
+		}
+	}
+	for _, o := range []struct {
+		key string
+		d   *time.Duration
+	}{{"interval", &c.Interval}, {"timeout", &c.Timeout}} {
+		key, d := o.key, o.d
+		switch v := s.Seconds(key, -1); {
+		case v == 0:
+			s.Errorf(key, "expected a positive number of seconds, got %q", s.String(key, ""))
+		case v > 0:
+			*d = v
+		}
+	}
 }
 
 // Validate checks the options; problems are *config.Error values naming the flag.
@@ -216,6 +283,9 @@ func (o Options) Validate() error {
 	}
 	if o.DrainDelay < 0 {
 		bad("drain-delay", "expected 0 or a positive duration, got %s", o.DrainDelay)
+	}
+	for _, b := range o.Connectivity.validate() {
+		bad("connectivity-"+b[0], "%s", b[1])
 	}
 	if len(errs) > 0 {
 		return errs

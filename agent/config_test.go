@@ -57,6 +57,33 @@ api_root = https://10.0.0.1:6443
 		{name: "relative cg_path", ini: "[cni_health_server]\ncg_path = memory/kuryr\n", wantErr: ":2: cni_health_server.cg_path: expected an absolute path"},
 		{name: "bad failures count", ini: "[cni_daemon]\ncni_failures_count = -2\n", wantErr: ":2: cni_daemon.cni_failures_count: expected an integer from 0"},
 		{name: "syntax error", ini: "[cni_daemon\n", wantErr: ":1: invalid section header"},
+		{
+			name: "the connectivity check's own section",
+			ini: `[pod_network_connectivity]
+netns = /var/run/netns/probe
+pods = 10.100.1.7:8080, 10.100.2.9:8080
+services = 10.96.0.1:443
+dns_server = 10.96.0.10
+dns_names = kubernetes.default.svc.cluster.local
+interval = 20
+timeout = 2.5
+`,
+			check: func(t *testing.T, o Options) {
+				c := o.Connectivity
+				o.NodeName = "node-1"
+				if c.Netns != "/var/run/netns/probe" || len(c.Pods) != 2 || c.Pods[1] != "10.100.2.9:8080" || c.Services[0] != "10.96.0.1:443" ||
+					c.DNSServer != "10.96.0.10" || c.DNSNames[0] != "kubernetes.default.svc.cluster.local" ||
+					c.Interval != 20*time.Second || c.Timeout != 2500*time.Millisecond || o.Validate() != nil {
+					t.Errorf("connectivity = %+v (%v)", c, o.Validate())
+				}
+			},
+		},
+		{name: "connectivity: a name as a target", ini: "[pod_network_connectivity]\n\npods = 10.1.1.1:80, web:80\n", wantErr: `:3: pod_network_connectivity.pods: expected ip:port (such as 10.96.0.1:443 or [fd00::1]:443), got "web:80"`},
+		{name: "connectivity: a bad DNS server", ini: "[pod_network_connectivity]\ndns_server = kube-dns\n", wantErr: ":2: pod_network_connectivity.dns_server: expected an IP address"},
+		{name: "connectivity: a bad name", ini: "[pod_network_connectivity]\ndns_names = a..b\n", wantErr: ":2: pod_network_connectivity.dns_names: expected a DNS name"},
+		{name: "connectivity: a zero interval", ini: "[pod_network_connectivity]\ninterval = 0\n", wantErr: ":2: pod_network_connectivity.interval: expected a positive number of seconds"},
+		{name: "connectivity: a relative netns", ini: "[pod_network_connectivity]\nnetns = probe\n", wantErr: ":2: pod_network_connectivity.netns: expected an absolute path"},
+		{name: "connectivity: a typo", ini: "[pod_network_connectivity]\npod = 10.1.1.1:80\n", wantErr: ":2: pod_network_connectivity.pod: unknown option"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -113,6 +113,9 @@ func TestOperatorChartServerSideDryRun(t *testing.T) {
 		{"agent", "agent:\n  enabled: true\n", []string{"Deployment", "DaemonSet"}, nil, false, nil, []string{"default"}},
 		{"agent-netadmin", "agent:\n  enabled: true\n  requireNetAdmin: true\n", []string{"DaemonSet"}, nil, true, nil, []string{"default"}},
 		{"agent-cni-reporter", "agent:\n  enabled: true\n  cniReporter:\n    install: true\n", []string{"DaemonSet"}, nil, false, nil, []string{"default"}},
+		{"agent-connectivity", "agent:\n  enabled: true\n  connectivity:\n    netns: /var/run/netns/probe\n    pods: [10.100.1.7:8080]\n" +
+			"    services: [10.96.0.1:443]\n    dnsServer: 10.96.0.10\n    dnsNames: [kubernetes.default.svc.cluster.local]\n    interval: 20s\n",
+			[]string{"DaemonSet"}, nil, false, nil, []string{"default"}},
 		{"watch-namespace-credentials", "operator:\n  watchNamespace: " + ns + "\n  cloudsSecret: os-creds\n" +
 			"  config: |\n    [neutron]\n    timeout = 30\nmetrics:\n  service: false\n",
 			[]string{"Deployment", "ConfigMap"}, []string{"Service", "DaemonSet"}, false, nil, nil},

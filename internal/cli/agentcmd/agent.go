@@ -47,10 +47,13 @@ the results the CNI reports on the root-only socket (the vitals-cni reporter, se
 subcommand). kubelet's FailedCreatePodSandBox Events for this node count in a budget of their own, only
 when they are evidence (their pod is on this node, not running, the failure is the network's, the
 Event is recent), and never fail a probe. The agent writes the node conditions CNIHealthy and
-PodNetworkHealthy.
+PodNetworkHealthy, and PodNetworkConnectivity when the pod network connectivity check has targets
+(--connectivity-*: pods on other nodes, Services, names through the cluster DNS, probed from a network
+namespace on the pod network; it never fails a probe).
 
 Options are read from a kuryr.conf-style file ([cni_health_server] port, max_memory_usage, cg_path;
-[cni_daemon] cni_failures_count) given with --config-file, then from flags, which win.`,
+[cni_daemon] cni_failures_count; the agent's own [pod_network_connectivity]) given with --config-file,
+then from flags, which win.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAgent(cmd, f)
@@ -82,6 +85,14 @@ Options are read from a kuryr.conf-style file ([cni_health_server] port, max_mem
 	fs.DurationVar(&o.ComponentTimeout, "component-timeout", o.ComponentTimeout, "a component that has not beaten for this long is dead")
 	fs.DurationVar(&o.DrainDelay, "drain-delay", o.DrainDelay, "on SIGTERM, fail readiness and keep serving this long")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig (empty: in-cluster, or $KUBECONFIG)")
+	c := &o.Connectivity
+	fs.StringVar(&c.Netns, "connectivity-netns", c.Netns, "network namespace on the pod network to probe from (empty: the agent's; entering one needs CAP_SYS_ADMIN)")
+	fs.StringSliceVar(&c.Pods, "connectivity-pod", c.Pods, "ip:port of a pod on another node to connect to over TCP (repeatable)")
+	fs.StringSliceVar(&c.Services, "connectivity-service", c.Services, "ClusterIP:port of a Service to connect to over TCP (repeatable)")
+	fs.StringVar(&c.DNSServer, "connectivity-dns-server", c.DNSServer, "the cluster DNS Service's address (ip or ip:port)")
+	fs.StringSliceVar(&c.DNSNames, "connectivity-dns-name", c.DNSNames, "a name to resolve through the cluster DNS (repeatable)")
+	fs.DurationVar(&c.Interval, "connectivity-interval", c.Interval, "interval of the pod network connectivity check")
+	fs.DurationVar(&c.Timeout, "connectivity-timeout", c.Timeout, "timeout of one pass of the pod network connectivity check, per kind of target")
 	f.log = clirun.AddLogFlags(fs, "json")
 	cmd.AddCommand(newReportCommand(use))
 	return cmd

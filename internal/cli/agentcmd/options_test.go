@@ -21,6 +21,11 @@ cg_path = /sys/fs/cgroup/kuryr
 
 [cni_daemon]
 cni_failures_count = 5
+
+[pod_network_connectivity]
+dns_server = 10.96.0.53
+dns_names = kubernetes.default.svc.cluster.local
+pods = 10.100.1.7:8080
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +45,13 @@ cni_failures_count = 5
 			"--cni-failures-count", "1"}, func(o agent.Options) bool {
 			return o.Port == 8091 && o.FailuresCount == 1 && o.MaxMemoryMiB == 64 && o.MemorySource == agent.MemoryRSS
 		}},
+		{"connectivity: the server from a flag, the names from the file; the flags' pods replace the file's", []string{"--node-name", "n",
+			"--config-file", conf, "--connectivity-dns-server", "10.96.0.10", "--connectivity-pod", "10.100.2.9:8080", "--connectivity-pod", "10.100.3.4:8080"},
+			func(o agent.Options) bool {
+				c := o.Connectivity
+				return c.DNSServer == "10.96.0.10" && len(c.DNSNames) == 1 && len(c.Pods) == 2 && c.Pods[0] == "10.100.2.9:8080" &&
+					c.Interval == agent.DefaultConnectivityInterval
+			}},
 		{"a flag equal to its default still wins", []string{"--node-name", "n", "--config-file", conf, "--port", "8090"},
 			func(o agent.Options) bool { return o.Port == 8090 && o.FailuresCount == 5 }},
 	}
