@@ -37,6 +37,7 @@ const (
 	evServer eventKind = iota + 1
 	evVolume
 	evLB
+	evSnapshot
 )
 
 type event struct {
@@ -89,69 +90,18 @@ func (s *cloud) advanceLocked(now time.Time) {
 	}
 }
 
+// apply finishes the change an event is for, in the file of its service.
 func (s *cloud) apply(e event) {
-	now := s.now()
 	switch e.kind {
 	case evServer:
-		v, ok := s.st.servers.get(e.id)
-		if !ok || !v.Due.Equal(e.at) {
-			return
-		}
-		v.Due = time.Time{}
-		if v.TaskState == "deleting" {
-			s.removeServerLocked(v)
-			return
-		}
-		v.Status, v.VMState, v.TaskState, v.Updated = "ACTIVE", "active", "", now
+		settle(s.st.servers, e, s.settleServer)
 	case evVolume:
-		v, ok := s.st.volumes.get(e.id)
-		if !ok || !v.Due.Equal(e.at) {
-			return
-		}
-		v.Due = time.Time{}
-		switch v.Status {
-		case "deleting":
-			s.st.volumes.del(v.ID)
-		case "creating":
-			v.Status, v.Updated = "available", now
-		}
+		settle(s.st.volumes, e, s.settleVolume)
+	case evSnapshot:
+		settle(s.st.snapshots, e, s.settleSnapshot)
 	case evLB:
-		v, ok := s.st.lbs.get(e.id)
-		if !ok || !v.Due.Equal(e.at) {
-			return
-		}
-		v.Due = time.Time{}
-		switch v.ProvisioningStatus {
-		case "PENDING_DELETE":
-			s.removeLBLocked(v)
-		default:
-			v.ProvisioningStatus, v.OperatingStatus, v.Updated = "ACTIVE", "ONLINE", now
-		}
+		settle(s.st.lbs, e, s.settleLB)
 	}
-}
-
-// removeServerLocked deletes a server and the ports Nova made for it.
-func (s *cloud) removeServerLocked(v *server) {
-	for _, pid := range v.Ports {
-		if p, ok := s.st.ports.get(pid); ok && p.DeviceID == v.ID {
-			s.releaseIPsLocked(p)
-			s.st.ports.del(pid)
-		}
-	}
-	for _, id := range s.st.volumes.ids(v.Project) {
-		if vol := s.st.volumes.m[id]; vol.AttachedTo == v.ID {
-			vol.AttachedTo, vol.Status = "", "available"
-		}
-	}
-	s.st.servers.del(v.ID)
-}
-
-func (s *cloud) removeLBLocked(v *loadBalancer) {
-	if p, ok := s.st.ports.get(v.VIPPortID); ok {
-		s.releaseIPsLocked(p)
-		s.st.ports.del(p.ID)
-	}
-	s.st.lbs.del(v.ID)
 }
 
 // The handlers of the services other than Keystone, over the shared store.

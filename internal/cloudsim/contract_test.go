@@ -15,7 +15,13 @@ import (
 // TestContract runs the openstack package's contract suite, the one that also runs against
 // the real services, against the simulator: a failure here is a simulator bug.
 func TestContract(t *testing.T) {
-	sim, err := cloudsim.New(cloudsim.Options{Seed: 1})
+	// Short latencies (on the real clock) make every asynchronous state show, as the real services' do.
+	knobs := cloudsim.DefaultKnobs()
+	for _, d := range []*cloudsim.Duration{&knobs.ServerBuildLatency, &knobs.ServerRebootLatency, &knobs.ServerDeleteLatency,
+		&knobs.VolumeCreateLatency, &knobs.VolumeDeleteLatency, &knobs.LBCreateLatency, &knobs.LBDeleteLatency} {
+		*d = cloudsim.Duration(30 * time.Millisecond)
+	}
+	sim, err := cloudsim.New(cloudsim.Options{Seed: 1, Knobs: &knobs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,31 +180,22 @@ func neutronList[T item](c *call, coll *coll[T], key string, field func(T, strin
 		return 0, nil, err
 	}
 	q := c.values()
-	c.s.mu.RLock()
-	defer c.s.mu.RUnlock()
-	pg, err := list(coll, c.neutronScope(), c.query("marker"), limit, func(v T) bool {
+	status, body, err := index(c.s.cloud, c, coll, key, c.neutronScope(), limit, func(v T) bool {
 		if !c.visible(v.owner()) {
 			return false
 		}
 		return matchFilters(q, func(k string) ([]string, bool) { return field(v, k) })
-	})
+	}, plain(view))
 	if err != nil {
 		return 0, nil, err
 	}
-	out := make([]any, 0, len(pg.items))
-	for _, v := range pg.items {
-		out = append(out, view(v))
-	}
-	if fields := c.values()["fields"]; len(fields) > 0 {
-		if out, err = selectFields(out, fields); err != nil {
+	if fields := q["fields"]; len(fields) > 0 {
+		m := body.(map[string]any)
+		if m[key], err = selectFields(m[key].([]any), fields); err != nil {
 			return 0, nil, err
 		}
 	}
-	body := map[string]any{key: out}
-	if pg.more {
-		body[key+"_links"] = c.nextLink(pg.items[len(pg.items)-1].key())
-	}
-	return http.StatusOK, body, nil
+	return status, body, nil
 }
 
 func commonField(k, id, name, project string, tags []string, revision int) ([]string, bool) {

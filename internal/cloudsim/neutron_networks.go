@@ -52,7 +52,7 @@ func (s *cloud) getNetworkLocked(c *call, id string) (*network, error) {
 }
 
 func (s *neutron) getNetwork(c *call) (int, any, error) {
-	return show(s, c, s.networks())
+	return show(s.cloud, c, s.networks(), c.r.PathValue("id"))
 }
 
 type networkFields struct {

@@ -74,7 +74,7 @@ func (s *cloud) getPortLocked(c *call, id string) (*port, error) {
 }
 
 func (s *neutron) getPort(c *call) (int, any, error) {
-	return show(s, c, s.ports())
+	return show(s.cloud, c, s.ports(), c.r.PathValue("id"))
 }
 
 type portFields struct {

@@ -61,7 +61,7 @@ func (s *cloud) getRouterLocked(c *call, id string) (*router, error) {
 }
 
 func (s *neutron) getRouter(c *call) (int, any, error) {
-	return show(s, c, s.routers())
+	return show(s.cloud, c, s.routers(), c.r.PathValue("id"))
 }
 
 type routerBody struct {

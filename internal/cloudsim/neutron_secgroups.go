@@ -111,7 +111,7 @@ func (s *cloud) getSecGroupLocked(c *call, id string) (*secGroup, error) {
 }
 
 func (s *neutron) getSecGroup(c *call) (int, any, error) {
-	return show(s, c, s.secGroups())
+	return show(s.cloud, c, s.secGroups(), c.r.PathValue("id"))
 }
 
 type secGroupFields struct {

@@ -81,7 +81,7 @@ func (s *cloud) getSubnetLocked(c *call, id string) (*subnet, error) {
 }
 
 func (s *neutron) getSubnet(c *call) (int, any, error) {
-	return show(s, c, s.subnets())
+	return show(s.cloud, c, s.subnets(), c.r.PathValue("id"))
 }
 
 func (s *neutron) createSubnet(c *call) (int, any, error) {

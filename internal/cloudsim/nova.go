@@ -1,6 +1,7 @@
 package cloudsim
 
 import (
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -32,6 +33,11 @@ func (s *nova) routes(mux *http.ServeMux, api apiFunc) {
 	h("POST "+cprefix+"/servers/{id}/action", s.serverAction)
 	h("GET "+cprefix+"/servers/{id}/os-security-groups", s.serverSecGroups)
 	h("GET "+cprefix+"/servers/{id}/metadata", s.serverMetadata)
+	h("POST "+cprefix+"/servers/{id}/metadata", s.updateServerMetadata)
+	h("GET "+cprefix+"/servers/{id}/tags", s.serverTags)
+	h("GET "+cprefix+"/servers/{id}/tags/{tag}", s.checkServerTag)
+	h("PUT "+cprefix+"/servers/{id}/tags/{tag}", s.addServerTag)
+	h("DELETE "+cprefix+"/servers/{id}/tags/{tag}", s.removeServerTag)
 	mux.Handle("/compute/", api(svcCompute, false, notFound))
 }
 
@@ -221,9 +227,7 @@ func (s *nova) listServers(c *call, detail bool) (int, any, error) {
 	}
 	status := strings.ToUpper(c.query("status"))
 	q := c.values()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	pg, err := list(s.st.servers, scope, c.query("marker"), limit, func(v *server) bool {
+	match := func(v *server) bool {
 		if nameRe != nil && !nameRe.MatchString(v.Name) {
 			return false
 		}
@@ -231,12 +235,23 @@ func (s *nova) listServers(c *call, detail bool) (int, any, error) {
 			return false
 		}
 		return status == "" || v.Status == status
-	})
+	}
+	if !detail {
+		return index(s.cloud, c, s.st.servers, "servers", scope, limit, match, func(c *call, v *server) any {
+			return map[string]any{"id": v.ID, "name": v.Name,
+				"links": []map[string]string{{"rel": "self", "href": c.baseURL() + cprefix + "/servers/" + v.ID}}}
+		})
+	}
+	// The details of a page of servers are written straight into the body (fastjson.go): the scale benchmarks
+	// list thousands of servers.
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	pg, err := list(s.st.servers, scope, c.query("marker"), limit, match)
 	if err != nil {
 		return 0, nil, err
 	}
 	base := c.baseURL()
-	if detail {
+	{
 		var attached map[string][]string
 		if len(pg.items) > 0 {
 			attached = s.attachmentsLocked(scope)
@@ -257,18 +272,6 @@ func (s *nova) listServers(c *call, detail bool) (int, any, error) {
 		}
 		return http.StatusOK, rawJSON(append(b, '}')), nil
 	}
-	out := make([]any, 0, len(pg.items))
-	for _, v := range pg.items {
-		{
-			out = append(out, map[string]any{"id": v.ID, "name": v.Name,
-				"links": []map[string]string{{"rel": "self", "href": base + cprefix + "/servers/" + v.ID}}})
-		}
-	}
-	body := map[string]any{"servers": out}
-	if pg.more {
-		body["servers_links"] = c.nextLink(pg.items[len(pg.items)-1].ID)
-	}
-	return http.StatusOK, body, nil
 }
 
 func (s *cloud) getServerLocked(c *call, id string) (*server, error) {
@@ -279,28 +282,114 @@ func (s *cloud) getServerLocked(c *call, id string) (*server, error) {
 	return v, nil
 }
 
-func (s *nova) getServer(c *call) (int, any, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	v, err := s.getServerLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, map[string]any{"server": s.viewServer(c.baseURL(), v, s.attachmentsLocked(v.Project))}, nil
+func (s *nova) servers() resource[*server] {
+	return resource[*server]{key: "server", find: s.getServerLocked, view: func(c *call, v *server) any {
+		return s.viewServer(c.baseURL(), v, s.attachmentsLocked(v.Project))
+	}}
 }
 
+// serverMetadata is a server's metadata as its own resource: GET .../metadata answers {"metadata": {...}}.
 func (s *nova) serverMetadata(c *call) (int, any, error) {
+	r := resource[*server]{key: "metadata", find: s.getServerLocked, view: func(_ *call, v *server) any {
+		if v.Metadata == nil {
+			return map[string]string{}
+		}
+		return v.Metadata
+	}}
+	return show(s.cloud, c, r, c.r.PathValue("id"))
+}
+
+// serverTags is a server's tags as its own resource: GET .../tags answers {"tags": [...]}.
+func (s *nova) serverTags(c *call) (int, any, error) {
+	r := resource[*server]{key: "tags", find: s.getServerLocked, view: func(_ *call, v *server) any { return orEmpty(v.Tags) }}
+	return show(s.cloud, c, r, c.r.PathValue("id"))
+}
+
+func (s *nova) getServer(c *call) (int, any, error) {
+	return show(s.cloud, c, s.servers(), c.r.PathValue("id"))
+}
+
+// changeServer applies f to the server of the path under the lock (a change Nova makes at once).
+func (s *nova) changeServer(c *call, f func(*server) (int, any, error)) (int, any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, err := s.getServerLocked(c, c.r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	status, body, err := f(v)
+	if err == nil {
+		v.Updated = s.now()
+	}
+	return status, body, err
+}
+
+// updateServerMetadata answers POST .../metadata: the body's items merged into the server's metadata.
+func (s *nova) updateServerMetadata(c *call) (int, any, error) {
+	var b struct {
+		Metadata map[string]string `json:"metadata"`
+	}
+	if err := c.decode(&b); err != nil {
+		return 0, nil, err
+	}
+	if b.Metadata == nil {
+		return 0, nil, badRequest("Invalid input for field/attribute metadata. 'metadata' is a required property")
+	}
+	return s.changeServer(c, func(v *server) (int, any, error) {
+		md := maps.Clone(v.Metadata)
+		if md == nil {
+			md = map[string]string{}
+		}
+		maps.Copy(md, b.Metadata)
+		v.Metadata = md
+		return http.StatusOK, map[string]any{"metadata": md}, nil
+	})
+}
+
+// maxServerTags is Nova's limit of tags per server.
+const maxServerTags = 50
+
+func (s *nova) addServerTag(c *call) (int, any, error) {
+	tag := c.r.PathValue("tag")
+	if tag == "" || len(tag) > 60 || strings.ContainsAny(tag, ",/") {
+		return 0, nil, badRequest("Tag %q is invalid: tags are 1 to 60 characters without ',' or '/'.", tag)
+	}
+	return s.changeServer(c, func(v *server) (int, any, error) {
+		if slices.Contains(v.Tags, tag) {
+			return http.StatusNoContent, nil, nil
+		}
+		if len(v.Tags) >= maxServerTags {
+			return 0, nil, badRequest("The number of tags exceeded the per-server limit %d", maxServerTags)
+		}
+		v.Tags = append(slices.Clone(v.Tags), tag)
+		return http.StatusCreated, nil, nil
+	})
+}
+
+// checkServerTag answers GET .../tags/{tag}: 204 when the server has the tag, 404 otherwise.
+func (s *nova) checkServerTag(c *call) (int, any, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	v, err := s.getServerLocked(c, c.r.PathValue("id"))
 	if err != nil {
 		return 0, nil, err
 	}
-	md := v.Metadata
-	if md == nil {
-		md = map[string]string{}
+	if tag := c.r.PathValue("tag"); !slices.Contains(v.Tags, tag) {
+		return 0, nil, errf(http.StatusNotFound, "itemNotFound", "Tag %s could not be found for server %s.", tag, v.ID)
 	}
-	return http.StatusOK, map[string]any{"metadata": md}, nil
+	return http.StatusNoContent, nil, nil
+}
+
+func (s *nova) removeServerTag(c *call) (int, any, error) {
+	tag := c.r.PathValue("tag")
+	return s.changeServer(c, func(v *server) (int, any, error) {
+		i := slices.Index(v.Tags, tag)
+		if i < 0 {
+			return 0, nil, errf(http.StatusNotFound, "itemNotFound", "Tag %s could not be found for server %s.", tag, v.ID)
+		}
+		v.Tags = slices.Delete(slices.Clone(v.Tags), i, i+1)
+		return http.StatusNoContent, nil, nil
+	})
 }
 
 // findGroupLocked finds a project's security group by ID or name.
@@ -444,8 +533,7 @@ func (s *nova) createServer(c *call) (int, any, error) {
 		v.Ports = append(v.Ports, p.ID)
 	}
 	s.st.servers.put(v)
-	v.Due = now.Add(time.Duration(s.knob().ServerBuildLatency))
-	s.schedule(v.Due, evServer, v.ID)
+	s.later(v, time.Duration(s.knob().ServerBuildLatency))
 	var sgs []map[string]string
 	for _, g := range s.serverGroupNamesLocked(v) {
 		sgs = append(sgs, map[string]string{"name": g})
@@ -455,21 +543,41 @@ func (s *nova) createServer(c *call) (int, any, error) {
 		"links": []map[string]string{{"rel": "self", "href": c.baseURL() + cprefix + "/servers/" + v.ID}}}}, nil
 }
 
+// deleteServer answers DELETE: the server in task_state deleting, gone with its ports after the delete latency.
+// Nova deletes a server in any state, and a second delete changes nothing.
 func (s *nova) deleteServer(c *call) (int, any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, err := s.getServerLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
+	return removeLater(s.cloud, c, s.servers(), c.r.PathValue("id"), func(v *server) (time.Duration, error) {
+		if v.TaskState == "deleting" {
+			return asPlanned, nil
+		}
+		v.TaskState, v.Updated = "deleting", s.now()
+		return time.Duration(s.knob().ServerDeleteLatency), nil
+	})
+}
+
+// settleServer finishes a server's change: a delete removes it, anything else (build, reboot) leaves it ACTIVE.
+func (s *cloud) settleServer(v *server) {
 	if v.TaskState == "deleting" {
-		return http.StatusNoContent, nil, nil
+		s.removeServerLocked(v)
+		return
 	}
-	v.TaskState = "deleting"
-	v.Updated = s.now()
-	v.Due = v.Updated.Add(time.Duration(s.knob().ServerDeleteLatency))
-	s.schedule(v.Due, evServer, v.ID)
-	return http.StatusNoContent, nil, nil
+	v.Status, v.VMState, v.TaskState, v.Updated = "ACTIVE", "active", "", s.now()
+}
+
+// removeServerLocked deletes a server and the ports Nova made for it, and detaches its volumes.
+func (s *cloud) removeServerLocked(v *server) {
+	for _, pid := range v.Ports {
+		if p, ok := s.st.ports.get(pid); ok && p.DeviceID == v.ID {
+			s.releaseIPsLocked(p)
+			s.st.ports.del(pid)
+		}
+	}
+	for _, id := range s.st.volumes.ids(v.Project) {
+		if vol := s.st.volumes.m[id]; vol.AttachedTo == v.ID {
+			vol.AttachedTo, vol.Status = "", "available"
+		}
+	}
+	s.st.servers.del(v.ID)
 }
 
 func (s *nova) serverAction(c *call) (int, any, error) {
@@ -495,6 +603,13 @@ func (s *nova) serverAction(c *call) (int, any, error) {
 		if err := s.sleep(c.r.Context(), time.Duration(s.knob().SecurityGroupUpdateLatency)); err != nil {
 			return 0, nil, err
 		}
+	case "os-resetState":
+		if !c.admin() {
+			return 0, nil, errf(http.StatusForbidden, "forbidden", "Policy doesn't allow os_compute_api:os-admin-actions:reset_state to be performed.")
+		}
+		if st := str("state"); st != "error" && st != "active" {
+			return 0, nil, badRequest("Invalid input for field/attribute state. Value: %s. '%s' is not one of ['active', 'error']", st, st)
+		}
 	case "reboot", "os-start", "os-stop":
 	default:
 		return 0, nil, badRequest("There is no such action: %s", action)
@@ -513,6 +628,10 @@ func (s *nova) serverAction(c *call) (int, any, error) {
 		return 0, nil, errf(http.StatusConflict, "conflictingRequest", "Cannot '%s' instance %s while it is in task_state deleting", action, v.ID)
 	}
 	switch action {
+	case "os-resetState":
+		// The vm_state set by hand, the task under way dropped with its pending transition (as Nova does).
+		v.VMState, v.TaskState, v.Due, v.Updated = str("state"), "", time.Time{}, now
+		v.Status = strings.ToUpper(v.VMState)
 	case "reboot":
 		typ := strings.ToUpper(str("type"))
 		if typ != "SOFT" && typ != "HARD" {
@@ -525,9 +644,11 @@ func (s *nova) serverAction(c *call) (int, any, error) {
 		if typ == "HARD" {
 			v.Status, v.TaskState = "HARD_REBOOT", "rebooting_hard"
 		}
-		v.VMState, v.Updated = "active", now
-		v.Due = now.Add(time.Duration(s.knob().ServerRebootLatency))
-		s.schedule(v.Due, evServer, v.ID)
+		if v.VMState == "error" {
+			v.Status = "ERROR" // Nova shows a server in vm_state error as ERROR until the hard reboot is done
+		}
+		v.Updated = now
+		s.later(v, time.Duration(s.knob().ServerRebootLatency))
 	case "os-stop":
 		if v.VMState != "active" || v.TaskState != "" {
 			return 0, nil, conflict()

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -105,23 +106,9 @@ func (s *octavia) listLBs(c *call) (int, any, error) {
 		}
 	}
 	q := c.values()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	pg, err := list(s.st.lbs, c.neutronScope(), c.query("marker"), limit, func(v *loadBalancer) bool {
+	return index(s.cloud, c, s.st.lbs, "loadbalancers", c.neutronScope(), limit, func(v *loadBalancer) bool {
 		return c.visible(v.Project) && matchFilters(q, func(k string) ([]string, bool) { return lbField(v, k) })
-	})
-	if err != nil {
-		return 0, nil, err
-	}
-	out := make([]any, 0, len(pg.items))
-	for _, v := range pg.items {
-		out = append(out, viewLB(v))
-	}
-	body := map[string]any{"loadbalancers": out}
-	if pg.more {
-		body["loadbalancers_links"] = c.nextLink(pg.items[len(pg.items)-1].ID)
-	}
-	return http.StatusOK, body, nil
+	}, plain(viewLB))
 }
 
 func (s *cloud) getLBLocked(c *call, id string) (*loadBalancer, error) {
@@ -132,14 +119,12 @@ func (s *cloud) getLBLocked(c *call, id string) (*loadBalancer, error) {
 	return v, nil
 }
 
+func (s *octavia) loadBalancers() resource[*loadBalancer] {
+	return resource[*loadBalancer]{key: "loadbalancer", find: s.getLBLocked, view: plain(viewLB)}
+}
+
 func (s *octavia) getLB(c *call) (int, any, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	v, err := s.getLBLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, map[string]any{"loadbalancer": viewLB(v)}, nil
+	return show(s.cloud, c, s.loadBalancers(), c.r.PathValue("id"))
 }
 
 func (s *octavia) createLB(c *call) (int, any, error) {
@@ -238,8 +223,7 @@ func (s *cloud) addLBLocked(c *call, owner string, spec lbSpec) (*loadBalancer, 
 	if spec.Active {
 		v.ProvisioningStatus, v.OperatingStatus = "ACTIVE", "ONLINE"
 	} else {
-		v.Due = now.Add(time.Duration(s.knob().LBCreateLatency))
-		s.schedule(v.Due, evLB, v.ID)
+		s.later(v, time.Duration(s.knob().LBCreateLatency))
 	}
 	return v, nil
 }
@@ -253,23 +237,30 @@ func (s *octavia) deleteLB(c *call) (int, any, error) {
 		}
 		cascade = b
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, err := s.getLBLocked(c, c.r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
+	return removeLater(s.cloud, c, s.loadBalancers(), c.r.PathValue("id"), func(v *loadBalancer) (time.Duration, error) {
+		if strings.HasPrefix(v.ProvisioningStatus, "PENDING_") {
+			return 0, errf(http.StatusConflict, "ImmutableObject", "Invalid state %s of loadbalancer resource %s", v.ProvisioningStatus, v.ID)
+		}
+		if !cascade && (len(v.Listeners) > 0 || len(v.Pools) > 0) {
+			return 0, errf(http.StatusBadRequest, "ValidationException", "Cannot delete Load Balancer %s - it has children", v.ID)
+		}
+		v.ProvisioningStatus, v.Updated = "PENDING_DELETE", s.now()
+		return time.Duration(s.knob().LBDeleteLatency), nil
+	})
+}
+
+// settleLB finishes a load balancer's change: a delete removes it with its VIP port (and, cascaded, its
+// listeners and pools), anything else leaves it ACTIVE and ONLINE.
+func (s *cloud) settleLB(v *loadBalancer) {
+	if v.ProvisioningStatus == "PENDING_DELETE" {
+		if p, ok := s.st.ports.get(v.VIPPortID); ok {
+			s.releaseIPsLocked(p)
+			s.st.ports.del(p.ID)
+		}
+		s.st.lbs.del(v.ID)
+		return
 	}
-	if slices.Contains([]string{"PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE"}, v.ProvisioningStatus) {
-		return 0, nil, errf(http.StatusConflict, "ImmutableObject", "Invalid state %s of loadbalancer resource %s", v.ProvisioningStatus, v.ID)
-	}
-	if !cascade && (len(v.Listeners) > 0 || len(v.Pools) > 0) {
-		return 0, nil, errf(http.StatusBadRequest, "ValidationException", "Cannot delete Load Balancer %s - it has children", v.ID)
-	}
-	v.ProvisioningStatus = "PENDING_DELETE"
-	v.Updated = s.now()
-	v.Due = v.Updated.Add(time.Duration(s.knob().LBDeleteLatency))
-	s.schedule(v.Due, evLB, v.ID)
-	return http.StatusNoContent, nil, nil
+	v.ProvisioningStatus, v.OperatingStatus, v.Updated = "ACTIVE", "ONLINE", s.now()
 }
 
 func viewListener(v *loadBalancer, l lbListener) any {
@@ -336,10 +327,8 @@ func (s *octavia) createListener(c *call) (int, any, error) {
 
 // lbUpdateLocked puts a load balancer in PENDING_UPDATE until the create latency passes.
 func (s *cloud) lbUpdateLocked(v *loadBalancer) {
-	v.ProvisioningStatus = "PENDING_UPDATE"
-	v.Updated = s.now()
-	v.Due = v.Updated.Add(time.Duration(s.knob().LBCreateLatency))
-	s.schedule(v.Due, evLB, v.ID)
+	v.ProvisioningStatus, v.Updated = "PENDING_UPDATE", s.now()
+	s.later(v, time.Duration(s.knob().LBCreateLatency))
 }
 
 func (s *octavia) getListener(c *call) (int, any, error) {

@@ -32,6 +32,7 @@ type snapshot struct {
 	Routers        []*router         `json:"routers"`
 	Servers        []*server         `json:"servers"`
 	Volumes        []*volume         `json:"volumes"`
+	Snapshots      []*volumeSnapshot `json:"snapshots,omitempty"`
 	LoadBalancers  []*loadBalancer   `json:"load_balancers"`
 }
 
@@ -53,7 +54,7 @@ func (s *Sim) SaveTo(path string) error {
 		Tokens: sortedValues(ids.tokens), Quotas: s.st.quotas,
 		Networks: s.st.networks.values(), Subnets: s.st.subnets.values(), Ports: s.st.ports.values(),
 		SecurityGroups: s.st.secGroups.values(), Rules: s.st.sgRules.values(), Routers: s.st.routers.values(),
-		Servers: s.st.servers.values(), Volumes: s.st.volumes.values(), LoadBalancers: s.st.lbs.values()}
+		Servers: s.st.servers.values(), Volumes: s.st.volumes.values(), Snapshots: s.st.snapshots.values(), LoadBalancers: s.st.lbs.values()}
 	s.rmu.Lock()
 	if m, ok := s.src.(encoding.BinaryMarshaler); ok {
 		if b, err := m.MarshalBinary(); err == nil {
@@ -135,6 +136,7 @@ func (s *Sim) load(path string) error {
 	putAll(st.routers, snap.Routers)
 	putAll(st.servers, snap.Servers)
 	putAll(st.volumes, snap.Volumes)
+	putAll(st.snapshots, snap.Snapshots)
 	putAll(st.lbs, snap.LoadBalancers)
 	s.st = st
 	s.kmu.Lock()
@@ -150,21 +152,10 @@ func (s *Sim) load(path string) error {
 		}
 	}
 	s.events = nil
-	for _, v := range snap.Servers {
-		if !v.Due.IsZero() {
-			s.schedule(v.Due, evServer, v.ID)
-		}
-	}
-	for _, v := range snap.Volumes {
-		if !v.Due.IsZero() {
-			s.schedule(v.Due, evVolume, v.ID)
-		}
-	}
-	for _, v := range snap.LoadBalancers {
-		if !v.Due.IsZero() {
-			s.schedule(v.Due, evLB, v.ID)
-		}
-	}
+	rescheduleAll(s.cloud, snap.Servers)
+	rescheduleAll(s.cloud, snap.Volumes)
+	rescheduleAll(s.cloud, snap.Snapshots)
+	rescheduleAll(s.cloud, snap.LoadBalancers)
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
 	if u, ok := s.src.(encoding.BinaryUnmarshaler); ok && len(snap.Rand) > 0 {
@@ -179,5 +170,14 @@ func (s *Sim) load(path string) error {
 func putAll[T item](c *coll[T], vs []T) {
 	for _, v := range vs {
 		c.put(v)
+	}
+}
+
+// rescheduleAll plans again the changes under way of loaded resources.
+func rescheduleAll[T pending](s *cloud, vs []T) {
+	for _, v := range vs {
+		if at := *v.due(); !at.IsZero() {
+			s.schedule(at, v.kind(), v.key())
+		}
 	}
 }

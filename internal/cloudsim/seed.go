@@ -545,7 +545,7 @@ func (s *Sim) SetServerGroups(serverID string, groupIDs []string) error {
 // Stats counts what the simulator holds.
 type Stats struct {
 	Projects, Users, Tokens, Networks, Subnets, Ports, SecurityGroups, SecurityGroupRules int
-	Routers, Routes, Servers, Volumes, LoadBalancers, PendingTransitions                  int
+	Routers, Routes, Servers, Volumes, Snapshots, LoadBalancers, PendingTransitions       int
 	// Requests counts the API calls served since the simulator started (the admin API aside).
 	Requests int64
 }
@@ -558,7 +558,7 @@ func (s *Sim) Stats() Stats {
 	st := Stats{Projects: len(s.id.st.projects), Users: len(s.id.st.users), Tokens: len(s.id.st.tokens),
 		Networks: len(s.st.networks.m), Subnets: len(s.st.subnets.m), Ports: len(s.st.ports.m),
 		SecurityGroups: len(s.st.secGroups.m), SecurityGroupRules: len(s.st.sgRules.m), Routers: len(s.st.routers.m),
-		Servers: len(s.st.servers.m), Volumes: len(s.st.volumes.m), LoadBalancers: len(s.st.lbs.m),
+		Servers: len(s.st.servers.m), Volumes: len(s.st.volumes.m), Snapshots: len(s.st.snapshots.m), LoadBalancers: len(s.st.lbs.m),
 		PendingTransitions: len(s.events), Requests: s.requests.Load()}
 	s.id.mu.RUnlock()
 	for _, r := range s.st.routers.m {

@@ -299,8 +299,10 @@ type server struct {
 	Due    time.Time `json:"due,omitzero"` // when the pending transition happens
 }
 
-func (v *server) key() string   { return v.ID }
-func (v *server) owner() string { return v.Project }
+func (v *server) key() string     { return v.ID }
+func (v *server) owner() string   { return v.Project }
+func (v *server) due() *time.Time { return &v.Due }
+func (v *server) kind() eventKind { return evServer }
 
 type volume struct {
 	ID          string            `json:"id"`
@@ -318,8 +320,30 @@ type volume struct {
 	Due         time.Time         `json:"due,omitzero"`
 }
 
-func (v *volume) key() string   { return v.ID }
-func (v *volume) owner() string { return v.Project }
+func (v *volume) key() string     { return v.ID }
+func (v *volume) owner() string   { return v.Project }
+func (v *volume) due() *time.Time { return &v.Due }
+func (v *volume) kind() eventKind { return evVolume }
+
+// volumeSnapshot is a Cinder snapshot of a volume.
+type volumeSnapshot struct {
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Project     string            `json:"project_id"`
+	VolumeID    string            `json:"volume_id"`
+	Status      string            `json:"status"`
+	Size        int               `json:"size"`
+	Metadata    map[string]string `json:"metadata"`
+	Created     time.Time         `json:"created_at"`
+	Updated     time.Time         `json:"updated_at"`
+	Due         time.Time         `json:"due,omitzero"`
+}
+
+func (v *volumeSnapshot) key() string     { return v.ID }
+func (v *volumeSnapshot) owner() string   { return v.Project }
+func (v *volumeSnapshot) due() *time.Time { return &v.Due }
+func (v *volumeSnapshot) kind() eventKind { return evSnapshot }
 
 type loadBalancer struct {
 	ID                 string       `json:"id"`
@@ -340,8 +364,10 @@ type loadBalancer struct {
 	Due                time.Time    `json:"due,omitzero"`
 }
 
-func (v *loadBalancer) key() string   { return v.ID }
-func (v *loadBalancer) owner() string { return v.Project }
+func (v *loadBalancer) key() string     { return v.ID }
+func (v *loadBalancer) owner() string   { return v.Project }
+func (v *loadBalancer) due() *time.Time { return &v.Due }
+func (v *loadBalancer) kind() eventKind { return evLB }
 
 type lbListener struct {
 	ID       string `json:"id"`
@@ -400,6 +426,7 @@ type state struct {
 	routers   *coll[*router]
 	servers   *coll[*server]
 	volumes   *coll[*volume]
+	snapshots *coll[*volumeSnapshot]
 	lbs       *coll[*loadBalancer]
 }
 
@@ -414,6 +441,7 @@ func newState() *state {
 		routers:   newColl[*router](),
 		servers:   newColl[*server](),
 		volumes:   newColl[*volume](),
+		snapshots: newColl[*volumeSnapshot](),
 		lbs:       newColl[*loadBalancer](),
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"sort"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	gcos "github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/snapshots"
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/tags"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
@@ -125,6 +128,25 @@ func (s *suite) eventually(t *testing.T, what string, f func(ctx context.Context
 		case <-time.After(s.env.Poll):
 		}
 	}
+}
+
+// gone polls get until the resource answers 404. Until then every state it shows must be one of between (the
+// states of a deletion under way): a service that deletes asynchronously never shows the resource as it was.
+func (s *suite) gone(t *testing.T, what string, get func(ctx context.Context) (string, error), between ...string) {
+	t.Helper()
+	s.eventually(t, what+" gone", func(ctx context.Context) (bool, error) {
+		state, err := get(ctx)
+		if openstack.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if !slices.Contains(between, state) {
+			return false, fmt.Errorf("%s shows %q while deleted; want one of %v, then 404", what, state, between)
+		}
+		return false, nil
+	})
 }
 
 // network creates a network (and a subnet with cidr unless empty) that the test removes at its end.
@@ -543,13 +565,15 @@ func (s *suite) servers(t *testing.T) {
 		}
 		return ctx.Err()
 	})
-	waitStatus := func(want string) {
+	// waitStatus waits for want; a server still in ERROR fails it, unless fromError (a hard reboot of a server in
+	// vm_state error shows ERROR until it is done).
+	waitStatus := func(want string, fromError ...bool) {
 		s.eventually(t, "server "+want, func(ctx context.Context) (bool, error) {
 			got, err := s.cloud.GetServer(ctx, srv.ID)
 			if err != nil {
 				return false, err
 			}
-			if got.Status == "ERROR" {
+			if got.Status == "ERROR" && len(fromError) == 0 {
 				return false, fmt.Errorf("server %s in ERROR", srv.ID)
 			}
 			return got.Status == want, nil
@@ -586,10 +610,41 @@ func (s *suite) servers(t *testing.T) {
 		t.Fatalf("ListPorts(device = server) = %+v, %v", sp, err)
 	}
 
-	if err := s.cloud.RebootServer(ctx, srv.ID, true); err != nil {
-		t.Fatalf("RebootServer(hard): %v", err)
+	for _, hard := range []bool{false, true} {
+		if err := s.cloud.RebootServer(ctx, srv.ID, hard); err != nil {
+			t.Fatalf("RebootServer(hard %v): %v", hard, err)
+		}
+		waitStatus("ACTIVE")
 	}
-	waitStatus("ACTIVE")
+	// Tags (microversion 2.26) find a server.
+	tag := name(t, "tag")
+	if err := tags.Add(ctx, cc, srv.ID, tag).ExtractErr(); err != nil {
+		t.Fatalf("add server tag: %v", err)
+	}
+	if list, err := s.cloud.ListServers(ctx, openstack.ListOpts{Tags: []string{tag}}); err != nil || len(list) != 1 || list[0].ID != srv.ID {
+		t.Fatalf("ListServers(tag) = %+v, %v", list, err)
+	}
+	// A server in vm_state error (an admin's os-resetState) refuses a soft reboot; a hard reboot brings it back.
+	switch err := servers.ResetState(ctx, cc, srv.ID, servers.StateError).ExtractErr(); {
+	case gophercloud.ResponseCodeIs(err, http.StatusForbidden):
+		t.Log("not an admin: the error state is not tested")
+	case err != nil:
+		t.Fatalf("reset state to error: %v", err)
+	default:
+		if got, err := s.cloud.GetServer(ctx, srv.ID); err != nil || got.Status != "ERROR" || got.VMState != "error" {
+			t.Fatalf("after reset to error: %+v, %v", got, err)
+		}
+		if err := s.cloud.RebootServer(ctx, srv.ID, false); !openstack.IsConflict(err) {
+			t.Fatalf("soft reboot in error: %v, want 409", err)
+		}
+		if err := s.cloud.RebootServer(ctx, srv.ID, true); err != nil {
+			t.Fatalf("hard reboot in error: %v", err)
+		}
+		waitStatus("ACTIVE", true)
+		if got, err := s.cloud.GetServer(ctx, srv.ID); err != nil || got.VMState != "active" {
+			t.Fatalf("after the hard reboot: %+v, %v", got, err)
+		}
+	}
 
 	gname := name(t, "sg")
 	g, err := groups.Create(ctx, nc, groups.CreateOpts{Name: gname}).Extract()
@@ -613,13 +668,19 @@ func (s *suite) servers(t *testing.T) {
 	if err := s.cloud.DeleteServer(ctx, srv.ID); err != nil {
 		t.Fatalf("DeleteServer: %v", err)
 	}
-	s.eventually(t, "server gone", func(ctx context.Context) (bool, error) {
-		_, err := s.cloud.GetServer(ctx, srv.ID)
-		if openstack.IsNotFound(err) {
-			return true, nil
+	s.gone(t, "server", func(ctx context.Context) (string, error) {
+		got, err := s.cloud.GetServer(ctx, srv.ID)
+		if err != nil {
+			return "", err
 		}
-		return false, err
-	})
+		return got.Status, nil
+	}, "ACTIVE", "DELETED")
+}
+
+// csiMetadata is the metadata the Cinder CSI plugin gives the volume of a PVC.
+func csiMetadata(cluster, pvc string) map[string]string {
+	return map[string]string{"cinder.csi.openstack.org/cluster": cluster, "csi.storage.k8s.io/pvc/name": pvc,
+		"csi.storage.k8s.io/pvc/namespace": "default"}
 }
 
 func (s *suite) volumes(t *testing.T) {
@@ -629,14 +690,17 @@ func (s *suite) volumes(t *testing.T) {
 	ctx := t.Context()
 	bc := s.client(t, openstack.ServiceBlockStorage)
 	vname := name(t, "vol")
+	cluster := name(t, "cluster")
 	var ids []string
 	for i := 0; i < 2; i++ {
 		v, err := volumes.Create(ctx, bc, volumes.CreateOpts{Size: 1, Name: vname,
-			Metadata: map[string]string{"csi.storage.k8s.io/pvc/name": "data"}}, nil).Extract()
+			Metadata: csiMetadata(cluster, fmt.Sprintf("data-%d", i))}, nil).Extract()
 		if err != nil {
 			t.Fatalf("create volume: %v", err)
 		}
-		cleanup(t, "volume "+v.ID, func(ctx context.Context) error { return volumes.Delete(ctx, bc, v.ID, nil).ExtractErr() })
+		cleanup(t, "volume "+v.ID, func(ctx context.Context) error {
+			return volumes.Delete(ctx, bc, v.ID, volumes.DeleteOpts{Cascade: true}).ExtractErr()
+		})
 		ids = append(ids, v.ID)
 	}
 	for _, id := range ids {
@@ -652,7 +716,8 @@ func (s *suite) volumes(t *testing.T) {
 		})
 	}
 	v, err := s.cloud.GetVolume(ctx, ids[0])
-	if err != nil || v.Name != vname || v.Size != 1 || v.Metadata["csi.storage.k8s.io/pvc/name"] != "data" || v.Created.IsZero() {
+	if err != nil || v.Name != vname || v.Size != 1 || v.Metadata["csi.storage.k8s.io/pvc/name"] != "data-0" ||
+		v.Metadata["cinder.csi.openstack.org/cluster"] != cluster || v.Created.IsZero() {
 		t.Fatalf("GetVolume = %+v, %v", v, err)
 	}
 	for _, size := range []int{0, 1} {
@@ -667,17 +732,63 @@ func (s *suite) volumes(t *testing.T) {
 		if len(list) != 2 || len(missingIDs(ids, got)) > 0 {
 			t.Fatalf("ListVolumes(name, page size %d) = %v; want %v", size, got, ids)
 		}
+		// A cluster's volumes are found by the CSI plugin's metadata (the cloud-side sweep).
+		pages, err := volumes.List(bc, volumes.ListOpts{Metadata: map[string]string{"cinder.csi.openstack.org/cluster": cluster},
+			Limit: size}).AllPages(ctx)
+		if err != nil {
+			t.Fatalf("list volumes by metadata (page size %d): %v", size, err)
+		}
+		vs, err := volumes.ExtractVolumes(pages)
+		got = got[:0]
+		for _, x := range vs {
+			got = append(got, x.ID)
+		}
+		if err != nil || len(vs) != 2 || len(missingIDs(ids, got)) > 0 {
+			t.Fatalf("list volumes by metadata (page size %d) = %v, %v; want %v", size, got, err, ids)
+		}
+	}
+
+	// A snapshot holds its volume: refused without cascade, deleted with it.
+	sn, err := snapshots.Create(ctx, bc, snapshots.CreateOpts{VolumeID: ids[0], Name: name(t, "snap")}).Extract()
+	if err != nil {
+		t.Fatalf("create snapshot: %v", err)
+	}
+	cleanup(t, "snapshot "+sn.ID, func(ctx context.Context) error { return snapshots.Delete(ctx, bc, sn.ID).ExtractErr() })
+	getSnapshot := func(ctx context.Context) (string, error) {
+		got, err := snapshots.Get(ctx, bc, sn.ID).Extract()
+		if err != nil {
+			return "", err
+		}
+		return got.Status, nil
+	}
+	s.eventually(t, "snapshot available", func(ctx context.Context) (bool, error) {
+		st, err := getSnapshot(ctx)
+		if st == "error" {
+			return false, fmt.Errorf("snapshot %s in error", sn.ID)
+		}
+		return st == "available", err
+	})
+	if err := s.cloud.DeleteVolume(ctx, ids[0], false); err == nil || openstack.IsNotFound(err) {
+		t.Fatalf("DeleteVolume(with a snapshot, no cascade) = %v; want a refusal", err)
+	}
+	getVolume := func(id string) func(ctx context.Context) (string, error) {
+		return func(ctx context.Context) (string, error) {
+			got, err := s.cloud.GetVolume(ctx, id)
+			if err != nil {
+				return "", err
+			}
+			return got.Status, nil
+		}
 	}
 	if err := s.cloud.DeleteVolume(ctx, ids[0], true); err != nil {
+		t.Fatalf("DeleteVolume(cascade): %v", err)
+	}
+	s.gone(t, "volume", getVolume(ids[0]), "deleting")
+	s.gone(t, "snapshot of a deleted volume", getSnapshot, "deleting")
+	if err := s.cloud.DeleteVolume(ctx, ids[1], false); err != nil {
 		t.Fatalf("DeleteVolume: %v", err)
 	}
-	s.eventually(t, "volume gone", func(ctx context.Context) (bool, error) {
-		_, err := s.cloud.GetVolume(ctx, ids[0])
-		if openstack.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	})
+	s.gone(t, "volume", getVolume(ids[1]), "deleting")
 }
 
 func (s *suite) loadBalancers(t *testing.T) {
@@ -687,8 +798,9 @@ func (s *suite) loadBalancers(t *testing.T) {
 	ctx := t.Context()
 	lc := s.client(t, openstack.ServiceLoadBalancer)
 	_, subnetID := s.network(t, "10.79.0.0/24")
-	lname := name(t, "lb")
-	tag := name(t, "tag")
+	// Named and tagged as the OpenStack cloud controller manager does for Service default/web of a cluster.
+	lname := "kube_service_" + name(t, "cluster") + "_default_web"
+	tag := lname
 	lb, err := loadbalancers.Create(ctx, lc, loadbalancers.CreateOpts{Name: lname, VipSubnetID: subnetID,
 		Tags: []string{tag, "kube_service"}}).Extract()
 	if err != nil {
@@ -736,14 +848,23 @@ func (s *suite) loadBalancers(t *testing.T) {
 			t.Fatalf("ListLoadBalancers(%+v) = %+v, %v", o, list, err)
 		}
 	}
+	if err := s.cloud.DeleteLoadBalancer(ctx, lb.ID, false); err == nil || openstack.IsNotFound(err) {
+		t.Fatalf("DeleteLoadBalancer(with a listener, no cascade) = %v; want a refusal", err)
+	}
 	if err := s.cloud.DeleteLoadBalancer(ctx, lb.ID, true); err != nil {
 		t.Fatalf("DeleteLoadBalancer(cascade): %v", err)
 	}
-	s.eventually(t, "load balancer gone", func(ctx context.Context) (bool, error) {
-		_, err := s.cloud.GetLoadBalancer(ctx, lb.ID)
-		if openstack.IsNotFound(err) {
-			return true, nil
+	if err := s.cloud.DeleteLoadBalancer(ctx, lb.ID, true); !openstack.IsConflict(err) && !openstack.IsNotFound(err) {
+		t.Fatalf("DeleteLoadBalancer while PENDING_DELETE = %v; want 409 (or 404 once gone)", err)
+	}
+	s.gone(t, "load balancer", func(ctx context.Context) (string, error) {
+		got, err := s.cloud.GetLoadBalancer(ctx, lb.ID)
+		if err != nil {
+			return "", err
 		}
-		return false, err
-	})
+		return got.ProvisioningStatus, nil
+	}, "PENDING_DELETE")
+	if list, err := s.cloud.ListLoadBalancers(ctx, openstack.ListOpts{Name: lname}); err != nil || len(list) != 0 {
+		t.Fatalf("ListLoadBalancers(name) after deletion = %+v, %v; want none", list, err)
+	}
 }

@@ -38,6 +38,7 @@ type cloudsimOptions struct {
 	publicURL     string
 	tokenTTL      time.Duration
 	maxRoutes     int
+	deleteLatency time.Duration
 	saveInterval  time.Duration
 	log           *clirun.LogFlags
 }
@@ -79,6 +80,7 @@ and --demo create resources at start. See docs/cloudsim.md.`,
 	f.StringVar(&o.publicURL, "public-url", "", "base URL written in the catalog (default: http://<listen address>)")
 	f.DurationVar(&o.tokenTTL, "token-ttl", time.Hour, "lifetime of issued tokens")
 	f.IntVar(&o.maxRoutes, "max-routes", 30, "Neutron max_routes: more routes on a router answer 400 RoutesExhausted")
+	f.DurationVar(&o.deleteLatency, "delete-latency", 0, "how long Nova, Cinder and Octavia take to delete a server, volume or load balancer (each has its own knob under /_sim/knobs)")
 	f.DurationVar(&o.saveInterval, "save-interval", time.Minute, "how often to save the state with --state")
 	o.log = clirun.AddLogFlags(f, "text")
 	return cmd
@@ -93,6 +95,9 @@ func runCloudsim(cmd *cobra.Command, o *cloudsimOptions) error {
 	}
 	if o.maxRoutes < 0 {
 		return clirun.Usagef("--max-routes: expected 0 or more, got %d", o.maxRoutes)
+	}
+	if o.deleteLatency < 0 {
+		return clirun.Usagef("--delete-latency: expected 0 or a positive duration, got %s", o.deleteLatency)
 	}
 	if o.saveInterval <= 0 {
 		return clirun.Usagef("--save-interval: expected a positive duration, got %s", o.saveInterval)
@@ -113,6 +118,7 @@ func runCloudsim(cmd *cobra.Command, o *cloudsimOptions) error {
 	knobs := cloudsim.DefaultKnobs()
 	knobs.TokenTTL = cloudsim.Duration(o.tokenTTL)
 	knobs.MaxRoutes = o.maxRoutes
+	setDeleteLatency(&knobs, o.deleteLatency)
 	sim, err := cloudsim.New(cloudsim.Options{Seed: o.seed, Logger: log, Region: o.region, PublicURL: o.publicURL,
 		Knobs: &knobs, StatePath: o.state, SaveInterval: o.saveInterval})
 	if err != nil {
@@ -126,6 +132,9 @@ func runCloudsim(cmd *cobra.Command, o *cloudsimOptions) error {
 			}
 			if cmd.Flags().Changed("max-routes") {
 				k.MaxRoutes = o.maxRoutes
+			}
+			if cmd.Flags().Changed("delete-latency") {
+				setDeleteLatency(k, o.deleteLatency)
 			}
 		}); err != nil {
 			return err
@@ -167,6 +176,13 @@ func runCloudsim(cmd *cobra.Command, o *cloudsimOptions) error {
 		return err
 	}
 	return nil
+}
+
+// setDeleteLatency sets the delete latency of every service that deletes asynchronously.
+func setDeleteLatency(k *cloudsim.Knobs, d time.Duration) {
+	k.ServerDeleteLatency = cloudsim.Duration(d)
+	k.VolumeDeleteLatency = cloudsim.Duration(d)
+	k.LBDeleteLatency = cloudsim.Duration(d)
 }
 
 func loadCloudsimSeeds(path string) (*cloudsimSeedFile, error) {

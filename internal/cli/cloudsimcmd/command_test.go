@@ -3,6 +3,8 @@ package cloudsimcmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
+	"github.com/vitalsproject/vitals/internal/cloudsim"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader in two goroutines.
@@ -41,7 +44,7 @@ func TestCloudsimCommand(t *testing.T) {
 	defer cancel()
 	var out, errOut syncBuffer
 	root := NewCommand(&out, &errOut)
-	root.SetArgs([]string{"--listen", "127.0.0.1:0", "--demo", "--seed", "5", "--state", state})
+	root.SetArgs([]string{"--listen", "127.0.0.1:0", "--demo", "--seed", "5", "--state", state, "--delete-latency", "2s"})
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 	var authURL string
@@ -72,6 +75,17 @@ func TestCloudsimCommand(t *testing.T) {
 	if len(rs) != 1 || len(rs[0].Routes) != 10 {
 		t.Fatalf("demo routers = %+v; want one router with 10 routes", rs)
 	}
+	resp, err := http.Get(strings.TrimSuffix(authURL, "/v3") + "/_sim/knobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var knobs cloudsim.Knobs
+	err = json.NewDecoder(resp.Body).Decode(&knobs)
+	resp.Body.Close()
+	if err != nil || knobs.ServerDeleteLatency != cloudsim.Duration(2*time.Second) ||
+		knobs.VolumeDeleteLatency != knobs.ServerDeleteLatency || knobs.LBDeleteLatency != knobs.ServerDeleteLatency {
+		t.Fatalf("knobs after --delete-latency 2s = %+v, %v", knobs, err)
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -95,6 +109,7 @@ func TestCloudsimBadConfig(t *testing.T) {
 		{"--listen", "nohost"},
 		{"--token-ttl", "0s"},
 		{"--max-routes", "-1"},
+		{"--delete-latency", "-1s"},
 		{"--listen", "127.0.0.1:0", "--seed-file", bad},
 		{"--listen", "127.0.0.1:0", "--seed-file", filepath.Join(t.TempDir(), "missing.yaml")},
 	} {
