@@ -141,7 +141,7 @@ func TestBackoffWatcherSpacesFailedWatches(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	var calls int
 	fail := true
-	w := &backoffWatcher{clock: clk, r: newRetrier(DefaultAPIBackoff()), watch: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	w := &backoffWatcher{clock: clk, r: newRetrier(DefaultAPIBackoff(), nil), watch: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
 		calls++
 		if fail {
 			return nil, errors.New("connection refused")

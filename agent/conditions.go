@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/vitalsproject/vitals/health"
+	"github.com/vitalsproject/vitals/internal/backoff"
 )
 
 // Node condition types the agent sets.
@@ -87,8 +88,10 @@ type NodeConditions struct {
 	Heartbeat Beater
 	// Backoff after a failed read or write of the Node; default DefaultAPIBackoff.
 	Backoff wait.Backoff
-	Clock   clock.WithTicker
-	Log     *slog.Logger
+	// Rand draws the backoff's jitter (nil: math/rand).
+	Rand  backoff.Rand
+	Clock clock.WithTicker
+	Log   *slog.Logger
 	// OnTransition is called when a condition changes status (not on the first write). It must not block.
 	OnTransition func(from, to corev1.NodeCondition)
 
@@ -138,7 +141,7 @@ func (n *NodeConditions) Run(ctx context.Context) error {
 	n.startedAt = clk.Now()
 	n.mu.Unlock()
 	adopted := false
-	retry := newRetrier(n.Backoff)
+	retry := newRetrier(n.Backoff, n.Rand)
 	for {
 		if n.Heartbeat != nil {
 			n.Heartbeat.Beat()

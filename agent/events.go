@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/clock"
+
+	"github.com/vitalsproject/vitals/internal/backoff"
 )
 
 // SandboxFailureReason is the reason of the Event kubelet records when it cannot create a pod's sandbox,
@@ -74,8 +76,10 @@ type EventSource struct {
 	PodWait time.Duration
 	// Backoff between failed lists and failed watches; default DefaultAPIBackoff.
 	Backoff wait.Backoff
-	Clock   clock.WithTicker
-	Log     *slog.Logger
+	// Rand draws the backoff's jitter (nil: math/rand).
+	Rand  backoff.Rand
+	Clock clock.WithTicker
+	Log   *slog.Logger
 	// Synced, when set, is called after each successful list (tests wait on it).
 	Synced func()
 	// OnVerdict, when set, is called with the verdict on each Event about this node that is news.
@@ -162,7 +166,7 @@ func (s *EventSource) Run(ctx context.Context) error {
 	if period <= 0 {
 		period = 5 * time.Second
 	}
-	retry := newRetrier(s.Backoff)
+	retry := newRetrier(s.Backoff, s.Rand)
 	// Event timestamps have a resolution of one second.
 	s.started = clk.Now().Truncate(time.Second)
 	s.seen.reset()
@@ -241,7 +245,7 @@ func (s *EventSource) list(ctx context.Context, baseline bool) (string, error) {
 
 // watch follows changes from rv until the watch cannot resume (resource version too old) or ctx ends.
 func (s *EventSource) watch(ctx context.Context, rv string, beat clock.Ticker) {
-	w := &backoffWatcher{clock: s.clock(), r: newRetrier(s.Backoff), watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w := &backoffWatcher{clock: s.clock(), r: newRetrier(s.Backoff, s.Rand), watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 		opts.FieldSelector = EventFieldSelector
 		return s.Client.WatchEvents(ctx, opts)
 	}}

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
+
+	"github.com/vitalsproject/vitals/internal/backoff"
 )
 
 // DefaultAPIBackoff is the backoff of every agent loop that retries a request to the Kubernetes API
@@ -21,17 +23,17 @@ func DefaultAPIBackoff() wait.Backoff {
 // retrier spaces the attempts of a loop that runs on a ticker: after a failure the next attempt is due
 // after the backoff's next step; a success resets it.
 type retrier struct {
-	template wait.Backoff
-	cur      wait.Backoff
-	next     time.Time
-	failed   bool
+	b      *backoff.Backoff
+	next   time.Time
+	failed bool
 }
 
-func newRetrier(b wait.Backoff) *retrier {
+// newRetrier spaces attempts by b (zero: DefaultAPIBackoff), its jitter drawn from r (nil: math/rand).
+func newRetrier(b wait.Backoff, r backoff.Rand) *retrier {
 	if b.Duration <= 0 {
 		b = DefaultAPIBackoff()
 	}
-	return &retrier{template: b, cur: b}
+	return &retrier{b: backoff.New(b, r)}
 }
 
 // due reports whether an attempt may be made at now.
@@ -39,13 +41,16 @@ func (r *retrier) due(now time.Time) bool { return !r.failed || !now.Before(r.ne
 
 // fail records a failed attempt at now and returns the wait before the next one.
 func (r *retrier) fail(now time.Time) time.Duration {
-	d := r.cur.Step()
+	d := r.b.Next()
 	r.failed, r.next = true, now.Add(d)
 	return d
 }
 
 // ok records a successful attempt.
-func (r *retrier) ok() { r.failed, r.cur = false, r.template }
+func (r *retrier) ok() {
+	r.failed = false
+	r.b.Reset()
+}
 
 // backoffWatcher opens watches for client-go's RetryWatcher, waiting out a backoff after each failed
 // attempt: the RetryWatcher itself retries a failed watch every second, which during an API outage is

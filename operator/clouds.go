@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 
+	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/tenancy"
 )
@@ -25,34 +27,53 @@ func DefaultConnect(reg prometheus.Registerer, log *slog.Logger) ConnectFunc {
 	}
 }
 
-// lazyCloud connects in the background, on first use and again after a failure (not more often
-// than retry), so that the operator starts, and reports not ready, while Keystone is down; and so
-// that a check's short timeout never cuts an authentication that is merely slow.
+// CloudRetryBackoff spaces the operator's attempts to connect to its own cloud after a failure: from
+// first (the check interval), doubling up to 2 minutes, each wait up to half as long again at random.
+func CloudRetryBackoff(first time.Duration) wait.Backoff {
+	return wait.Backoff{Duration: first, Factor: 2, Jitter: 0.5, Steps: 16, Cap: max(first, 2*time.Minute)}
+}
+
+// lazyCloud connects in the background, on first use and again after a failure (after a jittered
+// exponential backoff), so that the operator starts, and reports not ready, while Keystone is down;
+// and so that a check's short timeout never cuts an authentication that is merely slow. stop ends
+// the attempt in flight.
 type lazyCloud struct {
 	auth    openstack.Auth
 	connect ConnectFunc
 	clock   clock.PassiveClock
-	retry   time.Duration
 	// timeout of one connection attempt (default 1m).
 	timeout time.Duration
+
+	ctx    context.Context // of the attempts; ended by stop
+	cancel context.CancelFunc
 
 	mu         sync.Mutex
 	cloud      *openstack.Cloud
 	err        error
-	lastTry    time.Time
+	backoff    *backoff.Backoff
+	next       time.Time     // no attempt before this (zero: at once)
 	connecting chan struct{} // closed when the attempt in flight ends; nil when none
 }
 
+// newLazyCloud connects with auth through connect; after a failure it waits out b (its jitter drawn
+// from r) before the next attempt.
+func newLazyCloud(auth openstack.Auth, connect ConnectFunc, clk clock.PassiveClock, b wait.Backoff, r backoff.Rand) *lazyCloud {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &lazyCloud{auth: auth, connect: connect, clock: clk, ctx: ctx, cancel: cancel, backoff: backoff.New(b, r)}
+}
+
+// stop ends the attempt in flight and refuses new ones.
+func (l *lazyCloud) stop() { l.cancel() }
+
 // get returns the cloud, or the reason there is none yet. It starts a connection attempt when none
-// runs and the last one is older than retry, and waits for it at most until ctx ends.
+// runs and the backoff after the last failure has passed, and waits for it at most until ctx ends.
 func (l *lazyCloud) get(ctx context.Context) (*openstack.Cloud, error) {
 	l.mu.Lock()
 	if l.cloud != nil {
 		l.mu.Unlock()
 		return l.cloud, nil
 	}
-	if l.connecting == nil && (l.lastTry.IsZero() || l.clock.Since(l.lastTry) >= l.retry) {
-		l.lastTry = l.clock.Now()
+	if l.connecting == nil && l.ctx.Err() == nil && !l.clock.Now().Before(l.next) {
 		done := make(chan struct{})
 		l.connecting = done
 		go l.attempt(done)
@@ -82,12 +103,13 @@ func (l *lazyCloud) attempt(done chan struct{}) {
 	if timeout <= 0 {
 		timeout = time.Minute
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(l.ctx, timeout)
 	defer cancel()
 	c, err := l.connect(ctx, l.auth)
 	l.mu.Lock()
 	if err != nil {
 		l.err = fmt.Errorf("connect to OpenStack (%s): %w", l.auth.Source, err)
+		l.next = l.clock.Now().Add(l.backoff.Next())
 	} else {
 		l.cloud, l.err = c, nil
 	}

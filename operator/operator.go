@@ -130,7 +130,7 @@ func New(opts Options) (*Operator, error) {
 	o.health = health.NewManager(health.WithClock(opts.Clock), health.WithLogger(opts.Logger),
 		health.WithRegisterer(opts.Registry), health.WithKubernetesMetricNames(), health.WithDrainDelay(opts.DrainDelay))
 	if opts.Cloud != nil {
-		o.cloud = &lazyCloud{auth: *opts.Cloud, connect: opts.Connect, clock: opts.Clock, retry: opts.CheckInterval}
+		o.cloud = newLazyCloud(*opts.Cloud, opts.Connect, opts.Clock, CloudRetryBackoff(opts.CheckInterval), nil)
 	}
 	o.log = log
 	observer, err := o.healthProfile(cs)
@@ -283,6 +283,9 @@ func (o *Operator) Start(ctx context.Context) error {
 	log := o.opts.Logger
 	o.health.Start(context.WithoutCancel(ctx))
 	defer o.health.Stop()
+	if o.cloud != nil {
+		defer o.cloud.stop()
+	}
 	go func() {
 		select {
 		case <-o.mgr.Elected():

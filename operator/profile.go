@@ -98,7 +98,7 @@ func (o *Operator) healthProfile(cs kclient.Interface) (routegc.Progress, error)
 // Reconciler). Every controller of the operator gets one.
 func (o *Operator) observe(name string, workers int) (*progress.Controller, error) {
 	p := progress.New(name, progress.Options{Workers: workers, HungAfter: o.opts.PassTimeout,
-		StallAfter: o.opts.ComponentDeadline, Log: o.log, Clock: o.opts.Clock})
+		StallAfter: o.opts.ComponentDeadline, Log: o.log, Clock: o.opts.Clock, RateLimiter: requeueLimiter(nil)})
 	c := health.Check{Name: "controller." + name, Probes: health.Liveness, Run: p.Check,
 		Interval: o.opts.CheckInterval, Timeout: o.opts.CheckTimeout}
 	if err := o.health.Register(c); err != nil {
@@ -110,7 +110,8 @@ func (o *Operator) observe(name string, workers int) (*progress.Controller, erro
 // controllerProgress registers the liveness of one more controller from its progress.
 func (o *Operator) controllerProgress(name string) (*progress.Controller, error) {
 	opts := o.opts
-	p := progress.New(name, progress.Options{HungAfter: opts.PassTimeout, StallAfter: opts.ComponentDeadline, Log: o.log, Clock: opts.Clock})
+	p := progress.New(name, progress.Options{HungAfter: opts.PassTimeout, StallAfter: opts.ComponentDeadline, Log: o.log, Clock: opts.Clock,
+		RateLimiter: requeueLimiter(nil)})
 	err := o.health.Register(health.Check{Name: "controller." + name, Probes: health.Liveness, Run: p.Check,
 		Interval: opts.CheckInterval, Timeout: opts.CheckTimeout})
 	if err != nil {

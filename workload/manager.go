@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/remediation"
 )
 
@@ -62,6 +63,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock of the health loops (default the real one).
 	Clock clock.WithTicker
+	// Rand draws the jitter of the health loops' waits (nil: math/rand).
+	Rand backoff.Rand
 }
 
 func (o *Options) defaults() {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	kchecks "github.com/vitalsproject/vitals/health/checks/kubernetes"
+	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/remediation"
 )
 
@@ -119,11 +121,12 @@ func (r *remote) stop() {
 	<-r.done
 }
 
-// healthLoop probes at once, then every HealthInterval, and reports each result to the checks store;
-// a change of reason or message is passed to Changed.
+// healthLoop probes at once, then every HealthInterval (lengthened by up to a tenth at random, so that
+// the probes of many clusters spread out), and after a failure on ProbeBackoff's jittered exponential
+// steps instead; it reports each result to the checks store; a change of reason or message is passed
+// to Changed.
 func (r *remote) healthLoop(ctx context.Context, m *Manager) {
-	t := m.opts.Clock.NewTicker(m.opts.HealthInterval)
-	defer t.Stop()
+	bo := backoff.New(ProbeBackoff(m.opts.HealthInterval), m.opts.Rand)
 	var last string
 	first := true
 	for {
@@ -148,12 +151,28 @@ func (r *remote) healthLoop(ctx context.Context, m *Manager) {
 				m.opts.Changed(r.key)
 			}
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, m.opts.Clock, probeWait(bo, m.opts.HealthInterval, m.opts.Rand, err)) {
 			return
-		case <-t.C():
 		}
 	}
+}
+
+// probeWait returns the wait before the next probe after one that ended with err.
+func probeWait(bo *backoff.Backoff, interval time.Duration, r backoff.Rand, err error) time.Duration {
+	if err != nil {
+		return bo.Next()
+	}
+	bo.Reset()
+	return backoff.Jitter(interval, probeJitter, r)
+}
+
+// probeJitter lengthens each wait between two probes by up to this share of itself, at random.
+const probeJitter = 0.1
+
+// ProbeBackoff spaces the probes of a workload cluster that failed its last one: from the health
+// interval, doubling up to four times it, each wait up to half as long again at random.
+func ProbeBackoff(interval time.Duration) wait.Backoff {
+	return wait.Backoff{Duration: interval, Factor: 2, Jitter: 0.5, Steps: 3, Cap: 4 * interval}
 }
 
 // check probes the API, then the informers started so far.

@@ -413,7 +413,7 @@ func (r *Reconciler) remove(ctx context.Context, c *v1alpha1.VitalsCluster, clou
 		log.Info("cannot tell whether extraroute-atomic is offered; using an If-Match update", "cluster", client.ObjectKeyFromObject(c).String(), "err", err.Error())
 		atomic = false
 	}
-	res, err := Remover{Routers: cloud, Attempts: r.Attempts}.Remove(ctx, routerID, routes, atomic)
+	res, err := Remover{Routers: cloud, Attempts: r.Attempts, Clock: r.Clock}.Remove(ctx, routerID, routes, atomic)
 	gone := map[openstack.Route]bool{}
 	for _, rt := range res.Removed {
 		gone[rt] = true

@@ -3,7 +3,12 @@ package routegc
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
+
+	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/openstack"
 )
 
@@ -24,6 +29,18 @@ type Remover struct {
 	IsConflict func(error) bool
 	// Attempts on conflict (default 5).
 	Attempts int
+	// Backoff between the attempts after a conflict (default ConflictBackoff), its jitter drawn from
+	// Rand (nil: math/rand), waited on Clock (nil: the real clock).
+	Backoff wait.Backoff
+	Rand    backoff.Rand
+	Clock   clock.Clock
+}
+
+// ConflictBackoff spaces the attempts of a removal that met a conflict (someone else changed the
+// router): 50 ms doubling, each wait up to half as long again at random, so that two writers that
+// collided do not collide again in step.
+func ConflictBackoff() wait.Backoff {
+	return wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 5, Cap: time.Second}
 }
 
 // RemoveResult reports one removal.
@@ -50,18 +67,33 @@ func (rm Remover) Remove(ctx context.Context, routerID string, routes []openstac
 	if attempts <= 0 {
 		attempts = 5
 	}
+	policy, clk := rm.Backoff, rm.Clock
+	if policy.Duration <= 0 {
+		policy = ConflictBackoff()
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	bo := backoff.New(policy, rm.Rand)
 	drop := make(map[openstack.Route]bool, len(routes))
 	for _, r := range routes {
 		drop[r] = true
 	}
 	var res RemoveResult
+	// retry waits before the next attempt after a conflict; false when ctx ended.
+	retry := func(err error) bool {
+		if !isConflict(err) || res.Conflicts+1 >= attempts {
+			return false
+		}
+		res.Conflicts++
+		return bo.Wait(ctx, clk)
+	}
 	if atomic {
 		res.Method = MethodAtomic
 		for {
 			after, err := rm.Routers.RemoveRoutes(ctx, routerID, routes)
 			if err != nil {
-				if isConflict(err) && res.Conflicts+1 < attempts {
-					res.Conflicts++
+				if retry(err) {
 					continue
 				}
 				return res, fmt.Errorf("remove %d routes from router %s: %w", len(routes), routerID, err)
@@ -103,8 +135,7 @@ func (rm Remover) Remove(ctx context.Context, routerID string, routes []openstac
 			return res, nil
 		}
 		if _, err := rm.Routers.SetRoutes(ctx, routerID, keep, cur.RevisionNumber); err != nil {
-			if isConflict(err) && res.Conflicts+1 < attempts {
-				res.Conflicts++
+			if retry(err) {
 				continue
 			}
 			res.Removed = nil

@@ -3,7 +3,12 @@ package routegc
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
+	"time"
+
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vitalsproject/vitals/openstack"
 )
@@ -48,16 +53,24 @@ func TestRemoverIfMatch(t *testing.T) {
 		wantErr   bool
 		left      int
 		conflicts int
+		waits     []time.Duration // between the attempts (ConflictBackoff with a draw of 0.5)
 	}{
-		{"no conflict", nil, 5, false, 1, 0},
-		{"one conflict retried, concurrent route kept", []func(*memRouter){add(c)}, 5, false, 2, 1},
-		{"conflicts beyond the attempts fail", []func(*memRouter){add(c), add(c), add(c)}, 2, true, 4, 1},
+		{"no conflict", nil, 5, false, 1, 0, nil},
+		{"one conflict retried, concurrent route kept", []func(*memRouter){add(c)}, 5, false, 2, 1, []time.Duration{62500 * time.Microsecond}},
+		{"conflicts back off", []func(*memRouter){add(c), add(c), add(c)}, 5, false, 4, 3,
+			[]time.Duration{62500 * time.Microsecond, 125 * time.Millisecond, 250 * time.Millisecond}},
+		{"conflicts beyond the attempts fail", []func(*memRouter){add(c), add(c), add(c)}, 2, true, 4, 1, []time.Duration{62500 * time.Microsecond}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &memRouter{routes: []openstack.Route{a, b}, rev: 7, interfer: tc.interfere}
-			res, err := Remover{Routers: m, IsConflict: func(e error) bool { return errors.Is(e, errConflict) }, Attempts: tc.attempts}.
+			clk := &instantClock{FakeClock: clocktesting.NewFakeClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))}
+			res, err := Remover{Routers: m, IsConflict: func(e error) bool { return errors.Is(e, errConflict) }, Attempts: tc.attempts,
+				Clock: clk, Rand: func() float64 { return 0.5 }}.
 				Remove(context.Background(), "r", []openstack.Route{b}, false)
+			if !slices.Equal(clk.waits, tc.waits) {
+				t.Errorf("waits %v, want %v", clk.waits, tc.waits)
+			}
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err %v, wantErr %v", err, tc.wantErr)
 			}
@@ -74,4 +87,17 @@ func TestRemoverIfMatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// instantClock records each timer's duration and lets it fire at once.
+type instantClock struct {
+	*clocktesting.FakeClock
+	waits []time.Duration
+}
+
+func (c *instantClock) NewTimer(d time.Duration) clock.Timer {
+	c.waits = append(c.waits, d)
+	t := c.FakeClock.NewTimer(d)
+	c.FakeClock.Step(d)
+	return t
 }

@@ -36,6 +36,8 @@ type Options struct {
 	Log logr.Logger
 	// Clock (default: the real one).
 	Clock clock.PassiveClock
+	// RateLimiter spaces the retries of failed requests (nil: controller-runtime's default).
+	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 }
 
 // Controller observes one controller's reconciles and queue. Its methods are safe for concurrent
@@ -81,7 +83,7 @@ func New(name string, opts Options) *Controller {
 // Options returns the controller options that install the observed queue and the worker count;
 // pass them to the builder's WithOptions and the reconciler through Reconciler.
 func (c *Controller) Options() controller.Options {
-	return controller.Options{MaxConcurrentReconciles: c.opts.Workers, NewQueue: c.NewQueue}
+	return controller.Options{MaxConcurrentReconciles: c.opts.Workers, NewQueue: c.NewQueue, RateLimiter: c.opts.RateLimiter}
 }
 
 // Reconciler wraps r so that each reconcile is recorded as it starts and ends.
