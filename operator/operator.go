@@ -28,6 +28,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/access"
+	"github.com/vitalsproject/vitals/controllers/flight"
 	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/health"
 	"github.com/vitalsproject/vitals/remediation"
@@ -47,6 +48,7 @@ type Operator struct {
 	access   *access.Reconciler
 	workload *workload.Manager
 	routegc  *routegc.Reconciler
+	flight   *flight.Reconciler
 
 	log logr.Logger // for controller-runtime parts
 
@@ -158,6 +160,9 @@ func New(opts Options) (*Operator, error) {
 	if err := o.routegc.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("operator: set up %s: %w", routegc.Name, err)
 	}
+	if err := o.setupFlight(); err != nil {
+		return nil, err
+	}
 
 	if err := o.servers(); err != nil {
 		return nil, err
@@ -204,6 +209,31 @@ func (o *Operator) setupAccess() error {
 	}
 	if err := o.access.SetupWithManager(o.mgr); err != nil {
 		return fmt.Errorf("operator: set up %s: %w", access.Name, err)
+	}
+	return nil
+}
+
+// setupFlight builds flight, which reads each cluster's Nodes through the workload access.
+func (o *Operator) setupFlight() error {
+	opts := o.opts
+	prog, err := o.observe(flight.Name, opts.FlightWorkers)
+	if err != nil {
+		return err
+	}
+	o.flight = &flight.Reconciler{
+		Client:          o.mgr.GetClient(),
+		Tenancy:         o.tenancy,
+		Workload:        o.workload,
+		Policy:          o.policy, // the access controller and the workload access set the checks its gate reads
+		Recorder:        o.mgr.GetEventRecorder("vitals-" + flight.Name),
+		Clock:           opts.Clock,
+		Metrics:         flight.NewMetrics(opts.Registry),
+		Progress:        prog,
+		DefaultInterval: opts.FlightInterval,
+		DefaultBudget:   opts.FlightBudget,
+	}
+	if err := o.flight.SetupWithManager(o.mgr); err != nil {
+		return fmt.Errorf("operator: set up %s: %w", flight.Name, err)
 	}
 	return nil
 }

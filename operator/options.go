@@ -88,6 +88,14 @@ type Options struct {
 	// docs/benchmarks.md).
 	RouteGCWorkers int
 
+	// FlightInterval is flight's default interval for clusters that set none (default 1m).
+	FlightInterval time.Duration
+	// FlightBudget is flight's default cap on changes per pass for clusters that set none (nil: 10;
+	// 0: none).
+	FlightBudget *int
+	// FlightWorkers is how many clusters flight serves at once (default 10).
+	FlightWorkers int
+
 	// Remediation holds the operator-wide limits of the remediation policy: budget and window, storm
 	// cool-down, pause, dry-run (nil: remediation.DefaultLimits()).
 	Remediation *remediation.Limits
@@ -116,6 +124,9 @@ type Options struct {
 
 // DefaultRouteGCWorkers is the default of Options.RouteGCWorkers.
 const DefaultRouteGCWorkers = 10
+
+// DefaultFlightWorkers is the default of Options.FlightWorkers.
+const DefaultFlightWorkers = 10
 
 // DefaultKubeQPS and DefaultKubeBurst limit the operator's requests to its Kubernetes API server when
 // RestConfig sets no limit of its own.
@@ -169,6 +180,9 @@ func (o *Options) defaults() {
 	}
 	if o.RouteGCWorkers <= 0 {
 		o.RouteGCWorkers = DefaultRouteGCWorkers
+	}
+	if o.FlightWorkers <= 0 {
+		o.FlightWorkers = DefaultFlightWorkers
 	}
 	if o.PauseConfigMap == "" {
 		o.PauseConfigMap = DefaultPauseConfigMap

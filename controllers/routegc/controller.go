@@ -150,19 +150,8 @@ func (r *Reconciler) settingsOf(c *v1alpha1.VitalsCluster) (settings, error) {
 		return s, fmt.Errorf("spec.podCIDRs: %w", err)
 	}
 	s.pods = pods
-	for i, p := range sp.ProtectedRoutes {
-		dst, err := netip.ParsePrefix(string(p.Destination))
-		if err != nil {
-			return s, fmt.Errorf("spec.controllers.routegc.protectedRoutes[%d].destination: %w", i, err)
-		}
-		pr := ProtectedRoute{Destination: dst.Masked()}
-		if p.NextHop != "" {
-			if pr.NextHop, err = netip.ParseAddr(p.NextHop); err != nil {
-				return s, fmt.Errorf("spec.controllers.routegc.protectedRoutes[%d].nexthop: %w", i, err)
-			}
-			pr.NextHop = pr.NextHop.Unmap()
-		}
-		s.protected = append(s.protected, pr)
+	if s.protected, err = ProtectedRoutes(sp.ProtectedRoutes); err != nil {
+		return s, err
 	}
 	if len(sp.AddressSources) == 0 {
 		s.ports, s.servers = true, true
@@ -176,6 +165,26 @@ func (r *Reconciler) settingsOf(c *v1alpha1.VitalsCluster) (settings, error) {
 		}
 	}
 	return s, nil
+}
+
+// ProtectedRoutes parses spec.controllers.routegc.protectedRoutes, naming the bad entry.
+func ProtectedRoutes(list []v1alpha1.ProtectedRoute) ([]ProtectedRoute, error) {
+	var out []ProtectedRoute
+	for i, p := range list {
+		dst, err := netip.ParsePrefix(string(p.Destination))
+		if err != nil {
+			return nil, fmt.Errorf("spec.controllers.routegc.protectedRoutes[%d].destination: %w", i, err)
+		}
+		pr := ProtectedRoute{Destination: dst.Masked()}
+		if p.NextHop != "" {
+			if pr.NextHop, err = netip.ParseAddr(p.NextHop); err != nil {
+				return nil, fmt.Errorf("spec.controllers.routegc.protectedRoutes[%d].nexthop: %w", i, err)
+			}
+			pr.NextHop = pr.NextHop.Unmap()
+		}
+		out = append(out, pr)
+	}
+	return out, nil
 }
 
 // Reconcile runs one pass for a Cluster when its deadline has come (or its spec changed), and
@@ -369,7 +378,7 @@ func (r *Reconciler) pass(ctx context.Context, c *v1alpha1.VitalsCluster, s sett
 			o.keep(r, c, now, cand.Record.Route, cand.Record.FirstSeen, "PassBudget", res.Detail)
 			continue
 		}
-		d := o.policy.Ask(ctx, routeAction(cand.Record))
+		d := o.policy.Ask(ctx, RouteAction(cand.Record))
 		switch d.Outcome {
 		case remediation.Allowed:
 			res.Verdict = Remove
@@ -426,7 +435,7 @@ func (r *Reconciler) remove(ctx context.Context, c *v1alpha1.VitalsCluster, clou
 	r.Metrics.Removed.WithLabelValues(client.ObjectKeyFromObject(c).String()).Add(float64(len(res.Removed)))
 	o.removed = res.Removed
 	for _, cand := range allowed {
-		a := routeAction(cand.Record)
+		a := RouteAction(cand.Record)
 		if gone[cand.Record.Route] && err == nil {
 			o.policy.Done(ctx, a, nil)
 			continue
@@ -445,9 +454,10 @@ func (r *Reconciler) remove(ctx context.Context, c *v1alpha1.VitalsCluster, clou
 	}
 }
 
-// routeAction is the removal of a proven orphan, as the policy sees it: excluded by its destination
-// or by "destination@nexthop", and subject to the minimum proof age from its first sighting.
-func routeAction(rec SuspectRecord) remediation.Action {
+// RouteAction is the removal of a proven orphan, as the policy sees it: excluded by its destination
+// or by "destination@nexthop", and subject to the minimum proof age from its first sighting. Flight
+// removes stale duplicate routes with the same action.
+func RouteAction(rec SuspectRecord) remediation.Action {
 	return remediation.Action{
 		Verb: VerbRemoveRoute, Kind: "route", ID: rec.Route.Destination + "@" + rec.Route.NextHop, Name: rec.Route.Destination,
 		Evidence: rec.FirstSeen, Removal: true,
@@ -457,7 +467,7 @@ func routeAction(rec SuspectRecord) remediation.Action {
 // keep records a route kept by one of routegc's own rules: an Event, a metric and a status line (a
 // route kept for the same reason pass after pass gets one line: the history must keep room).
 func (o *outcome) keep(r *Reconciler, c *v1alpha1.VitalsCluster, now time.Time, rt openstack.Route, firstSeen time.Time, reason, msg string) {
-	obj := routeAction(SuspectRecord{Route: rt, FirstSeen: firstSeen}).Object()
+	obj := RouteAction(SuspectRecord{Route: rt, FirstSeen: firstSeen}).Object()
 	r.Metrics.Skipped.WithLabelValues(client.ObjectKeyFromObject(c).String(), reason).Inc()
 	r.event(c, corev1.EventTypeNormal, "RouteKept", VerbRemoveRoute, fmt.Sprintf("%s: %s: %s", obj, reason, msg))
 	if hasLine(c.Status.Actions, obj, reason) || hasLine(o.actions, obj, reason) {

@@ -22,7 +22,7 @@ const (
 	MethodIfMatch Method = "if-match update"
 )
 
-// Remover removes routes from a router without losing a concurrent change.
+// Remover removes (and adds) routes of a router without losing a concurrent change.
 type Remover struct {
 	Routers openstack.Routers
 	// IsConflict tells a 409/412 (default openstack.IsConflict).
@@ -151,4 +151,46 @@ func routeSet(rs []openstack.Route) map[openstack.Route]bool {
 		m[r] = true
 	}
 	return m
+}
+
+// Add adds routes to the router without losing a concurrent change (flight re-adds missing pod
+// routes with it). With extraroute-atomic it calls add_extraroutes; otherwise it reads the router,
+// appends the routes not yet present and writes the list with If-Match on the revision read,
+// re-reading and recomputing on a conflict. It returns the routes that were not present before.
+func (rm Remover) Add(ctx context.Context, routerID string, routes []openstack.Route, atomic bool) ([]openstack.Route, error) {
+	isConflict := rm.IsConflict
+	if isConflict == nil {
+		isConflict = openstack.IsConflict
+	}
+	attempts := rm.Attempts
+	if attempts <= 0 {
+		attempts = 5
+	}
+	for conflicts := 0; ; conflicts++ {
+		cur, err := rm.Routers.GetRouter(ctx, routerID)
+		if err != nil {
+			return nil, fmt.Errorf("read router %s before adding routes: %w", routerID, err)
+		}
+		have := routeSet(cur.Routes)
+		var add []openstack.Route
+		for _, r := range routes {
+			if !have[r] {
+				add = append(add, r)
+			}
+		}
+		if len(add) == 0 {
+			return nil, nil
+		}
+		if atomic {
+			_, err = rm.Routers.AddRoutes(ctx, routerID, add)
+		} else {
+			_, err = rm.Routers.SetRoutes(ctx, routerID, append(cur.Routes, add...), cur.RevisionNumber)
+		}
+		if err == nil {
+			return add, nil
+		}
+		if !isConflict(err) || conflicts+1 >= attempts {
+			return nil, fmt.Errorf("add %d routes to router %s (%d conflicts): %w", len(add), routerID, conflicts, err)
+		}
+	}
 }

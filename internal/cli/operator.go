@@ -20,6 +20,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/controllers/flight"
 	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/openstack"
@@ -43,6 +44,9 @@ type operatorFlags struct {
 	routegcInterval         time.Duration
 	routegcBudget           int
 	routegcWorkers          int
+	flightInterval          time.Duration
+	flightBudget            int
+	flightWorkers           int
 	remediationBudget       int
 	remediationWindow       time.Duration
 	stormCooldown           time.Duration
@@ -73,7 +77,7 @@ func newOperatorCommand() *cobra.Command {
 func operatorCommand(f *operatorFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "operator",
-		Short: "Run the operator: the Cluster controllers (routegc) with leader election and the controller health profile",
+		Short: "Run the operator: the Cluster controllers (routegc, flight) with leader election and the controller health profile",
 		Long: `Run the operator: a controller manager over VitalsVitalsCluster resources (vitals.vitalsproject.io/v1alpha1)
 with leader election on a Lease, Events, Prometheus metrics on --metrics-bind-address, and the controller
 health profile on --health-port: /readyz (/ready) = Kubernetes list+watch, informers synced, Keystone token,
@@ -103,6 +107,9 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   routegc_interval = 60                   # seconds; the default for Clusters that set none
   routegc_budget = 10                     # route removals per pass; 0: none
   routegc_workers = 10                    # clusters served at once (a pass mostly waits on OpenStack)
+  flight_interval = 60                    # seconds; the default for Clusters that set none
+  flight_budget = 10                      # flight's changes per pass; 0: none
+  flight_workers = 10                     # clusters flight serves at once
   remediation_budget = 100                # destructive actions over all clusters per window; 0: none
   remediation_window = 3600               # seconds
   remediation_storm_cooldown = 600        # seconds
@@ -160,6 +167,9 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.DurationVar(&f.routegcInterval, "routegc-interval", time.Minute, "route collector interval for Clusters that set none")
 	fl.IntVar(&f.routegcBudget, "routegc-budget", routegc.DefaultBudget, "route removals per pass for clusters that set none (0: none)")
 	fl.IntVar(&f.routegcWorkers, "routegc-workers", operator.DefaultRouteGCWorkers, "how many clusters the route collector serves at once")
+	fl.DurationVar(&f.flightInterval, "flight-interval", flight.DefaultInterval, "flight's interval for Clusters that set none")
+	fl.IntVar(&f.flightBudget, "flight-budget", flight.DefaultBudget, "flight's changes per pass for clusters that set none (0: none)")
+	fl.IntVar(&f.flightWorkers, "flight-workers", operator.DefaultFlightWorkers, "how many clusters flight serves at once")
 	fl.IntVar(&f.remediationBudget, "remediation-budget", remediation.DefaultOperatorActions, "destructive actions of all controllers over all clusters per --remediation-window (0: none)")
 	fl.DurationVar(&f.remediationWindow, "remediation-window", remediation.DefaultOperatorWindow, "sliding window of --remediation-budget")
 	fl.DurationVar(&f.stormCooldown, "remediation-storm-cooldown", remediation.DefaultStormCooldown, "how long a cluster's actions stay held after its storm rule last tripped (0: none)")
@@ -234,6 +244,15 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	if f.routegcWorkers < 1 || f.routegcWorkers > 100 {
 		return o, &config.Error{Field: "--routegc-workers", Msg: fmt.Sprintf("expected 1 to 100, got %d", f.routegcWorkers)}
 	}
+	if f.flightInterval < time.Second {
+		return o, &config.Error{Field: "--flight-interval", Msg: fmt.Sprintf("expected at least 1s, got %s", f.flightInterval)}
+	}
+	if f.flightBudget < 0 || f.flightBudget > 1000 {
+		return o, &config.Error{Field: "--flight-budget", Msg: fmt.Sprintf("expected 0 (no changes) to 1000, got %d", f.flightBudget)}
+	}
+	if f.flightWorkers < 1 || f.flightWorkers > 100 {
+		return o, &config.Error{Field: "--flight-workers", Msg: fmt.Sprintf("expected 1 to 100, got %d", f.flightWorkers)}
+	}
 	switch {
 	case f.remediationBudget < 0 || f.remediationBudget > 1000000:
 		return o, &config.Error{Field: "--remediation-budget", Msg: fmt.Sprintf("expected 0 (no actions) to 1000000, got %d", f.remediationBudget)}
@@ -253,6 +272,8 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	o.LeaderElect, o.LeaderElectionNamespace, o.LeaderElectionID = f.leaderElect, f.leaderElectionNamespace, f.leaderElectionID
 	routegcBudget := f.routegcBudget
 	o.RouteGCInterval, o.RouteGCBudget, o.RouteGCWorkers = f.routegcInterval, &routegcBudget, f.routegcWorkers
+	flightBudget := f.flightBudget
+	o.FlightInterval, o.FlightBudget, o.FlightWorkers = f.flightInterval, &flightBudget, f.flightWorkers
 	o.Remediation = &remediation.Limits{Actions: f.remediationBudget, Window: f.remediationWindow, StormCooldown: f.stormCooldown,
 		Paused: f.remediationPaused, DryRun: f.dryRun}
 	o.PauseConfigMap = f.pauseConfigMap
@@ -311,7 +332,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.drainDelay = hs.Seconds("drain_delay", f.drainDelay)
 	op := ini.Section("operator")
 	op.CheckKnown("metrics_bind_address", "leader_elect", "leader_election_namespace", "leader_election_id",
-		"routegc_interval", "routegc_budget", "routegc_workers", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
+		"routegc_interval", "routegc_budget", "routegc_workers", "flight_interval", "flight_budget", "flight_workers", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
 		"allow_local_workload", "allow_insecure_workload", "workload_qps", "workload_burst",
 		"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap",
 		"trust_namespaces", "trusted_auth_urls", "pod_cidr_limit_v4", "pod_cidr_limit_v6", "access_interval")
@@ -322,6 +343,9 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.routegcInterval = op.Seconds("routegc_interval", f.routegcInterval)
 	f.routegcBudget = op.IntRange("routegc_budget", f.routegcBudget, 0, 1000)
 	f.routegcWorkers = op.IntRange("routegc_workers", f.routegcWorkers, 1, 100)
+	f.flightInterval = op.Seconds("flight_interval", f.flightInterval)
+	f.flightBudget = op.IntRange("flight_budget", f.flightBudget, 0, 1000)
+	f.flightWorkers = op.IntRange("flight_workers", f.flightWorkers, 1, 100)
 	f.remediationBudget = op.IntRange("remediation_budget", f.remediationBudget, 0, 1000000)
 	f.remediationWindow = op.Seconds("remediation_window", f.remediationWindow)
 	f.stormCooldown = op.Seconds("remediation_storm_cooldown", f.stormCooldown)

@@ -1,0 +1,105 @@
+package flight
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/remediation"
+)
+
+// VerbDeleteServer is the verb of deleting a server.
+const VerbDeleteServer = "DeleteServer"
+
+// ErroredServers deletes the cluster's servers in vm_state error: Nova will not bring them back, and
+// the cluster's machine management creates a replacement. When a server was first seen errored is kept
+// in status.flight.errored; it is the evidence of the removal, so the remediation policy's minimum
+// proof age holds the delete back until the server has stayed errored that long.
+type ErroredServers struct{}
+
+// Name implements Repair.
+func (ErroredServers) Name() string { return "erroredServers" }
+
+// Condition implements Repair.
+func (ErroredServers) Conditions() []string { return []string{v1alpha1.ConditionServersHealthy} }
+
+// Enabled implements Repair.
+func (ErroredServers) Enabled(r *v1alpha1.FlightRepairs) bool { return enabled(r.ErroredServers) }
+
+// Detect implements Repair.
+func (ErroredServers) Detect(in *Input) Finding {
+	return &erroredFinding{errored: Errored(in.Snapshot.Servers, in.Prev.Errored, in.Now), servers: len(in.Snapshot.Servers)}
+}
+
+// Errored returns the servers in vm_state error, each with when it was first seen so (from seen, else
+// now), in the order of servers.
+func Errored(servers []openstack.Server, seen []v1alpha1.ServerSighting, now time.Time) []v1alpha1.ServerSighting {
+	first := map[string]metav1.Time{}
+	for _, s := range seen {
+		first[s.Server] = s.FirstSeen
+	}
+	var out []v1alpha1.ServerSighting
+	for _, sv := range servers {
+		if !strings.EqualFold(sv.VMState, "error") {
+			continue
+		}
+		t, ok := first[sv.ID]
+		if !ok {
+			t = metav1.NewTime(now)
+		}
+		out = append(out, v1alpha1.ServerSighting{Server: sv.ID, Name: sv.Name, FirstSeen: t})
+	}
+	return out
+}
+
+// erroredFinding is what ErroredServers found.
+type erroredFinding struct {
+	errored []v1alpha1.ServerSighting
+	servers int
+}
+
+func (f *erroredFinding) Unhealthy() []string {
+	ids := make([]string, len(f.errored))
+	for i, s := range f.errored {
+		ids[i] = s.Server
+	}
+	return ids
+}
+
+func (f *erroredFinding) Repair(ctx context.Context, env *Env) []Report {
+	// The sightings stay until the server is gone: Nova deletes asynchronously, and a failed delete
+	// keeps its evidence for the next pass.
+	env.Status.Errored = f.errored
+	if len(f.errored) == 0 {
+		return []Report{{Status: metav1.ConditionTrue, Reason: "NoErroredServers", Message: fmt.Sprintf("none of the cluster's %d servers is in vm_state error", f.servers)}}
+	}
+	var deleted, failed, held []string
+	for _, s := range f.errored {
+		a := remediation.Action{Verb: VerbDeleteServer, Kind: "server", ID: s.Server, Name: s.Name, Evidence: s.FirstSeen.Time, Removal: true}
+		outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error { return env.Cloud.DeleteServer(ctx, s.Server) })
+		switch outcome {
+		case OutcomeDone:
+			deleted = append(deleted, s.Server)
+		case OutcomeFailed:
+			failed = append(failed, s.Server+": "+err.Error())
+		default:
+			held = append(held, s.Server+" ("+d.Reason+")")
+		}
+	}
+	reason := "ErroredServers"
+	switch {
+	case len(failed) > 0:
+		reason = "RepairFailed"
+	case len(held) == 0:
+		reason = "ErroredServersDeleted"
+	}
+	// Deleted servers are still errored until Nova has removed them: the condition stays False.
+	return []Report{{Status: metav1.ConditionFalse, Reason: reason,
+		Message: fmt.Sprintf("%d of %d servers in vm_state error; delete asked for %d [%s], failed %d [%s], held back %d [%s]",
+			len(f.errored), f.servers, len(deleted), strings.Join(deleted, ", "), len(failed), strings.Join(failed, "; "), len(held), strings.Join(held, "; "))}}
+}

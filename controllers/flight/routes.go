@@ -1,0 +1,357 @@
+package flight
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/routegc"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/remediation"
+)
+
+// VerbAddRoute is the verb of re-adding a missing pod route.
+const VerbAddRoute = "AddRoute"
+
+// HeadroomPercent is the share of the route limit at which RouteHeadroom turns False.
+const HeadroomPercent = 80
+
+// Routes looks after the pod routes of the cluster's router, with the route collector's analysis
+// (package routegc: which routes are the cluster's, which nexthops are alive, which are protected):
+//   - duplicates, one destination with several nexthops, are reported (condition and Event): the
+//     device side of the router (e.g. an ASR) may keep the first and need a resync. Of a duplicate, the
+//     routes whose nexthop is no live port or server are stale: when the route collector runs for the
+//     cluster it removes them (one concept, one place: an orphaned route is routegc's); when it is
+//     disabled, flight removes them itself, with the same action and proof age;
+//   - a Node's pod CIDR without a route to the Node's InternalIP is re-added (add_extraroutes, or an
+//     If-Match update), unless another live nexthop holds the destination (a conflict is reported,
+//     never overwritten) or the InternalIP is no address of the project (the route collector would
+//     remove the route again); never beyond the route limit;
+//   - RouteHeadroom turns False when the router holds HeadroomPercent of its route limit.
+type Routes struct{}
+
+// Name implements Repair.
+func (Routes) Name() string { return "routes" }
+
+// Conditions implements Repair.
+func (Routes) Conditions() []string {
+	return []string{v1alpha1.ConditionPodRoutes, v1alpha1.ConditionRouteHeadroom}
+}
+
+// Enabled implements Repair.
+func (Routes) Enabled(r *v1alpha1.FlightRepairs) bool { return enabled(r.Routes) }
+
+// Duplicate is one destination with several routes.
+type Duplicate struct {
+	Destination string
+	NextHops    []string
+	// Stale routes of it: nexthop of no live port or server, and not protected.
+	Stale []openstack.Route
+}
+
+// RoutePlan is what Routes found.
+type RoutePlan struct {
+	Routes     int
+	Duplicates []Duplicate
+	// Missing routes to re-add: a Node's pod CIDR to its InternalIP.
+	Missing []openstack.Route
+	// Conflicts and Unroutable explain Node pod CIDRs that are not re-added.
+	Conflicts, Unroutable []string
+	// Err is set when the analysis refused the read: nothing is changed.
+	Err error
+}
+
+// PlanRoutes analyses the router's routes against the Nodes (pure; table-tested).
+func PlanRoutes(routes []openstack.Route, pods []netip.Prefix, protected []routegc.ProtectedRoute, live *routegc.Addresses, nodes []corev1.Node) RoutePlan {
+	plan := RoutePlan{Routes: len(routes)}
+	an, err := routegc.Analyze(routegc.Input{Routes: routes, PodCIDRs: pods, Protected: protected, Live: live})
+	if err != nil {
+		plan.Err = err
+		return plan
+	}
+	byDst := map[string][]routegc.RouteResult{}
+	var dsts []string
+	for _, res := range an.Results {
+		if res.Verdict == routegc.Foreign || res.Verdict == routegc.Invalid {
+			continue
+		}
+		dst := netip.MustParsePrefix(res.Route.Destination).Masked().String()
+		if _, ok := byDst[dst]; !ok {
+			dsts = append(dsts, dst)
+		}
+		byDst[dst] = append(byDst[dst], res)
+	}
+	slices.Sort(dsts)
+	for _, dst := range dsts {
+		rs := byDst[dst]
+		if len(rs) < 2 {
+			continue
+		}
+		d := Duplicate{Destination: dst}
+		for _, res := range rs {
+			d.NextHops = append(d.NextHops, res.Route.NextHop)
+			if res.Verdict == routegc.Suspect || res.Verdict == routegc.Proven {
+				d.Stale = append(d.Stale, res.Route)
+			}
+		}
+		plan.Duplicates = append(plan.Duplicates, d)
+	}
+	for _, n := range nodes {
+		cidrs := n.Spec.PodCIDRs
+		if len(cidrs) == 0 && n.Spec.PodCIDR != "" {
+			cidrs = []string{n.Spec.PodCIDR}
+		}
+		for _, c := range cidrs {
+			p, err := netip.ParsePrefix(c)
+			if err != nil || !slices.ContainsFunc(pods, func(pod netip.Prefix) bool {
+				return pod.Addr().Is4() == p.Addr().Is4() && pod.Bits() <= p.Bits() && pod.Contains(p.Addr())
+			}) {
+				continue // not the cluster's to route
+			}
+			p = p.Masked()
+			ip, ok := internalIP(&n, p.Addr().Is4())
+			if !ok {
+				plan.Unroutable = append(plan.Unroutable, fmt.Sprintf("node %s has no %s InternalIP for pod CIDR %s", n.Name, family(p), p))
+				continue
+			}
+			want := openstack.Route{Destination: p.String(), NextHop: ip.String()}
+			present, taken := false, ""
+			for _, res := range byDst[p.String()] {
+				hop, err := netip.ParseAddr(res.Route.NextHop)
+				if err == nil && hop.Unmap() == ip {
+					present = true
+				} else if res.Verdict == routegc.Live || res.Verdict == routegc.Protected {
+					taken = res.Route.NextHop
+				}
+			}
+			switch {
+			case present:
+			case taken != "":
+				plan.Conflicts = append(plan.Conflicts, fmt.Sprintf("node %s's pod CIDR %s is routed to %s, a live address, not to its InternalIP %s", n.Name, p, taken, ip))
+			default:
+				if _, ok := live.Owner(ip); !ok {
+					plan.Unroutable = append(plan.Unroutable, fmt.Sprintf("node %s's InternalIP %s is no address of a port or server of the project", n.Name, ip))
+					continue
+				}
+				plan.Missing = append(plan.Missing, want)
+			}
+		}
+	}
+	return plan
+}
+
+func internalIP(n *corev1.Node, v4 bool) (netip.Addr, bool) {
+	for _, a := range n.Status.Addresses {
+		if a.Type != corev1.NodeInternalIP {
+			continue
+		}
+		if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Unmap().Is4() == v4 {
+			return ip.Unmap(), true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+func family(p netip.Prefix) string {
+	if p.Addr().Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+// Detect implements Repair.
+func (Routes) Detect(in *Input) Finding {
+	protected, err := routegc.ProtectedRoutes(in.Cluster.Spec.Controllers.RouteGC.ProtectedRoutes)
+	if err != nil {
+		return &routesFinding{plan: RoutePlan{Err: err}}
+	}
+	snap := in.Snapshot
+	f := &routesFinding{plan: PlanRoutes(snap.Router.Routes, in.Settings.PodCIDRs, protected, snap.Live, snap.Nodes)}
+	if !in.Settings.RouteGC {
+		// Flight removes stale routes itself: keep when each was first seen.
+		first := map[openstack.Route]time.Time{}
+		for _, s := range in.Prev.StaleRoutes {
+			first[openstack.Route{Destination: s.Destination, NextHop: s.NextHop}] = s.FirstSeen.Time
+		}
+		for _, d := range f.plan.Duplicates {
+			for _, rt := range d.Stale {
+				t, ok := first[rt]
+				if !ok {
+					t = in.Now
+				}
+				f.stale = append(f.stale, routegc.SuspectRecord{Route: rt, FirstSeen: t})
+			}
+		}
+	}
+	return f
+}
+
+// routesFinding is what Routes found.
+type routesFinding struct {
+	plan  RoutePlan
+	stale []routegc.SuspectRecord // to remove, when flight removes stale routes
+}
+
+func (f *routesFinding) Unhealthy() []string { return nil }
+
+func (f *routesFinding) Repair(ctx context.Context, env *Env) []Report {
+	plan := f.plan
+	if plan.Err != nil {
+		msg := "routes not analysed: " + plan.Err.Error()
+		return []Report{{Status: metav1.ConditionUnknown, Reason: "AnalysisRefused", Message: msg},
+			{Type: v1alpha1.ConditionRouteHeadroom, Status: metav1.ConditionUnknown, Reason: "AnalysisRefused", Message: msg}}
+	}
+	routerID := env.Snapshot.Router.ID
+	atomic, err := env.Cloud.AtomicRoutes(ctx)
+	if err != nil {
+		atomic = false // the If-Match path is safe on every Neutron with extraroute
+	}
+	rm := routegc.Remover{Routers: env.Cloud}
+	var problems, done []string
+	// Duplicates: reported; stale ones removed (by routegc, or here when it is off).
+	if len(plan.Duplicates) > 0 {
+		var ds []string
+		for _, d := range plan.Duplicates {
+			ds = append(ds, d.Destination+" via "+strings.Join(d.NextHops, ", "))
+		}
+		note := fmt.Sprintf("%d destinations with several nexthops: %s; the router's device side may keep a stale one and need a resync", len(ds), strings.Join(ds, "; "))
+		env.Warn("DuplicateRoutes", "DetectRoutes", note)
+		problems = append(problems, note)
+	}
+	env.Status.StaleRoutes = nil
+	if len(f.stale) > 0 {
+		removed, left := f.removeStale(ctx, env, rm, routerID, atomic)
+		done = append(done, fmt.Sprintf("removed %d stale routes", removed))
+		for _, s := range left {
+			env.Status.StaleRoutes = append(env.Status.StaleRoutes, v1alpha1.RouteSighting{Destination: s.Route.Destination, NextHop: s.Route.NextHop, FirstSeen: metav1.NewTime(s.FirstSeen)})
+		}
+	} else if env.Settings.RouteGC && slices.ContainsFunc(plan.Duplicates, func(d Duplicate) bool { return len(d.Stale) > 0 }) {
+		done = append(done, "stale routes are left to the route collector (routegc), which removes them once proven")
+	}
+	// Missing routes, within the route limit.
+	count := plan.Routes
+	if len(plan.Missing) > 0 {
+		added, skipped := f.addMissing(ctx, env, rm, routerID, atomic, env.Settings.MaxRoutes-count)
+		count += added
+		if added > 0 {
+			done = append(done, fmt.Sprintf("re-added %d missing routes", added))
+		}
+		if len(skipped) > 0 {
+			problems = append(problems, fmt.Sprintf("%d missing routes not added: %s", len(skipped), strings.Join(skipped, "; ")))
+		}
+	}
+	problems = append(problems, plan.Conflicts...)
+	problems = append(problems, plan.Unroutable...)
+	reports := []Report{headroom(count, env.Settings.MaxRoutes)}
+	if len(problems) == 0 {
+		msg := fmt.Sprintf("%d routes; every Node's pod CIDR has one route, to the Node", count)
+		if len(done) > 0 {
+			msg += "; " + strings.Join(done, "; ")
+		}
+		return append([]Report{{Status: metav1.ConditionTrue, Reason: "RoutesHealthy", Message: msg}}, reports...)
+	}
+	reason := "RoutesUnhealthy"
+	switch {
+	case len(plan.Duplicates) > 0:
+		reason = "DuplicateRoutes"
+	case len(plan.Missing) > 0:
+		reason = "MissingRoutes"
+	case len(plan.Conflicts) > 0:
+		reason = "RouteConflict"
+	}
+	msg := strings.Join(problems, "; ")
+	if len(done) > 0 {
+		msg += "; " + strings.Join(done, "; ")
+	}
+	return append([]Report{{Status: metav1.ConditionFalse, Reason: reason, Message: msg}}, reports...)
+}
+
+// removeStale asks for each stale route and removes the allowed ones in one change; it returns how
+// many went and the records to keep for the next pass.
+func (f *routesFinding) removeStale(ctx context.Context, env *Env, rm routegc.Remover, routerID string, atomic bool) (int, []routegc.SuspectRecord) {
+	var allowed []openstack.Route
+	var left []routegc.SuspectRecord
+	for _, rec := range f.stale {
+		if d := env.Ask(ctx, routegc.RouteAction(rec)); d.Outcome != remediation.Allowed {
+			left = append(left, rec)
+			continue
+		}
+		allowed = append(allowed, rec.Route)
+	}
+	if len(allowed) == 0 {
+		return 0, left
+	}
+	res, err := rm.Remove(ctx, routerID, allowed, atomic)
+	gone := map[openstack.Route]bool{}
+	for _, rt := range append(res.Removed, res.Absent...) {
+		gone[rt] = true
+	}
+	for _, rec := range f.stale {
+		if !slices.Contains(allowed, rec.Route) {
+			continue
+		}
+		var failure error
+		if err != nil || !gone[rec.Route] {
+			failure = err
+			if failure == nil {
+				failure = fmt.Errorf("route %s via %s is still on router %s", rec.Route.Destination, rec.Route.NextHop, routerID)
+			}
+			left = append(left, rec)
+		}
+		env.Done(ctx, routegc.RouteAction(rec), failure)
+	}
+	return len(res.Removed), left
+}
+
+// addMissing asks for each missing route (at most room of them) and adds the allowed ones in one change.
+func (f *routesFinding) addMissing(ctx context.Context, env *Env, rm routegc.Remover, routerID string, atomic bool, room int) (int, []string) {
+	var allowed []openstack.Route
+	var skipped []string
+	for _, rt := range f.plan.Missing {
+		if len(allowed) >= room {
+			skipped = append(skipped, fmt.Sprintf("%s via %s (the router is at its limit of %d routes)", rt.Destination, rt.NextHop, env.Settings.MaxRoutes))
+			continue
+		}
+		d := env.Ask(ctx, addAction(rt))
+		if d.Outcome != remediation.Allowed {
+			skipped = append(skipped, fmt.Sprintf("%s via %s (%s)", rt.Destination, rt.NextHop, d.Reason))
+			continue
+		}
+		allowed = append(allowed, rt)
+	}
+	if len(allowed) == 0 {
+		return 0, skipped
+	}
+	added, err := rm.Add(ctx, routerID, allowed, atomic)
+	for _, rt := range allowed {
+		env.Done(ctx, addAction(rt), err)
+		if err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s via %s: %v", rt.Destination, rt.NextHop, err))
+		}
+	}
+	return len(added), skipped
+}
+
+func addAction(rt openstack.Route) remediation.Action {
+	return remediation.Action{Verb: VerbAddRoute, Kind: "route", ID: rt.Destination + "@" + rt.NextHop, Name: rt.Destination}
+}
+
+// headroom reports the router's use of its route limit.
+func headroom(routes, limit int) Report {
+	if limit <= 0 {
+		return Report{Type: v1alpha1.ConditionRouteHeadroom, Status: metav1.ConditionUnknown, Reason: "NoLimit", Message: "no route limit set"}
+	}
+	msg := fmt.Sprintf("%d of %d routes (%d%%)", routes, limit, routes*100/limit)
+	if routes*100 >= limit*HeadroomPercent {
+		return Report{Type: v1alpha1.ConditionRouteHeadroom, Status: metav1.ConditionFalse, Reason: "NearRouteLimit",
+			Message: msg + fmt.Sprintf("; at %d%% of the limit new nodes may get no route (raise max_routes or spec.controllers.flight.maxRoutes)", HeadroomPercent)}
+	}
+	return Report{Type: v1alpha1.ConditionRouteHeadroom, Status: metav1.ConditionTrue, Reason: "Headroom", Message: msg}
+}
