@@ -59,35 +59,12 @@ type RemoveResult struct {
 // the revision read, re-reading and recomputing on a conflict. Routes that were added meanwhile are
 // kept: only the given routes ever leave the list.
 func (rm Remover) Remove(ctx context.Context, routerID string, routes []openstack.Route, atomic bool) (RemoveResult, error) {
-	isConflict := rm.IsConflict
-	if isConflict == nil {
-		isConflict = openstack.IsConflict
-	}
-	attempts := rm.Attempts
-	if attempts <= 0 {
-		attempts = 5
-	}
-	policy, clk := rm.Backoff, rm.Clock
-	if policy.Duration <= 0 {
-		policy = ConflictBackoff()
-	}
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	bo := backoff.New(policy, rm.Rand)
 	drop := make(map[openstack.Route]bool, len(routes))
 	for _, r := range routes {
 		drop[r] = true
 	}
 	var res RemoveResult
-	// retry waits before the next attempt after a conflict; false when ctx ended.
-	retry := func(err error) bool {
-		if !isConflict(err) || res.Conflicts+1 >= attempts {
-			return false
-		}
-		res.Conflicts++
-		return bo.Wait(ctx, clk)
-	}
+	retry := rm.retrier(ctx, &res.Conflicts)
 	if atomic {
 		res.Method = MethodAtomic
 		for {
@@ -145,6 +122,34 @@ func (rm Remover) Remove(ctx context.Context, routerID string, routes []openstac
 	}
 }
 
+// retrier returns the wait before the next attempt after a failed one: true after a conflict with
+// attempts left (counted in *conflicts), false otherwise or when ctx ended.
+func (rm Remover) retrier(ctx context.Context, conflicts *int) func(error) bool {
+	isConflict := rm.IsConflict
+	if isConflict == nil {
+		isConflict = openstack.IsConflict
+	}
+	attempts := rm.Attempts
+	if attempts <= 0 {
+		attempts = 5
+	}
+	policy, clk := rm.Backoff, rm.Clock
+	if policy.Duration <= 0 {
+		policy = ConflictBackoff()
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	bo := backoff.New(policy, rm.Rand)
+	return func(err error) bool {
+		if !isConflict(err) || *conflicts+1 >= attempts {
+			return false
+		}
+		*conflicts++
+		return bo.Wait(ctx, clk)
+	}
+}
+
 func routeSet(rs []openstack.Route) map[openstack.Route]bool {
 	m := make(map[openstack.Route]bool, len(rs))
 	for _, r := range rs {
@@ -158,15 +163,9 @@ func routeSet(rs []openstack.Route) map[openstack.Route]bool {
 // appends the routes not yet present and writes the list with If-Match on the revision read,
 // re-reading and recomputing on a conflict. It returns the routes that were not present before.
 func (rm Remover) Add(ctx context.Context, routerID string, routes []openstack.Route, atomic bool) ([]openstack.Route, error) {
-	isConflict := rm.IsConflict
-	if isConflict == nil {
-		isConflict = openstack.IsConflict
-	}
-	attempts := rm.Attempts
-	if attempts <= 0 {
-		attempts = 5
-	}
-	for conflicts := 0; ; conflicts++ {
+	conflicts := 0
+	retry := rm.retrier(ctx, &conflicts)
+	for {
 		cur, err := rm.Routers.GetRouter(ctx, routerID)
 		if err != nil {
 			return nil, fmt.Errorf("read router %s before adding routes: %w", routerID, err)
@@ -189,7 +188,7 @@ func (rm Remover) Add(ctx context.Context, routerID string, routes []openstack.R
 		if err == nil {
 			return add, nil
 		}
-		if !isConflict(err) || conflicts+1 >= attempts {
+		if !retry(err) {
 			return nil, fmt.Errorf("add %d routes to router %s (%d conflicts): %w", len(add), routerID, conflicts, err)
 		}
 	}
