@@ -28,6 +28,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/access"
+	"github.com/vitalsproject/vitals/controllers/deorbit"
 	"github.com/vitalsproject/vitals/controllers/flight"
 	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/health"
@@ -48,6 +49,7 @@ type Operator struct {
 	access   *access.Reconciler
 	workload *workload.Manager
 	routegc  *routegc.Reconciler
+	deorbit  *deorbit.Reconciler
 	flight   *flight.Reconciler
 
 	log logr.Logger // for controller-runtime parts
@@ -163,6 +165,9 @@ func New(opts Options) (*Operator, error) {
 	if err := o.setupFlight(); err != nil {
 		return nil, err
 	}
+	if err := o.setupDeorbit(); err != nil {
+		return nil, err
+	}
 
 	if err := o.servers(); err != nil {
 		return nil, err
@@ -206,9 +211,35 @@ func (o *Operator) setupAccess() error {
 		Interval: opts.AccessInterval,
 		Progress: prog,
 		Workload: wm, WorkloadChanges: changes,
+		Deorbit: true, // the deorbit controller owns the finalizer of a deleted cluster
 	}
 	if err := o.access.SetupWithManager(o.mgr); err != nil {
 		return fmt.Errorf("operator: set up %s: %w", access.Name, err)
+	}
+	return nil
+}
+
+// setupDeorbit builds the deorbit controller: it holds the finalizer of each deleted cluster until the
+// cloud confirms its resources gone.
+func (o *Operator) setupDeorbit() error {
+	prog, err := o.observe(deorbit.Name, o.opts.DeorbitWorkers)
+	if err != nil {
+		return err
+	}
+	o.deorbit = &deorbit.Reconciler{
+		Client:   o.mgr.GetClient(),
+		Tenancy:  o.tenancy,
+		Workload: o.workload,
+		Policy:   o.policy,
+		Checks:   o.policy.Checks(),
+		Recorder: o.mgr.GetEventRecorder("vitals-" + deorbit.Name),
+		Clock:    o.opts.Clock,
+		Metrics:  deorbit.NewMetrics(o.opts.Registry),
+		Progress: prog,
+		Workers:  o.opts.DeorbitParallelDeletes,
+	}
+	if err := o.deorbit.SetupWithManager(o.mgr); err != nil {
+		return fmt.Errorf("operator: set up %s: %w", deorbit.Name, err)
 	}
 	return nil
 }

@@ -96,6 +96,12 @@ type Options struct {
 	// FlightWorkers is how many clusters flight serves at once (default 10).
 	FlightWorkers int
 
+	// DeorbitWorkers is how many deleted clusters deorbit serves at once (default 4).
+	DeorbitWorkers int
+	// DeorbitParallelDeletes bounds the deletes and reads of one deleted cluster running at once
+	// (default 8).
+	DeorbitParallelDeletes int
+
 	// Remediation holds the operator-wide limits of the remediation policy: budget and window, storm
 	// cool-down, pause, dry-run (nil: remediation.DefaultLimits()).
 	Remediation *remediation.Limits
@@ -127,6 +133,13 @@ const DefaultRouteGCWorkers = 10
 
 // DefaultFlightWorkers is the default of Options.FlightWorkers.
 const DefaultFlightWorkers = 10
+
+// DefaultDeorbitWorkers and DefaultDeorbitParallelDeletes are the defaults of Options.DeorbitWorkers
+// and Options.DeorbitParallelDeletes.
+const (
+	DefaultDeorbitWorkers         = 4
+	DefaultDeorbitParallelDeletes = 8
+)
 
 // DefaultKubeQPS and DefaultKubeBurst limit the operator's requests to its Kubernetes API server when
 // RestConfig sets no limit of its own.
@@ -183,6 +196,12 @@ func (o *Options) defaults() {
 	}
 	if o.FlightWorkers <= 0 {
 		o.FlightWorkers = DefaultFlightWorkers
+	}
+	if o.DeorbitWorkers <= 0 {
+		o.DeorbitWorkers = DefaultDeorbitWorkers
+	}
+	if o.DeorbitParallelDeletes <= 0 {
+		o.DeorbitParallelDeletes = DefaultDeorbitParallelDeletes
 	}
 	if o.PauseConfigMap == "" {
 		o.PauseConfigMap = DefaultPauseConfigMap

@@ -91,6 +91,12 @@ func (p *pass) decide(now time.Time, a Action) Decision {
 				a.Evidence.UTC().Format(time.RFC3339), p.s.minProofAge, due.UTC().Format(time.RFC3339)), due)
 		}
 	}
+	if a.Teardown {
+		if why := p.dryRunWhy(); why != "" {
+			return Decision{Outcome: DryRun, Reason: ReasonDryRun, Message: "dry run (" + why + "): would " + a.Verb}
+		}
+		return Decision{Outcome: Allowed, Reason: ReasonAllowed, Message: "allowed (teardown: outside the budgets)"}
+	}
 	e := p.e
 	e.mu.Lock()
 	defer e.mu.Unlock()

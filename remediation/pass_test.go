@@ -225,3 +225,47 @@ func counterSum(t *testing.T, reg *prometheus.Registry, name string) int {
 	}
 	return int(sum)
 }
+
+// A teardown (deorbit's deletes) is outside both budgets: a cluster's deletion with more volumes than
+// the budget is not held for hours, and spends nothing other clusters need; exclusions, the pause and
+// dry-run still apply, and each is recorded.
+func TestTeardownOutsideTheBudgets(t *testing.T) {
+	zero := int32(0)
+	for _, tc := range []struct {
+		name        string
+		limits      *Limits
+		cluster     *v1alpha1.VitalsCluster
+		id          string
+		wantOutcome Outcome
+		wantReason  string
+	}{
+		{"budget 0: allowed", nil, newCluster(func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.Budget = &v1alpha1.BudgetSpec{Actions: &zero} }), "v1", Allowed, ReasonAllowed},
+		{"operator budget 0: allowed", &Limits{Actions: 0, Window: time.Hour}, newCluster(), "v1", Allowed, ReasonAllowed},
+		{"excluded: held", nil, newCluster(annotate(v1alpha1.AnnotationExclude, "v1")), "v1", Held, ReasonExcluded},
+		{"paused: held", nil, newCluster(annotate(v1alpha1.AnnotationPaused, "true")), "v1", Held, ReasonPaused},
+		{"dry run: reported", &Limits{Actions: 0, Window: time.Hour, DryRun: true}, newCluster(), "v1", DryRun, ReasonDryRun},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newEnv(t, tc.limits)
+			p := v.e.Begin(context.Background(), tc.cluster, "deorbit", nil, Scope{})
+			for i := 0; i < 25; i++ {
+				a := Action{Verb: "DeleteVolume", Kind: "volume", ID: tc.id, Removal: true, Teardown: true}
+				d := p.Ask(context.Background(), a)
+				if d.Outcome != tc.wantOutcome || d.Reason != tc.wantReason {
+					t.Fatalf("ask %d: %+v, want %s/%s", i, d, tc.wantOutcome, tc.wantReason)
+				}
+				if d.Outcome == Allowed {
+					p.Done(context.Background(), a, nil)
+				}
+			}
+			var st v1alpha1.ClusterStatus
+			p.Apply(&st)
+			if n := len(st.Remediation.ActionTimes); n != 0 {
+				t.Errorf("%d action times counted against the budget, want none", n)
+			}
+			if tc.wantOutcome == Allowed && len(p.Lines()) != 25 {
+				t.Errorf("%d status lines, want one per delete", len(p.Lines()))
+			}
+		})
+	}
+}

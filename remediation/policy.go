@@ -30,6 +30,12 @@ type Action struct {
 	// are subject to the minimum proof age. Status lines say Removed or WouldRemove for them, Done or
 	// WouldDo for the others.
 	Removal bool
+	// Teardown marks a delete asked for by the cluster's own deletion (deorbit). The cluster's and the
+	// operator-wide budgets neither hold nor count it: a cluster with 200 volumes must not wait 20 hours
+	// on a budget of 10 actions per hour, and tearing one cluster down must not spend the actions other
+	// clusters need. Exclusions, pauses, the gate, dry-run and the audit apply as to every action; the
+	// controller proves each resource the cluster's before it asks.
+	Teardown bool
 }
 
 // Object is how an action is named in Events and status lines: "kind id", with the name in

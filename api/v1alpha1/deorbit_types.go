@@ -2,15 +2,152 @@
 
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // DeorbitSpec configures deorbit: on deletion of the VitalsCluster, the cluster's volumes, load
 // balancers and routes are deleted and the cloud is asked until it confirms, before the finalizer goes.
+// Enabled false: the finalizer goes at once and nothing is cleaned up. Budget caps the deletes issued
+// in one pass (default 50). Interval is unused: deorbit requeues at its next deadline.
 type DeorbitSpec struct {
 	ControllerSpec `json:",inline"`
+	// GiveUpAfter is how long after deletion began deorbit gives up (default 24h): it writes a debris
+	// report of every cloud resource still there, and the finalizer goes.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="must be a duration of at least 1m, e.g. 24h"
+	GiveUpAfter *metav1.Duration `json:"giveUpAfter,omitempty"`
+	// UnreachableGracePeriod is how long the workload cluster may be unreachable before deorbit skips
+	// its Kubernetes phases and goes on with the cloud (default 10m).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration, e.g. 10m"
+	UnreachableGracePeriod *metav1.Duration `json:"unreachableGracePeriod,omitempty"`
+	// CloudWaitTimeout bounds how long deorbit waits for the cloud to confirm that the volumes and load
+	// balancers whose claims and Services it deleted are gone (default 15m); what is left then is
+	// deleted by the cloud-side sweep.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration, e.g. 15m"
+	CloudWaitTimeout *metav1.Duration `json:"cloudWaitTimeout,omitempty"`
+}
+
+// Phases of deorbit, in order.
+const (
+	DeorbitPhaseSnapshots     = "VolumeSnapshots"
+	DeorbitPhaseClaims        = "PersistentVolumeClaims"
+	DeorbitPhaseServices      = "LoadBalancerServices"
+	DeorbitPhaseRoutes        = "Routes"
+	DeorbitPhaseWaitForCloud  = "WaitForCloud"
+	DeorbitPhaseSweep         = "Sweep"
+	DeorbitPhaseDone          = "Done"
+	DeorbitPhaseGaveUp        = "GaveUp"
+	DeorbitPhaseDryRunPlanned = "DryRunPlanned"
+)
+
+// Types of the resources deorbit deletes.
+const (
+	DeorbitVolumeSnapshot = "VolumeSnapshot"
+	DeorbitClaim          = "PersistentVolumeClaim"
+	DeorbitService        = "Service"
+	DeorbitVolume         = "Volume"
+	DeorbitLoadBalancer   = "LoadBalancer"
+	DeorbitRoute          = "Route"
+	// DeorbitCloud stands for the whole cloud in a debris report when it could not be checked.
+	DeorbitCloud = "Cloud"
+)
+
+// States of a resource deorbit tracks.
+const (
+	// DeorbitPending: known, not yet deleted.
+	DeorbitPending = "Pending"
+	// DeorbitDeleting: the delete was accepted; the cloud (or Kubernetes) has not confirmed yet.
+	DeorbitDeleting = "Deleting"
+	// DeorbitGone: confirmed gone (404 from the cloud, or not found in Kubernetes).
+	DeorbitGone = "Gone"
+	// DeorbitKept: deliberately left: a volume of a PersistentVolume with reclaim policy Retain, or a
+	// resource the remediation policy excludes.
+	DeorbitKept = "Kept"
+	// DeorbitUnproven: seen through the workload cluster but not proven the cluster's on the cloud side
+	// (no CSI metadata, no cloud controller manager name): waited on, never deleted directly.
+	DeorbitUnproven = "Unproven"
+	// DeorbitWouldDelete: dry run.
+	DeorbitWouldDelete = "WouldDelete"
+)
+
+// DeorbitResource is one resource deorbit deletes or waits on.
+type DeorbitResource struct {
+	// Type: VolumeSnapshot, PersistentVolumeClaim, Service (workload cluster); Volume, LoadBalancer,
+	// Route (cloud); Cloud (debris only: nothing could be checked).
+	Type string `json:"type"`
+	// ID: the cloud ID; namespace/name in the workload cluster; destination@nexthop for a route.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Name of the resource (the PersistentVolume of a volume, the cloud controller manager's name of a
+	// load balancer).
+	// +optional
+	Name string `json:"name,omitempty"`
+	// State: Pending, Deleting, Gone, Kept, Unproven, WouldDelete.
+	// +optional
+	State string `json:"state,omitempty"`
+	// Status the cloud last reported (available, deleting, PENDING_DELETE, ERROR ...).
+	// +optional
+	Status string `json:"status,omitempty"`
+	// Attempts of the delete so far.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+	// LastError of the last delete or read.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+	// NextAttempt is when a failed delete is tried again.
+	// +optional
+	NextAttempt *metav1.Time `json:"nextAttempt,omitempty"`
+}
+
+// DeorbitCounts count the tracked resources: done are those gone or kept, and the Kubernetes objects
+// whose delete was accepted.
+type DeorbitCounts struct {
+	Total     int32 `json:"total"`
+	Done      int32 `json:"done"`
+	Remaining int32 `json:"remaining"`
 }
 
 // DeorbitStatus records deorbit's progress so that a restarted operator resumes where it was.
 type DeorbitStatus struct {
-	// Phase deorbit is in.
+	// Phase deorbit is in: VolumeSnapshots, PersistentVolumeClaims, LoadBalancerServices, Routes,
+	// WaitForCloud, Sweep, Done, GaveUp, DryRunPlanned.
 	// +optional
 	Phase string `json:"phase,omitempty"`
+	// StartTime is when deorbit began (the give-up clock starts here).
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// PhaseStartTime is when the current phase began.
+	// +optional
+	PhaseStartTime *metav1.Time `json:"phaseStartTime,omitempty"`
+	// UnreachableSince is when the workload cluster was first seen unreachable in a row.
+	// +optional
+	UnreachableSince *metav1.Time `json:"unreachableSince,omitempty"`
+	// WorkloadSkipped says why the Kubernetes phases were skipped, if they were.
+	// +optional
+	WorkloadSkipped string `json:"workloadSkipped,omitempty"`
+	// NextAttemptTime is when deorbit looks again.
+	// +optional
+	NextAttemptTime *metav1.Time `json:"nextAttemptTime,omitempty"`
+	// CompletionTime is when the finalizer was released.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// LastError of the last step, empty when it succeeded.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+	// Counts of the tracked resources.
+	// +optional
+	Counts DeorbitCounts `json:"counts,omitempty"`
+	// Resources deorbit deletes or waits on, on both sides.
+	// +optional
+	// +kubebuilder:validation:MaxItems=5000
+	Resources []DeorbitResource `json:"resources,omitempty"`
+	// Debris is every cloud resource still there when deorbit gave up.
+	// +optional
+	// +kubebuilder:validation:MaxItems=5000
+	Debris []DeorbitResource `json:"debris,omitempty"`
 }
+
+// ConditionCleanedUp: deorbit's progress after deletion (reasons: InProgress, WorkloadUnreachable,
+// CloudUnverified, DryRun, GaveUp, CleanedUp, Disabled).
+const ConditionCleanedUp = "CleanedUp"

@@ -51,6 +51,10 @@ type Reconciler struct {
 	WorkloadChanges *WorkloadChanges
 	// Progress observes reconciles and the work queue (the operator's liveness); nil: not observed.
 	Progress *progress.Controller
+	// Deorbit: the deorbit controller owns the finalizer of a deleted cluster, and the cluster keeps
+	// its cloud and workload access until it is gone (deorbit uses them). False: the finalizer goes at
+	// once on deletion.
+	Deorbit bool
 
 	once sync.Once // defaults applied
 }
@@ -119,9 +123,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: r.Interval}, nil
 }
 
-// release lets a deleted cluster go. Until the deorbit controller cleans up after a cluster, the
-// finalizer is removed at once so that deletion never hangs.
+// release lets a deleted cluster go: without the deorbit controller, the finalizer is removed at
+// once so that deletion never hangs; with it, deorbit removes it and the accesses stay until the
+// cluster is gone.
 func (r *Reconciler) release(ctx context.Context, c *v1alpha1.VitalsCluster) error {
+	if r.Deorbit {
+		return nil
+	}
 	key := client.ObjectKeyFromObject(c)
 	r.forget(key)
 	if !controllerutil.ContainsFinalizer(c, v1alpha1.FinalizerDeorbit) {

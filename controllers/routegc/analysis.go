@@ -214,7 +214,7 @@ func Analyze(in Input) (Plan, error) {
 		case derr != nil || herr != nil:
 			res.Verdict, res.Detail = Invalid, "destination or nexthop does not parse"
 			plan.Counts.Invalid++
-		case !inside(dst, in.PodCIDRs):
+		case !Inside(dst, in.PodCIDRs):
 			res.Verdict, res.Detail = Foreign, "destination outside the pod CIDRs"
 			plan.Counts.Foreign++
 		case isProtected(dst.Masked(), hop.Unmap(), in.Protected):
@@ -285,8 +285,8 @@ func Analyze(in Input) (Plan, error) {
 	return plan, nil
 }
 
-// inside reports whether dst lies entirely inside one of the pod CIDRs.
-func inside(dst netip.Prefix, pods []netip.Prefix) bool {
+// Inside reports whether dst lies entirely inside one of the pod CIDRs.
+func Inside(dst netip.Prefix, pods []netip.Prefix) bool {
 	dst = dst.Masked()
 	for _, p := range pods {
 		if p.Addr().Is4() == dst.Addr().Is4() && p.Bits() <= dst.Bits() && p.Contains(dst.Addr()) {

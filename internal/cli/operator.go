@@ -47,6 +47,8 @@ type operatorFlags struct {
 	flightInterval          time.Duration
 	flightBudget            int
 	flightWorkers           int
+	deorbitWorkers          int
+	deorbitParallelDeletes  int
 	remediationBudget       int
 	remediationWindow       time.Duration
 	stormCooldown           time.Duration
@@ -110,6 +112,8 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   flight_interval = 60                    # seconds; the default for Clusters that set none
   flight_budget = 10                      # flight's changes per pass; 0: none
   flight_workers = 10                     # clusters flight serves at once
+  deorbit_workers = 4                     # deleted clusters deorbit serves at once
+  deorbit_parallel_deletes = 8            # deletes and reads of one deleted cluster at once
   remediation_budget = 100                # destructive actions over all clusters per window; 0: none
   remediation_window = 3600               # seconds
   remediation_storm_cooldown = 600        # seconds
@@ -170,6 +174,8 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.DurationVar(&f.flightInterval, "flight-interval", flight.DefaultInterval, "flight's interval for Clusters that set none")
 	fl.IntVar(&f.flightBudget, "flight-budget", flight.DefaultBudget, "flight's changes per pass for clusters that set none (0: none)")
 	fl.IntVar(&f.flightWorkers, "flight-workers", operator.DefaultFlightWorkers, "how many clusters flight serves at once")
+	fl.IntVar(&f.deorbitWorkers, "deorbit-workers", operator.DefaultDeorbitWorkers, "how many deleted clusters deorbit serves at once")
+	fl.IntVar(&f.deorbitParallelDeletes, "deorbit-parallel-deletes", operator.DefaultDeorbitParallelDeletes, "deletes and reads of one deleted cluster running at once")
 	fl.IntVar(&f.remediationBudget, "remediation-budget", remediation.DefaultOperatorActions, "destructive actions of all controllers over all clusters per --remediation-window (0: none)")
 	fl.DurationVar(&f.remediationWindow, "remediation-window", remediation.DefaultOperatorWindow, "sliding window of --remediation-budget")
 	fl.DurationVar(&f.stormCooldown, "remediation-storm-cooldown", remediation.DefaultStormCooldown, "how long a cluster's actions stay held after its storm rule last tripped (0: none)")
@@ -253,6 +259,12 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	if f.flightWorkers < 1 || f.flightWorkers > 100 {
 		return o, &config.Error{Field: "--flight-workers", Msg: fmt.Sprintf("expected 1 to 100, got %d", f.flightWorkers)}
 	}
+	if f.deorbitWorkers < 1 || f.deorbitWorkers > 100 {
+		return o, &config.Error{Field: "--deorbit-workers", Msg: fmt.Sprintf("expected 1 to 100, got %d", f.deorbitWorkers)}
+	}
+	if f.deorbitParallelDeletes < 1 || f.deorbitParallelDeletes > 100 {
+		return o, &config.Error{Field: "--deorbit-parallel-deletes", Msg: fmt.Sprintf("expected 1 to 100, got %d", f.deorbitParallelDeletes)}
+	}
 	switch {
 	case f.remediationBudget < 0 || f.remediationBudget > 1000000:
 		return o, &config.Error{Field: "--remediation-budget", Msg: fmt.Sprintf("expected 0 (no actions) to 1000000, got %d", f.remediationBudget)}
@@ -274,6 +286,7 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	o.RouteGCInterval, o.RouteGCBudget, o.RouteGCWorkers = f.routegcInterval, &routegcBudget, f.routegcWorkers
 	flightBudget := f.flightBudget
 	o.FlightInterval, o.FlightBudget, o.FlightWorkers = f.flightInterval, &flightBudget, f.flightWorkers
+	o.DeorbitWorkers, o.DeorbitParallelDeletes = f.deorbitWorkers, f.deorbitParallelDeletes
 	o.Remediation = &remediation.Limits{Actions: f.remediationBudget, Window: f.remediationWindow, StormCooldown: f.stormCooldown,
 		Paused: f.remediationPaused, DryRun: f.dryRun}
 	o.PauseConfigMap = f.pauseConfigMap
@@ -332,7 +345,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.drainDelay = hs.Seconds("drain_delay", f.drainDelay)
 	op := ini.Section("operator")
 	op.CheckKnown("metrics_bind_address", "leader_elect", "leader_election_namespace", "leader_election_id",
-		"routegc_interval", "routegc_budget", "routegc_workers", "flight_interval", "flight_budget", "flight_workers", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
+		"routegc_interval", "routegc_budget", "routegc_workers", "flight_interval", "flight_budget", "flight_workers", "deorbit_workers", "deorbit_parallel_deletes", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
 		"allow_local_workload", "allow_insecure_workload", "workload_qps", "workload_burst",
 		"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap",
 		"trust_namespaces", "trusted_auth_urls", "pod_cidr_limit_v4", "pod_cidr_limit_v6", "access_interval")
@@ -346,6 +359,8 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.flightInterval = op.Seconds("flight_interval", f.flightInterval)
 	f.flightBudget = op.IntRange("flight_budget", f.flightBudget, 0, 1000)
 	f.flightWorkers = op.IntRange("flight_workers", f.flightWorkers, 1, 100)
+	f.deorbitWorkers = op.IntRange("deorbit_workers", f.deorbitWorkers, 1, 100)
+	f.deorbitParallelDeletes = op.IntRange("deorbit_parallel_deletes", f.deorbitParallelDeletes, 1, 100)
 	f.remediationBudget = op.IntRange("remediation_budget", f.remediationBudget, 0, 1000000)
 	f.remediationWindow = op.Seconds("remediation_window", f.remediationWindow)
 	f.stormCooldown = op.Seconds("remediation_storm_cooldown", f.stormCooldown)

@@ -1,0 +1,426 @@
+package deorbit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/routegc"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/tenancy"
+)
+
+// MetadataCluster is the volume metadata key Cinder CSI records its --cluster in.
+const MetadataCluster = "cinder.csi.openstack.org/cluster"
+
+// loadBalancerPrefix starts every load balancer name (and tag) of the OpenStack cloud controller manager.
+const loadBalancerPrefix = "kube_service_"
+
+// LoadBalancerName is the name the OpenStack cloud controller manager gives a Service's load balancer.
+func LoadBalancerName(cluster, namespace, service string) string {
+	return loadBalancerPrefix + cluster + "_" + namespace + "_" + service
+}
+
+// OwnsLoadBalancerName reports whether name is the cloud controller manager's name of a Service of
+// cluster: kube_service_<cluster>_<namespace>_<service> where namespace and service are DNS labels
+// (which hold no "_"), so that no other cluster's name can match: the name of cluster "a_b" leaves
+// "b_ns_svc" after cluster "a"'s prefix, which has one "_" too many.
+func OwnsLoadBalancerName(cluster, name string) bool {
+	rest, ok := strings.CutPrefix(name, loadBalancerPrefix+cluster+"_")
+	if !ok || cluster == "" {
+		return false
+	}
+	ns, svc, ok := strings.Cut(rest, "_")
+	return ok && len(validation.IsDNS1123Label(ns)) == 0 && len(validation.IsDNS1123Label(svc)) == 0
+}
+
+// OwnsLoadBalancer reports whether lb is cluster's by its name or one of its tags.
+func OwnsLoadBalancer(cluster string, lb *openstack.LoadBalancer) bool {
+	if OwnsLoadBalancerName(cluster, lb.Name) {
+		return true
+	}
+	for _, t := range lb.Tags {
+		if OwnsLoadBalancerName(cluster, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// OwnsVolume reports whether v is cluster's by Cinder CSI's metadata.
+func OwnsVolume(cluster string, v *openstack.Volume) bool {
+	return cluster != "" && v.Metadata[MetadataCluster] == cluster
+}
+
+// volumeDeleting and lbDeleting are the cloud's states of a delete in progress: never deleted again.
+func volumeDeleting(status string) bool { return status == "deleting" }
+func lbDeleting(status string) bool     { return status == "PENDING_DELETE" }
+
+// routes removes the routes of the cluster's router whose destination lies inside the pod CIDRs, in one
+// update, each asked of the policy first.
+func (s *step) routes(ctx context.Context, cloud Cloud) (bool, time.Time) {
+	t := s.in.Target
+	if t.RouterID == "" {
+		return true, time.Time{}
+	}
+	router, err := cloud.GetRouter(ctx, t.RouterID)
+	if err != nil {
+		s.fail(fmt.Errorf("read router %s: %w", t.RouterID, err))
+		return false, s.now.Add(s.e.backoff(1))
+	}
+	on := map[string]openstack.Route{}
+	for _, rt := range router.Routes {
+		dst, err := netip.ParsePrefix(rt.Destination)
+		if err != nil || !routegc.Inside(dst, t.PodCIDRs) {
+			continue
+		}
+		on[rt.Destination+"@"+rt.NextHop] = rt
+		s.track(v1alpha1.DeorbitRoute, rt.Destination+"@"+rt.NextHop, rt.Destination, v1alpha1.DeorbitPending)
+	}
+	var ask []*v1alpha1.DeorbitResource
+	for i := range s.st.Resources {
+		r := &s.st.Resources[i]
+		if r.Type != v1alpha1.DeorbitRoute {
+			continue
+		}
+		if _, ok := on[r.ID]; !ok {
+			if r.State != v1alpha1.DeorbitKept {
+				r.State = v1alpha1.DeorbitGone
+			}
+			continue
+		}
+		if (r.State == v1alpha1.DeorbitPending || r.State == v1alpha1.DeorbitDeleting) && s.due(r) {
+			ask = append(ask, r)
+		}
+	}
+	var allowed []*v1alpha1.DeorbitResource
+	var remove []openstack.Route
+	for _, r := range ask {
+		if s.issued >= s.in.Settings.Budget {
+			break
+		}
+		a := routeAction(r)
+		d := s.in.Policy.Ask(ctx, a)
+		switch d.Outcome {
+		case remediation.Allowed:
+			s.issued++
+			allowed = append(allowed, r)
+			remove = append(remove, on[r.ID])
+		case remediation.DryRun:
+			r.State = v1alpha1.DeorbitWouldDelete
+			s.e.Metrics.delete(r.Type, OutcomeDryRun)
+		default:
+			s.e.Metrics.delete(r.Type, OutcomeHeld)
+			r.LastError = d.Reason + ": " + d.Message
+			if d.Reason == remediation.ReasonExcluded {
+				r.State = v1alpha1.DeorbitKept
+				continue
+			}
+			r.NextAttempt = timePtr(maxTime(d.RetryAt, s.now.Add(s.e.poll())))
+		}
+	}
+	if len(remove) > 0 {
+		atomic, aerr := cloud.AtomicRoutes(ctx)
+		if aerr != nil {
+			atomic = false
+		}
+		res, err := routegc.Remover{Routers: cloud}.Remove(ctx, t.RouterID, remove, atomic)
+		gone := map[openstack.Route]bool{}
+		for _, rt := range append(res.Removed, res.Absent...) {
+			gone[rt] = true
+		}
+		for i, r := range allowed {
+			r.Attempts++
+			a := routeAction(r)
+			if err == nil && gone[remove[i]] {
+				r.State, r.LastError, r.NextAttempt = v1alpha1.DeorbitGone, "", nil
+				s.e.Metrics.delete(r.Type, OutcomeDeleted)
+				s.in.Policy.Done(ctx, a, nil)
+				continue
+			}
+			failure := err
+			if failure == nil {
+				failure = fmt.Errorf("route %s is still on router %s", r.ID, t.RouterID)
+			}
+			r.LastError = failure.Error()
+			r.NextAttempt = timePtr(s.now.Add(s.e.backoff(r.Attempts)))
+			s.e.Metrics.delete(r.Type, OutcomeFailed)
+			s.in.Policy.Done(ctx, a, failure)
+		}
+		if err != nil {
+			s.fail(err)
+		}
+	}
+	var left []*v1alpha1.DeorbitResource
+	for i := range s.st.Resources {
+		if r := &s.st.Resources[i]; r.Type == v1alpha1.DeorbitRoute && r.State == v1alpha1.DeorbitPending {
+			left = append(left, r)
+		}
+	}
+	if len(left) == 0 {
+		return true, time.Time{}
+	}
+	return false, minTime(nextAttempt(left), s.now.Add(s.e.poll()))
+}
+
+func routeAction(r *v1alpha1.DeorbitResource) remediation.Action {
+	return remediation.Action{Verb: VerbRemoveRoute, Kind: "route", ID: r.ID, Name: r.Name, Removal: true, Teardown: true}
+}
+
+// waitForCloud asks the cloud for each volume and load balancer whose claim or Service went until it
+// answers 404, for at most CloudWaitTimeout; what is left then is the sweep's.
+func (s *step) waitForCloud(ctx context.Context, cloud Cloud) (bool, time.Time) {
+	if err := s.resolveLoadBalancers(ctx, cloud); err != nil {
+		s.fail(err)
+	}
+	var waiting []*v1alpha1.DeorbitResource
+	for i := range s.st.Resources {
+		r := &s.st.Resources[i]
+		if (r.Type == v1alpha1.DeorbitVolume || r.Type == v1alpha1.DeorbitLoadBalancer) && r.State == v1alpha1.DeorbitDeleting {
+			waiting = append(waiting, r)
+		}
+	}
+	s.refresh(ctx, cloud, waiting)
+	left := 0
+	for _, r := range waiting {
+		if r.State == v1alpha1.DeorbitDeleting {
+			left++
+		}
+	}
+	elapsed := s.now.Sub(s.st.PhaseStartTime.Time)
+	if left == 0 || elapsed >= s.in.Settings.CloudWaitTimeout {
+		return true, time.Time{}
+	}
+	return false, minTime(s.now.Add(s.pollAfter(elapsed)), s.st.PhaseStartTime.Add(s.in.Settings.CloudWaitTimeout))
+}
+
+// pollAfter grows the wait between looks with the time already waited: a quarter of it, from 2s up to
+// Poll.
+func (s *step) pollAfter(elapsed time.Duration) time.Duration {
+	return min(max(elapsed/4, minPoll), s.e.poll())
+}
+
+// resolveLoadBalancers finds by name the load balancers known only by their cloud controller manager
+// name (a Service without the ID annotation): not found is gone.
+func (s *step) resolveLoadBalancers(ctx context.Context, cloud Cloud) error {
+	var byName []*v1alpha1.DeorbitResource
+	for i := range s.st.Resources {
+		r := &s.st.Resources[i]
+		if r.Type == v1alpha1.DeorbitLoadBalancer && r.ID == "" && r.State != v1alpha1.DeorbitGone && r.State != v1alpha1.DeorbitKept {
+			byName = append(byName, r)
+		}
+	}
+	if len(byName) == 0 {
+		return nil
+	}
+	lbs, err := cloud.ListLoadBalancers(ctx, listAll)
+	if err != nil {
+		return fmt.Errorf("list load balancers: %w", err)
+	}
+	for _, r := range byName {
+		r.State = v1alpha1.DeorbitGone
+		for i := range lbs {
+			if lbs[i].Name == r.Name {
+				if s.find(v1alpha1.DeorbitLoadBalancer, lbs[i].ID) != nil {
+					break // already tracked by its ID
+				}
+				r.ID, r.Status, r.State = lbs[i].ID, lbs[i].ProvisioningStatus, v1alpha1.DeorbitDeleting
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// refresh asks the cloud for each resource (in parallel, bounded): 404 is gone; another project's is
+// kept (never deorbit's to delete or wait on); else its status is recorded.
+func (s *step) refresh(ctx context.Context, cloud Cloud, rs []*v1alpha1.DeorbitResource) {
+	type answer struct {
+		status string
+		err    error
+	}
+	answers := make([]answer, len(rs))
+	idx := make([]int, len(rs))
+	for i := range rs {
+		idx[i] = i
+	}
+	parallel(ctx, s.e.workers(), idx, func(ctx context.Context, i int) {
+		r := rs[i]
+		switch r.Type {
+		case v1alpha1.DeorbitVolume:
+			v, err := cloud.GetVolume(ctx, r.ID)
+			if err == nil {
+				answers[i].status = v.Status
+			}
+			answers[i].err = err
+		case v1alpha1.DeorbitLoadBalancer:
+			if r.ID == "" {
+				return
+			}
+			lb, err := cloud.GetLoadBalancer(ctx, r.ID)
+			if err == nil {
+				answers[i].status = lb.ProvisioningStatus
+			}
+			answers[i].err = err
+		}
+	})
+	for i, r := range rs {
+		a := answers[i]
+		var refusal *tenancy.Refusal
+		switch {
+		case a.err == nil:
+			r.Status = a.status
+		case openstack.IsNotFound(a.err):
+			r.State, r.Status, r.LastError, r.NextAttempt = v1alpha1.DeorbitGone, "", "", nil
+		case errors.As(a.err, &refusal):
+			r.State, r.LastError = v1alpha1.DeorbitKept, refusal.Message
+		default:
+			r.LastError = a.err.Error()
+			s.fail(a.err)
+		}
+	}
+}
+
+// sweep lists the project's volumes and load balancers, finds what is the cluster's by Cinder CSI's
+// metadata and the cloud controller manager's names, and deletes what is not being deleted already;
+// it is complete once the cloud shows nothing of the cluster's.
+func (s *step) sweep(ctx context.Context, cloud Cloud) (bool, time.Time) {
+	cluster := s.in.Target.ClusterName
+	vols, err := cloud.ListVolumes(ctx, listAll)
+	if err != nil {
+		s.fail(fmt.Errorf("list volumes: %w", err))
+		return false, s.now.Add(s.e.backoff(1))
+	}
+	lbs, err := cloud.ListLoadBalancers(ctx, listAll)
+	if err != nil {
+		s.fail(fmt.Errorf("list load balancers: %w", err))
+		return false, s.now.Add(s.e.backoff(1))
+	}
+	if err := s.resolveLoadBalancers(ctx, cloud); err != nil {
+		s.fail(err)
+	}
+	type seen struct {
+		status string
+		proven bool
+	}
+	listed := map[string]seen{}
+	for i := range vols {
+		v := &vols[i]
+		own := OwnsVolume(cluster, v)
+		listed[v1alpha1.DeorbitVolume+"/"+v.ID] = seen{v.Status, own}
+		if own {
+			s.track(v1alpha1.DeorbitVolume, v.ID, v.Name, v1alpha1.DeorbitPending)
+		}
+	}
+	for i := range lbs {
+		lb := &lbs[i]
+		own := OwnsLoadBalancer(cluster, lb)
+		listed[v1alpha1.DeorbitLoadBalancer+"/"+lb.ID] = seen{lb.ProvisioningStatus, own}
+		if own {
+			s.track(v1alpha1.DeorbitLoadBalancer, lb.ID, lb.Name, v1alpha1.DeorbitPending)
+		}
+	}
+	var ds []deletion
+	var unlisted []*v1alpha1.DeorbitResource
+	for i := range s.st.Resources {
+		r := &s.st.Resources[i]
+		if r.Type != v1alpha1.DeorbitVolume && r.Type != v1alpha1.DeorbitLoadBalancer {
+			continue
+		}
+		switch r.State {
+		case v1alpha1.DeorbitGone, v1alpha1.DeorbitKept:
+			continue
+		}
+		if r.ID == "" {
+			continue
+		}
+		l, ok := listed[r.Type+"/"+r.ID]
+		if !ok {
+			unlisted = append(unlisted, r)
+			continue
+		}
+		r.Status = l.status
+		if !l.proven {
+			r.State = v1alpha1.DeorbitUnproven
+			r.LastError = s.unprovenWhy(r)
+			continue
+		}
+		if volumeDeleting(l.status) || lbDeleting(l.status) {
+			r.State = v1alpha1.DeorbitDeleting
+			continue
+		}
+		// Deleting with a state that is not a delete in progress: deorbit's own accepted delete
+		// failed in the cloud (error_deleting, ERROR), or the provisioner never deleted it.
+		if r.State == v1alpha1.DeorbitDeleting && r.Attempts > 0 && !cloudFailed(l.status) {
+			continue
+		}
+		if r.State == v1alpha1.DeorbitWouldDelete {
+			continue
+		}
+		if s.in.SweepRefused != "" {
+			r.State, r.LastError = v1alpha1.DeorbitUnproven, s.in.SweepRefused
+			continue
+		}
+		r.State = v1alpha1.DeorbitPending
+		ds = append(ds, s.cloudDeletion(cloud, r))
+	}
+	// Resources the lists no longer show (or another project's): ask for each.
+	s.refresh(ctx, cloud, unlisted)
+	s.deleteAll(ctx, ds)
+
+	var left []*v1alpha1.DeorbitResource
+	for i := range s.st.Resources {
+		r := &s.st.Resources[i]
+		if r.Type != v1alpha1.DeorbitVolume && r.Type != v1alpha1.DeorbitLoadBalancer && r.Type != v1alpha1.DeorbitRoute {
+			continue
+		}
+		switch r.State {
+		case v1alpha1.DeorbitPending, v1alpha1.DeorbitDeleting, v1alpha1.DeorbitUnproven:
+			left = append(left, r)
+		}
+	}
+	if len(left) == 0 {
+		return true, time.Time{}
+	}
+	return false, minTime(nextAttempt(left), s.now.Add(s.pollAfter(s.now.Sub(s.st.PhaseStartTime.Time))))
+}
+
+func cloudFailed(status string) bool {
+	switch strings.ToLower(status) {
+	case "error", "error_deleting":
+		return true
+	}
+	return false
+}
+
+func (s *step) unprovenWhy(r *v1alpha1.DeorbitResource) string {
+	if r.Type == v1alpha1.DeorbitVolume {
+		return fmt.Sprintf("volume is in the project but its metadata %s is not %q: never deleted directly", MetadataCluster, s.in.Target.ClusterName)
+	}
+	return fmt.Sprintf("load balancer is in the project but neither its name nor its tags are %s<namespace>_<service>: never deleted directly",
+		loadBalancerPrefix+s.in.Target.ClusterName+"_")
+}
+
+// cloudDeletion is the direct delete of a volume (with its snapshots) or a load balancer (with its
+// listeners and pools); the scoped cloud proves it the project's once more right before.
+func (s *step) cloudDeletion(cloud Cloud, r *v1alpha1.DeorbitResource) deletion {
+	id := r.ID
+	if r.Type == v1alpha1.DeorbitVolume {
+		return deletion{r: r, action: remediation.Action{Verb: VerbDeleteVolume, Kind: "volume", ID: id, Name: r.Name, Removal: true},
+			del:  func(ctx context.Context) error { return cloud.DeleteVolume(ctx, id, true) },
+			gone: openstack.IsNotFound}
+	}
+	return deletion{r: r, action: remediation.Action{Verb: VerbDeleteLoadBalancer, Kind: "loadbalancer", ID: id, Name: r.Name, Removal: true},
+		del:  func(ctx context.Context) error { return cloud.DeleteLoadBalancer(ctx, id, true) },
+		gone: openstack.IsNotFound}
+}
+
+// listAll lists the whole project (the scoped cloud limits every list to it).
+var listAll = openstack.ListOpts{}

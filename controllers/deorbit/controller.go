@@ -1,0 +1,339 @@
+package deorbit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/clusterstatus"
+	"github.com/vitalsproject/vitals/health/checks/progress"
+	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/tenancy"
+	"github.com/vitalsproject/vitals/workload"
+)
+
+// Name of the controller (events, metrics, status lines).
+const Name = "deorbit"
+
+// DefaultStepTimeout bounds one step (one reconcile): well below the operator's hung-pass deadline.
+const DefaultStepTimeout = 2 * time.Minute
+
+// Reconciler holds the deorbit finalizer of every deleted VitalsCluster until its cloud resources are
+// gone (or it gives up), one step per reconcile, requeued at the step's next deadline.
+type Reconciler struct {
+	Client client.Client
+	// Tenancy gives the cluster its proven cloud (required).
+	Tenancy tenancy.Resolver
+	// Workload gives the cluster's workload cluster (nil: the Kubernetes phases count as unreachable).
+	Workload workload.Access
+	// Policy decides every delete and records it (required: without one nothing is deleted).
+	Policy remediation.Policy
+	// Checks receive the cluster's cloud check after each resolution (nil: not set here).
+	Checks   remediation.Checks
+	Recorder events.EventRecorder // nil: no events
+	Clock    clock.PassiveClock   // nil: the real clock
+	// Rand gives the jitter of the backoff (nil: math/rand/v2).
+	Rand    func() float64
+	Metrics *Metrics // nil: unregistered metrics
+	// Progress observes reconciles and the work queue (the operator's liveness); nil: not observed.
+	Progress *progress.Controller
+	// Workers bound the deletes and reads of one cluster running at once (default DefaultWorkers).
+	Workers int
+	// StepTimeout bounds one step (default DefaultStepTimeout).
+	StepTimeout time.Duration
+
+	once   sync.Once
+	engine *Engine
+}
+
+// SetupWithManager registers the reconciler. Deletion bumps the generation of an object with
+// finalizers, so spec changes and deletion trigger a step; the steps requeue themselves.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&v1alpha1.VitalsCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	var rec reconcile.Reconciler = r
+	if r.Progress != nil {
+		b = b.WithOptions(r.Progress.Options())
+		rec = r.Progress.Reconciler(r)
+	}
+	return b.Complete(rec)
+}
+
+func (r *Reconciler) defaults() { r.once.Do(r.setDefaults) }
+
+// setDefaults fills the unset fields once: Reconcile runs on several workers at a time.
+func (r *Reconciler) setDefaults() {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Metrics == nil {
+		r.Metrics = NewMetrics(nil)
+	}
+	if r.StepTimeout <= 0 {
+		r.StepTimeout = DefaultStepTimeout
+	}
+	r.engine = &Engine{Clock: r.Clock, Rand: r.Rand, Workers: r.Workers, Metrics: r.Metrics}
+}
+
+// SettingsOf are c's deorbit settings with defaults applied, and whether deorbit is enabled.
+func SettingsOf(c *v1alpha1.VitalsCluster) (Settings, bool) {
+	sp := c.Spec.Controllers.Deorbit
+	s := Settings{GiveUpAfter: DefaultGiveUpAfter, UnreachableGracePeriod: DefaultUnreachableGracePeriod,
+		CloudWaitTimeout: DefaultCloudWaitTimeout, Budget: DefaultBudget, DryRun: sp.DryRun}
+	if sp.GiveUpAfter != nil && sp.GiveUpAfter.Duration > 0 {
+		s.GiveUpAfter = sp.GiveUpAfter.Duration
+	}
+	if sp.UnreachableGracePeriod != nil && sp.UnreachableGracePeriod.Duration >= 0 {
+		s.UnreachableGracePeriod = sp.UnreachableGracePeriod.Duration
+	}
+	if sp.CloudWaitTimeout != nil && sp.CloudWaitTimeout.Duration >= 0 {
+		s.CloudWaitTimeout = sp.CloudWaitTimeout.Duration
+	}
+	if sp.Budget != nil && *sp.Budget >= 0 {
+		s.Budget = int(*sp.Budget)
+	}
+	return s, sp.Enabled == nil || *sp.Enabled
+}
+
+// ClusterName is the name the cloud provider tags c's resources with (default: the resource's name).
+func ClusterName(c *v1alpha1.VitalsCluster) string {
+	if n := c.Spec.OpenStack.ClusterName; n != "" {
+		return n
+	}
+	return c.Name
+}
+
+// Reconcile takes one step of a deleted cluster's deorbit and writes it into the status; it releases
+// the finalizer when the cloud confirms everything gone, when it gives up, or at once when deorbit
+// is disabled or the workload cluster is the operator's own.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.defaults()
+	key := req.String()
+	var c v1alpha1.VitalsCluster
+	if err := r.Client.Get(ctx, req.NamespacedName, &c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Metrics.released(key)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get cluster %s: %w", key, err)
+	}
+	if c.DeletionTimestamp.IsZero() {
+		// Managed (again): a debris report of an earlier cluster of that name is history.
+		r.Metrics.forget(key)
+		return ctrl.Result{}, nil
+	}
+	if !controllerutil.ContainsFinalizer(&c, v1alpha1.FinalizerDeorbit) {
+		r.Metrics.released(key)
+		return ctrl.Result{}, nil
+	}
+	settings, enabled := SettingsOf(&c)
+	switch {
+	case !enabled:
+		return ctrl.Result{}, r.releaseAt(ctx, &c, "Disabled", "deorbit is disabled for this cluster: nothing was cleaned up")
+	case c.Spec.KubeconfigSecretRef == nil:
+		return ctrl.Result{}, r.releaseAt(ctx, &c, "LocalCluster",
+			"the workload cluster is the operator's own: deorbit never deletes in it or in its cloud")
+	}
+	if r.Policy == nil {
+		return ctrl.Result{}, errors.New("no remediation policy: nothing may be deleted")
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.StepTimeout)
+	defer cancel()
+	in, err := r.input(ctx, &c, settings)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	pass := r.Policy.Begin(ctx, &c, Name, nil, remediation.Scope{DryRun: settings.DryRun})
+	in.Policy = pass
+	st := &v1alpha1.DeorbitStatus{}
+	if c.Status.Deorbit != nil {
+		st = c.Status.Deorbit.DeepCopy()
+	}
+	before := st.Phase
+	res := r.engine.Step(ctx, in, st)
+	r.Metrics.observe(key, st)
+	log := logf.FromContext(ctx)
+	if st.Phase != before {
+		r.event(&c, corev1.EventTypeNormal, "DeorbitPhase", "Deorbit", fmt.Sprintf("phase %s: %d of %d resources done", st.Phase, st.Counts.Done, st.Counts.Total))
+		log.Info("deorbit phase", "cluster", key, "phase", st.Phase, "done", st.Counts.Done, "remaining", st.Counts.Remaining)
+	}
+	switch st.Phase {
+	case v1alpha1.DeorbitPhaseGaveUp:
+		r.event(&c, corev1.EventTypeWarning, "DeorbitGaveUp", "Deorbit", debrisNote(st))
+	case v1alpha1.DeorbitPhaseDone:
+		r.event(&c, corev1.EventTypeNormal, "DeorbitDone", "Deorbit", fmt.Sprintf("the cloud confirmed every resource of the cluster gone (%d tracked)", st.Counts.Total))
+	}
+	reason, status, msg := conditionOf(st, in)
+	err = clusterstatus.Write(ctx, r.Client, &c, func(cs *v1alpha1.ClusterStatus) {
+		cs.Deorbit = st.DeepCopy()
+		cs.Actions = append(cs.Actions, pass.Lines()...)
+		if n := len(cs.Actions) - v1alpha1.MaxActions; n > 0 {
+			cs.Actions = append([]v1alpha1.Action(nil), cs.Actions[n:]...)
+		}
+		pass.Apply(cs)
+		clusterstatus.SetCondition(cs, c.Generation, v1alpha1.ConditionCleanedUp, status, reason, msg)
+	})
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("write deorbit status of cluster %s: %w", key, err)
+	}
+	if res.Release {
+		return ctrl.Result{}, r.release(ctx, &c)
+	}
+	after := max(res.Next.Sub(r.Clock.Now()), time.Millisecond)
+	log.Info("deorbit step", "cluster", key, "phase", st.Phase, "done", st.Counts.Done, "remaining", st.Counts.Remaining,
+		"requeueAfter", after.Round(time.Millisecond).String(), "lastError", st.LastError)
+	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+// input gathers what a step works with: the proven cloud, the workload cluster, the sweep's guard.
+func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Settings) (Input, error) {
+	key := client.ObjectKeyFromObject(c)
+	in := Input{Settings: s, Target: Target{Key: key.String(), ClusterName: ClusterName(c), RouterID: c.Spec.OpenStack.RouterID}}
+	for _, p := range c.Spec.PodCIDRs {
+		pfx, err := netip.ParsePrefix(string(p))
+		if err != nil {
+			// The CRD refuses such a spec; without the pod CIDRs no route is provably the cluster's.
+			in.Target.RouterID = ""
+			break
+		}
+		in.Target.PodCIDRs = append(in.Target.PodCIDRs, pfx.Masked())
+	}
+	scope, err := r.Tenancy.Resolve(ctx, c)
+	if r.Checks != nil {
+		r.Checks.Set(key, remediation.CheckCloud, err)
+	}
+	if err == nil {
+		in.Cloud = scope.Cloud
+		in.SweepRefused, err = r.sweepGuard(ctx, c, scope.ProjectID, in.Target.ClusterName)
+		if err != nil {
+			return in, err
+		}
+	} else {
+		in.CloudErr = err
+	}
+	if r.Workload == nil {
+		in.WorkloadErr = errors.New("the operator has no workload access")
+	} else if wc, err := r.Workload.For(ctx, c); err != nil {
+		in.WorkloadErr = err
+	} else {
+		// Uncached: a list that fails counts as unreachable.
+		in.Workload = wc.Client()
+	}
+	return in, nil
+}
+
+// sweepGuard refuses the sweep's deletes when another VitalsCluster, not being deleted, names the same
+// cloud cluster in the same project: its volumes and load balancers carry the same tags. Without this,
+// a VitalsCluster created and deleted with another's clusterName would sweep the other's resources.
+func (r *Reconciler) sweepGuard(ctx context.Context, c *v1alpha1.VitalsCluster, project, cluster string) (string, error) {
+	var list v1alpha1.VitalsClusterList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return "", fmt.Errorf("list clusters to guard the sweep of %s: %w", client.ObjectKeyFromObject(c), err)
+	}
+	var others []string
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.UID == c.UID || !o.DeletionTimestamp.IsZero() || ClusterName(o) != cluster {
+			continue
+		}
+		if o.Status.ProjectID == project || o.Status.ProjectID == "" {
+			others = append(others, o.Namespace+"/"+o.Name)
+		}
+	}
+	if len(others) == 0 {
+		return "", nil
+	}
+	sort.Strings(others)
+	return fmt.Sprintf("VitalsCluster %s names the same cloud cluster %q in this project: the sweep deletes nothing", strings.Join(others, ", "), cluster), nil
+}
+
+// conditionOf is the CleanedUp condition of a step.
+func conditionOf(st *v1alpha1.DeorbitStatus, in Input) (reason string, status metav1.ConditionStatus, msg string) {
+	counts := fmt.Sprintf("%d of %d resources done, %d remaining", st.Counts.Done, st.Counts.Total, st.Counts.Remaining)
+	switch {
+	case st.Phase == v1alpha1.DeorbitPhaseDone:
+		return "CleanedUp", metav1.ConditionTrue, "the cloud confirmed every resource of the cluster gone: " + counts
+	case st.Phase == v1alpha1.DeorbitPhaseGaveUp:
+		return "GaveUp", metav1.ConditionFalse, fmt.Sprintf("gave up after %s: %d resources in the debris report (status.deorbit.debris); the finalizer goes", in.Settings.GiveUpAfter, len(st.Debris))
+	case st.Phase == v1alpha1.DeorbitPhaseDryRunPlanned:
+		return "DryRun", metav1.ConditionFalse, "dry run: status.deorbit.resources lists what would be deleted (state WouldDelete); nothing was deleted and the finalizer is held until the dry run ends or deorbit gives up at " +
+			st.StartTime.Add(in.Settings.GiveUpAfter).UTC().Format(time.RFC3339)
+	case in.Cloud == nil && phaseIndex(st.Phase) >= phaseIndex(v1alpha1.DeorbitPhaseRoutes):
+		return "CloudUnverified", metav1.ConditionFalse, "the cloud could not be verified; waiting until it can, or until the give-up: " + errString(in.CloudErr)
+	case st.UnreachableSince != nil && st.WorkloadSkipped == "":
+		return "WorkloadUnreachable", metav1.ConditionFalse, fmt.Sprintf("the workload cluster is unreachable since %s; its phases are skipped after %s", st.UnreachableSince.UTC().Format(time.RFC3339), in.Settings.UnreachableGracePeriod)
+	}
+	return "InProgress", metav1.ConditionFalse, fmt.Sprintf("phase %s: %s", st.Phase, counts)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "no verified cloud"
+	}
+	return err.Error()
+}
+
+// debrisNote summarises the debris report for an Event.
+func debrisNote(st *v1alpha1.DeorbitStatus) string {
+	byType := map[string]int{}
+	for _, d := range st.Debris {
+		byType[d.Type]++
+	}
+	var parts []string
+	for t, n := range byType {
+		parts = append(parts, fmt.Sprintf("%d %s", n, t))
+	}
+	sort.Strings(parts)
+	if len(parts) == 0 {
+		return "gave up; nothing of the cluster is left in the cloud"
+	}
+	return "gave up; debris left in the cloud: " + strings.Join(parts, ", ") + " (status.deorbit.debris)"
+}
+
+// releaseAt records why the finalizer goes without a deorbit, and lets the cluster go.
+func (r *Reconciler) releaseAt(ctx context.Context, c *v1alpha1.VitalsCluster, reason, msg string) error {
+	r.event(c, corev1.EventTypeNormal, "Deorbit"+reason, "Deorbit", msg)
+	if err := clusterstatus.Write(ctx, r.Client, c, func(st *v1alpha1.ClusterStatus) {
+		clusterstatus.SetCondition(st, c.Generation, v1alpha1.ConditionCleanedUp, metav1.ConditionFalse, reason, msg)
+	}); err != nil {
+		return fmt.Errorf("write status of cluster %s: %w", client.ObjectKeyFromObject(c), err)
+	}
+	return r.release(ctx, c)
+}
+
+// release removes the finalizer.
+func (r *Reconciler) release(ctx context.Context, c *v1alpha1.VitalsCluster) error {
+	key := client.ObjectKeyFromObject(c)
+	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(c, v1alpha1.FinalizerDeorbit)
+	if err := r.Client.Patch(ctx, c, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer from cluster %s: %w", key, err)
+	}
+	r.Metrics.released(key.String())
+	logf.FromContext(ctx).Info("cluster released", "cluster", key.String())
+	return nil
+}
+
+func (r *Reconciler) event(c *v1alpha1.VitalsCluster, typ, reason, action, note string) {
+	clusterstatus.Event(r.Recorder, c, typ, reason, action, note)
+}

@@ -1,0 +1,128 @@
+package deorbit
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/tenancy"
+)
+
+type refusingResolver struct{}
+
+func (refusingResolver) Resolve(context.Context, *v1alpha1.VitalsCluster) (*tenancy.Scope, error) {
+	return nil, &tenancy.Refusal{Reason: tenancy.ReasonMissingCredentials, Message: "no credentials Secret"}
+}
+func (refusingResolver) Forget(types.NamespacedName) {}
+
+func mgmtClient(t *testing.T, objs ...client.Object) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.VitalsCluster{}).Build()
+}
+
+func deleted(name string, mutate func(*v1alpha1.VitalsCluster)) *v1alpha1.VitalsCluster {
+	now := metav1.Now()
+	c := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Finalizers: []string{v1alpha1.FinalizerDeorbit}, DeletionTimestamp: &now},
+		Spec: v1alpha1.ClusterSpec{KubeconfigSecretRef: &v1alpha1.SecretKeyRef{Name: "kc"}, OpenStack: v1alpha1.OpenStackSpec{RouterID: "r1"}, PodCIDRs: []v1alpha1.CIDR{"10.100.0.0/16"}}}
+	if mutate != nil {
+		mutate(c)
+	}
+	return c
+}
+
+// The finalizer goes at once when deorbit is disabled or the workload cluster is the operator's own; a
+// cluster whose cloud cannot be verified is held until the give-up, then goes with a debris report
+// that says nothing could be checked.
+func TestReconcileRelease(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cluster *v1alpha1.VitalsCluster
+		// steps: reconciles, the clock advanced to each requeue
+		steps      int
+		wantGone   bool
+		wantReason string
+	}{
+		{"disabled", deleted("c1", func(c *v1alpha1.VitalsCluster) { c.Spec.Controllers.Deorbit.Enabled = new(bool) }), 1, true, "Disabled"},
+		{"local workload cluster", deleted("c1", func(c *v1alpha1.VitalsCluster) { c.Spec.KubeconfigSecretRef = nil }), 1, true, "LocalCluster"},
+		{"workload unreachable, cloud unverified: held", deleted("c1", nil), 3, false, "WorkloadUnreachable"},
+		{"cloud unverified: held", deleted("c1", func(c *v1alpha1.VitalsCluster) {
+			c.Spec.Controllers.Deorbit.UnreachableGracePeriod = &metav1.Duration{}
+		}), 3, false, "CloudUnverified"},
+		{"cloud unverified: given up", deleted("c1", func(c *v1alpha1.VitalsCluster) {
+			c.Spec.Controllers.Deorbit.GiveUpAfter = &metav1.Duration{Duration: 10 * time.Minute}
+			c.Spec.Controllers.Deorbit.UnreachableGracePeriod = &metav1.Duration{Duration: time.Minute}
+		}), 400, true, "GaveUp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mgmtClient(t, tc.cluster)
+			clk := clocktesting.NewFakeClock(time.Now())
+			checks := remediation.NewChecks(clk)
+			pol, err := remediation.New(remediation.Options{Checks: checks, Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &Reconciler{Client: c, Tenancy: refusingResolver{}, Policy: pol, Checks: checks, Clock: clk, Rand: func() float64 { return 0 }}
+			key := client.ObjectKeyFromObject(tc.cluster)
+			var last v1alpha1.VitalsCluster
+			for i := 0; i < tc.steps; i++ {
+				_ = c.Get(context.Background(), key, &last)
+				res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.RequeueAfter == 0 {
+					break
+				}
+				clk.Step(res.RequeueAfter)
+			}
+			err = c.Get(context.Background(), key, &last)
+			if gone := apierrors.IsNotFound(err); gone != tc.wantGone {
+				t.Fatalf("gone %v (%v), want %v", gone, err, tc.wantGone)
+			}
+			if tc.wantGone {
+				return
+			}
+			cond := meta.FindStatusCondition(last.Status.Conditions, v1alpha1.ConditionCleanedUp)
+			if cond == nil || cond.Reason != tc.wantReason {
+				t.Fatalf("CleanedUp %+v, want reason %s", cond, tc.wantReason)
+			}
+		})
+	}
+}
+
+func TestSweepGuard(t *testing.T) {
+	me := deleted("c1", nil)
+	me.UID = "u1"
+	other := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "evil", Name: "x", UID: "u2"},
+		Spec: v1alpha1.ClusterSpec{OpenStack: v1alpha1.OpenStackSpec{ClusterName: "c1"}}, Status: v1alpha1.ClusterStatus{ProjectID: "p1"}}
+	elsewhere := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "c1", UID: "u3"}, Status: v1alpha1.ClusterStatus{ProjectID: "p2"}}
+	r := &Reconciler{Client: mgmtClient(t, me, other, elsewhere)}
+	why, err := r.sweepGuard(context.Background(), me, "p1", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(why, "evil/x") || strings.Contains(why, "a/c1") {
+		t.Fatalf("sweep guard: %q, want evil/x named and a/c1 (another project) not", why)
+	}
+	why, _ = r.sweepGuard(context.Background(), me, "p1", "c2")
+	if why != "" {
+		t.Fatalf("sweep guard for a cluster name no one else uses: %q", why)
+	}
+}

@@ -1,0 +1,382 @@
+package deorbit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/tenancy"
+)
+
+// Verbs of deorbit's deletes in the remediation policy.
+const (
+	VerbDeleteVolumeSnapshot = "DeleteVolumeSnapshot"
+	VerbDeletePVC            = "DeletePVC"
+	VerbDeleteService        = "DeleteService"
+	VerbRemoveRoute          = "RemoveRoute"
+	VerbDeleteVolume         = "DeleteVolume"
+	VerbDeleteLoadBalancer   = "DeleteLoadBalancer"
+)
+
+// Defaults of the per-cluster settings and of the engine.
+const (
+	DefaultGiveUpAfter            = 24 * time.Hour
+	DefaultUnreachableGracePeriod = 10 * time.Minute
+	DefaultCloudWaitTimeout       = 15 * time.Minute
+	// DefaultBudget is the most deletes one step issues (the pass cap, spec.controllers.deorbit.budget).
+	DefaultBudget = 50
+	// DefaultWorkers is how many deletes and reads run at once.
+	DefaultWorkers = 8
+	// DefaultBackoff and DefaultMaxBackoff bound the wait before a failed delete is tried again.
+	DefaultBackoff    = 5 * time.Second
+	DefaultMaxBackoff = 5 * time.Minute
+	// DefaultPoll is the longest wait between two looks at the cloud while it deletes.
+	DefaultPoll = 30 * time.Second
+	// minPoll is the shortest.
+	minPoll = 2 * time.Second
+	// DefaultReplan is how often a dry run's plan is made again while the finalizer is held.
+	DefaultReplan = 10 * time.Minute
+)
+
+// Target is the cluster deorbit cleans up after.
+type Target struct {
+	// Key names the cluster in logs and metrics ("namespace/name"; the CLI: the cluster name).
+	Key string
+	// ClusterName is the name the cloud provider tags the cluster's resources with.
+	ClusterName string
+	// RouterID carries the cluster's pod routes ("": no routes phase).
+	RouterID string
+	// PodCIDRs: a route is the cluster's only if its destination lies inside one of them.
+	PodCIDRs []netip.Prefix
+}
+
+// Settings are one cluster's deorbit settings with defaults applied.
+type Settings struct {
+	GiveUpAfter            time.Duration
+	UnreachableGracePeriod time.Duration
+	CloudWaitTimeout       time.Duration
+	// Budget is the most deletes one step issues.
+	Budget int
+	// DryRun is deorbit's own dry run (the policy's and the operator's apply on top).
+	DryRun bool
+}
+
+// Asker decides on each delete and records it: a remediation.Pass.
+type Asker interface {
+	Ask(ctx context.Context, a remediation.Action) remediation.Decision
+	Done(ctx context.Context, a remediation.Action, err error)
+}
+
+// Cloud is what deorbit reads and deletes in the cluster's project: a tenancy.Scope's Cloud, which
+// proves every object the project's before it deletes it.
+type Cloud interface {
+	openstack.Routers
+	openstack.Volumes
+	openstack.LoadBalancers
+}
+
+var _ Cloud = tenancy.Cloud(nil)
+
+// Input is what one step works with.
+type Input struct {
+	Target   Target
+	Settings Settings
+	// Workload is the workload cluster (nil: unreachable, WorkloadErr says why).
+	Workload    client.Client
+	WorkloadErr error
+	// SkipWorkload, when set, says why the Kubernetes phases are skipped for good (e.g. the workload
+	// cluster is the operator's own).
+	SkipWorkload string
+	// Cloud in the cluster's proven project (nil: not verified, CloudErr says why).
+	Cloud    Cloud
+	CloudErr error
+	// SweepRefused, when set, says why the cloud-side sweep may not delete anything (e.g. another
+	// cluster names the same cloud cluster): what it finds is reported, not deleted.
+	SweepRefused string
+	// Policy is asked before every delete (required).
+	Policy Asker
+}
+
+// Result of one step.
+type Result struct {
+	// Next is when the next step is due.
+	Next time.Time
+	// Release: the finalizer may go (Done or GaveUp).
+	Release bool
+	// Err is the step's error, if any (also in status.lastError).
+	Err error
+}
+
+// Engine runs deorbit's phase machine, one step at a time. The state lives in a DeorbitStatus only,
+// so that a restarted operator (or the CLI run again) resumes where the last step was. A step never
+// leaves a goroutine behind: its parallel deletes and reads end before it returns.
+type Engine struct {
+	Clock clock.PassiveClock // nil: the real clock
+	// Rand returns a number in [0, 1) for the jitter of the backoff (nil: math/rand/v2).
+	Rand func() float64
+	// Workers bound the deletes and reads running at once (default DefaultWorkers).
+	Workers int
+	// Backoff and MaxBackoff of failed deletes (default DefaultBackoff, DefaultMaxBackoff).
+	Backoff, MaxBackoff time.Duration
+	// Poll is the longest wait between looks at a cloud that deletes (default DefaultPoll).
+	Poll time.Duration
+	// Metrics count the deletes (nil: not counted).
+	Metrics *Metrics
+}
+
+func (e *Engine) now() time.Time {
+	if e.Clock == nil {
+		return time.Now()
+	}
+	return e.Clock.Now()
+}
+
+func (e *Engine) workers() int {
+	if e.Workers > 0 {
+		return e.Workers
+	}
+	return DefaultWorkers
+}
+
+func (e *Engine) poll() time.Duration {
+	if e.Poll > 0 {
+		return e.Poll
+	}
+	return DefaultPoll
+}
+
+// backoff is the wait before attempt n+1 after n failed attempts: exponential from Backoff, capped at
+// MaxBackoff, with "equal jitter" (half fixed, half random) so that many clusters do not retry in step.
+func (e *Engine) backoff(attempts int32) time.Duration {
+	base, ceil := e.Backoff, e.MaxBackoff
+	if base <= 0 {
+		base = DefaultBackoff
+	}
+	if ceil <= 0 {
+		ceil = DefaultMaxBackoff
+	}
+	d := base
+	for i := int32(1); i < attempts && d < ceil; i++ {
+		d *= 2
+	}
+	d = min(d, ceil)
+	r := e.Rand
+	if r == nil {
+		r = rand.Float64
+	}
+	return d/2 + time.Duration(r()*float64(d/2))
+}
+
+// phases in order; each returns whether it is complete and, if not, when to look again.
+var phases = []string{
+	v1alpha1.DeorbitPhaseSnapshots, v1alpha1.DeorbitPhaseClaims, v1alpha1.DeorbitPhaseServices,
+	v1alpha1.DeorbitPhaseRoutes, v1alpha1.DeorbitPhaseWaitForCloud, v1alpha1.DeorbitPhaseSweep,
+}
+
+// AllPhases are every phase a status may show, for the phase metric.
+var AllPhases = append(append([]string(nil), phases...), v1alpha1.DeorbitPhaseDone, v1alpha1.DeorbitPhaseGaveUp, v1alpha1.DeorbitPhaseDryRunPlanned)
+
+// step is one step's working state.
+type step struct {
+	e   *Engine
+	in  Input
+	st  *v1alpha1.DeorbitStatus
+	now time.Time
+	// issued counts the deletes this step issued, against the budget.
+	issued int
+	errs   []error
+}
+
+func (s *step) fail(err error) { s.errs = append(s.errs, err) }
+
+// Step runs the current phase, and the next ones as long as each completes, then says when to come
+// back. It changes st only.
+func (e *Engine) Step(ctx context.Context, in Input, st *v1alpha1.DeorbitStatus) Result {
+	now := e.now()
+	s := &step{e: e, in: in, st: st, now: now}
+	if st.StartTime == nil {
+		st.StartTime = &metav1.Time{Time: now}
+		s.setPhase(phases[0])
+	}
+	switch st.Phase {
+	case v1alpha1.DeorbitPhaseDone, v1alpha1.DeorbitPhaseGaveUp:
+		return Result{Release: true}
+	case v1alpha1.DeorbitPhaseDryRunPlanned:
+		// Plan again: the dry run may have been turned off, and the clusters' objects change.
+		s.replan()
+	case "":
+		s.setPhase(phases[0])
+	}
+	giveUp := st.StartTime.Add(in.Settings.GiveUpAfter)
+	if !now.Before(giveUp) {
+		s.giveUp(ctx)
+		return s.result(Result{Release: true})
+	}
+	for {
+		done, next := s.run(ctx)
+		if !done {
+			if next.IsZero() || next.After(giveUp) {
+				next = giveUp
+			}
+			next = maxTime(next, now.Add(time.Millisecond))
+			return s.result(Result{Next: next})
+		}
+		if i := phaseIndex(st.Phase); i+1 < len(phases) {
+			s.setPhase(phases[i+1])
+			continue
+		}
+		// The sweep is complete.
+		if s.count(func(r *v1alpha1.DeorbitResource) bool { return r.State == v1alpha1.DeorbitWouldDelete }) > 0 {
+			s.setPhase(v1alpha1.DeorbitPhaseDryRunPlanned)
+			next := minTime(now.Add(DefaultReplan), giveUp)
+			return s.result(Result{Next: next})
+		}
+		s.setPhase(v1alpha1.DeorbitPhaseDone)
+		st.CompletionTime = &metav1.Time{Time: now}
+		return s.result(Result{Release: true})
+	}
+}
+
+func (s *step) result(r Result) Result {
+	s.st.LastError = ""
+	if err := errors.Join(s.errs...); err != nil {
+		r.Err = err
+		msg := err.Error()
+		if len(msg) > 4000 {
+			msg = msg[:4000]
+		}
+		s.st.LastError = msg
+	}
+	if !r.Next.IsZero() {
+		s.st.NextAttemptTime = &metav1.Time{Time: r.Next}
+	} else {
+		s.st.NextAttemptTime = nil
+	}
+	s.countAll()
+	return r
+}
+
+func (s *step) run(ctx context.Context) (bool, time.Time) {
+	switch s.st.Phase {
+	case v1alpha1.DeorbitPhaseSnapshots:
+		return s.workloadPhase(ctx, s.snapshots)
+	case v1alpha1.DeorbitPhaseClaims:
+		return s.workloadPhase(ctx, s.claims)
+	case v1alpha1.DeorbitPhaseServices:
+		return s.workloadPhase(ctx, s.services)
+	case v1alpha1.DeorbitPhaseRoutes:
+		return s.cloudPhase(ctx, s.routes)
+	case v1alpha1.DeorbitPhaseWaitForCloud:
+		return s.cloudPhase(ctx, s.waitForCloud)
+	case v1alpha1.DeorbitPhaseSweep:
+		return s.cloudPhase(ctx, s.sweep)
+	}
+	s.fail(fmt.Errorf("unknown phase %q", s.st.Phase))
+	s.setPhase(phases[0])
+	return false, s.now.Add(minPoll)
+}
+
+func (s *step) setPhase(p string) {
+	s.st.Phase = p
+	s.st.PhaseStartTime = &metav1.Time{Time: s.now}
+}
+
+func phaseIndex(p string) int {
+	for i, q := range phases {
+		if q == p {
+			return i
+		}
+	}
+	return -1
+}
+
+// replan starts a dry run's plan again: what would have been deleted is pending again.
+func (s *step) replan() {
+	for i := range s.st.Resources {
+		if s.st.Resources[i].State == v1alpha1.DeorbitWouldDelete {
+			s.st.Resources[i].State = v1alpha1.DeorbitPending
+		}
+	}
+	s.setPhase(phases[0])
+}
+
+// workloadPhase runs a Kubernetes phase, or, when the workload cluster has been unreachable for the
+// grace period (or is skipped for good), skips every Kubernetes phase.
+func (s *step) workloadPhase(ctx context.Context, phase func(context.Context, client.Client) (bool, time.Time, error)) (bool, time.Time) {
+	st := s.st
+	if why := s.in.SkipWorkload; why != "" {
+		st.WorkloadSkipped = why
+		s.setPhase(v1alpha1.DeorbitPhaseServices) // the caller moves on to the first cloud phase
+		return true, time.Time{}
+	}
+	if st.WorkloadSkipped != "" {
+		s.setPhase(v1alpha1.DeorbitPhaseServices)
+		return true, time.Time{}
+	}
+	var err error
+	if s.in.Workload == nil {
+		err = s.in.WorkloadErr
+		if err == nil {
+			err = errors.New("no access to the workload cluster")
+		}
+	} else {
+		var done bool
+		var next time.Time
+		done, next, err = phase(ctx, s.in.Workload)
+		if err == nil {
+			st.UnreachableSince = nil
+			return done, next
+		}
+	}
+	// Unreachable (or its API failed): wait out the grace period, then go on with the cloud.
+	s.fail(fmt.Errorf("%s: workload cluster: %w", st.Phase, err))
+	if st.UnreachableSince == nil {
+		st.UnreachableSince = &metav1.Time{Time: s.now}
+	}
+	until := st.UnreachableSince.Add(s.in.Settings.UnreachableGracePeriod)
+	if !s.now.Before(until) {
+		st.WorkloadSkipped = fmt.Sprintf("the workload cluster was unreachable for %s (since %s): %v",
+			s.in.Settings.UnreachableGracePeriod, st.UnreachableSince.UTC().Format(time.RFC3339), err)
+		s.setPhase(v1alpha1.DeorbitPhaseServices)
+		return true, time.Time{}
+	}
+	return false, minTime(until, s.now.Add(s.e.poll()))
+}
+
+// cloudPhase runs a cloud phase; without a verified cloud nothing can be done or checked, and the
+// phase waits (until the give-up).
+func (s *step) cloudPhase(ctx context.Context, phase func(context.Context, Cloud) (bool, time.Time)) (bool, time.Time) {
+	if s.in.Cloud == nil {
+		err := s.in.CloudErr
+		if err == nil {
+			err = errors.New("no verified cloud")
+		}
+		s.fail(fmt.Errorf("%s: the cloud could not be verified: %w", s.st.Phase, err))
+		return false, s.now.Add(s.e.poll())
+	}
+	return phase(ctx, s.in.Cloud)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,520 @@
+package deorbit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/remediation"
+)
+
+// memCloud is an in-memory project for the phase machine's table tests (the integration tests use
+// the real Cinder and Octavia). A delete leaves the object deleting for one read, then it is gone.
+type memCloud struct {
+	openstack.Routers // unused methods
+	mu                sync.Mutex
+	vols              map[string]*openstack.Volume
+	lbs               map[string]*openstack.LoadBalancer
+	routes            []openstack.Route
+	deletes           map[string]int
+	// failDeletes: the next n deletes of an ID answer 500; stuck: load balancers that stay PENDING_DELETE.
+	failDeletes map[string]int
+	stuck       map[string]bool
+}
+
+func newMemCloud() *memCloud {
+	return &memCloud{vols: map[string]*openstack.Volume{}, lbs: map[string]*openstack.LoadBalancer{}, deletes: map[string]int{},
+		failDeletes: map[string]int{}, stuck: map[string]bool{}}
+}
+
+var errNotFound = gophercloud.ErrUnexpectedResponseCode{Actual: http.StatusNotFound}
+var err500 = gophercloud.ErrUnexpectedResponseCode{Actual: http.StatusInternalServerError}
+
+func (m *memCloud) GetRouter(ctx context.Context, id string) (*openstack.Router, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return &openstack.Router{ID: id, Routes: append([]openstack.Route(nil), m.routes...)}, nil
+}
+func (m *memCloud) AtomicRoutes(ctx context.Context) (bool, error) { return true, nil }
+func (m *memCloud) RemoveRoutes(ctx context.Context, id string, rs []openstack.Route) (*openstack.Router, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var keep []openstack.Route
+	for _, r := range m.routes {
+		drop := false
+		for _, x := range rs {
+			drop = drop || x == r
+		}
+		if !drop {
+			keep = append(keep, r)
+		} else {
+			m.deletes["route "+r.Destination]++
+		}
+	}
+	m.routes = keep
+	return &openstack.Router{ID: id, Routes: keep}, nil
+}
+
+func (m *memCloud) ListVolumes(ctx context.Context, o openstack.ListOpts) ([]openstack.Volume, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []openstack.Volume
+	for id, v := range m.vols {
+		out = append(out, *v)
+		if v.Status == "deleting" {
+			delete(m.vols, id)
+		}
+	}
+	return out, nil
+}
+func (m *memCloud) GetVolume(ctx context.Context, id string) (*openstack.Volume, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.vols[id]
+	if !ok {
+		return nil, errNotFound
+	}
+	c := *v
+	if v.Status == "deleting" {
+		delete(m.vols, id)
+	}
+	return &c, nil
+}
+func (m *memCloud) DeleteVolume(ctx context.Context, id string, cascade bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failDeletes[id] > 0 {
+		m.failDeletes[id]--
+		return err500
+	}
+	v, ok := m.vols[id]
+	if !ok {
+		return errNotFound
+	}
+	m.deletes[id]++
+	v.Status = "deleting"
+	return nil
+}
+func (m *memCloud) ListLoadBalancers(ctx context.Context, o openstack.ListOpts) ([]openstack.LoadBalancer, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []openstack.LoadBalancer
+	for id, l := range m.lbs {
+		out = append(out, *l)
+		if l.ProvisioningStatus == "PENDING_DELETE" && !m.stuck[id] {
+			delete(m.lbs, id)
+		}
+	}
+	return out, nil
+}
+func (m *memCloud) GetLoadBalancer(ctx context.Context, id string) (*openstack.LoadBalancer, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.lbs[id]
+	if !ok {
+		return nil, errNotFound
+	}
+	c := *l
+	if l.ProvisioningStatus == "PENDING_DELETE" && !m.stuck[id] {
+		delete(m.lbs, id)
+	}
+	return &c, nil
+}
+func (m *memCloud) DeleteLoadBalancer(ctx context.Context, id string, cascade bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.lbs[id]
+	if !ok {
+		return errNotFound
+	}
+	m.deletes[id]++
+	l.ProvisioningStatus = "PENDING_DELETE"
+	return nil
+}
+
+// asker answers every Ask with outcome (Allowed by default), excluding the IDs in exclude, and counts.
+type asker struct {
+	mu      sync.Mutex
+	outcome remediation.Outcome
+	exclude map[string]bool
+	asked   map[string]int
+	done    map[string]int
+}
+
+func (a *asker) Ask(ctx context.Context, act remediation.Action) remediation.Decision {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.asked == nil {
+		a.asked, a.done = map[string]int{}, map[string]int{}
+	}
+	a.asked[act.Verb+" "+act.ID]++
+	if !act.Teardown {
+		panic("deorbit asks without Teardown")
+	}
+	if a.exclude[act.ID] {
+		return remediation.Decision{Outcome: remediation.Held, Reason: remediation.ReasonExcluded}
+	}
+	if a.outcome == remediation.DryRun {
+		return remediation.Decision{Outcome: remediation.DryRun, Reason: remediation.ReasonDryRun}
+	}
+	return remediation.Decision{Outcome: remediation.Allowed}
+}
+
+func (a *asker) Done(ctx context.Context, act remediation.Action, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err == nil {
+		a.done[act.Verb+" "+act.ID]++
+	}
+}
+
+func workloadClient(t *testing.T, objs ...client.Object) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+}
+
+func cinderPV(name, vol, claimNS, claim string, policy corev1.PersistentVolumeReclaimPolicy, phase corev1.PersistentVolumePhase) *corev1.PersistentVolume {
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{
+		PersistentVolumeReclaimPolicy: policy,
+		PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: CinderCSIDriver, VolumeHandle: vol}},
+	}, Status: corev1.PersistentVolumeStatus{Phase: phase}}
+	if claim != "" {
+		pv.Spec.ClaimRef = &corev1.ObjectReference{Namespace: claimNS, Name: claim}
+	}
+	return pv
+}
+
+func lbService(ns, name, lbID string) *corev1.Service {
+	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+		Ports: []corev1.ServicePort{{Port: 80}}}}
+	if lbID != "" {
+		s.Annotations = map[string]string{AnnotationLoadBalancerID: lbID}
+	}
+	return s
+}
+
+// fixture is one cluster "c1" with a bound Cinder PVC, a Retain PV, a LoadBalancer Service, a pod
+// route, an orphaned CSI volume and a load balancer named by the CCM, and foreign objects that must stay.
+func fixture(t *testing.T) (*memCloud, client.Client) {
+	cloud := newMemCloud()
+	meta := map[string]string{MetadataCluster: "c1"}
+	cloud.vols["v-bound"] = &openstack.Volume{ID: "v-bound", Status: "in-use", Metadata: meta}
+	cloud.vols["v-retain"] = &openstack.Volume{ID: "v-retain", Status: "in-use", Metadata: meta}
+	cloud.vols["v-orphan"] = &openstack.Volume{ID: "v-orphan", Status: "available", Metadata: meta}
+	cloud.vols["v-other"] = &openstack.Volume{ID: "v-other", Status: "available", Metadata: map[string]string{MetadataCluster: "c1-other"}}
+	cloud.vols["v-plain"] = &openstack.Volume{ID: "v-plain", Status: "available"}
+	cloud.lbs["lb-web"] = &openstack.LoadBalancer{ID: "lb-web", Name: LoadBalancerName("c1", "app", "web"), ProvisioningStatus: "ACTIVE"}
+	cloud.lbs["lb-orphan"] = &openstack.LoadBalancer{ID: "lb-orphan", Name: "x", Tags: []string{LoadBalancerName("c1", "app", "gone")}, ProvisioningStatus: "ACTIVE"}
+	cloud.lbs["lb-sub"] = &openstack.LoadBalancer{ID: "lb-sub", Name: LoadBalancerName("c1_b", "app", "web"), ProvisioningStatus: "ACTIVE"}
+	cloud.routes = []openstack.Route{{Destination: "10.100.1.0/24", NextHop: "10.0.0.5"}, {Destination: "192.168.0.0/24", NextHop: "10.0.0.6"}}
+	wl := workloadClient(t,
+		cinderPV("pv-bound", "v-bound", "app", "data", corev1.PersistentVolumeReclaimDelete, corev1.VolumeBound),
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data"}},
+		cinderPV("pv-retain", "v-retain", "app", "keep", corev1.PersistentVolumeReclaimRetain, corev1.VolumeBound),
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "keep"}},
+		lbService("app", "web", "lb-web"),
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "internal"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}},
+	)
+	return cloud, wl
+}
+
+func target() Target {
+	return Target{Key: "ns/c1", ClusterName: "c1", RouterID: "r1", PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.100.0.0/16")}}
+}
+
+func settings() Settings {
+	return Settings{GiveUpAfter: DefaultGiveUpAfter, UnreachableGracePeriod: 10 * time.Minute, CloudWaitTimeout: time.Minute, Budget: DefaultBudget}
+}
+
+// run steps the engine until it releases or maxSteps, advancing the fake clock to each deadline; mutate
+// may change the input before each step.
+func run(t *testing.T, e *Engine, clk *clocktesting.FakeClock, in Input, st *v1alpha1.DeorbitStatus, maxSteps int, mutate func(int, *Input)) (Result, int) {
+	t.Helper()
+	var res Result
+	for i := 0; i < maxSteps; i++ {
+		if mutate != nil {
+			mutate(i, &in)
+		}
+		res = e.Step(context.Background(), in, st)
+		if res.Release {
+			return res, i + 1
+		}
+		if st.Phase == v1alpha1.DeorbitPhaseDryRunPlanned {
+			return res, i + 1
+		}
+		clk.SetTime(res.Next)
+	}
+	return res, maxSteps
+}
+
+func state(st *v1alpha1.DeorbitStatus, typ, id string) string {
+	for _, r := range st.Resources {
+		if r.Type == typ && r.ID == id {
+			return r.State
+		}
+	}
+	return "(untracked)"
+}
+
+func TestStep(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		// setup changes the fixture and input.
+		setup       func(*memCloud, *Input, *asker)
+		mutate      func(int, *Input)
+		wantPhase   string
+		wantRelease bool
+		wantDeleted []string // cloud IDs deleted exactly once
+		wantKept    []string // cloud IDs never deleted
+		wantDebris  []string // "type id"
+		check       func(*testing.T, *memCloud, *v1alpha1.DeorbitStatus, client.Client)
+	}{
+		{
+			name:      "everything of the cluster goes, nothing else",
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantRelease: true,
+			wantDeleted: []string{"v-orphan", "lb-orphan", "route 10.100.1.0/24"},
+			wantKept:    []string{"v-retain", "v-other", "v-plain", "lb-sub", "route 192.168.0.0/24"},
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, wl client.Client) {
+				if _, ok := c.vols["v-retain"]; !ok {
+					t.Errorf("the Retain volume went")
+				}
+				if s := state(st, v1alpha1.DeorbitVolume, "v-retain"); s != v1alpha1.DeorbitKept {
+					t.Errorf("Retain volume state %s", s)
+				}
+				var pvc corev1.PersistentVolumeClaim
+				if err := wl.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "data"}, &pvc); err == nil {
+					t.Errorf("the bound claim is still there")
+				}
+				var svc corev1.Service
+				if err := wl.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "internal"}, &svc); err != nil {
+					t.Errorf("the ClusterIP Service went: %v", err)
+				}
+				if st.Counts.Remaining != 0 || st.Counts.Total == 0 {
+					t.Errorf("counts %+v", st.Counts)
+				}
+			},
+		},
+		{
+			name:      "dry run: a plan, nothing deleted, the finalizer held",
+			setup:     func(c *memCloud, in *Input, a *asker) { a.outcome = remediation.DryRun },
+			wantPhase: v1alpha1.DeorbitPhaseDryRunPlanned, wantRelease: false,
+			wantKept: []string{"v-bound", "v-orphan", "lb-web", "lb-orphan", "route 10.100.1.0/24"},
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, wl client.Client) {
+				for _, want := range [][2]string{{v1alpha1.DeorbitClaim, "app/data"}, {v1alpha1.DeorbitService, "app/web"},
+					{v1alpha1.DeorbitVolume, "v-orphan"}, {v1alpha1.DeorbitVolume, "v-bound"}, {v1alpha1.DeorbitLoadBalancer, "lb-orphan"}, {v1alpha1.DeorbitRoute, "10.100.1.0/24@10.0.0.5"}} {
+					if s := state(st, want[0], want[1]); s != v1alpha1.DeorbitWouldDelete {
+						t.Errorf("%s %s: state %s, want WouldDelete", want[0], want[1], s)
+					}
+				}
+				var pvc corev1.PersistentVolumeClaim
+				if err := wl.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "data"}, &pvc); err != nil {
+					t.Errorf("dry run deleted the claim: %v", err)
+				}
+			},
+		},
+		{
+			name: "workload unreachable: skipped after the grace period, the sweep deletes",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				in.Workload, in.WorkloadErr = nil, errors.New("connection refused")
+			},
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantRelease: true,
+			wantDeleted: []string{"v-bound", "v-orphan", "lb-web", "lb-orphan"},
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, wl client.Client) {
+				if st.WorkloadSkipped == "" {
+					t.Errorf("no reason for the skip")
+				}
+				// v-retain is unknown without the workload cluster: its metadata makes it the sweep's.
+				if _, ok := c.vols["v-retain"]; ok {
+					t.Errorf("v-retain is still there: without the PV, the metadata decides")
+				}
+			},
+		},
+		{
+			name:      "excluded volume is kept",
+			setup:     func(c *memCloud, in *Input, a *asker) { a.exclude = map[string]bool{"v-orphan": true} },
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantRelease: true,
+			wantKept: []string{"v-orphan"},
+		},
+		{
+			name: "Cinder delete 500s: retried with backoff, deleted once",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				c.failDeletes["v-orphan"] = 3
+			},
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantRelease: true,
+			wantDeleted: []string{"v-orphan"},
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, wl client.Client) {
+				for _, r := range st.Resources {
+					if r.ID == "v-orphan" && r.Attempts != 4 {
+						t.Errorf("v-orphan attempts %d, want 4", r.Attempts)
+					}
+				}
+			},
+		},
+		{
+			name: "load balancer stuck in PENDING_DELETE: deleted once, debris at the give-up",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				c.stuck["lb-orphan"] = true
+				in.Settings.GiveUpAfter = time.Hour
+			},
+			wantPhase: v1alpha1.DeorbitPhaseGaveUp, wantRelease: true,
+			wantDeleted: []string{"lb-orphan", "v-orphan"},
+			wantDebris:  []string{"LoadBalancer lb-orphan"},
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, wl client.Client) {
+				if d := st.Debris[0]; d.Status != "PENDING_DELETE" || d.Name != "x" {
+					t.Errorf("debris %+v", d)
+				}
+			},
+		},
+		{
+			name: "cloud never verified: give-up says nothing could be checked",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				in.Cloud, in.CloudErr = nil, errors.New("MissingCredentials: no Secret")
+				in.Settings.GiveUpAfter = time.Hour
+			},
+			wantPhase: v1alpha1.DeorbitPhaseGaveUp, wantRelease: true,
+			wantKept:   []string{"v-orphan", "lb-orphan"},
+			wantDebris: []string{"Volume v-bound", "LoadBalancer lb-web", "Cloud "},
+		},
+		{
+			name: "another cluster names the same cloud cluster: the sweep deletes nothing",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				in.SweepRefused = "VitalsCluster other/c1 names the same cloud cluster"
+				in.Settings.GiveUpAfter = time.Hour
+			},
+			wantPhase: v1alpha1.DeorbitPhaseGaveUp, wantRelease: true,
+			wantKept: []string{"v-orphan", "lb-orphan"},
+			// Without a provisioner and a cloud controller manager in this test, the claim's volume and
+			// the Service's load balancer stay too.
+			wantDebris: []string{"Volume v-bound", "LoadBalancer lb-web", "Volume v-orphan", "LoadBalancer lb-orphan"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloud, wl := fixture(t)
+			clk := clocktesting.NewFakeClock(start)
+			a := &asker{outcome: remediation.Allowed}
+			in := Input{Target: target(), Settings: settings(), Workload: wl, Cloud: cloud, Policy: a}
+			if tc.setup != nil {
+				tc.setup(cloud, &in, a)
+			}
+			e := &Engine{Clock: clk, Rand: func() float64 { return 0.5 }, Workers: 3}
+			st := &v1alpha1.DeorbitStatus{}
+			res, steps := run(t, e, clk, in, st, 500, tc.mutate)
+			if st.Phase != tc.wantPhase || res.Release != tc.wantRelease {
+				t.Fatalf("after %d steps: phase %s release %v (last error %q), want %s %v; resources %+v", steps, st.Phase, res.Release, st.LastError, tc.wantPhase, tc.wantRelease, st.Resources)
+			}
+			for _, id := range tc.wantDeleted {
+				if n := cloud.deletes[id]; n != 1 {
+					t.Errorf("%s deleted %d times, want once", id, n)
+				}
+			}
+			for _, id := range tc.wantKept {
+				if n := cloud.deletes[id]; n != 0 {
+					t.Errorf("%s deleted %d times, want never", id, n)
+				}
+			}
+			var debris []string
+			for _, d := range st.Debris {
+				debris = append(debris, d.Type+" "+d.ID)
+				if d.LastError == "" {
+					t.Errorf("debris %s %s without a last error", d.Type, d.ID)
+				}
+			}
+			if fmt.Sprint(debris) != fmt.Sprint(tc.wantDebris) && !(len(debris) == 0 && len(tc.wantDebris) == 0) {
+				t.Errorf("debris %v, want %v", debris, tc.wantDebris)
+			}
+			if tc.check != nil {
+				tc.check(t, cloud, st, wl)
+			}
+		})
+	}
+}
+
+// A step resumes from the status alone: a fresh engine (a restarted operator) given the status of a
+// run cut short finishes it and deletes nothing twice.
+func TestStepResumes(t *testing.T) {
+	cloud, wl := fixture(t)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	a := &asker{}
+	in := Input{Target: target(), Settings: settings(), Workload: wl, Cloud: cloud, Policy: a}
+	st := &v1alpha1.DeorbitStatus{}
+	for i := 0; i < 100 && st.Phase != v1alpha1.DeorbitPhaseSweep; i++ {
+		res := (&Engine{Clock: clk, Rand: func() float64 { return 0 }}).Step(context.Background(), in, st)
+		clk.SetTime(res.Next)
+	}
+	saved := st.DeepCopy()
+	res, _ := run(t, &Engine{Clock: clk, Rand: func() float64 { return 0 }}, clk, in, saved, 100, nil)
+	if !res.Release || saved.Phase != v1alpha1.DeorbitPhaseDone {
+		t.Fatalf("resumed run: phase %s, release %v", saved.Phase, res.Release)
+	}
+	for id, n := range cloud.deletes {
+		if n != 1 {
+			t.Errorf("%s deleted %d times", id, n)
+		}
+	}
+	for k, n := range a.done {
+		if n != 1 {
+			t.Errorf("%s done %d times", k, n)
+		}
+	}
+}
+
+func TestOwnsLoadBalancerName(t *testing.T) {
+	for _, tc := range []struct {
+		cluster, name string
+		want          bool
+	}{
+		{"c1", "kube_service_c1_default_web", true},
+		{"c1", "kube_service_c1_default_web_x", false},
+		{"c1", "kube_service_c1_b_default_web", false}, // cluster c1_b's
+		{"c1_b", "kube_service_c1_b_default_web", true},
+		{"c1", "kube_service_c10_default_web", false},
+		{"c1", "kube_service_c1_Default_web", false},
+		{"c1", "kube_service_c1__web", false},
+		{"", "kube_service__default_web", false},
+		{"c1", "kube_service_c1_default_", false},
+	} {
+		if got := OwnsLoadBalancerName(tc.cluster, tc.name); got != tc.want {
+			t.Errorf("OwnsLoadBalancerName(%q, %q) = %v, want %v", tc.cluster, tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		attempts int32
+		r        float64
+		want     time.Duration
+	}{
+		{1, 0, 2500 * time.Millisecond},
+		{1, 0.999999999, 5 * time.Second},
+		{2, 0, 5 * time.Second},
+		{3, 0.5, 15 * time.Second},
+		{20, 0, 150 * time.Second},
+	} {
+		e := &Engine{Rand: func() float64 { return tc.r }}
+		if got := e.backoff(tc.attempts).Round(time.Millisecond); got != tc.want {
+			t.Errorf("backoff(%d) with rand %v = %s, want %s", tc.attempts, tc.r, got, tc.want)
+		}
+	}
+}
