@@ -26,6 +26,7 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/clusterstatus"
 	"github.com/vitalsproject/vitals/health/checks/progress"
+	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
 	"github.com/vitalsproject/vitals/workload"
@@ -52,7 +53,7 @@ type Reconciler struct {
 	Recorder events.EventRecorder // nil: no events
 	Clock    clock.PassiveClock   // nil: the real clock
 	// Rand gives the jitter of the backoff (nil: math/rand/v2).
-	Rand    func() float64
+	Rand    backoff.Rand
 	Metrics *Metrics // nil: unregistered metrics
 	// Progress observes reconciles and the work queue (the operator's liveness); nil: not observed.
 	Progress *progress.Controller

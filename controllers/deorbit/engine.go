@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"math"
 	"net/netip"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
@@ -123,7 +125,7 @@ type Result struct {
 type Engine struct {
 	Clock clock.PassiveClock // nil: the real clock
 	// Rand returns a number in [0, 1) for the jitter of the backoff (nil: math/rand/v2).
-	Rand func() float64
+	Rand backoff.Rand
 	// Workers bound the deletes and reads running at once (default DefaultWorkers).
 	Workers int
 	// Backoff and MaxBackoff of failed deletes (default DefaultBackoff, DefaultMaxBackoff).
@@ -156,7 +158,8 @@ func (e *Engine) poll() time.Duration {
 }
 
 // backoff is the wait before attempt n+1 after n failed attempts: exponential from Backoff, capped at
-// MaxBackoff, with "equal jitter" (half fixed, half random) so that many clusters do not retry in step.
+// MaxBackoff, with up to half of it again as jitter so that many clusters do not retry in step. It is
+// computed from the attempts kept in the status, so that it survives restarts.
 func (e *Engine) backoff(attempts int32) time.Duration {
 	base, ceil := e.Backoff, e.MaxBackoff
 	if base <= 0 {
@@ -165,16 +168,12 @@ func (e *Engine) backoff(attempts int32) time.Duration {
 	if ceil <= 0 {
 		ceil = DefaultMaxBackoff
 	}
-	d := base
-	for i := int32(1); i < attempts && d < ceil; i++ {
-		d *= 2
+	b := backoff.New(wait.Backoff{Duration: base, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32, Cap: ceil}, e.Rand)
+	var d time.Duration
+	for i := int32(0); i < max(attempts, 1); i++ {
+		d = b.Next()
 	}
-	d = min(d, ceil)
-	r := e.Rand
-	if r == nil {
-		r = rand.Float64
-	}
-	return d/2 + time.Duration(r()*float64(d/2))
+	return d
 }
 
 // phases in order; each returns whether it is complete and, if not, when to look again.

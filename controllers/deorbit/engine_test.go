@@ -506,11 +506,12 @@ func TestBackoff(t *testing.T) {
 		r        float64
 		want     time.Duration
 	}{
-		{1, 0, 2500 * time.Millisecond},
-		{1, 0.999999999, 5 * time.Second},
-		{2, 0, 5 * time.Second},
-		{3, 0.5, 15 * time.Second},
-		{20, 0, 150 * time.Second},
+		{0, 0, 5 * time.Second},
+		{1, 0, 5 * time.Second},
+		{1, 0.999999999, 7500 * time.Millisecond},
+		{2, 0, 10 * time.Second},
+		{3, 0.5, 25 * time.Second},
+		{20, 0, 5 * time.Minute},
 	} {
 		e := &Engine{Rand: func() float64 { return tc.r }}
 		if got := e.backoff(tc.attempts).Round(time.Millisecond); got != tc.want {
