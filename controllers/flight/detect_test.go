@@ -1,0 +1,275 @@
+package flight
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/routegc"
+	"github.com/vitalsproject/vitals/openstack"
+)
+
+func TestCovers(t *testing.T) {
+	want := openstack.SecurityGroupRule{Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", RemoteIPPrefix: "10.100.0.0/16"}
+	self := openstack.SecurityGroupRule{Direction: "ingress", EtherType: "IPv4", RemoteGroupID: "g1"}
+	tests := []struct {
+		name string
+		have openstack.SecurityGroupRule
+		want openstack.SecurityGroupRule
+		ok   bool
+	}{
+		{"same", want, want, true},
+		{"any protocol", openstack.SecurityGroupRule{Direction: "ingress", EtherType: "IPv4", RemoteIPPrefix: "10.100.0.0/16"}, want, true},
+		{"protocol by number", openstack.SecurityGroupRule{Direction: "ingress", EtherType: "IPv4", Protocol: "6", RemoteIPPrefix: "10.100.0.0/16"}, want, true},
+		{"wider prefix", openstack.SecurityGroupRule{Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", RemoteIPPrefix: "10.0.0.0/8"}, want, true},
+		{"from anywhere", openstack.SecurityGroupRule{Direction: "ingress", EtherType: "IPv4", Protocol: "tcp"}, want, true},
+		{"all ports spelled out", openstack.SecurityGroupRule{Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", PortRangeMin: 1, PortRangeMax: 65535, RemoteIPPrefix: "10.100.0.0/16"}, want, true},
+		{"narrower prefix", openstack.SecurityGroupRule{Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", RemoteIPPrefix: "10.100.1.0/24"}, want, false},
+		{"other prefix", openstack.SecurityGroupRule{Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", RemoteIPPrefix: "10.200.0.0/16"}, want, false},
+		{"other protocol", openstack.SecurityGroupRule{Direction: "ingress", EtherType: "IPv4", Protocol: "udp", RemoteIPPrefix: "10.100.0.0/16"}, want, false},
+		{"some ports", openstack.SecurityGroupRule{Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", PortRangeMin: 80, PortRangeMax: 80, RemoteIPPrefix: "10.100.0.0/16"}, want, false},
+		{"egress", openstack.SecurityGroupRule{Direction: "egress", EtherType: "IPv4", Protocol: "tcp", RemoteIPPrefix: "10.100.0.0/16"}, want, false},
+		{"other ethertype", openstack.SecurityGroupRule{Direction: "ingress", EtherType: "IPv6", Protocol: "tcp"}, want, false},
+		{"a remote group does not cover a prefix", self, want, false},
+		{"the same remote group", self, self, true},
+		{"a prefix does not cover a remote group", want, self, false},
+		{"anywhere covers a remote group", openstack.SecurityGroupRule{Direction: "ingress", EtherType: "IPv4"}, self, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Covers(tc.have, tc.want); got != tc.ok {
+				t.Errorf("Covers(%+v, %+v) = %v, want %v", tc.have, tc.want, got, tc.ok)
+			}
+		})
+	}
+}
+
+func TestRequiredAndMissingRules(t *testing.T) {
+	pods := []netip.Prefix{netip.MustParsePrefix("10.100.0.0/16"), netip.MustParsePrefix("fd00:10::/56")}
+	want := RequiredRules(pods, "g1")
+	var names []string
+	for _, r := range want {
+		names = append(names, ruleName(r))
+		if !strings.HasPrefix(r.Description, RuleDescription) {
+			t.Errorf("rule %s: description %q does not mark it as flight's", ruleName(r), r.Description)
+		}
+	}
+	wantNames := []string{
+		"ingress IPv4 tcp from 10.100.0.0/16", "ingress IPv4 udp from 10.100.0.0/16", "ingress IPv4 icmp from 10.100.0.0/16",
+		"ingress IPv6 tcp from fd00:10::/56", "ingress IPv6 udp from fd00:10::/56", "ingress IPv6 ipv6-icmp from fd00:10::/56",
+		"ingress IPv4 any from group g1", "ingress IPv6 any from group g1",
+	}
+	if !slices.Equal(names, wantNames) {
+		t.Fatalf("required rules\n%q\nwant\n%q", names, wantNames)
+	}
+	have := []openstack.SecurityGroupRule{
+		{Direction: "ingress", EtherType: "IPv4", RemoteIPPrefix: "10.0.0.0/8"}, // covers the three IPv4 pod rules
+		{Direction: "ingress", EtherType: "IPv6", RemoteGroupID: "g1"},
+		{Direction: "egress", EtherType: "IPv4"},
+	}
+	var missing []string
+	for _, r := range MissingRules(want, have) {
+		missing = append(missing, ruleName(r))
+	}
+	wantMissing := []string{"ingress IPv6 tcp from fd00:10::/56", "ingress IPv6 udp from fd00:10::/56", "ingress IPv6 ipv6-icmp from fd00:10::/56", "ingress IPv4 any from group g1"}
+	if !slices.Equal(missing, wantMissing) {
+		t.Fatalf("missing\n%q\nwant\n%q", missing, wantMissing)
+	}
+}
+
+func TestServerID(t *testing.T) {
+	for in, want := range map[string]string{
+		"openstack:///6f1c":        "6f1c",
+		"openstack://RegionOne/ab": "ab",
+		"openstack:///":            "",
+		"aws:///eu-west-1a/i-1":    "",
+		"":                         "",
+		"openstack:6f1c":           "",
+	} {
+		if got := ServerID(in); got != want {
+			t.Errorf("ServerID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestLacksGroup(t *testing.T) {
+	ports := []openstack.Port{
+		{ID: "p1", NetworkID: "nodes", SecurityGroups: []string{"g1", "default"}},
+		{ID: "p2", NetworkID: "storage", SecurityGroups: []string{"default"}},
+	}
+	tests := []struct {
+		network string
+		ports   []openstack.Port
+		want    bool
+	}{
+		{"nodes", ports, false},
+		{"", ports, true}, // no network: every port must carry it
+		{"storage", ports, true},
+		{"nodes", nil, false},
+	}
+	for _, tc := range tests {
+		if got := LacksGroup(tc.ports, tc.network, "g1"); got != tc.want {
+			t.Errorf("LacksGroup(network %q) = %v, want %v", tc.network, got, tc.want)
+		}
+	}
+}
+
+func TestErrored(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Hour)
+	servers := []openstack.Server{
+		{ID: "s1", Name: "a", Status: "ERROR", VMState: "error"},
+		{ID: "s2", Name: "b", Status: "ACTIVE", VMState: "active"},
+		{ID: "s3", Name: "c", Status: "ERROR", VMState: "error"},
+	}
+	seen := []v1alpha1.ServerSighting{{Server: "s1", FirstSeen: metav1.NewTime(t0)}, {Server: "gone", FirstSeen: metav1.NewTime(t0)}}
+	got := Errored(servers, seen, now)
+	if len(got) != 2 || got[0].Server != "s1" || !got[0].FirstSeen.Time.Equal(t0) || got[1].Server != "s3" || !got[1].FirstSeen.Time.Equal(now) {
+		t.Fatalf("errored %+v: want s1 first seen %s (kept), s3 first seen now; gone dropped", got, t0)
+	}
+}
+
+func node(name, podCIDR, ip string) corev1.Node {
+	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{PodCIDR: podCIDR}}
+	if podCIDR != "" {
+		n.Spec.PodCIDRs = []string{podCIDR}
+	}
+	if ip != "" {
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}, {Type: corev1.NodeInternalIP, Address: ip}}
+	}
+	return n
+}
+
+func TestPlanRoutes(t *testing.T) {
+	pods := []netip.Prefix{netip.MustParsePrefix("10.100.0.0/16")}
+	live := routegc.NewAddresses()
+	for _, ip := range []string{"10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6"} {
+		live.Add(ip, "port")
+	}
+	rt := func(d, h string) openstack.Route { return openstack.Route{Destination: d, NextHop: h} }
+	tests := []struct {
+		name       string
+		routes     []openstack.Route
+		protected  []routegc.ProtectedRoute
+		nodes      []corev1.Node
+		dups       []string // destination: stale nexthops
+		missing    []openstack.Route
+		conflicts  int
+		unroutable int
+	}{
+		{name: "healthy", routes: []openstack.Route{rt("10.100.1.0/24", "10.0.0.3")}, nodes: []corev1.Node{node("n1", "10.100.1.0/24", "10.0.0.3")}},
+		{name: "missing route is re-added", nodes: []corev1.Node{node("n1", "10.100.1.0/24", "10.0.0.3")}, missing: []openstack.Route{rt("10.100.1.0/24", "10.0.0.3")}},
+		{name: "duplicate with a dead nexthop: stale", routes: []openstack.Route{rt("10.100.1.0/24", "10.0.0.9"), rt("10.100.1.0/24", "10.0.0.3")},
+			nodes: []corev1.Node{node("n1", "10.100.1.0/24", "10.0.0.3")}, dups: []string{"10.100.1.0/24:10.0.0.9"}},
+		{name: "duplicate of live nexthops: reported, nothing stale", routes: []openstack.Route{rt("10.100.1.0/24", "10.0.0.4"), rt("10.100.1.0/24", "10.0.0.3")},
+			nodes: []corev1.Node{node("n1", "10.100.1.0/24", "10.0.0.3")}, dups: []string{"10.100.1.0/24:"}},
+		{name: "protected dead nexthop is not stale", routes: []openstack.Route{rt("10.100.1.0/24", "10.0.0.9"), rt("10.100.1.0/24", "10.0.0.3")},
+			protected: []routegc.ProtectedRoute{{Destination: netip.MustParsePrefix("10.100.1.0/24")}},
+			nodes:     []corev1.Node{node("n1", "10.100.1.0/24", "10.0.0.3")}, dups: []string{"10.100.1.0/24:"}},
+		{name: "destination held by another live nexthop: conflict, not added", routes: []openstack.Route{rt("10.100.1.0/24", "10.0.0.4")},
+			nodes: []corev1.Node{node("n1", "10.100.1.0/24", "10.0.0.3")}, conflicts: 1},
+		{name: "destination held by a dead nexthop only: the node's route is added", routes: []openstack.Route{rt("10.100.1.0/24", "10.0.0.9")},
+			nodes: []corev1.Node{node("n1", "10.100.1.0/24", "10.0.0.3")}, missing: []openstack.Route{rt("10.100.1.0/24", "10.0.0.3")}},
+		{name: "InternalIP of no port: not added (routegc would remove it)", nodes: []corev1.Node{node("n1", "10.100.1.0/24", "10.9.9.9")}, unroutable: 1},
+		{name: "no InternalIP", nodes: []corev1.Node{node("n1", "10.100.1.0/24", "")}, unroutable: 1},
+		{name: "pod CIDR outside the cluster's: not ours", nodes: []corev1.Node{node("n1", "192.168.1.0/24", "10.0.0.3")}},
+		{name: "node without pod CIDR", nodes: []corev1.Node{node("n1", "", "10.0.0.3")}},
+		{name: "foreign routes are never duplicates", routes: []openstack.Route{rt("0.0.0.0/0", "10.0.0.9"), rt("0.0.0.0/0", "10.0.0.3")}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := PlanRoutes(tc.routes, pods, tc.protected, live, tc.nodes)
+			if plan.Err != nil {
+				t.Fatal(plan.Err)
+			}
+			var dups []string
+			for _, d := range plan.Duplicates {
+				var stale []string
+				for _, s := range d.Stale {
+					stale = append(stale, s.NextHop)
+				}
+				dups = append(dups, d.Destination+":"+strings.Join(stale, ","))
+			}
+			if !slices.Equal(dups, tc.dups) {
+				t.Errorf("duplicates %q, want %q", dups, tc.dups)
+			}
+			if !slices.Equal(plan.Missing, tc.missing) {
+				t.Errorf("missing %v, want %v", plan.Missing, tc.missing)
+			}
+			if len(plan.Conflicts) != tc.conflicts || len(plan.Unroutable) != tc.unroutable {
+				t.Errorf("conflicts %q, unroutable %q; want %d and %d", plan.Conflicts, plan.Unroutable, tc.conflicts, tc.unroutable)
+			}
+		})
+	}
+}
+
+func TestHeadroom(t *testing.T) {
+	tests := []struct {
+		routes, limit int
+		want          metav1.ConditionStatus
+	}{
+		{0, 30, metav1.ConditionTrue},
+		{23, 30, metav1.ConditionTrue},
+		{24, 30, metav1.ConditionFalse}, // 80 %
+		{30, 30, metav1.ConditionFalse},
+		{5, 0, metav1.ConditionUnknown},
+	}
+	for _, tc := range tests {
+		if got := headroom(tc.routes, tc.limit); got.Status != tc.want || got.Type != v1alpha1.ConditionRouteHeadroom {
+			t.Errorf("headroom(%d of %d) = %+v, want %s", tc.routes, tc.limit, got, tc.want)
+		}
+	}
+}
+
+func TestConsistent(t *testing.T) {
+	active := openstack.Server{ID: "s1", Status: "ACTIVE", Addresses: []openstack.ServerAddress{{Addr: "10.0.0.3"}}}
+	tests := []struct {
+		name           string
+		snap           Snapshot
+		projectServers int
+		unsafe         bool
+	}{
+		{"empty cluster", Snapshot{}, 0, false},
+		{"nodes name servers, the project lists none", Snapshot{NodeServer: map[string]string{"n1": "s1"}}, 0, true},
+		{"active server with addresses and no port", Snapshot{Servers: []openstack.Server{active}}, 1, true},
+		{"active server with its port", Snapshot{Servers: []openstack.Server{active}, PortsByServer: map[string][]openstack.Port{"s1": {{ID: "p1"}}}}, 1, false},
+		{"errored server without port", Snapshot{Servers: []openstack.Server{{ID: "s2", Status: "ERROR"}}}, 1, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.snap.consistent(tc.projectServers)
+			if (err != nil) != tc.unsafe {
+				t.Fatalf("consistent: %v, want unsafe %v", err, tc.unsafe)
+			}
+		})
+	}
+}
+
+func TestReadOptionsMatches(t *testing.T) {
+	sv := openstack.Server{ID: "s1", Metadata: map[string]string{"cluster": "c1", "role": "worker"}}
+	onNodes := []openstack.Port{{ID: "p1", NetworkID: "nodes"}}
+	tests := []struct {
+		name  string
+		o     ReadOptions
+		ports []openstack.Port
+		want  bool
+	}{
+		{"metadata matches", ReadOptions{Metadata: map[string]string{"cluster": "c1"}}, nil, true},
+		{"metadata differs", ReadOptions{Metadata: map[string]string{"cluster": "c2"}}, onNodes, false},
+		{"metadata wins over the network", ReadOptions{Metadata: map[string]string{"cluster": "c2"}, NetworkID: "nodes"}, onNodes, false},
+		{"port on the network", ReadOptions{NetworkID: "nodes"}, onNodes, true},
+		{"port on another network", ReadOptions{NetworkID: "other"}, onNodes, false},
+		{"nothing to match by", ReadOptions{}, onNodes, false},
+	}
+	for _, tc := range tests {
+		if got := tc.o.matches(sv, tc.ports); got != tc.want {
+			t.Errorf("%s: matches = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
