@@ -215,28 +215,44 @@ func (f *routesFinding) Repair(ctx context.Context, env *Env) []Report {
 	}
 	rm := routegc.Remover{Routers: env.Cloud}
 	var problems, done []string
-	// Duplicates: reported; stale ones removed (by routegc, or here when it is off).
-	if len(plan.Duplicates) > 0 {
-		var ds []string
-		for _, d := range plan.Duplicates {
-			ds = append(ds, d.Destination+" via "+strings.Join(d.NextHops, ", "))
-		}
-		note := fmt.Sprintf("%d destinations with several nexthops: %s; the router's device side may keep a stale one and need a resync", len(ds), strings.Join(ds, "; "))
-		env.Warn("DuplicateRoutes", "DetectRoutes", note)
-		problems = append(problems, note)
-	}
+	count := plan.Routes
+	// Stale duplicates: removed here when the route collector is off for the cluster, else left to it.
 	env.Status.StaleRoutes = nil
+	gone := map[openstack.Route]bool{}
 	if len(f.stale) > 0 {
 		removed, left := f.removeStale(ctx, env, rm, routerID, atomic)
-		done = append(done, fmt.Sprintf("removed %d stale routes", removed))
+		for _, rt := range removed {
+			gone[rt] = true
+		}
+		count -= len(removed)
+		if len(removed) > 0 {
+			done = append(done, fmt.Sprintf("removed %d stale routes (the router's device side may need a resync to drop them too)", len(removed)))
+		}
 		for _, s := range left {
 			env.Status.StaleRoutes = append(env.Status.StaleRoutes, v1alpha1.RouteSighting{Destination: s.Route.Destination, NextHop: s.Route.NextHop, FirstSeen: metav1.NewTime(s.FirstSeen)})
 		}
 	} else if env.Settings.RouteGC && slices.ContainsFunc(plan.Duplicates, func(d Duplicate) bool { return len(d.Stale) > 0 }) {
 		done = append(done, "stale routes are left to the route collector (routegc), which removes them once proven")
 	}
+	// Duplicates: reported while more than one route to the destination is left.
+	var ds []string
+	for _, d := range plan.Duplicates {
+		var left []string
+		for _, hop := range d.NextHops {
+			if !gone[openstack.Route{Destination: d.Destination, NextHop: hop}] {
+				left = append(left, hop)
+			}
+		}
+		if len(left) > 1 {
+			ds = append(ds, d.Destination+" via "+strings.Join(left, ", "))
+		}
+	}
+	if len(ds) > 0 {
+		note := fmt.Sprintf("%d destinations with several nexthops: %s; the router's device side may keep a stale one and need a resync", len(ds), strings.Join(ds, "; "))
+		env.Warn("DuplicateRoutes", "DetectRoutes", note)
+		problems = append(problems, note)
+	}
 	// Missing routes, within the route limit.
-	count := plan.Routes
 	if len(plan.Missing) > 0 {
 		added, skipped := f.addMissing(ctx, env, rm, routerID, atomic, env.Settings.MaxRoutes-count)
 		count += added
@@ -259,7 +275,7 @@ func (f *routesFinding) Repair(ctx context.Context, env *Env) []Report {
 	}
 	reason := "RoutesUnhealthy"
 	switch {
-	case len(plan.Duplicates) > 0:
+	case len(ds) > 0:
 		reason = "DuplicateRoutes"
 	case len(plan.Missing) > 0:
 		reason = "MissingRoutes"
@@ -273,9 +289,9 @@ func (f *routesFinding) Repair(ctx context.Context, env *Env) []Report {
 	return append([]Report{{Status: metav1.ConditionFalse, Reason: reason, Message: msg}}, reports...)
 }
 
-// removeStale asks for each stale route and removes the allowed ones in one change; it returns how
-// many went and the records to keep for the next pass.
-func (f *routesFinding) removeStale(ctx context.Context, env *Env, rm routegc.Remover, routerID string, atomic bool) (int, []routegc.SuspectRecord) {
+// removeStale asks for each stale route and removes the allowed ones in one change; it returns the
+// routes gone and the records to keep for the next pass.
+func (f *routesFinding) removeStale(ctx context.Context, env *Env, rm routegc.Remover, routerID string, atomic bool) ([]openstack.Route, []routegc.SuspectRecord) {
 	var allowed []openstack.Route
 	var left []routegc.SuspectRecord
 	for _, rec := range f.stale {
@@ -286,9 +302,10 @@ func (f *routesFinding) removeStale(ctx context.Context, env *Env, rm routegc.Re
 		allowed = append(allowed, rec.Route)
 	}
 	if len(allowed) == 0 {
-		return 0, left
+		return nil, left
 	}
 	res, err := rm.Remove(ctx, routerID, allowed, atomic)
+	var out []openstack.Route
 	gone := map[openstack.Route]bool{}
 	for _, rt := range append(res.Removed, res.Absent...) {
 		gone[rt] = true
@@ -306,8 +323,11 @@ func (f *routesFinding) removeStale(ctx context.Context, env *Env, rm routegc.Re
 			left = append(left, rec)
 		}
 		env.Done(ctx, routegc.RouteAction(rec), failure)
+		if failure == nil {
+			out = append(out, rec.Route)
+		}
 	}
-	return len(res.Removed), left
+	return out, left
 }
 
 // addMissing asks for each missing route (at most room of them) and adds the allowed ones in one change.

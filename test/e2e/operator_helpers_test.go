@@ -175,11 +175,15 @@ func opNewNet(t testing.TB, cloud *openstack.Cloud) *opNet {
 // IP is an address of the subnet, e.g. IP(5) = 10.x.y.5.
 func (n *opNet) IP(host int) string { return fmt.Sprintf("%s.%d", n.prefix, host) }
 
-// Port creates a port holding IP(host), as a node's port does.
-func (n *opNet) Port(host int) string {
+// Port creates a port holding IP(host), as a node's port does, in the given security groups (none
+// given: the project's default group).
+func (n *opNet) Port(host int, groups ...string) string {
 	n.t.Helper()
-	p, err := ports.Create(context.Background(), n.nc, ports.CreateOpts{NetworkID: n.Network, Name: "vitals-e2e-node",
-		FixedIPs: []ports.IP{{SubnetID: n.Subnet, IPAddress: n.IP(host)}}}).Extract()
+	co := ports.CreateOpts{NetworkID: n.Network, Name: "vitals-e2e-node", FixedIPs: []ports.IP{{SubnetID: n.Subnet, IPAddress: n.IP(host)}}}
+	if len(groups) > 0 {
+		co.SecurityGroups = &groups
+	}
+	p, err := ports.Create(context.Background(), n.nc, co).Extract()
 	if err != nil {
 		n.t.Fatalf("create port %s: %v", n.IP(host), err)
 	}
@@ -187,16 +191,16 @@ func (n *opNet) Port(host int) string {
 	return p.ID
 }
 
-// Server boots a Nova server (fake driver) on a new port holding IP(host), as a node is; deleted
-// at the end of the test.
-func (n *opNet) Server(cloud *openstack.Cloud, host int) string {
+// Server boots a Nova server (fake driver) on a new port holding IP(host) in groups (see Port), as a
+// node is; deleted at the end of the test.
+func (n *opNet) Server(cloud *openstack.Cloud, host int, groups ...string) string {
 	n.t.Helper()
 	ctx := context.Background()
 	cc, err := cloud.Client(openstack.ServiceCompute)
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	port := n.Port(host)
+	port := n.Port(host, groups...)
 	pages, err := images.List(cc, images.ListOpts{Name: "cirros-fake"}).AllPages(ctx)
 	if err != nil {
 		n.t.Fatalf("list images: %v", err)
