@@ -89,9 +89,13 @@ Lease. Liveness never fails because OpenStack is down.
 Configuration comes from --config, an oslo-style INI file as Kuryr's (flags override it):
 
   [kubernetes]
-  kubeconfig = /etc/vitals/kubeconfig     # or api_root + token_file + ssl_ca_crt_file; empty: in-cluster
-  namespace =                             # watch one namespace; empty: all
-  [neutron]                               # or [keystone_authtoken]: the operator's OpenStack credentials
+  # or api_root + token_file + ssl_ca_crt_file; empty: in-cluster
+  kubeconfig = /etc/vitals/kubeconfig
+  # watch one namespace; empty: all
+  namespace =
+
+  # or [keystone_authtoken]: the operator's OpenStack credentials
+  [neutron]
   auth_type = password
   auth_url = https://keystone.example:5000/v3
   username = vitals
@@ -99,37 +103,57 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   project_name = k8s
   user_domain_name = Default
   project_domain_name = Default
+
   [health_server]
   port = 8082
-  drain_delay = 5                         # seconds; on SIGTERM readiness fails, liveness holds this long
+  # seconds; on SIGTERM readiness fails, liveness holds this long
+  drain_delay = 5
+
   [operator]
   metrics_bind_address = :8080
   leader_elect = true
   leader_election_namespace = vitals-system
-  routegc_interval = 60                   # seconds; the default for Clusters that set none
-  routegc_budget = 10                     # route removals per pass; 0: none
-  routegc_workers = 10                    # clusters served at once (a pass mostly waits on OpenStack)
-  flight_interval = 60                    # seconds; the default for Clusters that set none
-  flight_budget = 10                      # flight's changes per pass; 0: none
-  flight_workers = 10                     # clusters flight serves at once
-  deorbit_workers = 4                     # deleted clusters deorbit serves at once
-  deorbit_parallel_deletes = 8            # deletes and reads of one deleted cluster at once
-  remediation_budget = 100                # destructive actions over all clusters per window; 0: none
-  remediation_window = 3600               # seconds
-  remediation_storm_cooldown = 600        # seconds
+  # seconds; the default for Clusters that set none
+  routegc_interval = 60
+  # route removals per pass; 0: none
+  routegc_budget = 10
+  # clusters served at once (a pass mostly waits on OpenStack)
+  routegc_workers = 10
+  # seconds; the default for Clusters that set none
+  flight_interval = 60
+  # flight's changes per pass; 0: none
+  flight_budget = 10
+  # clusters flight serves at once
+  flight_workers = 10
+  # deleted clusters deorbit serves at once
+  deorbit_workers = 4
+  # deletes and reads of one deleted cluster at once
+  deorbit_parallel_deletes = 8
+  # destructive actions over all clusters per window; 0: none
+  remediation_budget = 100
+  # seconds
+  remediation_window = 3600
+  # seconds
+  remediation_storm_cooldown = 600
   remediation_paused = false
   dry_run = false
   pause_configmap = vitals-remediation
   check_interval = 10
   check_timeout = 5
-  quota_critical = false                  # quota headroom fails readiness (default: reported only)
-  max_routes = 30                         # Neutron's max_routes, for the quota check
-  allow_local_workload = false            # VitalsClusters without kubeconfigSecretRef: this cluster
+  # quota headroom fails readiness (default: reported only)
+  quota_critical = false
+  # Neutron's max_routes, for the quota check
+  max_routes = 30
+  # VitalsClusters without kubeconfigSecretRef: this cluster
+  allow_local_workload = false
   allow_insecure_workload = false
-  workload_qps = 20                       # per workload cluster
+  # per workload cluster
+  workload_qps = 20
   workload_burst = 40
-  trust_namespaces = infra                # may use the operator's credentials; default: none
-  trusted_auth_urls =                     # Keystone URLs trusted for credentials Secrets
+  # may use the operator's credentials; default: none
+  trust_namespaces = infra
+  # Keystone URLs trusted for credentials Secrets
+  trusted_auth_urls =
   pod_cidr_limit_v4 = 12
   pod_cidr_limit_v6 = 44
   access_interval = 60

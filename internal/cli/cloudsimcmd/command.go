@@ -234,3 +234,10 @@ func seedCloudsimDemo(sim *cloudsim.Sim) error {
 	}
 	return nil
 }
+
+// CheckSeedFile reads a seed file (--seed-file) and reports what is wrong with it, as the simulator
+// would at start: for the documentation's examples.
+func CheckSeedFile(path string) error {
+	_, err := loadCloudsimSeeds(path)
+	return err
+}
