@@ -34,8 +34,11 @@ PROCS="snapshot-controller csi-snapshotter csi-provisioner cinder-csi-plugin ope
   kube-controller-manager"
 
 stop() {
-  local p
-  for p in $PROCS; do stop_pidfile 10 "$p" "$DIR/$p.pid"; done
+  local p procs=()
+  for p in $PROCS; do [ -f "$DIR/$p.pid" ] && procs+=("$p=$(cat "$DIR/$p.pid")"); done
+  # all at once: each takes a second or two to stop
+  [ ${#procs[@]} -eq 0 ] || stop_pids 10 "${procs[@]}"
+  for p in $PROCS; do rm -f "$DIR/$p.pid"; done
   KUBE_API_PORT=$API_PORT ETCD_PORT=$ETCD_PORT ETCD_PEER_PORT=$((ETCD_PORT + 1)) "$ROOT/hack/kube.sh" stop "$DIR/kube" >&2
   rm -f "$DIR/env"
 }

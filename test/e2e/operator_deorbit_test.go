@@ -1,0 +1,426 @@
+package e2e
+
+// Deorbit end to end: a VitalsCluster over the workload cluster (testenv.Workload: its own kube-apiserver with
+// kube-controller-manager, the OpenStack cloud controller manager, Cinder CSI, csi-provisioner, csi-snapshotter
+// and snapshot-controller, acting in a project of their own on the real Cinder and Octavia) is deleted; the test
+// asserts on the cloud, with the project's own credentials, that nothing of the cluster remains and that the
+// finalizer goes. The operator reaches Cinder and Octavia, and the workload cluster, through
+// internal/faultproxy: Cinder's deletes fail, a load balancer stays in PENDING_DELETE, the workload cluster
+// goes away mid-run, the operator is killed mid-run; every DELETE the operator sends is counted there.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/internal/faultproxy"
+	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/operator"
+)
+
+// deorbitTimeout bounds a whole deorbit (the engine polls the cloud every 30 s at most; the machine may be
+// loaded).
+const deorbitTimeout = 6 * time.Minute
+
+// deorbitPodCIDR is the VitalsCluster's pod CIDR; the fixture adds a route of it on the tenant's router.
+const deorbitPodCIDR = "198.19.0.0/16"
+
+type deorbitFixture struct {
+	t       *testing.T
+	w       *wlCluster
+	c       client.WithWatch
+	ns      string // of the VitalsCluster, in the shared kube-apiserver
+	wns     string // of the objects, in the workload cluster
+	cloud   *faultproxy.Cloud
+	cinder  *faultproxy.Proxy
+	octavia *faultproxy.Proxy
+	kube    *faultproxy.Proxy // in front of the workload cluster's kube-apiserver
+	opts    operator.Options
+
+	claims   []string // PVC names
+	services []string // Service names
+	volumes  []string // Cinder volume IDs of the claims
+	lbs      []string // Octavia load balancer IDs of the Services
+	snaps    []string // Cinder snapshot IDs of the VolumeSnapshots
+	route    openstack.Route
+
+	mu      sync.Mutex
+	seen    []v1alpha1.VitalsCluster // every version of the VitalsCluster the watch saw
+	deleted bool                     // the watch saw it deleted
+}
+
+// newDeorbitFixture builds a workload cluster with claims PVCs (the first one with a VolumeSnapshot when
+// snapshot is set), services LoadBalancer Services and a pod route, waits until the cloud holds all of it, and
+// prepares the VitalsCluster's Secrets and the proxies. The cluster starts empty: what an earlier test left
+// is swept first.
+func newDeorbitFixture(t *testing.T, claims, services int, snapshot bool) *deorbitFixture {
+	t.Helper()
+	w := wlOpen(t)
+	// The operator's own cluster is private: the shared one's VitalsCluster CRD is installed by every test
+	// package from its own checkout, and an older one would prune the deorbit status this test reads.
+	cfg := testenv.PrivateKube(t).Config()
+	cfg.QPS, cfg.Burst = 100, 200
+	opInstallCRD(t, cfg)
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: operator.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &deorbitFixture{t: t, w: w, c: c, ns: opNamespace(t, c)}
+	f.emptyCluster()
+	w.Sweep()
+
+	// The operator's way to the cloud and to the workload cluster: proxies whose rules the test sets.
+	f.cloud, err = faultproxy.NewCloud(w.env.Tenant.AuthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.cloud.Close() })
+	f.cinder = f.serviceProxy(openstack.ServiceBlockStorage)
+	f.octavia = f.serviceProxy(openstack.ServiceLoadBalancer)
+	kp, kcfg, err := faultproxy.NewKube(w.env.Config(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kp.Close() })
+	f.kube = kp
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["workload"] = &clientcmdapi.Cluster{Server: kcfg.Host}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: kcfg.BearerToken}
+	kc.Contexts["workload"] = &clientcmdapi.Context{Cluster: "workload", AuthInfo: "admin"}
+	kc.CurrentContext = "workload"
+	kcb, err := clientcmd.Write(*kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten := w.env.Tenant
+	for _, s := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "creds"}, StringData: map[string]string{
+			"clouds.yaml": opCloudsYAML(f.cloud.AuthURL(), ten.Username, ten.Password, ten.ProjectName)}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "workload"}, Data: map[string][]byte{"kubeconfig": kcb}},
+	} {
+		if err := c.Create(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.opts = operator.Options{RestConfig: cfg, Namespace: f.ns, CheckInterval: time.Second, CheckTimeout: 5 * time.Second,
+		TrustedAuthURLs: []string{f.cloud.AuthURL()}, AllowInsecureWorkload: true}
+
+	// What the cluster holds: claims (one with a snapshot), Services, a pod route.
+	f.wns = w.Namespace("deorbit")
+	for i := 0; i < claims; i++ {
+		f.claims = append(f.claims, fmt.Sprintf("data-%d", i))
+		w.PVC(f.wns, f.claims[i])
+	}
+	for i := 0; i < services; i++ {
+		f.services = append(f.services, fmt.Sprintf("web-%d", i))
+		w.LBService(f.wns, f.services[i])
+	}
+	for _, n := range f.claims {
+		f.volumes = append(f.volumes, w.Volume(f.wns, n).ID)
+	}
+	if snapshot && claims > 0 {
+		w.Snapshot(f.wns, "snap-0", f.claims[0])
+		f.snaps = append(f.snaps, w.CinderSnapshot(f.wns, "snap-0"))
+	}
+	for _, n := range f.services {
+		f.lbs = append(f.lbs, w.LoadBalancer(f.wns, n).ID)
+	}
+	f.route = openstack.Route{Destination: "198.19.7.0/24", NextHop: w.env.NodeIP}
+	if _, err := w.cloud.AddRoutes(context.Background(), w.env.RouterID, []openstack.Route{f.route}); err != nil {
+		t.Fatalf("add the cluster's pod route: %v", err)
+	}
+	t.Cleanup(func() { _, _ = w.cloud.RemoveRoutes(context.Background(), w.env.RouterID, []openstack.Route{f.route}) })
+	return f
+}
+
+// serviceProxy returns the proxy the operator reaches service s through.
+func (f *deorbitFixture) serviceProxy(s openstack.Service) *faultproxy.Proxy {
+	f.t.Helper()
+	sc, err := f.w.cloud.Client(s)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	u, err := url.Parse(sc.Endpoint)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	p, err := f.cloud.Service(u.Scheme + "://" + u.Host)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return p
+}
+
+// emptyCluster waits until no earlier test's claims, Services or cloud resources are left (their namespaces
+// are deleted at the end of those tests; kube-controller-manager and the cloud controllers then delete them).
+func (f *deorbitFixture) emptyCluster() {
+	f.t.Helper()
+	ctx := context.Background()
+	opEventually(f.t, wlCloudTimeout, "an empty workload cluster", func() (bool, string) {
+		pvcs, err := f.w.cs.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		svcs, err := f.w.cs.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		lb := 0
+		for _, s := range svcs.Items {
+			if s.Spec.Type == corev1.ServiceTypeLoadBalancer {
+				lb++
+			}
+		}
+		v, l := len(f.w.CloudVolumes()), len(f.w.CloudLBs())
+		return len(pvcs.Items)+lb+v+l == 0, fmt.Sprintf("%d PVCs, %d LoadBalancer Services, %d volumes, %d load balancers", len(pvcs.Items), lb, v, l)
+	})
+}
+
+// countDeletes adds a rule per volume and load balancer that lets its DELETE pass and counts it.
+func (f *deorbitFixture) countDeletes() {
+	f.t.Helper()
+	for _, id := range f.volumes {
+		if err := f.cinder.Add(faultproxy.Rule{Name: "delete-" + id, Method: "DELETE", Path: "/v3/*/volumes/" + id, Fault: faultproxy.Pass()}); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	for _, id := range f.lbs {
+		if err := f.octavia.Add(faultproxy.Rule{Name: "delete-" + id, Method: "DELETE", Path: "/v2/lbaas/loadbalancers/" + id, Fault: faultproxy.Pass()}); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// deletes returns how many DELETE requests of each resource the operator sent (countDeletes).
+func (f *deorbitFixture) deletes() map[string]int {
+	out := map[string]int{}
+	for _, id := range f.volumes {
+		out["volume "+id] = f.cinder.Matched("delete-" + id)
+	}
+	for _, id := range f.lbs {
+		out["load balancer "+id] = f.octavia.Matched("delete-" + id)
+	}
+	return out
+}
+
+// create creates the VitalsCluster over the workload cluster, mutated, and waits until the access controller
+// proved its cloud and holds the deorbit finalizer.
+func (f *deorbitFixture) create(mutate func(*v1alpha1.VitalsCluster)) client.ObjectKey {
+	f.t.Helper()
+	vc := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "doomed"}, Spec: v1alpha1.ClusterSpec{
+		KubeconfigSecretRef: &v1alpha1.SecretKeyRef{Name: "workload"},
+		OpenStack: v1alpha1.OpenStackSpec{CredentialsSecretRef: &v1alpha1.SecretKeyRef{Name: "creds"},
+			RouterID: f.w.env.RouterID, SubnetID: f.w.env.SubnetID, ClusterName: f.w.env.ClusterName},
+		PodCIDRs: []v1alpha1.CIDR{deorbitPodCIDR},
+	}}
+	if mutate != nil {
+		mutate(vc)
+	}
+	if err := f.c.Create(context.Background(), vc); err != nil {
+		f.t.Fatalf("create cluster: %v", err)
+	}
+	key := client.ObjectKeyFromObject(vc)
+	f.watch(key)
+	opEventually(f.t, 2*time.Minute, "cloud verified and the deorbit finalizer held", func() (bool, string) {
+		var got v1alpha1.VitalsCluster
+		if err := f.c.Get(context.Background(), key, &got); err != nil {
+			return false, err.Error()
+		}
+		cd := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionCloudVerified)
+		fin := false
+		for _, x := range got.Finalizers {
+			fin = fin || x == v1alpha1.FinalizerDeorbit
+		}
+		if cd == nil {
+			return false, fmt.Sprintf("finalizer %t, no CloudVerified", fin)
+		}
+		return fin && cd.Status == metav1.ConditionTrue, fmt.Sprintf("finalizer %t, CloudVerified %s/%s: %s", fin, cd.Status, cd.Reason, cd.Message)
+	})
+	return key
+}
+
+// watch records every version of the VitalsCluster until the test ends: its last status is written in the
+// same reconcile that releases the finalizer, so a Get after it is too late.
+func (f *deorbitFixture) watch(key client.ObjectKey) {
+	ctx, cancel := context.WithCancel(context.Background())
+	f.t.Cleanup(cancel)
+	var list v1alpha1.VitalsClusterList
+	wi, err := f.c.Watch(ctx, &list, client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name})
+	if err != nil {
+		f.t.Fatalf("watch cluster %s: %v", key, err)
+	}
+	f.t.Cleanup(wi.Stop)
+	go func() {
+		for ev := range wi.ResultChan() {
+			if ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted {
+				continue
+			}
+			if vc, ok := ev.Object.(*v1alpha1.VitalsCluster); ok {
+				f.mu.Lock()
+				f.seen = append(f.seen, *vc.DeepCopy())
+				f.deleted = f.deleted || ev.Type == watch.Deleted
+				f.mu.Unlock()
+			}
+		}
+	}()
+}
+
+// last is the newest version of the VitalsCluster the watch saw.
+func (f *deorbitFixture) last() v1alpha1.VitalsCluster {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.seen) == 0 {
+		return v1alpha1.VitalsCluster{}
+	}
+	return f.seen[len(f.seen)-1]
+}
+
+// phases lists the deorbit phases the watch saw, in order, without repeats.
+func (f *deorbitFixture) phases() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, vc := range f.seen {
+		if vc.Status.Deorbit == nil || vc.Status.Deorbit.Phase == "" {
+			continue
+		}
+		if p := vc.Status.Deorbit.Phase; len(out) == 0 || out[len(out)-1] != p {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// deleteAndWait deletes the VitalsCluster and waits until it is gone (the finalizer released).
+func (f *deorbitFixture) deleteAndWait(key client.ObjectKey) {
+	f.t.Helper()
+	f.delete(key)
+	f.waitGone(key)
+}
+
+func (f *deorbitFixture) delete(key client.ObjectKey) {
+	f.t.Helper()
+	vc := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if err := f.c.Delete(context.Background(), vc); err != nil {
+		f.t.Fatalf("delete cluster: %v", err)
+	}
+}
+
+func (f *deorbitFixture) waitGone(key client.ObjectKey) {
+	f.t.Helper()
+	opEventually(f.t, deorbitTimeout, "the VitalsCluster gone (finalizer released)", func() (bool, string) {
+		var got v1alpha1.VitalsCluster
+		err := f.c.Get(context.Background(), key, &got)
+		if err == nil {
+			d := got.Status.Deorbit
+			if d == nil {
+				return false, "no deorbit status"
+			}
+			return false, fmt.Sprintf("phase %s, %d/%d done, last error %q", d.Phase, d.Counts.Done, d.Counts.Total, d.LastError)
+		}
+		return client.IgnoreNotFound(err) == nil, err.Error()
+	})
+	opEventually(f.t, time.Minute, "the watch saw the VitalsCluster deleted", func() (bool, string) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.deleted, fmt.Sprintf("%d versions seen", len(f.seen))
+	})
+}
+
+// mustBeEmpty asserts on the cloud, with the project's credentials, and in the workload cluster that nothing
+// of the cluster remains.
+func (f *deorbitFixture) mustBeEmpty() {
+	f.t.Helper()
+	ctx := context.Background()
+	for id := range f.w.CloudVolumes() {
+		f.t.Errorf("volume %s of the cluster still in Cinder", id)
+	}
+	for id, st := range f.w.CloudSnapshots() {
+		f.t.Errorf("snapshot %s (%s) still in Cinder", id, st)
+	}
+	for id, lb := range f.w.CloudLBs() {
+		f.t.Errorf("load balancer %s (%s, %s) of the cluster still in Octavia", id, lb.Name, lb.ProvisioningStatus)
+	}
+	for _, id := range f.volumes {
+		if _, err := f.w.cloud.GetVolume(ctx, id); !openstack.IsNotFound(err) {
+			f.t.Errorf("volume %s: Cinder answers %v, want 404", id, err)
+		}
+	}
+	for _, id := range f.lbs {
+		if _, err := f.w.cloud.GetLoadBalancer(ctx, id); !openstack.IsNotFound(err) {
+			f.t.Errorf("load balancer %s: Octavia answers %v, want 404", id, err)
+		}
+	}
+	r, err := f.w.cloud.GetRouter(ctx, f.w.env.RouterID)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, x := range r.Routes {
+		if x == f.route {
+			f.t.Errorf("route %s via %s still on the router", x.Destination, x.NextHop)
+		}
+	}
+	pvcs, err := f.w.cs.CoreV1().PersistentVolumeClaims(f.wns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, p := range pvcs.Items {
+		f.t.Errorf("PVC %s/%s still in the workload cluster", p.Namespace, p.Name)
+	}
+	svcs, err := f.w.cs.CoreV1().Services(f.wns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, s := range svcs.Items {
+		f.t.Errorf("Service %s/%s still in the workload cluster", s.Namespace, s.Name)
+	}
+}
+
+// operatorStart starts an operator with the fixture's options under identity.
+func (f *deorbitFixture) operatorStart(identity string) *opRun {
+	o := f.opts
+	o.Identity = identity
+	return opStart(f.t, o)
+}
+
+// deorbitSummary is a short line of a status, for logs.
+func deorbitSummary(d *v1alpha1.DeorbitStatus) string {
+	if d == nil {
+		return "(none)"
+	}
+	b, _ := json.Marshal(d.Counts)
+	return fmt.Sprintf("phase %s counts %s", d.Phase, b)
+}
+
+func TestOperatorDeorbit(t *testing.T) {
+	f := newDeorbitFixture(t, 3, 2, true)
+	f.countDeletes()
+	f.operatorStart("deorbit")
+	key := f.create(nil)
+	f.deleteAndWait(key)
+	f.mustBeEmpty()
+	last := f.last()
+	t.Logf("phases %v; last status %s", f.phases(), deorbitSummary(last.Status.Deorbit))
+	if d := last.Status.Deorbit; d == nil || d.Phase != v1alpha1.DeorbitPhaseDone || len(d.Debris) != 0 {
+		t.Errorf("last status %+v, want phase Done without debris", d)
+	}
+	for what, n := range f.deletes() {
+		if n > 1 {
+			t.Errorf("%s: %d DELETE requests, want at most one", what, n)
+		}
+	}
+}
