@@ -112,6 +112,10 @@ type Options struct {
 	// AllowLocalWorkload lets VitalsClusters without kubeconfigSecretRef use the cluster the operator
 	// runs in as their workload cluster (default: they get WorkloadReachable=False, LocalNotAllowed).
 	AllowLocalWorkload bool
+	// AllowLoopbackWorkload accepts workload kubeconfigs whose server is on a loopback address: from
+	// the operator, that is its own pod (or node, with host networking), never a tenant's cluster
+	// (default: refused; for tests and single-host setups).
+	AllowLoopbackWorkload bool
 	// AllowInsecureWorkload accepts workload kubeconfigs with insecure-skip-tls-verify or an http://
 	// server (default: refused).
 	AllowInsecureWorkload bool

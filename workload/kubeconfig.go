@@ -20,6 +20,10 @@ import (
 type KubeconfigRules struct {
 	// AllowInsecure accepts insecure-skip-tls-verify and http:// servers (default: refused).
 	AllowInsecure bool
+	// AllowLoopback accepts servers on loopback addresses (default: refused: from the operator, a
+	// loopback address is the operator's own pod, or its node with host networking, never a tenant's
+	// cluster). The operator sets it with --allow-loopback-workload.
+	AllowLoopback bool
 }
 
 // ParseKubeconfig turns the kubeconfig held in a tenant's Secret into a client configuration for its
@@ -27,8 +31,8 @@ type KubeconfigRules struct {
 // run code or write files in the operator), every file reference (certificate-authority,
 // client-certificate, client-key, tokenFile: they would read the operator's own files, such as its service
 // account token, and send them to the tenant's server), proxy-url (it would route the operator's requests
-// anywhere), a server on a link-local address (cloud metadata) and, unless rules allow it,
-// insecure-skip-tls-verify and http:// servers. Every entry of the file is checked, not only the current
+// anywhere), a server on a link-local address (cloud metadata) and, unless rules allow them, a server on
+// a loopback address, insecure-skip-tls-verify and http:// servers. Every entry of the file is checked, not only the current
 // context's. Errors are *Error (ReasonInvalidKubeconfig or ReasonRefusedKubeconfig) that name fields by
 // position and never quote the data.
 func ParseKubeconfig(data []byte, rules KubeconfigRules) (*rest.Config, error) {
@@ -176,18 +180,27 @@ func checkServer(server string, rules KubeconfigRules) (refused, invalid []strin
 	if u.RawQuery != "" || u.Fragment != "" {
 		invalid = append(invalid, "server: a query or fragment is not allowed")
 	}
-	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && forbiddenIP(ip) {
-		refused = append(refused, "server: link-local, multicast and unspecified addresses are refused")
+	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
+		if rules.forbidden(ip) {
+			refused = append(refused, "server: link-local, multicast and unspecified addresses are refused")
+		} else if rules.loopbackRefused(ip) {
+			refused = append(refused, "server: a loopback address is refused (it is the operator's own host; allowed with --allow-loopback-workload)")
+		}
 	}
 	return refused, invalid
 }
 
-// forbiddenIP: addresses a tenant's server may never have. Link-local covers the cloud metadata service
+// forbidden: addresses a tenant's server may never have. Link-local covers the cloud metadata service
 // (169.254.169.254).
-func forbiddenIP(ip netip.Addr) bool {
+func (KubeconfigRules) forbidden(ip netip.Addr) bool {
 	ip = ip.Unmap()
 	return ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() ||
 		ip.IsMulticast() || ip.IsUnspecified()
+}
+
+// loopbackRefused: ip is a loopback address and the rules do not allow them.
+func (r KubeconfigRules) loopbackRefused(ip netip.Addr) bool {
+	return !r.AllowLoopback && ip.Unmap().IsLoopback()
 }
 
 // checkUser returns what is refused and what is invalid in one user entry.

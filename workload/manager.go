@@ -280,7 +280,11 @@ func (m *Manager) forLocked(ctx context.Context, s *slot, key types.NamespacedNa
 		}
 	}
 	m.stopLocked(s, key, "replaced")
-	conn, err := connect(cfg, m.opts.Limits, ref != nil, m.opts.UserAgent)
+	var tenant *KubeconfigRules
+	if ref != nil {
+		tenant = &m.opts.Rules
+	}
+	conn, err := connect(cfg, m.opts.Limits, tenant, m.opts.UserAgent)
 	if err != nil {
 		return nil, m.fail(s, key, ident, err)
 	}

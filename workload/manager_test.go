@@ -63,6 +63,8 @@ func newFixture(t testing.TB, mutate func(*workload.Options)) *fixture {
 	opts := workload.Options{
 		Secrets: c, Checks: f.checks, Registerer: f.reg,
 		HealthInterval: 250 * time.Millisecond, HealthTimeout: 2 * time.Second, SecretRecheck: -1,
+		// The test kube-apiserver listens on loopback.
+		Rules: workload.KubeconfigRules{AllowLoopback: true},
 		Changed: func(k types.NamespacedName) {
 			f.mu.Lock()
 			f.changed[k]++

@@ -56,7 +56,7 @@ func describe(err error, timeout time.Duration) error {
 		// not a transport error: the server's own account of what is not ready
 		return errorf(ReasonUnreachable, "not ready: %s", shorten(err.Error(), 300))
 	}
-	for _, known := range []error{errForbiddenAddress, errRedirect, errHeaderTimeout, errRequestTimeout, errTooLarge} {
+	for _, known := range []error{errForbiddenAddress, errLoopbackAddress, errRedirect, errHeaderTimeout, errRequestTimeout, errTooLarge} {
 		if errors.Is(err, known) {
 			return errorf(ReasonUnreachable, "%s", known.Error())
 		}

@@ -61,6 +61,7 @@ func (l *Limits) defaults() {
 // Errors of the limits; their messages go into the condition as they are.
 var (
 	errForbiddenAddress = errors.New("the server resolves to a link-local, multicast or unspecified address")
+	errLoopbackAddress  = errors.New("the server resolves to a loopback address, the operator's own host (allowed with --allow-loopback-workload)")
 	errRedirect         = errors.New("the server answered with a redirect, which the operator does not follow")
 	errHeaderTimeout    = errors.New("no response headers within the header timeout")
 	errRequestTimeout   = errors.New("the response did not end within the request timeout")
@@ -77,16 +78,17 @@ type connection struct {
 }
 
 // connect builds the connection of cfg under lim. tenant: the configuration comes from a tenant's
-// Secret (dials to forbidden addresses are refused).
-func connect(cfg *rest.Config, lim Limits, tenant bool, userAgent string) (*connection, error) {
+// Secret, and dials to the addresses its rules refuse are refused (nil: the operator's own
+// configuration).
+func connect(cfg *rest.Config, lim Limits, tenant *KubeconfigRules, userAgent string) (*connection, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = lim.QPS, lim.Burst
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(lim.QPS, lim.Burst)
 	cfg.Timeout = 0 // watches are bounded by the transport below; a client timeout would cut them
 	cfg.UserAgent = userAgent
 	d := &net.Dialer{Timeout: lim.DialTimeout, KeepAlive: 30 * time.Second}
-	if tenant {
-		d.Control = refuseForbidden
+	if tenant != nil {
+		d.Control = tenant.refuseAddress
 	}
 	cfg.Dial = d.DialContext
 	// A Proxy function makes the transport uncacheable: each access gets its own, which is closed with
@@ -115,15 +117,18 @@ func (c *connection) close() {
 	}
 }
 
-// refuseForbidden is the dialer's control: a server name may resolve to anything, so the address is
+// refuseAddress is the dialer's control: a server name may resolve to anything, so the address is
 // checked where it is dialed.
-func refuseForbidden(_, address string, _ syscall.RawConn) error {
+func (r KubeconfigRules) refuseAddress(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("dial %q: %w", address, err)
 	}
-	if forbiddenIP(ap.Addr()) {
+	if r.forbidden(ap.Addr()) {
 		return errForbiddenAddress
+	}
+	if r.loopbackRefused(ap.Addr()) {
+		return errLoopbackAddress
 	}
 	return nil
 }

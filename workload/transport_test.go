@@ -22,7 +22,7 @@ func hostile(t *testing.T, lim Limits, handler http.HandlerFunc) *connection {
 	t.Cleanup(srv.Close)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	lim.defaults()
-	c, err := connect(&rest.Config{Host: srv.URL, BearerToken: secretToken, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, lim, true, "test")
+	c, err := connect(&rest.Config{Host: srv.URL, BearerToken: secretToken, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, lim, &KubeconfigRules{AllowLoopback: true}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestDescribeTLSFailureNamesNoAddress(t *testing.T) {
 	ca, _ := testPEM(t) // not the server's
 	lim := Limits{}
 	lim.defaults()
-	c, err := connect(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, lim, true, "test")
+	c, err := connect(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, lim, &KubeconfigRules{AllowLoopback: true}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestDescribeConnectionRefused(t *testing.T) {
 	srv.Close()
 	lim := Limits{}
 	lim.defaults()
-	c, err := connect(&rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, lim, true, "test")
+	c, err := connect(&rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, lim, &KubeconfigRules{AllowLoopback: true}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,20 +170,50 @@ func TestDescribeConnectionRefused(t *testing.T) {
 }
 
 func TestRefuseForbiddenAddresses(t *testing.T) {
-	for addr, refused := range map[string]bool{
-		"169.254.169.254:80":     true,
-		"[fe80::1]:443":          true,
-		"0.0.0.0:6443":           true,
-		"224.0.0.1:6443":         true,
-		"[::ffff:169.254.1.1]:1": true,
-		"10.0.0.1:6443":          false,
-		"127.0.0.1:6443":         false,
-		"[2001:db8::1]:6443":     false,
-	} {
-		err := refuseForbidden("tcp", addr, nil)
-		if (err != nil) != refused {
-			t.Errorf("%s: got %v, refused %v", addr, err, refused)
+	tests := []struct {
+		addr          string
+		allowLoopback bool
+		want          error
+	}{
+		{"169.254.169.254:80", false, errForbiddenAddress},
+		{"169.254.169.254:80", true, errForbiddenAddress},
+		{"[fe80::1]:443", false, errForbiddenAddress},
+		{"0.0.0.0:6443", true, errForbiddenAddress},
+		{"224.0.0.1:6443", false, errForbiddenAddress},
+		{"[::ffff:169.254.1.1]:1", false, errForbiddenAddress},
+		{"127.0.0.1:6443", false, errLoopbackAddress},
+		{"127.8.9.10:6443", false, errLoopbackAddress},
+		{"[::1]:6443", false, errLoopbackAddress},
+		{"[::ffff:127.0.0.1]:6443", false, errLoopbackAddress},
+		{"127.0.0.1:6443", true, nil},
+		{"[::1]:6443", true, nil},
+		{"10.0.0.1:6443", false, nil},
+		{"[2001:db8::1]:6443", false, nil},
+	}
+	for _, tt := range tests {
+		err := KubeconfigRules{AllowLoopback: tt.allowLoopback}.refuseAddress("tcp", tt.addr, nil)
+		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+			t.Errorf("%s (loopback allowed %v): got %v, want %v", tt.addr, tt.allowLoopback, err, tt.want)
 		}
+	}
+}
+
+// A server on a loopback address is refused where it is dialed unless the rules allow it, whatever
+// name led there ("localhost" is not refused by the kubeconfig check: it is a name).
+func TestDialRefusesLoopback(t *testing.T) {
+	lim := Limits{DialTimeout: time.Second}
+	lim.defaults()
+	c, err := connect(&rest.Config{Host: "https://localhost:1"}, lim, &KubeconfigRules{}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	err = probeOf(t, c)(context.Background())
+	if !errors.Is(err, errLoopbackAddress) {
+		t.Fatalf("got %v, want the address refused", err)
+	}
+	if d := describe(err, time.Second); !strings.Contains(d.Error(), "--allow-loopback-workload") {
+		t.Fatalf("described as %v", d)
 	}
 }
 
@@ -191,7 +221,7 @@ func TestRefuseForbiddenAddresses(t *testing.T) {
 func TestDialRefusesLinkLocal(t *testing.T) {
 	lim := Limits{DialTimeout: time.Second}
 	lim.defaults()
-	c, err := connect(&rest.Config{Host: "https://169.254.169.254:443"}, lim, true, "test")
+	c, err := connect(&rest.Config{Host: "https://169.254.169.254:443"}, lim, &KubeconfigRules{AllowLoopback: true}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +240,7 @@ func TestDialRefusesLinkLocal(t *testing.T) {
 func TestConnectionSharesOneRateLimiter(t *testing.T) {
 	lim := Limits{QPS: 3, Burst: 6}
 	lim.defaults()
-	c, err := connect(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, lim, true, "test")
+	c, err := connect(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, lim, &KubeconfigRules{AllowLoopback: true}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,8 @@ func TestWorkloadReachableFollowsEachWorkloadCluster(t *testing.T) {
 	store := remediation.NewChecks(nil)
 	changes := access.NewWorkloadChanges()
 	wm, err := workload.NewManager(workload.Options{Secrets: mgr.GetAPIReader(), Checks: store, Changed: changes.Changed,
-		HealthInterval: 300 * time.Millisecond, HealthTimeout: 2 * time.Second})
+		HealthInterval: 300 * time.Millisecond, HealthTimeout: 2 * time.Second,
+		Rules: workload.KubeconfigRules{AllowLoopback: true}}) // the test kube-apiserver listens on loopback
 	if err != nil {
 		t.Fatal(err)
 	}

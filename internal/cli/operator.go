@@ -61,6 +61,7 @@ type operatorFlags struct {
 	maxRoutes               int
 	allowLocalWorkload      bool
 	allowInsecureWorkload   bool
+	allowLoopbackWorkload   bool
 	workloadQPS             float32
 	workloadBurst           int
 	trustNamespaces         []string
@@ -147,6 +148,8 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   # VitalsClusters without kubeconfigSecretRef: this cluster
   allow_local_workload = false
   allow_insecure_workload = false
+  # tenants' kubeconfigs may name a loopback server
+  allow_loopback_workload = false
   # per workload cluster
   workload_qps = 20
   workload_burst = 40
@@ -212,6 +215,7 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.IntVar(&f.maxRoutes, "max-routes", 30, "Neutron's max_routes: the routes per router the quota check compares with")
 	fl.BoolVar(&f.allowLocalWorkload, "allow-local-workload", false, "VitalsClusters without spec.kubeconfigSecretRef use the cluster the operator runs in as their workload cluster")
 	fl.BoolVar(&f.allowInsecureWorkload, "allow-insecure-workload", false, "accept workload kubeconfigs with insecure-skip-tls-verify or an http:// server")
+	fl.BoolVar(&f.allowLoopbackWorkload, "allow-loopback-workload", false, "accept workload kubeconfigs whose server is on a loopback address (the operator's own host: for tests and single-host setups)")
 	fl.Float32Var(&f.workloadQPS, "workload-qps", 20, "requests per second to each workload cluster")
 	fl.IntVar(&f.workloadBurst, "workload-burst", 40, "request burst to each workload cluster")
 	fl.StringArrayVar(&f.trustNamespaces, "trust-namespace", nil, "namespace whose VitalsClusters may use the operator's own OpenStack credentials (repeatable; default: none)")
@@ -317,6 +321,7 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	o.CheckInterval, o.CheckTimeout = f.checkInterval, f.checkTimeout
 	o.QuotaCritical, o.MaxRoutes = f.quotaCritical, f.maxRoutes
 	o.AllowLocalWorkload, o.AllowInsecureWorkload = f.allowLocalWorkload, f.allowInsecureWorkload
+	o.AllowLoopbackWorkload = f.allowLoopbackWorkload
 	o.WorkloadQPS, o.WorkloadBurst = f.workloadQPS, f.workloadBurst
 	o.TrustedNamespaces, o.TrustedAuthURLs = f.trustNamespaces, f.trustedAuthURLs
 	o.MaxPodPrefix4, o.MaxPodPrefix6, o.AccessInterval = f.podCIDRLimit4, f.podCIDRLimit6, f.accessInterval
@@ -370,7 +375,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	op := ini.Section("operator")
 	op.CheckKnown("metrics_bind_address", "leader_elect", "leader_election_namespace", "leader_election_id",
 		"routegc_interval", "routegc_budget", "routegc_workers", "flight_interval", "flight_budget", "flight_workers", "deorbit_workers", "deorbit_parallel_deletes", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
-		"allow_local_workload", "allow_insecure_workload", "workload_qps", "workload_burst",
+		"allow_local_workload", "allow_insecure_workload", "allow_loopback_workload", "workload_qps", "workload_burst",
 		"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap",
 		"trust_namespaces", "trusted_auth_urls", "pod_cidr_limit_v4", "pod_cidr_limit_v6", "access_interval")
 	f.metricsAddr = op.String("metrics_bind_address", f.metricsAddr)
@@ -398,6 +403,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.cloud = op.String("cloud", f.cloud)
 	f.allowLocalWorkload = op.Bool("allow_local_workload", f.allowLocalWorkload)
 	f.allowInsecureWorkload = op.Bool("allow_insecure_workload", f.allowInsecureWorkload)
+	f.allowLoopbackWorkload = op.Bool("allow_loopback_workload", f.allowLoopbackWorkload)
 	f.workloadQPS = float32(op.IntRange("workload_qps", int(f.workloadQPS), 1, 10000))
 	f.workloadBurst = op.IntRange("workload_burst", f.workloadBurst, 1, 10000)
 	f.trustNamespaces = op.List("trust_namespaces", f.trustNamespaces)

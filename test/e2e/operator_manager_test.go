@@ -36,6 +36,7 @@ func opStart(t *testing.T, o operator.Options) *opRun {
 	t.Helper()
 	r := &opRun{reg: prometheus.NewRegistry(), done: make(chan error, 1)}
 	o.Registry = r.reg
+	o.AllowLoopbackWorkload = true // the test services listen on loopback
 	if o.HealthAddr == "" {
 		o.HealthAddr = "127.0.0.1:0"
 	}
