@@ -129,8 +129,6 @@ func TestParseKubeconfig(t *testing.T) {
 			reason: ReasonRefusedKubeconfig, want: "loopback address is refused"},
 		{name: "loopback IPv6", data: strings.Replace(kubeconfig(ca, token), secretServer, "https://[::1]:6443", 1),
 			reason: ReasonRefusedKubeconfig, want: "--allow-loopback-workload"},
-		{name: "loopback allowed", data: strings.Replace(kubeconfig(ca, token), secretServer, "https://127.0.0.1:6443", 1),
-			rules: KubeconfigRules{AllowLoopback: true}},
 		{name: "metadata address with loopback allowed", data: strings.Replace(kubeconfig(ca, token), secretServer, "https://169.254.169.254", 1),
 			rules: KubeconfigRules{AllowLoopback: true}, reason: ReasonRefusedKubeconfig, want: "link-local"},
 		{name: "user info in the server", data: strings.Replace(kubeconfig(ca, token), "https://", "https://u:p@", 1),
