@@ -71,7 +71,7 @@ func (s *scoped) ListRouters(ctx context.Context, o openstack.ListOpts) ([]opens
 func (s *scoped) AtomicRoutes(ctx context.Context) (bool, error) { return s.conn.AtomicRoutes(ctx) }
 
 func (s *scoped) writableRouter(id string) error {
-	if id != s.router {
+	if s.router == "" || id != s.router {
 		return &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf("router %s is not the cluster's proven router", id)}
 	}
 	return nil

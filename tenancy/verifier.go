@@ -105,7 +105,29 @@ func (v *Verifier) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*Sco
 			return nil, err
 		}
 	}
-	router, err := Prove(ctx, conn, project, c.Spec.OpenStack)
+	return scopeFor(ctx, conn, project, c.Spec.OpenStack, source)
+}
+
+// ScopeOf proves what the credentials of conn act in, without a VitalsCluster (the `vitals deorbit`
+// command): their project (which spec.ProjectID, when set, must be) and every resource spec names. An
+// empty spec.RouterID proves no router: the Scope's Router is nil and every router write is refused.
+func ScopeOf(ctx context.Context, conn Connection, spec v1alpha1.OpenStackSpec, source string) (*Scope, error) {
+	project := conn.ProjectID()
+	if project == "" {
+		return nil, &Refusal{Reason: ReasonInvalidCredentials, Message: source + ": the credentials are not scoped to a project (expected project_id or project_name)"}
+	}
+	if p := spec.ProjectID; p != "" && p != project {
+		return nil, &Refusal{Reason: ReasonForeignProject, Message: fmt.Sprintf("projectID %s is not the project %s of %s", p, project, source)}
+	}
+	if spec.RouterID == "" {
+		return &Scope{Cloud: &scoped{conn: conn, project: project}, ProjectID: project, Source: source}, nil
+	}
+	return scopeFor(ctx, conn, project, spec, source)
+}
+
+// scopeFor proves the resources spec names in project and returns the Scope limited to them.
+func scopeFor(ctx context.Context, conn Connection, project string, spec v1alpha1.OpenStackSpec, source string) (*Scope, error) {
+	router, err := Prove(ctx, conn, project, spec)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,7 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newOperatorCommand(),
 		newAgentCommand(),
 		newRoutesCommand(),
+		newDeorbitCommand(),
 	)
 	return root
 }

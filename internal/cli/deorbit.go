@@ -1,0 +1,275 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/controllers/deorbit"
+	"github.com/vitalsproject/vitals/controllers/routegc"
+	"github.com/vitalsproject/vitals/internal/backoff"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/tenancy"
+)
+
+// ExitDebris is the exit code of `vitals deorbit` when it gave up with debris left in the cloud.
+const ExitDebris = 3
+
+type deorbitFlags struct {
+	kubeconfig  string
+	cloud       string
+	clusterName string
+	router      string
+	podCIDRs    []string
+	dryRun      bool
+	exclude     []string
+	state       string
+	giveUp      time.Duration
+	grace       time.Duration
+	cloudWait   time.Duration
+	parallel    int
+	budget      int
+}
+
+func newDeorbitCommand() *cobra.Command {
+	f := &deorbitFlags{}
+	cmd := &cobra.Command{
+		Use:   "deorbit --kubeconfig FILE --cluster-name NAME [--router ID --pod-cidr CIDR]",
+		Short: "Delete a cluster's volumes, load balancers and routes, until the cloud confirms them gone",
+		Long: `The operator's deorbit, without the operator: with the workload cluster's kubeconfig and the cloud's
+credentials, delete the cluster's VolumeSnapshots, the claims of its Cinder volumes and its LoadBalancer
+Services, remove its routes (inside --pod-cidr) from --router, wait until Cinder and Octavia answer 404 for
+each volume and load balancer, then sweep the project for what is left of the cluster (volumes with
+the Cinder CSI metadata cinder.csi.openstack.org/cluster=NAME, load balancers named or tagged
+kube_service_NAME_<namespace>_<service>) and delete it. Only resources of the credentials' project
+are touched. Progress is printed at each step: phase, resources done and remaining, elapsed time.
+
+Credentials: --cloud (clouds.yaml) or OS_CLOUD, else OS_* variables. --dry-run deletes nothing and
+prints the plan: what would be deleted on both sides. --state FILE keeps the progress, so that a run cut
+short resumes where it was.
+
+Exit codes: 0 everything of the cluster is confirmed gone (or, with --dry-run, the plan was printed);
+1 an error stopped the run; 2 bad flags or configuration; 3 gave up after --give-up-after with debris
+left in the cloud (printed, and in --state).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd.Context(), cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the workload cluster (empty: its Kubernetes phases are skipped)")
+	fl.StringVar(&f.cloud, "cloud", "", "cloud of clouds.yaml (default: OS_CLOUD, else OS_* variables)")
+	fl.StringVar(&f.cloud, "os-cloud", "", "alias of --cloud")
+	fl.StringVar(&f.clusterName, "cluster-name", "", "the cluster's name on the cloud side: Cinder CSI's --cluster and the cloud controller manager's --cluster-name (required)")
+	fl.StringVar(&f.router, "router", "", "ID of the router carrying the cluster's pod routes (empty: no routes are removed)")
+	fl.StringSliceVar(&f.podCIDRs, "pod-cidr", nil, "pod CIDR of the cluster (repeatable; required with --router)")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "delete nothing; print what would be deleted")
+	fl.StringSliceVar(&f.exclude, "exclude", nil, "ID or name never deleted (repeatable)")
+	fl.StringVar(&f.state, "state", "", "file keeping the progress (JSON); an existing one is resumed")
+	fl.DurationVar(&f.giveUp, "give-up-after", time.Hour, "give up after this long and print the debris left")
+	fl.DurationVar(&f.grace, "unreachable-grace", time.Minute, "how long the workload cluster may be unreachable before its phases are skipped")
+	fl.DurationVar(&f.cloudWait, "cloud-wait-timeout", deorbit.DefaultCloudWaitTimeout, "how long to wait for the cloud to confirm what the cluster's controllers delete, before the sweep")
+	fl.IntVar(&f.parallel, "parallel-deletes", deorbit.DefaultWorkers, "deletes and reads running at once")
+	fl.IntVar(&f.budget, "budget", deorbit.DefaultBudget, "most deletes issued per step")
+	return cmd
+}
+
+func (f *deorbitFlags) validate() (deorbit.Target, error) {
+	t := deorbit.Target{Key: f.clusterName, ClusterName: f.clusterName, RouterID: f.router}
+	switch {
+	case f.clusterName == "":
+		return t, &config.Error{Field: "--cluster-name", Msg: "required: the name the cloud provider tags the cluster's resources with"}
+	case f.router != "" && len(f.podCIDRs) == 0:
+		return t, &config.Error{Field: "--pod-cidr", Msg: "required with --router: only routes inside the pod CIDRs are the cluster's"}
+	case f.giveUp < time.Minute:
+		return t, &config.Error{Field: "--give-up-after", Msg: fmt.Sprintf("expected at least 1m, got %s", f.giveUp)}
+	case f.grace < 0:
+		return t, &config.Error{Field: "--unreachable-grace", Msg: fmt.Sprintf("expected a non-negative duration, got %s", f.grace)}
+	case f.cloudWait < 0:
+		return t, &config.Error{Field: "--cloud-wait-timeout", Msg: fmt.Sprintf("expected a non-negative duration, got %s", f.cloudWait)}
+	case f.parallel < 1 || f.parallel > 100:
+		return t, &config.Error{Field: "--parallel-deletes", Msg: fmt.Sprintf("expected 1 to 100, got %d", f.parallel)}
+	case f.budget < 1 || f.budget > 10000:
+		return t, &config.Error{Field: "--budget", Msg: fmt.Sprintf("expected 1 to 10000, got %d", f.budget)}
+	}
+	pods, err := routegc.ParsePrefixes(f.podCIDRs)
+	if err != nil {
+		return t, &config.Error{Field: "--pod-cidr", Msg: err.Error()}
+	}
+	t.PodCIDRs = pods
+	return t, nil
+}
+
+func (f *deorbitFlags) run(ctx context.Context, out io.Writer) error {
+	target, err := f.validate()
+	if err != nil {
+		return err
+	}
+	st := &v1alpha1.DeorbitStatus{}
+	if f.state != "" {
+		if b, err := os.ReadFile(f.state); err == nil {
+			if err := json.Unmarshal(b, st); err != nil {
+				return &config.Error{File: f.state, Field: "--state", Msg: "expected the JSON a previous run wrote: " + err.Error()}
+			}
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return &config.Error{File: f.state, Field: "--state", Msg: err.Error()}
+		}
+	}
+	in := deorbit.Input{Target: target, Settings: deorbit.Settings{GiveUpAfter: f.giveUp, UnreachableGracePeriod: f.grace,
+		CloudWaitTimeout: f.cloudWait, Budget: f.budget, DryRun: f.dryRun}}
+	if f.kubeconfig == "" {
+		in.SkipWorkload = "no --kubeconfig given"
+	} else {
+		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		if err != nil {
+			return &config.Error{File: f.kubeconfig, Field: "--kubeconfig", Msg: err.Error()}
+		}
+		if in.Workload, err = client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme}); err != nil {
+			// The API could not be asked for its kinds: unreachable for now.
+			in.WorkloadErr = err
+		}
+	}
+	auth, err := cliAuth(f.cloud)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	conn, err := openstack.Connect(cctx, openstack.Config{Auth: auth})
+	if err == nil {
+		var scope *tenancy.Scope
+		// The project is the credentials' own, proven as the operator proves a cluster's; the router too.
+		scope, err = tenancy.ScopeOf(cctx, conn, v1alpha1.OpenStackSpec{RouterID: f.router}, "the command's credentials")
+		if err == nil {
+			in.Cloud = scope.Cloud
+			fmt.Fprintf(out, "deorbit %s: project %s\n", f.clusterName, scope.ProjectID)
+		}
+	}
+	cancel()
+	if err != nil {
+		return fmt.Errorf("prove the cloud: %w", err)
+	}
+	policy := &cliPolicy{dryRun: f.dryRun, exclude: map[string]bool{}, out: out}
+	for _, x := range f.exclude {
+		policy.exclude[strings.TrimSpace(x)] = true
+	}
+	in.Policy = policy
+	clk := clock.RealClock{}
+	e := &deorbit.Engine{Clock: clk, Workers: f.parallel}
+	begin := clk.Now()
+	for {
+		res := e.Step(ctx, in, st)
+		printProgress(out, st, clk.Now().Sub(begin))
+		if f.state != "" {
+			if err := writeState(f.state, st); err != nil {
+				return err
+			}
+		}
+		switch {
+		case st.Phase == v1alpha1.DeorbitPhaseDryRunPlanned || (f.dryRun && res.Release):
+			printResources(out, "plan (dry run): would delete", st.Resources, v1alpha1.DeorbitWouldDelete)
+			return nil
+		case st.Phase == v1alpha1.DeorbitPhaseGaveUp:
+			printResources(out, "gave up; debris left in the cloud", st.Debris, "")
+			return exitError{code: ExitDebris, err: fmt.Errorf("gave up after %s with %d resources left", f.giveUp, len(st.Debris))}
+		case res.Release:
+			fmt.Fprintf(out, "done: the cloud confirmed every resource of %s gone (%d tracked) in %s\n", f.clusterName, st.Counts.Total, clk.Now().Sub(begin).Round(time.Second))
+			return nil
+		}
+		if !backoff.Sleep(ctx, clk, time.Until(res.Next)) {
+			return fmt.Errorf("stopped in phase %s: %w", st.Phase, context.Cause(ctx))
+		}
+	}
+}
+
+func printProgress(out io.Writer, st *v1alpha1.DeorbitStatus, elapsed time.Duration) {
+	line := fmt.Sprintf("[%s] phase %s: %d done, %d remaining of %d", elapsed.Round(time.Second), st.Phase, st.Counts.Done, st.Counts.Remaining, st.Counts.Total)
+	if st.NextAttemptTime != nil {
+		line += fmt.Sprintf("; next look in %s", time.Until(st.NextAttemptTime.Time).Round(time.Second))
+	}
+	if st.LastError != "" {
+		line += "; last error: " + st.LastError
+	}
+	fmt.Fprintln(out, line)
+}
+
+func printResources(out io.Writer, title string, rs []v1alpha1.DeorbitResource, state string) {
+	fmt.Fprintln(out, title+":")
+	for _, r := range rs {
+		if state != "" && r.State != state {
+			continue
+		}
+		fmt.Fprintf(out, "  %-22s %-40s %-30s %-15s %s\n", r.Type, r.ID, r.Name, r.Status, r.LastError)
+	}
+}
+
+func writeState(path string, st *v1alpha1.DeorbitStatus) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("write --state %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write --state %s: %w", path, err)
+	}
+	return nil
+}
+
+// cliPolicy is the remediation policy of a run without the operator: the command itself is the
+// decision to delete; --dry-run and --exclude apply, and every decision is printed.
+type cliPolicy struct {
+	mu      sync.Mutex
+	dryRun  bool
+	exclude map[string]bool
+	out     io.Writer
+}
+
+func (p *cliPolicy) Ask(_ context.Context, a remediation.Action) remediation.Decision {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.exclude[a.ID] || (a.Name != "" && p.exclude[a.Name]):
+		fmt.Fprintf(p.out, "  kept %s: excluded\n", a.Object())
+		return remediation.Decision{Outcome: remediation.Held, Reason: remediation.ReasonExcluded, Message: "excluded by --exclude"}
+	case p.dryRun:
+		return remediation.Decision{Outcome: remediation.DryRun, Reason: remediation.ReasonDryRun, Message: "dry run (--dry-run): would " + a.Verb}
+	}
+	return remediation.Decision{Outcome: remediation.Allowed, Reason: remediation.ReasonAllowed, Message: "allowed by the command"}
+}
+
+func (p *cliPolicy) Done(_ context.Context, a remediation.Action, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		fmt.Fprintf(p.out, "  %s %s failed: %v\n", a.Verb, a.Object(), err)
+		return
+	}
+	fmt.Fprintf(p.out, "  %s %s\n", a.Verb, a.Object())
+}
+
+// exitError carries its exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+func (e exitError) ExitCode() int { return e.code }
