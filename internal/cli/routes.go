@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"strings"
 	"text/tabwriter"
@@ -35,6 +36,7 @@ type routesAuditFlags struct {
 	protect  []string
 	sources  []string
 	timeout  time.Duration
+	output   string
 }
 
 func newRoutesAuditCommand() *cobra.Command {
@@ -52,8 +54,13 @@ collector (the operator's routegc controller) would decide for each route:
              one interval apart, saw it orphaned
   invalid    does not parse: never touched
 
+With -o json or -o yaml the same analysis is printed as data (router, sources, routes with their
+verdicts, counts) for scripts.
+
 Credentials: --cloud (clouds.yaml) or OS_CLOUD, else OS_* variables. Exit code 0 even when routes are
-orphaned; 1 when the reads fail or look incomplete.`,
+orphaned; 1 when the reads fail or look incomplete; 2 for bad flags.`,
+		Example: "  vitals routes audit --router r1 --pod-cidr 198.19.0.0/16\n" +
+			"  vitals routes audit --router r1 --pod-cidr 198.19.0.0/16 -o json | jq '.routes[] | select(.verdict == \"orphaned\")'",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.run(cmd.Context(), cmd)
@@ -68,10 +75,14 @@ orphaned; 1 when the reads fail or look incomplete.`,
 	fl.StringSliceVar(&f.protect, "protect", nil, "protected route DESTINATION[@NEXTHOP] (repeatable)")
 	fl.StringSliceVar(&f.sources, "sources", []string{"ports", "servers"}, "address sources: ports, servers")
 	fl.DurationVar(&f.timeout, "timeout", time.Minute, "time limit of the reads")
+	clirun.AddOutputFlag(cmd, &f.output)
 	return cmd
 }
 
 func (f *routesAuditFlags) run(ctx context.Context, cmd *cobra.Command) error {
+	if err := clirun.CheckOutput(f.output); err != nil {
+		return err
+	}
 	if f.router == "" {
 		return clirun.Usagef("--router is required")
 	}
@@ -132,11 +143,10 @@ func (f *routesAuditFlags) run(ctx context.Context, cmd *cobra.Command) error {
 		Routes: snap.Router.Routes, PodCIDRs: pods, Protected: protected, Live: snap.Live, Sources: snap.Sources,
 		Now: time.Now(),
 	})
-	PrintRouteAudit(cmd.OutOrStdout(), snap, plan)
-	if aerr != nil {
-		return aerr
+	if err := WriteRouteAudit(cmd.OutOrStdout(), f.output, snap, plan); err != nil {
+		return err
 	}
-	return nil
+	return aerr
 }
 
 // resolveRouter accepts a router ID or a name unique in the project.
@@ -161,27 +171,88 @@ func resolveRouter(ctx context.Context, cloud *openstack.Cloud, idOrName, projec
 	return "", fmt.Errorf("router %q: %d routers have this name in project %s; give the ID", idOrName, len(rs), project)
 }
 
-// PrintRouteAudit prints an analysis as a table with a summary line.
-func PrintRouteAudit(w interface{ Write([]byte) (int, error) }, snap *routegc.Snapshot, plan routegc.Plan) {
-	fmt.Fprintf(w, "router %s (%s), revision %d, %d routes; sources:", snap.Router.ID, snap.Router.Name, snap.Router.RevisionNumber, len(snap.Router.Routes))
-	for _, s := range snap.Sources {
-		fmt.Fprintf(w, " %s=%d", s.Name, s.Items)
+// RouteAudit is the analysis of one router as -o json and -o yaml print it.
+type RouteAudit struct {
+	Router  AuditRouter   `json:"router"`
+	Sources []AuditSource `json:"sources"`
+	Routes  []AuditRoute  `json:"routes"`
+	Counts  AuditCounts   `json:"counts"`
+}
+
+// AuditRouter names the router read.
+type AuditRouter struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Revision int    `json:"revision"`
+}
+
+// AuditSource is an address source and how many items (ports, servers) it read.
+type AuditSource struct {
+	Name  string `json:"name"`
+	Items int    `json:"items"`
+}
+
+// AuditRoute is one route and its verdict: foreign, protected, live, orphaned or invalid.
+type AuditRoute struct {
+	Destination string `json:"destination"`
+	NextHop     string `json:"nexthop"`
+	Verdict     string `json:"verdict"`
+	Detail      string `json:"detail,omitempty"`
+}
+
+// AuditCounts sums the verdicts.
+type AuditCounts struct {
+	Routes    int `json:"routes"`
+	Ours      int `json:"inPodCIDRs"`
+	Live      int `json:"live"`
+	Orphaned  int `json:"orphaned"`
+	Protected int `json:"protected"`
+	Foreign   int `json:"foreign"`
+	Invalid   int `json:"invalid"`
+}
+
+// NewRouteAudit turns a read and its analysis into a RouteAudit.
+func NewRouteAudit(snap *routegc.Snapshot, plan routegc.Plan) RouteAudit {
+	a := RouteAudit{
+		Router:  AuditRouter{ID: snap.Router.ID, Name: snap.Router.Name, Revision: snap.Router.RevisionNumber},
+		Sources: []AuditSource{},
+		Routes:  []AuditRoute{},
 	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DESTINATION\tNEXTHOP\tVERDICT\tDETAIL")
+	for _, s := range snap.Sources {
+		a.Sources = append(a.Sources, AuditSource{Name: s.Name, Items: s.Items})
+	}
 	for _, r := range plan.Results {
-		v := string(r.Verdict)
-		detail := r.Detail
+		v, detail := string(r.Verdict), r.Detail
 		if r.Verdict == routegc.Suspect {
 			v, detail = "orphaned", "nexthop held by no port or server"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Route.Destination, r.Route.NextHop, v, detail)
+		a.Routes = append(a.Routes, AuditRoute{Destination: r.Route.Destination, NextHop: r.Route.NextHop, Verdict: v, Detail: detail})
 	}
-	tw.Flush()
 	c := plan.Counts
-	fmt.Fprintf(w, "%d routes: %d in the pod CIDRs (%d live, %d orphaned, %d protected), %d foreign, %d invalid\n",
-		c.Routes, c.Ours, c.Live, c.Orphaned, c.Protected, c.Foreign, c.Invalid)
+	a.Counts = AuditCounts{Routes: c.Routes, Ours: c.Ours, Live: c.Live, Orphaned: c.Orphaned, Protected: c.Protected, Foreign: c.Foreign, Invalid: c.Invalid}
+	return a
+}
+
+// WriteRouteAudit prints an analysis as a table with a summary line (text), or as a RouteAudit (json, yaml).
+func WriteRouteAudit(w io.Writer, output string, snap *routegc.Snapshot, plan routegc.Plan) error {
+	a := NewRouteAudit(snap, plan)
+	return clirun.WriteOutput(w, output, a, func() error {
+		fmt.Fprintf(w, "router %s (%s), revision %d, %d routes; sources:", a.Router.ID, a.Router.Name, a.Router.Revision, len(a.Routes))
+		for _, s := range a.Sources {
+			fmt.Fprintf(w, " %s=%d", s.Name, s.Items)
+		}
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "DESTINATION\tNEXTHOP\tVERDICT\tDETAIL")
+		for _, r := range a.Routes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Destination, r.NextHop, r.Verdict, r.Detail)
+		}
+		tw.Flush()
+		c := a.Counts
+		_, err := fmt.Fprintf(w, "%d routes: %d in the pod CIDRs (%d live, %d orphaned, %d protected), %d foreign, %d invalid\n",
+			c.Routes, c.Ours, c.Live, c.Orphaned, c.Protected, c.Foreign, c.Invalid)
+		return err
+	})
 }
 
 // cliAuth finds OpenStack credentials for a one-shot command: --cloud or OS_CLOUD, else OS_*.

@@ -1,13 +1,11 @@
 package clirun
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/vitalsproject/vitals/internal/version"
 )
@@ -26,29 +24,13 @@ func NewVersionCommand(binary string) *cobra.Command {
 			return WriteVersion(cmd.OutOrStdout(), binary, version.Get(), output)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	AddOutputFlag(cmd, &output)
 	return cmd
 }
 
 // WriteVersion writes in to w in the format output (text, json or yaml); another format is a flag error.
 func WriteVersion(w io.Writer, binary string, in version.Info, output string) error {
-	switch output {
-	case "json":
-		b, err := json.MarshalIndent(in, "", "  ")
-		if err != nil {
-			return fmt.Errorf("encode version: %w", err)
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("encode version: %w", err)
-		}
-		_, err = w.Write(b)
-		return err
-	case "", "text":
+	return WriteOutput(w, output, in, func() error {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s %s\n", binary, in.Version)
 		line := func(k, v string) {
@@ -70,6 +52,5 @@ func WriteVersion(w io.Writer, binary string, in version.Info, output string) er
 		line("gophercloud", in.Gophercloud)
 		_, err := io.WriteString(w, b.String())
 		return err
-	}
-	return flagError{fmt.Errorf("--output %q: expected text, json or yaml", output)}
+	})
 }
