@@ -209,11 +209,16 @@ func printProgress(out io.Writer, st *v1alpha1.DeorbitStatus, elapsed time.Durat
 
 func printResources(out io.Writer, title string, rs []v1alpha1.DeorbitResource, state string) {
 	fmt.Fprintln(out, title+":")
+	n := 0
 	for _, r := range rs {
 		if state != "" && r.State != state {
 			continue
 		}
+		n++
 		fmt.Fprintf(out, "  %-22s %-40s %-30s %-15s %s\n", r.Type, r.ID, r.Name, r.Status, r.LastError)
+	}
+	if n == 0 {
+		fmt.Fprintln(out, "  (nothing)")
 	}
 }
 
