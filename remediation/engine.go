@@ -170,12 +170,9 @@ func (e *Engine) Begin(ctx context.Context, c *v1alpha1.VitalsCluster, controlle
 	if st := c.Status.Remediation; st != nil {
 		e.absorbLocked(r, st, now, p.s)
 	}
-	if scope.Total > 0 && p.s.invalid == nil {
-		max, _ := maxUnhealthyOf(p.s.maxUnhealthy, scope.Total)
-		if scope.Unhealthy > max {
-			p.storm = fmt.Sprintf("%d of %d objects look broken, more than maxUnhealthy %s (%d)", scope.Unhealthy, scope.Total, p.s.maxUnhealthy.String(), max)
-			r.stormSince = stamp(now)
-		}
+	if storm, why := Storm(c, scope); storm {
+		p.storm = why
+		r.stormSince = stamp(now)
 	}
 	return p
 }

@@ -113,3 +113,18 @@ func parseExclusions(v string) map[string]bool {
 func (s settings) excluded(a Action) bool {
 	return s.exclude[a.ID] || (a.Name != "" && s.exclude[a.Name])
 }
+
+// Storm reports whether scope trips c's storm rule (spec.remediation.maxUnhealthy), and says so, the
+// way Begin judges it: a controller uses it to name the storm in its own condition, also in a pass
+// that asks for nothing.
+func Storm(c *v1alpha1.VitalsCluster, scope Scope) (bool, string) {
+	s := settingsOf(c)
+	if scope.Total <= 0 || s.invalid != nil {
+		return false, ""
+	}
+	max, _ := maxUnhealthyOf(s.maxUnhealthy, scope.Total)
+	if scope.Unhealthy <= max {
+		return false, ""
+	}
+	return true, fmt.Sprintf("%d of %d objects look broken, more than maxUnhealthy %s (%d)", scope.Unhealthy, scope.Total, s.maxUnhealthy.String(), max)
+}

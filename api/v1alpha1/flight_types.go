@@ -133,6 +133,9 @@ type NodeEscalation struct {
 	Step string `json:"step"`
 	// Since the step was taken.
 	Since metav1.Time `json:"since"`
+	// FirstSeen is when the node was first seen unhealthy: the evidence of a delete.
+	// +optional
+	FirstSeen *metav1.Time `json:"firstSeen,omitempty"`
 	// Reason the node is unhealthy, e.g. NotReady, NeverRegistered, PodNetworkBroken.
 	// +optional
 	Reason string `json:"reason,omitempty"`

@@ -80,7 +80,7 @@ type Reconciler struct {
 // DefaultRepairs are every repair flight knows, in the order a pass runs them: the security group
 // first (a server without its rules or the group is cut off), then servers, then routes.
 func DefaultRepairs() []Repair {
-	return []Repair{SecurityGroupRules{}, SecurityGroupAssociation{}, ErroredServers{}, Routes{}}
+	return []Repair{SecurityGroupRules{}, SecurityGroupAssociation{}, ErroredServers{}, SecurityGroupSync{}, NeverHealthy{}, Routes{}}
 }
 
 // SetupWithManager registers the reconciler. Status-only updates do not trigger passes: passes run
