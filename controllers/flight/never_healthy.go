@@ -64,7 +64,9 @@ func (NeverHealthy) Name() string { return "neverHealthy" }
 func (NeverHealthy) Conditions() []string { return []string{v1alpha1.ConditionNodesHealthy} }
 
 // Enabled implements Repair.
-func (NeverHealthy) Enabled(r *v1alpha1.FlightRepairs) bool { return enabled(r.NeverHealthy.RepairSpec) }
+func (NeverHealthy) Enabled(r *v1alpha1.FlightRepairs) bool {
+	return enabled(r.NeverHealthy.RepairSpec)
+}
 
 // neverHealthySettings are the repair's timeouts with defaults applied.
 type neverHealthySettings struct {
