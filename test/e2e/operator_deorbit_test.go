@@ -13,10 +13,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,8 +58,12 @@ type deorbitFixture struct {
 	services []string // Service names
 	volumes  []string // Cinder volume IDs of the claims
 	lbs      []string // Octavia load balancer IDs of the Services
-	snaps    []string // Cinder snapshot IDs of the VolumeSnapshots
-	route    openstack.Route
+	// Orphans: the cluster's by their tags, but no claim or Service shows them any more; only the
+	// cloud-side sweep finds them, and the operator deletes them itself (through the proxies).
+	orphanVolumes []string
+	orphanLBs     []string
+	snaps         []string // Cinder snapshot IDs of the VolumeSnapshots
+	route         openstack.Route
 
 	mu      sync.Mutex
 	seen    []v1alpha1.VitalsCluster // every version of the VitalsCluster the watch saw
@@ -190,28 +197,73 @@ func (f *deorbitFixture) emptyCluster() {
 	})
 }
 
-// countDeletes adds a rule per volume and load balancer that lets its DELETE pass and counts it.
+// orphans creates volumes with Cinder CSI's metadata of the cluster and load balancers named as the cloud
+// controller manager names the cluster's, directly in the tenant's project, and waits until they are ready.
+func (f *deorbitFixture) orphans(nVolumes, nLBs int) {
+	f.t.Helper()
+	ctx := context.Background()
+	bc, err := f.w.cloud.Client(openstack.ServiceBlockStorage)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	lc, err := f.w.cloud.Client(openstack.ServiceLoadBalancer)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for i := 0; i < nVolumes; i++ {
+		v, err := volumes.Create(ctx, bc, volumes.CreateOpts{Size: 1, Name: fmt.Sprintf("orphan-%d", i),
+			Metadata: map[string]string{wlVolumeClusterKey: f.w.env.ClusterName}}, nil).Extract()
+		if err != nil {
+			f.t.Fatalf("create orphan volume: %v", err)
+		}
+		f.orphanVolumes = append(f.orphanVolumes, v.ID)
+	}
+	for i := 0; i < nLBs; i++ {
+		lb, err := loadbalancers.Create(ctx, lc, loadbalancers.CreateOpts{Name: fmt.Sprintf("%sorphans_lb-%d", f.w.LBNamePrefix(), i),
+			VipSubnetID: f.w.env.SubnetID}).Extract()
+		if err != nil {
+			f.t.Fatalf("create orphan load balancer: %v", err)
+		}
+		f.orphanLBs = append(f.orphanLBs, lb.ID)
+	}
+	opEventually(f.t, wlCloudTimeout, "orphans ready", func() (bool, string) {
+		var wait []string
+		for _, id := range f.orphanVolumes {
+			if v, err := f.w.cloud.GetVolume(ctx, id); err != nil || v.Status != "available" {
+				wait = append(wait, fmt.Sprintf("volume %s %v %v", id, v, err))
+			}
+		}
+		for _, id := range f.orphanLBs {
+			if l, err := f.w.cloud.GetLoadBalancer(ctx, id); err != nil || l.ProvisioningStatus != "ACTIVE" {
+				wait = append(wait, fmt.Sprintf("load balancer %s %v %v", id, l, err))
+			}
+		}
+		return len(wait) == 0, strings.Join(wait, ", ")
+	})
+}
+
+// countDeletes adds a rule per orphan volume and load balancer that lets its DELETE pass and counts it.
 func (f *deorbitFixture) countDeletes() {
 	f.t.Helper()
-	for _, id := range f.volumes {
+	for _, id := range f.orphanVolumes {
 		if err := f.cinder.Add(faultproxy.Rule{Name: "delete-" + id, Method: "DELETE", Path: "/v3/*/volumes/" + id, Fault: faultproxy.Pass()}); err != nil {
 			f.t.Fatal(err)
 		}
 	}
-	for _, id := range f.lbs {
-		if err := f.octavia.Add(faultproxy.Rule{Name: "delete-" + id, Method: "DELETE", Path: "/v2/lbaas/loadbalancers/" + id, Fault: faultproxy.Pass()}); err != nil {
+	for _, id := range f.orphanLBs {
+		if err := f.octavia.Add(faultproxy.Rule{Name: "delete-" + id, Method: "DELETE", Path: "/*/lbaas/loadbalancers/" + id, Fault: faultproxy.Pass()}); err != nil {
 			f.t.Fatal(err)
 		}
 	}
 }
 
-// deletes returns how many DELETE requests of each resource the operator sent (countDeletes).
+// deletes returns how many DELETE requests of each orphan the operator sent (countDeletes).
 func (f *deorbitFixture) deletes() map[string]int {
 	out := map[string]int{}
-	for _, id := range f.volumes {
+	for _, id := range f.orphanVolumes {
 		out["volume "+id] = f.cinder.Matched("delete-" + id)
 	}
-	for _, id := range f.lbs {
+	for _, id := range f.orphanLBs {
 		out["load balancer "+id] = f.octavia.Matched("delete-" + id)
 	}
 	return out
@@ -355,12 +407,12 @@ func (f *deorbitFixture) mustBeEmpty() {
 	for id, lb := range f.w.CloudLBs() {
 		f.t.Errorf("load balancer %s (%s, %s) of the cluster still in Octavia", id, lb.Name, lb.ProvisioningStatus)
 	}
-	for _, id := range f.volumes {
+	for _, id := range append(append([]string(nil), f.volumes...), f.orphanVolumes...) {
 		if _, err := f.w.cloud.GetVolume(ctx, id); !openstack.IsNotFound(err) {
 			f.t.Errorf("volume %s: Cinder answers %v, want 404", id, err)
 		}
 	}
-	for _, id := range f.lbs {
+	for _, id := range append(append([]string(nil), f.lbs...), f.orphanLBs...) {
 		if _, err := f.w.cloud.GetLoadBalancer(ctx, id); !openstack.IsNotFound(err) {
 			f.t.Errorf("load balancer %s: Octavia answers %v, want 404", id, err)
 		}
@@ -408,6 +460,7 @@ func deorbitSummary(d *v1alpha1.DeorbitStatus) string {
 
 func TestOperatorDeorbit(t *testing.T) {
 	f := newDeorbitFixture(t, 3, 2, true)
+	f.orphans(1, 1)
 	f.countDeletes()
 	f.operatorStart("deorbit")
 	key := f.create(nil)
@@ -421,6 +474,234 @@ func TestOperatorDeorbit(t *testing.T) {
 	for what, n := range f.deletes() {
 		if n > 1 {
 			t.Errorf("%s: %d DELETE requests, want at most one", what, n)
+		}
+	}
+}
+
+// Cinder answers 500 to the first two DELETEs of each orphan volume: deorbit retries with backoff, the third
+// goes through, and no fourth is sent.
+func TestOperatorDeorbitCinderDeleteFails(t *testing.T) {
+	f := newDeorbitFixture(t, 1, 0, false)
+	f.orphans(2, 0)
+	for _, id := range f.orphanVolumes {
+		if err := f.cinder.Add(faultproxy.Rule{Name: "delete-500-" + id, Method: "DELETE", Path: "/v3/*/volumes/" + id,
+			Fault: faultproxy.Status(500, faultproxy.StyleNova, "injected"), Times: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.operatorStart("deorbit")
+	key := f.create(nil)
+	f.deleteAndWait(key)
+	f.mustBeEmpty()
+	for _, id := range f.orphanVolumes {
+		if n, m := f.cinder.Count("delete-500-"+id), f.cinder.Matched("delete-500-"+id); n != 2 || m != 3 {
+			t.Errorf("volume %s: %d DELETEs answered 500 and %d sent, want 2 and 3", id, n, m)
+		}
+	}
+	failed := false
+	for _, vc := range f.versions() {
+		for _, r := range statusResources(vc) {
+			failed = failed || (r.Type == v1alpha1.DeorbitVolume && strings.Contains(r.LastError, "500"))
+		}
+	}
+	if !failed {
+		t.Errorf("no status showed a volume's failed delete")
+	}
+	if d := f.last().Status.Deorbit; d == nil || d.Phase != v1alpha1.DeorbitPhaseDone {
+		t.Errorf("last status %+v, want phase Done", d)
+	}
+}
+
+// versions returns every version of the VitalsCluster the watch saw.
+func (f *deorbitFixture) versions() []v1alpha1.VitalsCluster {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]v1alpha1.VitalsCluster(nil), f.seen...)
+}
+
+func statusResources(vc v1alpha1.VitalsCluster) []v1alpha1.DeorbitResource {
+	if vc.Status.Deorbit == nil {
+		return nil
+	}
+	return vc.Status.Deorbit.Resources
+}
+
+// Octavia keeps an orphan load balancer in PENDING_DELETE: its DELETE is refused with Octavia's own 409, its
+// reads say PENDING_DELETE. Deorbit gives up after giveUpAfter with an exact debris report: that load
+// balancer and nothing else, in status (with its status and last error), counted in an Event and in the debris
+// metric.
+func TestOperatorDeorbitLoadBalancerStuck(t *testing.T) {
+	f := newDeorbitFixture(t, 1, 1, false)
+	f.orphans(0, 1)
+	stuck := f.orphanLBs[0]
+	lb, err := f.w.cloud.GetLoadBalancer(context.Background(), stuck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(map[string]any{"loadbalancer": map[string]any{"id": lb.ID, "name": lb.Name, "project_id": lb.ProjectID,
+		"provisioning_status": "PENDING_DELETE", "operating_status": lb.OperatingStatus, "vip_address": lb.VIPAddress, "tags": lb.Tags}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := faultproxy.Status(200, faultproxy.StyleOctavia, "")
+	get.Body = body
+	if err := f.octavia.Add(
+		faultproxy.Rule{Name: "stuck-delete", Method: "DELETE", Path: "/*/lbaas/loadbalancers/" + stuck,
+			Fault: faultproxy.Status(409, faultproxy.StyleOctavia, "Invalid state PENDING_DELETE of loadbalancer resource "+stuck)},
+		faultproxy.Rule{Name: "stuck-get", Method: "GET", Path: "/*/lbaas/loadbalancers/" + stuck, Fault: get},
+	); err != nil {
+		t.Fatal(err)
+	}
+	r := f.operatorStart("deorbit")
+	key := f.create(func(vc *v1alpha1.VitalsCluster) {
+		vc.Spec.Controllers.Deorbit.GiveUpAfter = &metav1.Duration{Duration: time.Minute}
+	})
+	f.deleteAndWait(key)
+	d := f.last().Status.Deorbit
+	if d == nil || d.Phase != v1alpha1.DeorbitPhaseGaveUp {
+		t.Fatalf("last status %+v, want phase GaveUp", d)
+	}
+	if len(d.Debris) != 1 || d.Debris[0].Type != v1alpha1.DeorbitLoadBalancer || d.Debris[0].ID != stuck {
+		t.Fatalf("debris %+v, want exactly the stuck load balancer %s", d.Debris, stuck)
+	}
+	t.Logf("debris: %+v", d.Debris[0])
+	if st := d.Debris[0].Status; st != "PENDING_DELETE" {
+		t.Errorf("debris status %q, want PENDING_DELETE", st)
+	}
+	if f.octavia.Matched("stuck-get") == 0 {
+		t.Errorf("the stuck load balancer was never read")
+	}
+	// Everything else went.
+	ctx := context.Background()
+	for _, id := range f.volumes {
+		if _, err := f.w.cloud.GetVolume(ctx, id); !openstack.IsNotFound(err) {
+			t.Errorf("volume %s: %v, want 404", id, err)
+		}
+	}
+	for _, id := range f.lbs {
+		if _, err := f.w.cloud.GetLoadBalancer(ctx, id); !openstack.IsNotFound(err) {
+			t.Errorf("load balancer %s: %v, want 404", id, err)
+		}
+	}
+	// The Event counts the debris by type and points at the status, which names each piece.
+	opEventually(t, time.Minute, "a DeorbitGaveUp Event counting one load balancer", func() (bool, string) {
+		var evs corev1.EventList
+		if err := f.c.List(ctx, &evs, client.InNamespace(f.ns)); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range evs.Items {
+			if e.Reason == "DeorbitGaveUp" {
+				if strings.Contains(e.Message, "1 "+v1alpha1.DeorbitLoadBalancer) {
+					return true, ""
+				}
+				seen = append(seen, e.Message)
+			}
+		}
+		return false, fmt.Sprintf("DeorbitGaveUp Events: %q", seen)
+	})
+	if got := metricValue(t, r, "vitals_deorbit_debris", map[string]string{"vitalscluster": key.String(), "type": v1alpha1.DeorbitLoadBalancer}); got != 1 {
+		t.Errorf("vitals_deorbit_debris{type=LoadBalancer} = %v, want 1", got)
+	}
+}
+
+// metricValue reads a gauge of the operator's registry (-1 when absent).
+func metricValue(t *testing.T, r *opRun, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := r.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
+					continue metrics
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
+// The workload cluster goes away once deorbit began: after the grace period deorbit goes on with the
+// cloud-side sweep, which finds the volumes and load balancers by the cluster's tags and deletes them.
+func TestOperatorDeorbitWorkloadGone(t *testing.T) {
+	f := newDeorbitFixture(t, 2, 1, false)
+	f.operatorStart("deorbit")
+	key := f.create(func(vc *v1alpha1.VitalsCluster) {
+		vc.Spec.Controllers.Deorbit.UnreachableGracePeriod = &metav1.Duration{Duration: 5 * time.Second}
+	})
+	if err := f.kube.Add(faultproxy.Rule{Name: "gone", Path: "/**", Fault: faultproxy.Reset()}); err != nil {
+		t.Fatal(err)
+	}
+	f.deleteAndWait(key)
+	d := f.last().Status.Deorbit
+	if d == nil || d.WorkloadSkipped == "" || d.Phase != v1alpha1.DeorbitPhaseDone {
+		t.Errorf("last status %+v, want phase Done with the Kubernetes phases skipped", d)
+	} else {
+		t.Logf("workload skipped: %s", d.WorkloadSkipped)
+	}
+	for id := range f.w.CloudVolumes() {
+		t.Errorf("volume %s of the cluster still in Cinder", id)
+	}
+	for id := range f.w.CloudLBs() {
+		t.Errorf("load balancer %s of the cluster still in Octavia", id)
+	}
+	if f.kube.Count("gone") == 0 {
+		t.Errorf("the operator never tried the workload cluster after it went away")
+	}
+}
+
+// The operator is stopped while deorbit runs; a new one resumes from the status and sends no DELETE twice.
+func TestOperatorDeorbitOperatorKilled(t *testing.T) {
+	f := newDeorbitFixture(t, 2, 1, false)
+	f.orphans(2, 1)
+	f.countDeletes()
+	// Slow Cinder's and Octavia's answers so that the stop lands mid-run.
+	for _, p := range []*faultproxy.Proxy{f.cinder, f.octavia} {
+		if err := p.Add(faultproxy.Rule{Name: "slow", Method: "GET", Fault: faultproxy.Delay(2 * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := f.operatorStart("deorbit-1")
+	key := f.create(nil)
+	f.delete(key)
+	orphan := map[string]bool{}
+	for _, id := range append(append([]string(nil), f.orphanVolumes...), f.orphanLBs...) {
+		orphan[id] = true
+	}
+	opEventually(t, deorbitTimeout, "a delete of an orphan sent and recorded in the status", func() (bool, string) {
+		for _, r := range statusResources(f.last()) {
+			if orphan[r.ID] && r.Attempts > 0 {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("DELETEs %v, status %s", f.deletes(), deorbitSummary(f.last().Status.Deorbit))
+	})
+	first.stop()
+	select {
+	case err := <-first.done:
+		first.done <- err // for opStart's cleanup
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first operator did not stop")
+	}
+	t.Logf("stopped at %s; DELETEs so far %v", deorbitSummary(f.last().Status.Deorbit), f.deletes())
+	var still v1alpha1.VitalsCluster
+	if err := f.c.Get(context.Background(), key, &still); err != nil {
+		t.Fatalf("the cluster after the first operator stopped: %v (deorbit ended before the stop: nothing to resume)", err)
+	}
+	f.operatorStart("deorbit-2")
+	f.waitGone(key)
+	f.mustBeEmpty()
+	for what, n := range f.deletes() {
+		if n != 1 {
+			t.Errorf("%s: %d DELETE requests, want exactly one", what, n)
 		}
 	}
 }
