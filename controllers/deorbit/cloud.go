@@ -187,7 +187,7 @@ func (s *step) waitForCloud(ctx context.Context, cloud Cloud) (bool, time.Time) 
 			waiting = append(waiting, r)
 		}
 	}
-	s.refresh(ctx, cloud, waiting)
+	s.refresh(ctx, cloud, s.listedAway(ctx, cloud, waiting))
 	left := 0
 	for _, r := range waiting {
 		if r.State == v1alpha1.DeorbitDeleting {
@@ -201,7 +201,44 @@ func (s *step) waitForCloud(ctx context.Context, cloud Cloud) (bool, time.Time) 
 	return false, minTime(s.now.Add(s.pollAfter(elapsed)), s.st.PhaseStartTime.Add(s.in.Settings.CloudWaitTimeout))
 }
 
-// pollAfter grows the wait between looks with the time already waited: a quarter of it, from 2s up to
+// listThreshold: above this many resources to look at, one list per kind tells which are still there
+// (a list of the project is complete or an error), and only those it no longer shows are asked for
+// one by one, each to be confirmed by a 404: a few requests per look instead of one per resource.
+const listThreshold = 10
+
+// listedAway returns the resources of rs to ask for one by one: all of them when they are few or a list
+// fails; else those the lists of the project no longer show (the others get the listed status).
+func (s *step) listedAway(ctx context.Context, cloud Cloud, rs []*v1alpha1.DeorbitResource) []*v1alpha1.DeorbitResource {
+	if len(rs) <= listThreshold {
+		return rs
+	}
+	status := map[string]string{}
+	vols, err := cloud.ListVolumes(ctx, listAll)
+	if err != nil {
+		return rs
+	}
+	for _, v := range vols {
+		status[v1alpha1.DeorbitVolume+"/"+v.ID] = v.Status
+	}
+	lbs, err := cloud.ListLoadBalancers(ctx, listAll)
+	if err != nil {
+		return rs
+	}
+	for _, l := range lbs {
+		status[v1alpha1.DeorbitLoadBalancer+"/"+l.ID] = l.ProvisioningStatus
+	}
+	var away []*v1alpha1.DeorbitResource
+	for _, r := range rs {
+		if st, ok := status[r.Type+"/"+r.ID]; ok {
+			r.Status = st
+			continue
+		}
+		away = append(away, r)
+	}
+	return away
+}
+
+// pollAfter grows the wait between looks with the time already waited: a quarter of it, from 1s up to
 // Poll.
 func (s *step) pollAfter(elapsed time.Duration) time.Duration {
 	return min(max(elapsed/4, minPoll), s.e.poll())

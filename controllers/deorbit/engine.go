@@ -45,7 +45,7 @@ const (
 	// DefaultPoll is the longest wait between two looks at the cloud while it deletes.
 	DefaultPoll = 30 * time.Second
 	// minPoll is the shortest.
-	minPoll = 2 * time.Second
+	minPoll = time.Second
 	// DefaultReplan is how often a dry run's plan is made again while the finalizer is held.
 	DefaultReplan = 10 * time.Minute
 )
@@ -223,6 +223,10 @@ func (e *Engine) Step(ctx context.Context, in Input, st *v1alpha1.DeorbitStatus)
 	}
 	for {
 		done, next := s.run(ctx)
+		if !done && s.issued >= in.Settings.Budget && in.Settings.Budget > 0 {
+			// This step's cap was reached: the next deletes are due at once.
+			next = minTime(next, now.Add(minPoll))
+		}
 		if !done {
 			if next.IsZero() || next.After(giveUp) {
 				next = giveUp

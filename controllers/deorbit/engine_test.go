@@ -519,3 +519,38 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+// Many claims and a small cap per step: every step issues at most the cap and the next one is due at
+// once; the waits read lists instead of one volume at a time; every volume is deleted exactly once.
+func TestStepMany(t *testing.T) {
+	cloud := newMemCloud()
+	var objs []client.Object
+	for i := 0; i < 30; i++ {
+		id := fmt.Sprintf("v%02d", i)
+		cloud.vols[id] = &openstack.Volume{ID: id, Status: "in-use", Metadata: map[string]string{MetadataCluster: "c1"}}
+		objs = append(objs, cinderPV("pv-"+id, id, "app", "data-"+id, corev1.PersistentVolumeReclaimDelete, corev1.VolumeBound),
+			&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-" + id}})
+	}
+	wl := workloadClient(t, objs...)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	a := &asker{}
+	set := settings()
+	set.Budget = 7
+	in := Input{Target: target(), Settings: set, Workload: wl, Cloud: cloud, Policy: a}
+	st := &v1alpha1.DeorbitStatus{}
+	res, steps := run(t, &Engine{Clock: clk, Rand: func() float64 { return 0 }}, clk, in, st, 200, nil)
+	if !res.Release || st.Phase != v1alpha1.DeorbitPhaseDone {
+		t.Fatalf("after %d steps: phase %s, last error %q", steps, st.Phase, st.LastError)
+	}
+	if len(cloud.vols) != 0 {
+		t.Errorf("%d volumes left", len(cloud.vols))
+	}
+	for id, n := range cloud.deletes {
+		if n != 1 {
+			t.Errorf("%s deleted %d times", id, n)
+		}
+	}
+	if st.Counts.Total != 60 || st.Counts.Remaining != 0 {
+		t.Errorf("counts %+v", st.Counts)
+	}
+}

@@ -133,6 +133,9 @@ func (s *step) claims(ctx context.Context, cl client.Client) (bool, time.Time, e
 		}
 		switch c.pv.Status.Phase {
 		case corev1.VolumeBound:
+			if c.pv.Spec.ClaimRef == nil {
+				continue
+			}
 			if r := s.find(v1alpha1.DeorbitClaim, c.pv.Spec.ClaimRef.Namespace+"/"+c.pv.Spec.ClaimRef.Name); r != nil &&
 				(r.State == v1alpha1.DeorbitDeleting || r.State == v1alpha1.DeorbitGone) {
 				v.State = v1alpha1.DeorbitDeleting
