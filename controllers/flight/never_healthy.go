@@ -45,9 +45,15 @@ const ReasonTooManyUnhealthy = "TooManyUnhealthy"
 // remediation policy's budget and storm rule bound what follows.
 const NodeConditionPodNetworkHealthy corev1.NodeConditionType = "PodNetworkHealthy"
 
+// ReasonSandboxNetworkFailures is the agent's PodNetworkHealthy reason when only kubelet's Events
+// (which anyone allowed to create Events in a namespace with a pod on the node can write) turned it
+// False: no reason to reboot or delete a server. The CNI's own reports (CNIAddFailuresExceeded) are.
+const ReasonSandboxNetworkFailures = "SandboxNetworkFailures"
+
 // NeverHealthy repairs servers whose node is not healthy: an ACTIVE server with no Ready Node after
 // the spawn timeout (the seed's "nodes running but never healthy", security group updates too slow
-// for the node's first boot), or whose Node's agent says the pod network is broken. It escalates as
+// for the node's first boot), or whose Node's agent says the CNI is broken (PodNetworkHealthy=False
+// from the CNI's own reports, not from kubelet's Events alone). It escalates as
 // the seed prefers, rebooting first: a soft reboot, then after its timeout a hard reboot, then after
 // that one's timeout a delete (the cluster's machine management replaces the server). A fault is acted
 // on from the second pass that sees it; the escalation is kept in status.flight.escalations, so a
@@ -101,7 +107,7 @@ func NodeFault(sv openstack.Server, node *corev1.Node, now time.Time, spawn time
 		return ""
 	}
 	if node != nil {
-		if c, ok := nodeCondition(node, NodeConditionPodNetworkHealthy); ok && c.Status == corev1.ConditionFalse {
+		if c, ok := nodeCondition(node, NodeConditionPodNetworkHealthy); ok && c.Status == corev1.ConditionFalse && c.Reason != ReasonSandboxNetworkFailures {
 			return FaultPodNetworkBroken
 		}
 		if c, ok := nodeCondition(node, corev1.NodeReady); ok && c.Status == corev1.ConditionTrue {
