@@ -9,7 +9,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -482,30 +481,8 @@ func TestOperatorFlight(t *testing.T) {
 			c.Spec.Remediation.MinProofAge = &metav1.Duration{}
 			c.Spec.Remediation.MaxUnhealthy = &intstr.IntOrString{Type: intstr.String, StrVal: "100%"}
 		})
-		env := testenv.RequireFull(t)
-		proxy, err := faultproxy.NewCloud(env.AuthURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = proxy.Close() })
-		origin := func(s openstack.Service) *faultproxy.Proxy {
-			c, err := f.cloud.Client(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			u, err := url.Parse(c.Endpoint)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := proxy.Service(u.Scheme + "://" + u.Host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}
-		neutron, nova := origin(openstack.ServiceNetworking), origin(openstack.ServiceCompute)
-		auth := opAuth(t, env)
-		auth.Options.IdentityEndpoint = proxy.AuthURL()
+		auth, proxies := opFaultProxy(t, testenv.RequireFull(t), f.cloud, openstack.ServiceNetworking, openstack.ServiceCompute)
+		neutron, nova := proxies[0], proxies[1]
 		f.rec.Tenancy = f.verifier(opConnect(t, auth, nil))
 
 		// Something for every repair to do: no rules, a server without the group, an errored server, a

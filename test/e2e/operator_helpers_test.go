@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/big"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -35,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/vitalsproject/vitals/internal/faultproxy"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/operator"
@@ -124,6 +126,38 @@ func opConnect(t testing.TB, a openstack.Auth, tr http.RoundTripper) *openstack.
 		t.Fatalf("connect to the test cloud: %v", err)
 	}
 	return c
+}
+
+// opFaultProxy puts the fault proxy in front of the test cloud: a proxy for Keystone whose tokens'
+// catalog points at one proxy per service, and one for each of services (reached through cloud's
+// catalog). It returns the credentials that authenticate through the proxy, and the services' proxies
+// in order.
+func opFaultProxy(t testing.TB, env testenv.OpenStackEnv, cloud *openstack.Cloud, services ...openstack.Service) (openstack.Auth, []*faultproxy.Proxy) {
+	t.Helper()
+	fp, err := faultproxy.NewCloud(env.AuthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fp.Close() })
+	var out []*faultproxy.Proxy
+	for _, s := range services {
+		c, err := cloud.Client(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(c.Endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := fp.Service(u.Scheme + "://" + u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	auth := opAuth(t, env)
+	auth.Options.IdentityEndpoint = fp.AuthURL()
+	return auth, out
 }
 
 // opNet is a throw-away network, subnet and router (with an interface on the subnet) on the real

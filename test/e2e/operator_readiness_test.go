@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -23,26 +22,8 @@ func TestOperatorReadinessNeutronFaults(t *testing.T) {
 	env := testenv.OpenStack(t)
 	opInstallCRD(t, cfg)
 	c := opClient(t, cfg)
-	fp, err := faultproxy.NewCloud(env.AuthURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fp.Close() })
-	auth := opAuth(t, env)
-	cl := opConnect(t, auth, nil)
-	nc, err := cl.Client(openstack.ServiceNetworking)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(nc.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	neutron, err := fp.Service(u.Scheme + "://" + u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth.Options.IdentityEndpoint = fp.AuthURL()
+	auth, proxies := opFaultProxy(t, env, opConnect(t, opAuth(t, env), nil), openstack.ServiceNetworking)
+	neutron := proxies[0]
 
 	start := func(id string, critical bool) string {
 		r := opStart(t, operator.Options{

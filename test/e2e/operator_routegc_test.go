@@ -7,7 +7,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -323,33 +322,16 @@ func TestOperatorRouteGCReadFailureRemovesNothing(t *testing.T) {
 	// The pass reads the real cloud through internal/faultproxy: a proxy in front of Keystone that points
 	// the token's catalog at one proxy per service.
 	env := testenv.OpenStack(t)
-	proxy, err := faultproxy.NewCloud(env.AuthURL)
-	if err != nil {
-		t.Fatal(err)
+	services := []openstack.Service{openstack.ServiceNetworking}
+	if f.servers {
+		services = append(services, openstack.ServiceCompute)
 	}
-	t.Cleanup(func() { _ = proxy.Close() })
-	origin := func(s openstack.Service) *faultproxy.Proxy {
-		c, err := f.cloud.Client(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u, err := url.Parse(c.Endpoint)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := proxy.Service(u.Scheme + "://" + u.Host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	neutron := origin(openstack.ServiceNetworking)
+	auth, proxies := opFaultProxy(t, env, f.cloud, services...)
+	neutron := proxies[0]
 	var nova *faultproxy.Proxy
 	if f.servers {
-		nova = origin(openstack.ServiceCompute)
+		nova = proxies[1]
 	}
-	auth := opAuth(t, env)
-	auth.Options.IdentityEndpoint = proxy.AuthURL()
 	proxied := opConnect(t, auth, nil)
 	f.rec.Tenancy = staticTenancy{proxied, f.cloud.ProjectID()}
 
