@@ -132,7 +132,8 @@ func newFlFixture(t *testing.T, wl *flightWorkload, mutate func(*v1alpha1.Vitals
 	}
 	// What the access controller does in the operator: the cluster's cloud proven.
 	f.policy.Checks().Set(f.key, remediation.CheckCloud, nil)
-	wm, err := workload.NewManager(workload.Options{Secrets: f.c, Checks: f.policy.Checks()})
+	// The private kube-apiserver listens on 127.0.0.1: a loopback server the operator refuses by default.
+	wm, err := workload.NewManager(workload.Options{Secrets: f.c, Checks: f.policy.Checks(), Rules: workload.KubeconfigRules{AllowLoopback: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
