@@ -1,6 +1,8 @@
 // Package testenv connects tests to the real services that hack/testenv.sh starts: a kube-apiserver with etcd,
 // OpenStack (Keystone and Neutron in the fast tier; Nova, Cinder, Glance, Placement and Octavia as well in the
-// full tier) and a private Docker engine.
+// full tier), a private Docker engine, and, with the full tier, the workload cluster of the deorbit end-to-end
+// tests (Workload: a kube-apiserver of its own with kube-controller-manager, the OpenStack cloud controller manager
+// and Cinder CSI, acting in a project of their own).
 //
 // The services are described by environment variables (VITALS_TEST_KUBECONFIG, KUBEBUILDER_ASSETS, OS_*,
 // VITALS_TEST_OPENSTACK, VITALS_TEST_DOCKER_HOST). When a group of them is absent from the environment, the
