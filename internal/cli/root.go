@@ -37,6 +37,7 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		newAgentCommand(),
 		newRoutesCommand(),
 		newDeorbitCommand(),
+		newDoctorCommand(),
 	)
 	return root
 }

@@ -1,0 +1,249 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/internal/cli/clirun"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/tenancy"
+	"github.com/vitalsproject/vitals/workload"
+)
+
+// ExitDoctorFailed is the exit code of `vitals doctor` when a check failed.
+const ExitDoctorFailed = 1
+
+type doctorFlags struct {
+	kubeconfig      string
+	namespace       string
+	cloud           string
+	trustNamespaces []string
+	trustedAuthURLs []string
+	podCIDRLimit4   int
+	podCIDRLimit6   int
+	allowInsecure   bool
+	allowLoopback   bool
+	timeout         time.Duration
+	output          string
+}
+
+func newDoctorCommand() *cobra.Command {
+	f := &doctorFlags{}
+	cmd := &cobra.Command{
+		Use:   "doctor NAME --namespace NS",
+		Short: "Check a VitalsCluster and its cloud as the operator would, before it acts; changes nothing",
+		Long: `Check one VitalsCluster with the operator's own code, and print a table (-o json|yaml: the same as data):
+
+  crd        the VitalsCluster kind is served by the API server
+  cluster    the VitalsCluster exists
+  cloud      its credentials (its Secret, or the operator's for a namespace given with --trust-namespace)
+             authenticate, and its project owns the router, network, subnet and security group it names;
+             its pod CIDRs are within the limits and overlap no older cluster's on the router (tenancy)
+  routes     Neutron offers extraroute-atomic (the route collector's atomic route updates)
+  workload   its kubeconfig Secret is accepted and the workload API answers with it
+
+A check that cannot run because an earlier one failed is skipped. Exit codes: 0 every check passed,
+1 a check failed, 2 bad flags or configuration.`,
+		Example: "  vitals doctor prod-eu -n clusters\n  vitals doctor prod-eu -n clusters --cloud prod --trust-namespace clusters -o json",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0])
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster holding the VitalsCluster (default: in-cluster, then KUBECONFIG)")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", "namespace of the VitalsCluster (required)")
+	fl.StringVar(&f.cloud, "cloud", "", "the operator's own credentials: cloud of clouds.yaml (default: OS_CLOUD, else OS_* variables; none: only credentials Secrets)")
+	fl.StringArrayVar(&f.trustNamespaces, "trust-namespace", nil, "namespace whose VitalsClusters may use the operator's credentials, as the operator's flag")
+	fl.StringArrayVar(&f.trustedAuthURLs, "trusted-auth-url", nil, "Keystone URL prefix trusted for credentials Secrets, as the operator's flag")
+	fl.IntVar(&f.podCIDRLimit4, "pod-cidr-limit-v4", 12, "shortest IPv4 pod CIDR prefix, as the operator's flag")
+	fl.IntVar(&f.podCIDRLimit6, "pod-cidr-limit-v6", 44, "shortest IPv6 pod CIDR prefix, as the operator's flag")
+	fl.BoolVar(&f.allowInsecure, "allow-insecure-workload", false, "accept insecure workload kubeconfigs, as the operator's flag")
+	fl.BoolVar(&f.allowLoopback, "allow-loopback-workload", false, "accept workload kubeconfigs whose server is on a loopback address, as the operator's flag")
+	fl.DurationVar(&f.timeout, "timeout", time.Minute, "time limit of all checks")
+	clirun.AddOutputFlag(cmd, &f.output)
+	return cmd
+}
+
+// DoctorCheck is one line of `vitals doctor`.
+type DoctorCheck struct {
+	Name   string `json:"name"`
+	Result string `json:"result"` // ok, failed, skipped
+	Detail string `json:"detail,omitempty"`
+	Reason string `json:"reason,omitempty"` // the condition reason of a failure (tenancy, workload)
+}
+
+// DoctorReport is what `vitals doctor -o json|yaml` prints.
+type DoctorReport struct {
+	Cluster   string        `json:"cluster"`
+	ProjectID string        `json:"projectID,omitempty"`
+	Checks    []DoctorCheck `json:"checks"`
+	OK        bool          `json:"ok"`
+}
+
+func (f *doctorFlags) run(ctx context.Context, out, stderr io.Writer, name string) error {
+	if err := clirun.CheckOutput(f.output); err != nil {
+		return err
+	}
+	if f.namespace == "" {
+		return clirun.Usagef("--namespace is required")
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	rc, err := restConfig(f.kubeconfig, "", "", "")
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	c, err := client.New(rc, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("connect to the Kubernetes API %s: %w", rc.Host, err)
+	}
+	var operatorAuth *openstack.Auth
+	switch a, err := openstack.PickAuth(openstack.AuthSources{Cloud: f.cloud}); {
+	case err == nil:
+		operatorAuth = &a
+	case !errors.Is(err, openstack.ErrNoCredentials):
+		return err
+	}
+	rep := DoctorReport{Cluster: f.namespace + "/" + name, Checks: []DoctorCheck{}}
+	add := func(check, result, detail, reason string) {
+		rep.Checks = append(rep.Checks, DoctorCheck{Name: check, Result: result, Detail: detail, Reason: reason})
+	}
+	skipped := func(checks ...string) {
+		for _, ch := range checks {
+			add(ch, "skipped", "an earlier check failed", "")
+		}
+	}
+	// The checks' findings are the report; only warnings of the code they run go to stderr.
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	f.check(ctx, c, name, operatorAuth, log, add, skipped, &rep)
+	rep.OK = true
+	for _, ch := range rep.Checks {
+		rep.OK = rep.OK && ch.Result == "ok"
+	}
+	err = clirun.WriteOutput(out, f.output, rep, func() error {
+		fmt.Fprintf(out, "VitalsCluster %s", rep.Cluster)
+		if rep.ProjectID != "" {
+			fmt.Fprintf(out, ", project %s", rep.ProjectID)
+		}
+		fmt.Fprintln(out)
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "CHECK\tRESULT\tDETAIL")
+		for _, ch := range rep.Checks {
+			d := ch.Detail
+			if ch.Reason != "" {
+				d = ch.Reason + ": " + d
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Name, ch.Result, d)
+		}
+		return tw.Flush()
+	})
+	if err != nil {
+		return err
+	}
+	if !rep.OK {
+		return exitError{code: ExitDoctorFailed, err: fmt.Errorf("VitalsCluster %s: a check failed", rep.Cluster)}
+	}
+	return nil
+}
+
+// check runs the checks in order, each through the operator's own code.
+func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, operatorAuth *openstack.Auth, log *slog.Logger,
+	add func(check, result, detail, reason string), skipped func(...string), rep *DoctorReport) {
+	var list v1alpha1.VitalsClusterList
+	if err := c.List(ctx, &list, client.InNamespace(f.namespace), client.Limit(1)); err != nil {
+		add("crd", "failed", fmt.Sprintf("list VitalsClusters: %v (install deploy/crds/)", err), "")
+		skipped("cluster", "cloud", "routes", "workload")
+		return
+	}
+	add("crd", "ok", "vitalsclusters."+v1alpha1.GroupVersion.Group+" served", "")
+	var vc v1alpha1.VitalsCluster
+	if err := c.Get(ctx, client.ObjectKey{Namespace: f.namespace, Name: name}, &vc); err != nil {
+		detail := err.Error()
+		if apierrors.IsNotFound(err) {
+			detail = fmt.Sprintf("no VitalsCluster %s in namespace %s", name, f.namespace)
+		}
+		add("cluster", "failed", detail, "")
+		skipped("cloud", "routes", "workload")
+		return
+	}
+	add("cluster", "ok", fmt.Sprintf("router %s, pod CIDRs %v", vc.Spec.OpenStack.RouterID, vc.Spec.PodCIDRs), "")
+
+	opts := tenancy.Options{Secrets: c, Clusters: c, TrustedNamespaces: f.trustNamespaces, TrustedAuthURLs: f.trustedAuthURLs,
+		Limits: tenancy.Limits{MaxPodPrefix4: f.podCIDRLimit4, MaxPodPrefix6: f.podCIDRLimit6}, Logger: log}
+	if operatorAuth != nil {
+		a := *operatorAuth
+		opts.Operator = func(ctx context.Context) (tenancy.Connection, error) {
+			return openstack.Connect(ctx, openstack.Config{Auth: a})
+		}
+		opts.TrustedAuthURLs = append(opts.TrustedAuthURLs, a.Options.IdentityEndpoint)
+	}
+	scope, err := tenancy.NewVerifier(opts).Resolve(ctx, &vc)
+	if err != nil {
+		var r *tenancy.Refusal
+		if errors.As(err, &r) {
+			add("cloud", "failed", r.Message, r.Reason)
+		} else {
+			add("cloud", "failed", err.Error(), tenancy.ReasonCloudUnavailable)
+		}
+		skipped("routes")
+	} else {
+		rep.ProjectID = scope.ProjectID
+		add("cloud", "ok", fmt.Sprintf("project %s proven (%s); router %s is the project's", scope.ProjectID, scope.Source, scope.Router.ID), "")
+		switch atomic, err := scope.Cloud.AtomicRoutes(ctx); {
+		case err != nil:
+			add("routes", "failed", fmt.Sprintf("read Neutron's extensions: %v", err), "")
+		case !atomic:
+			add("routes", "failed", "Neutron does not offer extraroute-atomic: enable the extension (service_plugins router, extraroute)", "")
+		default:
+			add("routes", "ok", "extraroute-atomic offered", "")
+		}
+	}
+
+	wl, err := workload.NewManager(workload.Options{Secrets: c, Checks: remediation.NewChecks(clock.RealClock{}),
+		Rules: workload.KubeconfigRules{AllowInsecure: f.allowInsecure, AllowLoopback: f.allowLoopback}, UserAgent: "vitals-doctor", Logger: log})
+	if err != nil {
+		add("workload", "failed", err.Error(), "")
+		return
+	}
+	defer wl.Close()
+	cl, err := wl.For(ctx, &vc)
+	if err != nil {
+		var we *workload.Error
+		if errors.As(err, &we) {
+			add("workload", "failed", we.Message, we.Reason)
+		} else {
+			add("workload", "failed", err.Error(), "")
+		}
+		return
+	}
+	var nodes corev1.NodeList
+	if err := cl.Client().List(ctx, &nodes, client.Limit(500)); err != nil {
+		add("workload", "failed", fmt.Sprintf("list nodes through %s: %v", cl.Source(), err), "")
+		return
+	}
+	add("workload", "ok", fmt.Sprintf("the API answers through %s: %d nodes", cl.Source(), len(nodes.Items)), "")
+}
