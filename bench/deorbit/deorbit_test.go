@@ -1,0 +1,391 @@
+package deorbit_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/deorbit"
+	"github.com/vitalsproject/vitals/internal/cloudsim"
+	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/workload"
+)
+
+var (
+	flagPVCs    = flag.Int("deorbit.pvcs", 200, "PersistentVolumeClaims bound to Cinder CSI volumes")
+	flagLBs     = flag.Int("deorbit.lbs", 50, "LoadBalancer Services with their Octavia load balancers")
+	flagLatency = flag.Duration("deorbit.latency", 2*time.Second, "how long the simulated Cinder and Octavia take to delete")
+	flagRound   = flag.Duration("deorbit.round-timeout", 10*time.Minute, "the longest one round may take (a stuck engine fails the bench)")
+	flagLimits  = flag.Bool("deorbit.unlimited", false, "lift the client-side rate limits (the cloud's 10/s, the workload cluster's 20/s) to see the engine alone")
+)
+
+// project and user of the simulated cloud the cluster lives in.
+const (
+	project  = "bench"
+	user     = "bench"
+	password = "bench-secret"
+)
+
+// BenchmarkDeorbit deletes a cluster with 200 PVCs bound to Cinder CSI volumes and 50 LoadBalancer Services
+// with Octavia load balancers: deorbit's engine, as the operator runs it (a step, then the next at the time
+// the step asks for), against a real kube-apiserver (the workload cluster) and the simulator, whose Cinder
+// and Octavia take 2 s to delete. The CSI provisioner and the cloud controller manager are played by the
+// bench: they delete the volume of a deleted claim and the load balancer of a deleted Service at once.
+// It reports the wall time from the first step to the release of the finalizer, and that time as a multiple
+// of the cloud's own deletion latency (x-latency: 1.0 would be a single delete's wait).
+func BenchmarkDeorbit(b *testing.B) {
+	ctrllog.SetLogger(logr.Discard())
+	kube := testenv.PrivateKube(b)
+	ctx := b.Context()
+	sim, err := cloudsim.New(cloudsim.Options{Seed: 13})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := sim.UpdateKnobs(func(k *cloudsim.Knobs) {
+		k.VolumeDeleteLatency = cloudsim.Duration(*flagLatency)
+		k.LBDeleteLatency = cloudsim.Duration(*flagLatency)
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if err := sim.Start(ctx, "127.0.0.1:0"); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = sim.Close() })
+	if _, err := sim.CreateUser(user, password, false, sim.CreateProject(project)); err != nil {
+		b.Fatal(err)
+	}
+
+	// The engine's clients, with the rate limits the operator gives them (or none).
+	cloudQPS, lim := 0.0, workload.Limits{}
+	if *flagLimits {
+		cloudQPS, lim = -1, workload.Limits{QPS: 10000, Burst: 10000}
+	}
+	auth := openstack.Auth{Source: "cloudsim", Options: gophercloud.AuthOptions{IdentityEndpoint: sim.AuthURL(),
+		Username: user, Password: password, DomainName: "Default", TenantName: project}}
+	cloud, err := openstack.Connect(ctx, openstack.Config{Auth: auth, QPS: cloudQPS})
+	if err != nil {
+		b.Fatal(err)
+	}
+	wcfg := kube.Config()
+	wcfg.QPS, wcfg.Burst = lim.QPS, lim.Burst
+	if wcfg.QPS == 0 {
+		wcfg.QPS, wcfg.Burst = 20, 40 // workload.Access's defaults
+	}
+	wl, err := client.New(wcfg, client.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The bench's own clients (fixtures, the stand-in controllers): unlimited.
+	fast := kube.Config()
+	fast.QPS, fast.Burst = -1, 0
+	kc := kubernetes.NewForConfigOrDie(fast)
+	provider, err := openstack.Connect(ctx, openstack.Config{Auth: auth, QPS: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	policy, err := remediation.New(remediation.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	var walls []time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		cluster := fmt.Sprintf("bench%d", i)
+		fx := newFixture(b, sim, kc, cluster)
+		rctx, cancel := context.WithTimeout(ctx, *flagRound)
+		stop := standIns(rctx, b, kc, provider, fx)
+		before := sim.Stats().Requests
+		b.StartTimer()
+		start := time.Now()
+		st, steps := run(rctx, b, policy, cloud, wl, cluster, start)
+		wall := time.Since(start)
+		b.StopTimer()
+		stop()
+		cancel()
+		left := sim.Stats()
+		if st.Phase != v1alpha1.DeorbitPhaseDone || left.Volumes != 0 || left.LoadBalancers != 0 {
+			b.Fatalf("after deorbit: phase %s, %d volumes and %d load balancers left; last error %q", st.Phase, left.Volumes, left.LoadBalancers, st.LastError)
+		}
+		walls = append(walls, wall)
+		b.Logf("cluster %s: %d PVCs and %d load balancers gone in %s (%.2f× the %s delete latency), %d cloud API calls; steps: %s",
+			cluster, *flagPVCs, *flagLBs, wall.Round(time.Millisecond), float64(wall)/float64(*flagLatency), *flagLatency,
+			left.Requests-before, strings.Join(steps, ", "))
+		fx.cleanup(b)
+	}
+	slices.Sort(walls)
+	med := walls[len(walls)/2]
+	b.ReportMetric(med.Seconds(), "s-wall")
+	b.ReportMetric(float64(med)/float64(*flagLatency), "x-latency")
+	b.ReportMetric(0, "ns/op")
+}
+
+// run steps the engine until it releases the finalizer, waiting between steps as the controller requeues. It
+// returns the final status and a line per step: when it started (since start), how long it took, the phase it
+// ended in, and when it asked to come back.
+func run(ctx context.Context, b *testing.B, policy *remediation.Engine, cloud deorbit.Cloud, wl client.Client, cluster string, start time.Time) (*v1alpha1.DeorbitStatus, []string) {
+	vc := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: cluster}}
+	eng := &deorbit.Engine{}
+	st := &v1alpha1.DeorbitStatus{}
+	in := deorbit.Input{
+		Target: deorbit.Target{Key: "bench/" + cluster, ClusterName: cluster},
+		Settings: deorbit.Settings{GiveUpAfter: time.Hour, UnreachableGracePeriod: deorbit.DefaultUnreachableGracePeriod,
+			CloudWaitTimeout: deorbit.DefaultCloudWaitTimeout, Budget: deorbit.DefaultBudget},
+		Workload: wl, Cloud: cloud,
+	}
+	var steps []string
+	for {
+		began := time.Now()
+		in.Policy = policy.Begin(ctx, vc, deorbit.Name, nil, remediation.Scope{})
+		res := eng.Step(ctx, in, st)
+		line := fmt.Sprintf("%.1fs+%.1fs %s", began.Sub(start).Seconds(), time.Since(began).Seconds(), st.Phase)
+		if res.Err != nil {
+			b.Logf("step at %s: %v", line, res.Err)
+		}
+		if res.Release {
+			return st, append(steps, line)
+		}
+		steps = append(steps, fmt.Sprintf("%s (next in %.1fs)", line, time.Until(res.Next).Seconds()))
+		select {
+		case <-ctx.Done():
+			b.Fatalf("round of cluster %s: %v after %s; phase %s, counts %+v, last error %q; steps: %s", cluster, ctx.Err(),
+				time.Since(start).Round(time.Millisecond), st.Phase, st.Counts, st.LastError, strings.Join(steps, ", "))
+		case <-time.After(time.Until(res.Next)):
+		}
+	}
+}
+
+// fixture is one cluster's objects on both sides.
+type fixture struct {
+	kc        kubernetes.Interface
+	namespace string
+	volumeOf  map[string]string // PV name -> Cinder volume ID
+}
+
+// newFixture seeds the cloud (volumes with the Cinder CSI metadata, load balancers named and tagged by the
+// cloud controller manager, with a listener and a pool) and the workload cluster (each volume's PV bound to
+// a claim, each load balancer's LoadBalancer Service with its ID annotation).
+func newFixture(b *testing.B, sim *cloudsim.Sim, kc kubernetes.Interface, cluster string) *fixture {
+	ctx := b.Context()
+	seeded, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: project, Name: cluster, Volumes: *flagPVCs, LoadBalancers: *flagLBs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fx := &fixture{kc: kc, namespace: cluster, volumeOf: map[string]string{}}
+	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	parallel(b, len(seeded.Volumes), func(j int) error {
+		name := fmt.Sprintf("data-%d", j)
+		pvName := fmt.Sprintf("pv-%s-%d", cluster, j)
+		size := resource.MustParse("1Gi")
+		pvc, err := kc.CoreV1().PersistentVolumeClaims(cluster).Create(ctx, &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				VolumeName: pvName, Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		pv, err := kc.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: pvName},
+			Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: size},
+				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+				ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: cluster, Name: name, UID: pvc.UID},
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+					Driver: deorbit.CinderCSIDriver, VolumeHandle: seeded.Volumes[j]}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		pv.Status.Phase = corev1.VolumeBound
+		if _, err := kc.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		pvc.Status.Phase = corev1.ClaimBound
+		_, err = kc.CoreV1().PersistentVolumeClaims(cluster).UpdateStatus(ctx, pvc, metav1.UpdateOptions{})
+		return err
+	})
+	for j, id := range seeded.Volumes {
+		fx.volumeOf[fmt.Sprintf("pv-%s-%d", cluster, j)] = id
+	}
+	// SeedCluster names the load balancers kube_service_<cluster>_default_svc<j>: the Services are default/svc<j>.
+	parallel(b, len(seeded.LoadBalancers), func(j int) error {
+		_, err := kc.CoreV1().Services("default").Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc%d", j),
+				Annotations: map[string]string{deorbit.AnnotationLoadBalancerID: seeded.LoadBalancers[j]}},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	return fx
+}
+
+// cleanup removes what the stand-ins leave of the workload side, so the next round starts from nothing.
+func (fx *fixture) cleanup(b *testing.B) {
+	ctx := b.Context()
+	if err := fx.kc.CoreV1().Namespaces().Delete(ctx, fx.namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		b.Fatal(err)
+	}
+	for pv := range fx.volumeOf {
+		_ = releasePV(ctx, fx.kc, pv)
+	}
+}
+
+// standIns plays the Cinder CSI provisioner and the OpenStack cloud controller manager until stop: a claim
+// being deleted loses its protection finalizer, its volume is deleted in Cinder and its PV goes; a deleted
+// LoadBalancer Service's load balancer is deleted in Octavia (with cascade). Each reacts at once.
+func standIns(ctx context.Context, b *testing.B, kc kubernetes.Interface, cloud *openstack.Cloud, fx *fixture) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	bc, err := cloud.Client(openstack.ServiceBlockStorage)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lc, err := cloud.Client(openstack.ServiceLoadBalancer)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	handled := map[types.UID]bool{}
+	once := func(uid types.UID) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if handled[uid] {
+			return false
+		}
+		handled[uid] = true
+		return true
+	}
+	react := func(what string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && ctx.Err() == nil {
+				b.Errorf("%s: %v", what, err)
+			}
+		}()
+	}
+	pvcs, err := kc.CoreV1().PersistentVolumeClaims(fx.namespace).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	svcs, err := kc.CoreV1().Services("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-pvcs.ResultChan():
+				if !ok {
+					return
+				}
+				pvc, isPVC := ev.Object.(*corev1.PersistentVolumeClaim)
+				if !isPVC || pvc.DeletionTimestamp == nil && ev.Type != watch.Deleted || !once(pvc.UID) {
+					continue
+				}
+				react("provisioner "+pvc.Name, func(ctx context.Context) error {
+					if len(pvc.Finalizers) > 0 {
+						patch := []byte(`{"metadata":{"finalizers":null}}`)
+						if _, err := kc.CoreV1().PersistentVolumeClaims(pvc.Namespace).Patch(ctx, pvc.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+							return err
+						}
+					}
+					err := volumes.Delete(ctx, bc, fx.volumeOf[pvc.Spec.VolumeName], nil).ExtractErr()
+					if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+						return err
+					}
+					return releasePV(ctx, kc, pvc.Spec.VolumeName)
+				})
+			case ev, ok := <-svcs.ResultChan():
+				if !ok {
+					return
+				}
+				svc, isSvc := ev.Object.(*corev1.Service)
+				if !isSvc || svc.DeletionTimestamp == nil && ev.Type != watch.Deleted || !once(svc.UID) {
+					continue
+				}
+				react("cloud controller manager "+svc.Name, func(ctx context.Context) error {
+					id := svc.Annotations[deorbit.AnnotationLoadBalancerID]
+					err := loadbalancers.Delete(ctx, lc, id, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr()
+					if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) && !gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+						return err
+					}
+					return nil
+				})
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		pvcs.Stop()
+		svcs.Stop()
+		wg.Wait()
+	}
+}
+
+// releasePV deletes a PV, without its protection finalizer.
+func releasePV(ctx context.Context, kc kubernetes.Interface, name string) error {
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := kc.CoreV1().PersistentVolumes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if err := kc.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// parallel runs f(0..n-1), 16 at a time, failing b on the first error.
+func parallel(b *testing.B, n int, f func(int) error) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	errs := make([]error, n)
+	for j := 0; j < n; j++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[j] = f(j)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
