@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -70,6 +72,9 @@ func start(parent context.Context, m *Manager, key types.NamespacedName, source,
 	cl, err := cluster.New(conn.cfg, func(o *cluster.Options) {
 		o.Scheme = m.opts.Scheme
 		o.HTTPClient = conn.http
+		o.MapperProvider = func(cfg *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
+			return apiutil.NewDynamicRESTMapper(cfg, perGroupDiscovery(hc))
+		}
 		o.Logger = m.logr.WithValues("vitalscluster", key.String())
 		o.Cache = cache.Options{
 			// Informers hold what a controller reads, without the managed fields nobody reads.

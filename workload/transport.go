@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"syscall"
 	"time"
 
@@ -210,4 +211,25 @@ func (b *limitedBody) Close() error {
 	err := b.rc.Close()
 	b.stop(context.Canceled)
 	return err
+}
+
+// perGroupDiscovery returns hc with its discovery requests (/api, /apis) asking for the per-group
+// format. Given aggregated discovery, controller-runtime's REST mapper keeps every resource of every
+// group the server serves: about 300 KiB per workload cluster (docs/benchmarks.md), where the
+// operator reads a few kinds. Asked per group, it fetches only the groups it is asked about.
+func perGroupDiscovery(hc *http.Client) *http.Client {
+	c := *hc
+	c.Transport = groupDiscovery{rt: hc.Transport}
+	return &c
+}
+
+// groupDiscovery asks for the legacy discovery documents (APIVersions, APIGroupList).
+type groupDiscovery struct{ rt http.RoundTripper }
+
+func (d groupDiscovery) RoundTrip(req *http.Request) (*http.Response, error) {
+	if p := req.URL.Path; strings.HasSuffix(p, "/api") || strings.HasSuffix(p, "/apis") {
+		req = req.Clone(req.Context())
+		req.Header.Set("Accept", "application/json")
+	}
+	return d.rt.RoundTrip(req)
 }

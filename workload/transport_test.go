@@ -255,3 +255,42 @@ func TestConnectionSharesOneRateLimiter(t *testing.T) {
 		t.Fatal("the access has no transport of its own to close")
 	}
 }
+
+// Discovery of a workload cluster asks for the per-group documents, so that the REST mapper holds only
+// the groups it is asked about; other requests keep their Accept header.
+func TestPerGroupDiscovery(t *testing.T) {
+	const aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+	var got string
+	hc := perGroupDiscovery(&http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+		got = r.Header.Get("Accept")
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
+	})})
+	tests := []struct {
+		url, want string
+	}{
+		{"https://k.example/api", "application/json"},
+		{"https://k.example/apis", "application/json"},
+		{"https://k.example/prefix/apis", "application/json"},
+		{"https://k.example/api/v1", aggregated},
+		{"https://k.example/apis/apps/v1/deployments", aggregated},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(http.MethodGet, tt.url, nil)
+		req.Header.Set("Accept", aggregated)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got != tt.want {
+			t.Errorf("%s: Accept %q, want %q", tt.url, got, tt.want)
+		}
+		if req.Header.Get("Accept") != aggregated {
+			t.Errorf("%s: the caller's request was changed", tt.url)
+		}
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
