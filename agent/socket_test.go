@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vitalsproject/vitals/cnireport"
+	"github.com/vitalsproject/vitals/internal/testenv"
 )
 
 // tally is a FailureCounter and Beater that records what it is told.
@@ -41,11 +42,7 @@ func (t *tally) snapshot() (int, int, int, error) {
 func startSocket(t *testing.T, rep Reporter, hb Beater) (*SocketServer, string) {
 	t.Helper()
 	// Unix socket paths are limited to 108 bytes; t.TempDir() can be longer.
-	dir, err := os.MkdirTemp("", "vitals-sock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testenv.ShortDir(t, "vitals-sock")
 	path := filepath.Join(dir, "run", "cni.sock")
 	s := &SocketServer{Path: path, Reporter: rep, Heartbeat: hb, BeatPeriod: 20 * time.Millisecond}
 	if err := s.Listen(); err != nil {
@@ -181,8 +178,7 @@ func TestSocketRefusesLiveSocketAndReplacesStale(t *testing.T) {
 		t.Fatalf("second Listen on a live socket: %v", err)
 	}
 
-	dir, _ := os.MkdirTemp("", "vitals-sock")
-	defer os.RemoveAll(dir)
+	dir := testenv.ShortDir(t, "vitals-sock")
 	stale := filepath.Join(dir, "stale.sock")
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: stale, Net: "unix"})
 	if err != nil {
@@ -241,11 +237,7 @@ func TestSocketIsRootOnly(t *testing.T) {
 		t.Fatalf("socket mode: %v %v, want 0600", fi.Mode(), err)
 	}
 
-	dir, err := os.MkdirTemp("", "vitals-sock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	dir := testenv.ShortDir(t, "vitals-sock")
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -152,18 +151,9 @@ func TestForgedSandboxEventsAreNotEvidence(t *testing.T) {
 // and options.
 func startAgent(t *testing.T, node string, mutate func(*Options)) (*Agent, string, Options) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "vagent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testenv.ShortDir(t, "vagent")
 	cniDir := filepath.Join(dir, "net.d")
-	if err := os.MkdirAll(cniDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cniDir, "10-kuryr.conf"), []byte(kuryr), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteFile(t, filepath.Join(cniDir, "10-kuryr.conf"), []byte(kuryr), 0o644)
 	o := DefaultOptions()
 	o.NodeName = node
 	o.SocketPath = filepath.Join(dir, "cni.sock")

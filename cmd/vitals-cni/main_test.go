@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vitalsproject/vitals/agent"
+	"github.com/vitalsproject/vitals/internal/testenv"
 )
 
 // fakePlugin stands for the node's real CNI plugin: it records its stdin and CNI_* environment, and
@@ -53,18 +54,9 @@ type runtime struct {
 // bytes) whose bin/ holds the fake real plugin.
 func newRuntime(t *testing.T) runtime {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "vcni")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testenv.ShortDir(t, "vcni")
 	cniPath := filepath.Join(dir, "bin")
-	if err := os.MkdirAll(cniPath, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cniPath, "fake-cni"), []byte(fakePlugin), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteFile(t, filepath.Join(cniPath, "fake-cni"), []byte(fakePlugin), 0o755)
 	return runtime{bin: buildPlugin(t, dir), cniPath: cniPath, fakeDir: dir}
 }
 

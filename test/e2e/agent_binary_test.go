@@ -59,13 +59,7 @@ func agentBinary(t *testing.T) string {
 
 func agentTempDir(t *testing.T) string {
 	t.Helper()
-	// Short: unix socket paths are limited to 108 bytes.
-	dir, err := os.MkdirTemp("", "vagent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
+	return testenv.ShortDir(t, "vagent")
 }
 
 func TestAgentBadKuryrConfigExitsTwo(t *testing.T) {
