@@ -85,6 +85,25 @@ func opClient(t testing.TB, cfg *rest.Config) client.Client {
 	return c
 }
 
+// opKube is the start of every operator test: the shared kube-apiserver with the VitalsCluster CRD
+// installed, a client with the operator's scheme, and a namespace of the test's own.
+func opKube(t testing.TB) (*rest.Config, client.Client, string) {
+	t.Helper()
+	cfg := testenv.Kube(t)
+	opInstallCRD(t, cfg)
+	c := opClient(t, cfg)
+	return cfg, c, opNamespace(t, c)
+}
+
+// opCloudNet connects to the test cloud with its credentials and makes a network with a router for
+// one test.
+func opCloudNet(t testing.TB, env testenv.OpenStackEnv) (openstack.Auth, *openstack.Cloud, *opNet) {
+	t.Helper()
+	auth := opAuth(t, env)
+	cloud := opConnect(t, auth, nil)
+	return auth, cloud, opNewNet(t, cloud)
+}
+
 // opNamespace creates a namespace for one test and deletes it at the end.
 func opNamespace(t testing.TB, c client.Client) string {
 	t.Helper()

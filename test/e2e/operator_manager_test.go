@@ -86,14 +86,9 @@ func probe(addr, path string) (int, string) {
 
 func TestOperatorLeaderElectionAndRemoval(t *testing.T) {
 	t.Parallel()
-	cfg := testenv.Kube(t)
 	env := testenv.OpenStack(t)
-	opInstallCRD(t, cfg)
-	c := opClient(t, cfg)
-	ns := opNamespace(t, c)
-	auth := opAuth(t, env)
-	cloud := opConnect(t, auth, nil)
-	n := opNewNet(t, cloud)
+	cfg, c, ns := opKube(t)
+	auth, cloud, n := opCloudNet(t, env)
 	sources := []v1alpha1.AddressSource{v1alpha1.AddressSourcePorts}
 	if env.Tier == testenv.TierFull {
 		n.Server(cloud, 4)
@@ -225,11 +220,8 @@ func TestOperatorLeaderElectionAndRemoval(t *testing.T) {
 
 func TestOperatorReadinessFollowsKeystone(t *testing.T) {
 	t.Parallel()
-	cfg := testenv.Kube(t)
 	k := testenv.PrivateKeystone(t)
-	opInstallCRD(t, cfg)
-	c := opClient(t, cfg)
-	ns := opNamespace(t, c)
+	cfg, _, ns := opKube(t)
 	auth := opAuth(t, k.OpenStack())
 	r := opStart(t, operator.Options{
 		RestConfig: cfg, Namespace: ns, Identity: "keystone-test", Cloud: &auth,

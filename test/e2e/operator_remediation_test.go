@@ -22,14 +22,9 @@ import (
 
 func TestOperatorPauseSwitchAtRunTime(t *testing.T) {
 	t.Parallel()
-	cfg := testenv.Kube(t)
 	env := testenv.OpenStack(t)
-	opInstallCRD(t, cfg)
-	c := opClient(t, cfg)
-	ns := opNamespace(t, c)
-	auth := opAuth(t, env)
-	cloud := opConnect(t, auth, nil)
-	n := opNewNet(t, cloud)
+	cfg, c, ns := opKube(t)
+	auth, cloud, n := opCloudNet(t, env)
 	n.Port(5)
 	live := openstack.Route{Destination: "198.19.1.0/24", NextHop: n.IP(5)}
 	orphan := openstack.Route{Destination: "198.19.2.0/24", NextHop: n.IP(99)}

@@ -27,10 +27,7 @@ import (
 )
 
 func TestOperatorWorkloadAccess(t *testing.T) {
-	cfg := testenv.Kube(t)
-	opInstallCRD(t, cfg)
-	c := opClient(t, cfg)
-	ns := opNamespace(t, c)
+	cfg, c, ns := opKube(t)
 	ctx := context.Background()
 	priv := testenv.PrivateKube(t)
 	cs, err := kubernetes.NewForConfig(priv.Config())
