@@ -14,7 +14,7 @@ H=$(awk '$1=="helm.sh/helm/v3" && NF>=2{print $2}' "$TOOLS/go.mod" | head -1)
 # Makefile does it.
 CG=$(awk '$1=="k8s.io/client-go" && NF>=2{print $2}' "$TOOLS/go.mod" | head -1)
 KMINOR=$(echo "${CG:-v0.20.0}" | cut -d. -f2)
-KEY=$(sha256sum "$TOOLS/go.sum" "$TOOLS/go.mod" | sha256sum | cut -c1-16)
+KEY=$(cd "$TOOLS" && sha256sum go.sum go.mod | sha256sum | cut -c1-16)  # relative names: one cache for every checkout
 OUT=$VITALS_CACHE/helm-$H-$KEY
 mkdir -p "$VITALS_CACHE"
 exec 9>"$VITALS_CACHE/helm-build.lock"

@@ -10,7 +10,7 @@ TOOLS=$ROOT/hack/tools/kube
 K=$(awk '$1=="k8s.io/kubernetes" && NF>=2{print $2}' "$TOOLS/go.mod" | head -1)
 E=$(awk '$1=="go.etcd.io/etcd/server/v3" && NF>=2{print $2}' "$TOOLS/go.mod" | head -1)
 [ -n "$K" ] || die "no k8s.io/kubernetes requirement in $TOOLS/go.mod"
-KEY=$(sha256sum "$TOOLS/go.sum" "$TOOLS/go.mod" | sha256sum | cut -c1-16)
+KEY=$(cd "$TOOLS" && sha256sum go.sum go.mod | sha256sum | cut -c1-16)  # relative names: one cache for every checkout
 OUT=$VITALS_CACHE/kube-$K-$KEY
 mkdir -p "$VITALS_CACHE"
 exec 9>"$VITALS_CACHE/kube-build.lock"

@@ -11,7 +11,7 @@ set -euo pipefail
 TOOLS=$ROOT/hack/tools/promtool
 P=$(awk '$1=="github.com/prometheus/prometheus" && NF>=2{print $2}' "$TOOLS/go.mod" | head -1)
 [ -n "$P" ] || die "no github.com/prometheus/prometheus requirement in $TOOLS/go.mod"
-KEY=$(sha256sum "$TOOLS/go.sum" "$TOOLS/go.mod" | sha256sum | cut -c1-16)
+KEY=$(cd "$TOOLS" && sha256sum go.sum go.mod | sha256sum | cut -c1-16)  # relative names: one cache for every checkout
 OUT=$VITALS_CACHE/promtool-$P-$KEY
 mkdir -p "$VITALS_CACHE"
 exec 9>"$VITALS_CACHE/promtool-build.lock"
