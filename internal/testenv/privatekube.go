@@ -38,8 +38,9 @@ type KubeServer struct {
 }
 
 // PrivateKube starts a private kube-apiserver with its own etcd from the binaries in KUBEBUILDER_ASSETS and
-// stops both when t ends. It skips t (fails it when VITALS_TESTENV_REQUIRED=1) when the binaries are absent.
-func PrivateKube(t testing.TB) *KubeServer {
+// stops both when t ends; flags are added to the apiserver's (e.g. "--feature-gates=ShardedListAndWatch=true").
+// It skips t (fails it when VITALS_TESTENV_REQUIRED=1) when the binaries are absent.
+func PrivateKube(t testing.TB, flags ...string) *KubeServer {
 	t.Helper()
 	short(t, "private kube-apiserver test")
 	s := load()
@@ -54,7 +55,7 @@ func PrivateKube(t testing.TB) *KubeServer {
 			unavailable(t, "kube-apiserver binaries not available in %s (from %s): %v; %s", assets, from, err, makeHint)
 		}
 	}
-	k, err := newKubeServer(t.TempDir(), assets)
+	k, err := newKubeServer(t.TempDir(), assets, flags...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func PrivateKube(t testing.TB) *KubeServer {
 	return k
 }
 
-func newKubeServer(dir, assets string) (*KubeServer, error) {
+func newKubeServer(dir, assets string, flags ...string) (*KubeServer, error) {
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
@@ -118,6 +119,7 @@ func newKubeServer(dir, assets string) (*KubeServer, error) {
 		},
 		logPath: filepath.Join(dir, "kube-apiserver.log"),
 	}
+	k.apiserver.args = append(k.apiserver.args, flags...)
 	k.kubecfg = filepath.Join(dir, "kubeconfig")
 	return k, nil
 }

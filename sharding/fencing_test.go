@@ -1,0 +1,122 @@
+package sharding_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/sharding"
+)
+
+// TestFencing drives two replicas' rounds by hand, with a fake clock, against the real API server: at no
+// step do both hold (act on) one UID, and ranges move only after a release or an expiry.
+func TestFencing(t *testing.T) {
+	const (
+		lease  = 15 * time.Second
+		renew  = 5 * time.Second
+		margin = 5 * time.Second
+	)
+	type step struct {
+		advance time.Duration // the clock moves first
+		rounds  string        // then these replicas run a round, in order ("a", "b", "ab", "ba")
+		// wantA and wantB: how many of the 4 ranges each acts on after the step
+		wantA, wantB int
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{name: "renewals keep the ranges", steps: []step{
+			{0, "a", 4, 0}, {renew, "a", 4, 0}, {renew, "a", 4, 0}, {renew, "a", 4, 0}, {renew, "a", 4, 0},
+		}},
+		{name: "a joining replica waits for the release", steps: []step{
+			{0, "a", 4, 0},
+			{time.Second, "b", 4, 0}, // b is a member; every range is a's, unexpired
+			{time.Second, "a", 2, 0}, // a sees b: gives two up at once (stops acting), releases later
+			{time.Second, "b", 2, 0}, // not released yet: b waits
+			{margin, "a", 2, 0},      // a writes the releases
+			{0, "b", 2, 2},           // b takes them
+			{renew, "ab", 2, 2},
+		}},
+		{name: "a crashed replica fences itself before the others take over", steps: []step{
+			{0, "a", 4, 0},
+			{0, "b", 4, 0},
+			// a stops: no more rounds of a. Its validity ends at lease - margin after its last renewal...
+			{lease - margin - time.Second, "b", 4, 0},
+			{time.Second, "b", 0, 0}, // ...a acts no more; its Leases are not expired yet: b waits
+			{margin - time.Second, "b", 0, 0},
+			{time.Second, "b", 0, 4}, // unchanged for a lease duration: b takes every range
+		}},
+		{name: "a replica cut off from the API server stops acting on its own", steps: []step{
+			{0, "a", 4, 0},
+			{lease - margin, "", 0, 0}, // no round ran: the validity ran out all the same
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testenv.Kube(t)
+			ns, cs, _ := newNamespace(t, cfg)
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			replica := func(id string) *sharding.Coordinator {
+				c, err := sharding.New(sharding.Options{Leases: cs.CoordinationV1(), Namespace: ns, Name: "fence", Identity: id,
+					Ranges: 4, LeaseDuration: lease, RenewInterval: renew, SafetyMargin: margin, Clock: clk, Logger: log})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}
+			rs := map[string]*sharding.Coordinator{"a": replica("a"), "b": replica("b")}
+			uids := make([]types.UID, 200)
+			for i := range uids {
+				uids[i] = types.UID("uid-" + strconv.Itoa(i))
+			}
+			ctx := context.Background()
+			for k, s := range tc.steps {
+				clk.Step(s.advance)
+				for _, r := range s.rounds {
+					rs[string(r)].Round(ctx)
+				}
+				if got := acting(rs["a"]); got != s.wantA {
+					t.Errorf("step %d: a acts on %d ranges, want %d", k, got, s.wantA)
+				}
+				if got := acting(rs["b"]); got != s.wantB {
+					t.Errorf("step %d: b acts on %d ranges, want %d", k, got, s.wantB)
+				}
+				for _, u := range uids {
+					if rs["a"].Holds(u) && rs["b"].Holds(u) {
+						t.Fatalf("step %d: both replicas act on uid %s", k, u)
+					}
+				}
+			}
+		})
+	}
+}
+
+// acting counts the ranges c acts on now (held and within their fenced validity).
+func acting(c *sharding.Coordinator) int {
+	n := 0
+	sp := c.Space()
+	for i := range sp.Len() {
+		if c.Holds(uidIn(sp, i)) {
+			n++
+		}
+	}
+	return n
+}
+
+// uidIn finds a UID whose hash falls in range i.
+func uidIn(sp sharding.Space, i int) types.UID {
+	for k := 0; ; k++ {
+		u := types.UID("probe-" + strconv.Itoa(k))
+		if sp.Of(u) == i {
+			return u
+		}
+	}
+}
