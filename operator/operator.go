@@ -33,6 +33,7 @@ import (
 	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/health"
 	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/sharding"
 	"github.com/vitalsproject/vitals/tenancy"
 	"github.com/vitalsproject/vitals/workload"
 )
@@ -51,6 +52,7 @@ type Operator struct {
 	routegc  *routegc.Reconciler
 	deorbit  *deorbit.Reconciler
 	flight   *flight.Reconciler
+	shard    *sharding.Coordinator
 
 	log logr.Logger // for controller-runtime parts
 
@@ -72,6 +74,9 @@ func New(opts Options) (*Operator, error) {
 	opts.defaults()
 	if opts.RestConfig == nil {
 		return nil, errors.New("operator: no Kubernetes configuration")
+	}
+	if opts.Sharding != nil && opts.LeaderElect {
+		return nil, errors.New("operator: sharding and leader election exclude each other: with sharding every replica acts, on its own clusters")
 	}
 	if opts.RestConfig.QPS == 0 && opts.RestConfig.RateLimiter == nil {
 		// client-go's default (5 requests/s) would hold every pass of every controller: each writes its
@@ -117,6 +122,11 @@ func New(opts Options) (*Operator, error) {
 	if opts.Namespace != "" {
 		mo.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}}
 	}
+	if opts.Sharding != nil {
+		if err := o.setupSharding(cs, &mo.Cache); err != nil {
+			return nil, err
+		}
+	}
 	if opts.LeaderElect {
 		lock, err := resourcelock.New(resourcelock.LeasesResourceLock, leNS, opts.LeaderElectionID,
 			cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: o.identity})
@@ -140,6 +150,11 @@ func New(opts Options) (*Operator, error) {
 	observer, err := o.healthProfile(cs)
 	if err != nil {
 		return nil, err
+	}
+	if o.shard != nil {
+		if err := o.startSharding(); err != nil {
+			return nil, err
+		}
 	}
 
 	if o.policy, err = o.remediationPolicy(cs); err != nil {
@@ -356,7 +371,7 @@ func (o *Operator) Start(ctx context.Context) error {
 		}
 	}()
 	log.Info("operator starting", "identity", o.identity, "leaderElection", o.opts.LeaderElect,
-		"lease", o.opts.LeaderElectionNamespace+"/"+o.opts.LeaderElectionID)
+		"sharding", o.shard != nil, "lease", o.opts.LeaderElectionNamespace+"/"+o.opts.LeaderElectionID)
 	if err := o.mgr.Start(ctx); err != nil {
 		return fmt.Errorf("operator: %w", err)
 	}

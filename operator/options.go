@@ -33,6 +33,10 @@ type Options struct {
 
 	// LeaderElect turns leader election on (a Lease); replicas that do not lead stay idle.
 	LeaderElect bool
+	// Sharding makes every replica active, each on the VitalsClusters of the UID hash ranges it holds
+	// (nil: off). It excludes LeaderElect; its Leases live next to the leader election's
+	// (LeaderElectionNamespace, named after LeaderElectionID).
+	Sharding *Sharding
 	// LeaderElectionNamespace of the Lease (default: the in-cluster namespace, else "default").
 	LeaderElectionNamespace string
 	// LeaderElectionID is the Lease's name (default "vitals-operator").

@@ -14,7 +14,8 @@ const DefaultPauseConfigMap = "vitals-remediation"
 // remediationPolicy builds the one policy every controller asks: the operator-wide limits, the pause
 // switch, and the gate on the operator's own readiness — Kubernetes, Keystone and Neutron when the
 // operator has credentials, and the Lease when it elects a leader (a replica that lost it must stop
-// acting at once, not only when its elector gives up).
+// acting at once, not only when its elector gives up). With sharding, each action is held unless this
+// replica holds its cluster's range (fenced), and the operator-wide budget is split by shares of ranges.
 func (o *Operator) remediationPolicy(cs kclient.Interface) (*remediation.Engine, error) {
 	opts := o.opts
 	gate := []string{CheckKubernetes}
@@ -28,7 +29,7 @@ func (o *Operator) remediationPolicy(cs kclient.Interface) (*remediation.Engine,
 	if err := o.mgr.Add(sw); err != nil {
 		return nil, fmt.Errorf("operator: pause switch: %w", err)
 	}
-	p, err := remediation.New(remediation.Options{
+	ro := remediation.Options{
 		Limits:          opts.Remediation,
 		Checks:          remediation.NewChecks(opts.Clock),
 		Readiness:       o.health,
@@ -38,7 +39,13 @@ func (o *Operator) remediationPolicy(cs kclient.Interface) (*remediation.Engine,
 		Recorder:        o.mgr.GetEventRecorder("vitals-remediation"),
 		Metrics:         remediation.NewMetrics(opts.Registry),
 		Clock:           opts.Clock,
-	})
+	}
+	if o.shard != nil {
+		// every cluster's status, not this replica's cached part: a range's history moves with it
+		ro.Shard, ro.Seed = o.shard, o.mgr.GetAPIReader()
+		ro.ReadinessChecks = append(ro.ReadinessChecks, CheckSharding)
+	}
+	p, err := remediation.New(ro)
 	if err != nil {
 		return nil, fmt.Errorf("operator: %w", err)
 	}

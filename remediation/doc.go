@@ -9,13 +9,17 @@
 // own checks; a check that has no result yet is a closed gate), the minimum age of the evidence before a
 // removal, and the audit record of every decision: an Event, a metric and a status line.
 //
-// Rules apply in this order, and the first that holds an action decides: exclusion, invalid policy,
+// Rules apply in this order, and the first that holds an action decides: exclusion, the shard (with several
+// active replicas, a cluster of a hash range this replica does not hold, or no longer holds safely), invalid policy,
 // operator-wide pause, the cluster's pause, the gate, the storm rule (and its cool-down), the proof age, the
 // cluster's budget, the operator's budget; then dry-run, or the action is allowed and counted.
 //
 // State: a cluster's window (the times of its actions) and its last storm are kept in its status
 // (status.remediation), merged into memory on every pass, so that they survive restarts and fail-overs.
 // The operator-wide window is the sum of the clusters' windows as this replica knows them: seeded from every
-// cluster's status before the first decision, then kept in memory. Two replicas never act at once (leader
-// election); a shared operator-wide window across replicas is left to a later change.
+// cluster's status before the first decision, then kept in memory. With one active replica (leader
+// election) that is the whole budget. With several (package sharding), each acts on the clusters of the
+// hash ranges it holds and spends only its share of the operator-wide budget, by its share of the ranges,
+// counted over those ranges' clusters whoever acted on them: the shares add up to the budget at most, and a
+// range's history moves with it (the window is seeded again from the statuses when the held ranges change).
 package remediation

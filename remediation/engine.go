@@ -3,6 +3,7 @@ package remediation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,6 +66,19 @@ type Switch interface {
 	Paused() (paused bool, why string)
 }
 
+// Shard is this replica's part of the clusters when several replicas act at once, each on the clusters
+// of the hash ranges it holds (a *sharding.Coordinator).
+type Shard interface {
+	// Holds reports whether this replica may act on the cluster with this UID now.
+	Holds(uid types.UID) bool
+	// Why says why it may not.
+	Why(uid types.UID) string
+	// Share is how many of the ranges this replica holds, of all.
+	Share() (held, total int)
+	// Generation changes whenever the held ranges do.
+	Generation() uint64
+}
+
 // Options configure an Engine.
 type Options struct {
 	// Limits are the operator-wide rules (nil: DefaultLimits).
@@ -80,6 +94,11 @@ type Options struct {
 	// Seed lists the VitalsClusters once, before the first decision, to seed the operator-wide window
 	// from their statuses (nil: each cluster's actions are counted from its first pass on).
 	Seed client.Reader
+	// Shard, when several replicas act at once: actions on clusters this replica does not hold are held
+	// back, and the operator-wide budget is split by the replicas' shares of the ranges (nil: one replica
+	// acts on every cluster). Seed must then read every cluster from the API server (not a sharded
+	// cache): the window is seeded again whenever the held ranges change.
+	Shard Shard
 	// Recorder receives an Event on the VitalsCluster per decision (nil: none).
 	Recorder events.EventRecorder
 	// Metrics (nil: unregistered metrics).
@@ -92,6 +111,12 @@ type Options struct {
 // (status.remediation.actionTimes) and merged into memory on every pass; the operator-wide window is
 // the sum of the per-cluster ones as this replica knows them: seeded from every cluster's status before
 // the first decision, and kept in memory after.
+//
+// With a Shard (several active replicas), the operator-wide budget stays one budget: each replica may
+// spend Actions × held ranges / all ranges (rounded down) in the window, counted over the clusters of the
+// ranges it holds, whoever acted on them. The shares never add up to more than Actions, since a range is
+// held by one replica at a time, and a range's past actions move with it: they are in its clusters'
+// statuses, read again whenever the held ranges change.
 type Engine struct {
 	limits    Limits
 	checks    Checks
@@ -99,19 +124,24 @@ type Engine struct {
 	ready     []string
 	sw        Switch
 	seed      client.Reader
+	shard     Shard
 	recorder  events.EventRecorder
 	metrics   *Metrics
 	clock     clock.PassiveClock
 
-	mu       sync.Mutex
-	seeded   bool
-	clusters map[types.NamespacedName]*record
+	mu     sync.Mutex
+	seeded bool
+	// seededGen: the shard generation the window was seeded at.
+	seededGen uint64
+	clusters  map[types.NamespacedName]*record
 	// all holds every cluster's action times in the operator-wide window: each time a record gains.
 	all window
 }
 
 // record is what the engine remembers of one cluster.
 type record struct {
+	// uid of the cluster (which range it falls in).
+	uid   types.UID
 	times window
 	// keep: how long times are kept (the longer of the cluster's and the operator's windows).
 	keep       time.Duration
@@ -124,7 +154,7 @@ var _ Policy = (*Engine)(nil)
 func New(o Options) (*Engine, error) {
 	e := &Engine{
 		checks: o.Checks, readiness: o.Readiness, ready: append([]string(nil), o.ReadinessChecks...),
-		sw: o.Switch, seed: o.Seed, recorder: o.Recorder, metrics: o.Metrics, clock: o.Clock,
+		sw: o.Switch, seed: o.Seed, shard: o.Shard, recorder: o.Recorder, metrics: o.Metrics, clock: o.Clock,
 		clusters: map[types.NamespacedName]*record{},
 	}
 	e.limits = DefaultLimits()
@@ -167,6 +197,7 @@ func (e *Engine) Begin(ctx context.Context, c *v1alpha1.VitalsCluster, controlle
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	r := e.recordLocked(key, p.s.window)
+	r.uid = c.UID
 	if st := c.Status.Remediation; st != nil {
 		e.absorbLocked(r, st, now, p.s)
 	}
@@ -183,10 +214,15 @@ func (e *Engine) Forget(cluster types.NamespacedName) {
 	e.metrics.BudgetRemaining.DeleteLabelValues(cluster.String())
 }
 
-// seedOnce merges every cluster's persisted action times into memory before the first decision.
+// seedOnce merges every cluster's persisted action times into memory before the first decision, and
+// again whenever the held shard ranges changed.
 func (e *Engine) seedOnce(ctx context.Context) error {
+	var gen uint64
+	if e.shard != nil {
+		gen = e.shard.Generation()
+	}
 	e.mu.Lock()
-	done := e.seeded || e.seed == nil
+	done := (e.seeded && e.seededGen == gen) || e.seed == nil
 	e.mu.Unlock()
 	if done {
 		return nil
@@ -198,7 +234,7 @@ func (e *Engine) seedOnce(ctx context.Context) error {
 	now := e.clock.Now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.seeded {
+	if e.seeded && e.seededGen == gen {
 		return nil
 	}
 	for i := range list.Items {
@@ -208,9 +244,10 @@ func (e *Engine) seedOnce(ctx context.Context) error {
 		}
 		s := settingsOf(c)
 		r := e.recordLocked(types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, s.window)
+		r.uid = c.UID
 		e.absorbLocked(r, c.Status.Remediation, now, s)
 	}
-	e.seeded = true
+	e.seeded, e.seededGen = true, gen
 	return nil
 }
 
@@ -253,18 +290,62 @@ func (e *Engine) absorbLocked(r *record, st *v1alpha1.RemediationStatus, now tim
 // maxClockSkew is how far in the future a time in a status may lie (another replica's clock).
 const maxClockSkew = time.Minute
 
-// operatorUsedLocked counts every cluster's actions in the operator-wide window.
-func (e *Engine) operatorUsedLocked(now time.Time) int {
-	e.all = e.all.prune(now.Add(-e.limits.Window))
-	return len(e.all)
+// operatorWindowLocked is the window the operator-wide budget counts: every cluster's actions, or with a
+// Shard the actions on the clusters of the ranges this replica holds.
+func (e *Engine) operatorWindowLocked(now time.Time) window {
+	cutoff := now.Add(-e.limits.Window)
+	e.all = e.all.prune(cutoff)
+	if e.shard == nil {
+		return e.all
+	}
+	var w window
+	for _, r := range e.clusters {
+		if r.uid == "" || !e.shard.Holds(r.uid) {
+			continue
+		}
+		for _, t := range r.times {
+			if t.After(cutoff) {
+				w = append(w, t)
+			}
+		}
+	}
+	slices.SortFunc(w, func(a, b time.Time) int { return a.Compare(b) })
+	return w
 }
+
+// operatorUsedLocked counts the actions in the operator-wide window (this replica's part with a Shard).
+func (e *Engine) operatorUsedLocked(now time.Time) int { return len(e.operatorWindowLocked(now)) }
 
 // operatorOldestLocked is the oldest action in the operator-wide window.
 func (e *Engine) operatorOldestLocked(now time.Time) (time.Time, bool) {
-	if e.operatorUsedLocked(now) == 0 {
+	w := e.operatorWindowLocked(now)
+	if len(w) == 0 {
 		return time.Time{}, false
 	}
-	return e.all[0], true
+	return w[0], true
+}
+
+// operatorBudget is the operator-wide budget this replica may spend: all of it, or with a Shard its share
+// by held ranges (rounded down).
+func (e *Engine) operatorBudget() int {
+	if e.shard == nil {
+		return e.limits.Actions
+	}
+	held, total := e.shard.Share()
+	if total <= 0 {
+		return 0
+	}
+	return e.limits.Actions * held / total
+}
+
+// operatorBudgetText names the operator-wide budget in messages.
+func (e *Engine) operatorBudgetText() string {
+	if e.shard == nil {
+		return fmt.Sprintf("the operator-wide budget of %d actions per %s", e.limits.Actions, e.limits.Window)
+	}
+	held, total := e.shard.Share()
+	return fmt.Sprintf("this replica's share (%d of %d shard ranges) of the operator-wide budget: %d of %d actions per %s",
+		held, total, e.operatorBudget(), e.limits.Actions, e.limits.Window)
 }
 
 // reserveLocked records an allowed action of a cluster.

@@ -104,12 +104,12 @@ func (p *pass) decide(now time.Time, a Action) Decision {
 	if used := r.times.since(now.Add(-p.s.window)) + p.dry; used >= p.s.actions {
 		return held(ReasonBudget, p.budgetMessage(r, now), p.budgetRetry(r, now))
 	}
-	if used := e.operatorUsedLocked(now) + p.dry; used >= e.limits.Actions {
+	if used := e.operatorUsedLocked(now) + p.dry; used >= e.operatorBudget() {
 		var retry time.Time
-		if t, ok := e.operatorOldestLocked(now); ok && e.limits.Actions > 0 {
+		if t, ok := e.operatorOldestLocked(now); ok && e.operatorBudget() > 0 {
 			retry = t.Add(e.limits.Window)
 		}
-		return held(ReasonOperatorBudget, fmt.Sprintf("the operator-wide budget of %d actions per %s is spent", e.limits.Actions, e.limits.Window), retry)
+		return held(ReasonOperatorBudget, e.operatorBudgetText()+" is spent", retry)
 	}
 	if why := p.dryRunWhy(); why != "" {
 		p.dry++
@@ -122,6 +122,9 @@ func (p *pass) decide(now time.Time, a Action) Decision {
 // clusterRule is the first rule that holds back every action of this pass: an invalid policy, the
 // operator-wide pause, the cluster's pause, the gate, the storm rule.
 func (p *pass) clusterRule(now time.Time) (reason, msg string, retry time.Time) {
+	if sh := p.e.shard; sh != nil && !sh.Holds(p.c.UID) {
+		return ReasonShardNotHeld, "not this replica's cluster: " + sh.Why(p.c.UID), time.Time{}
+	}
 	if p.s.invalid != nil {
 		return ReasonInvalidPolicy, p.s.invalid.Error(), time.Time{}
 	}
@@ -283,7 +286,8 @@ func (p *pass) Apply(st *v1alpha1.ClusterStatus) {
 	if !r.stormSince.IsZero() {
 		rs.StormSince = &metav1.Time{Time: r.stormSince}
 	}
-	opLeft := max(e.limits.Actions-e.operatorUsedLocked(now), 0)
+	opBudget := e.operatorBudget()
+	opLeft := max(opBudget-e.operatorUsedLocked(now), 0)
 	budgetMsg := p.budgetMessage(r, now)
 	e.mu.Unlock()
 	st.Remediation = rs
@@ -292,13 +296,13 @@ func (p *pass) Apply(st *v1alpha1.ClusterStatus) {
 	paused, _ := e.operatorPaused()
 	e.metrics.OperatorPaused.Set(b2f(paused))
 
-	status, reason, msg := metav1.ConditionTrue, ReasonAllowed, fmt.Sprintf("%d of %d actions left in the cluster's %s window, %d of %d operator-wide", left, p.s.actions, p.s.window, opLeft, e.limits.Actions)
+	status, reason, msg := metav1.ConditionTrue, ReasonAllowed, fmt.Sprintf("%d of %d actions left in the cluster's %s window, %d of %d operator-wide", left, p.s.actions, p.s.window, opLeft, opBudget)
 	if cr, cmsg, _ := p.clusterRule(now); cr != "" {
 		status, reason, msg = metav1.ConditionFalse, cr, cmsg
 	} else if left == 0 {
 		status, reason, msg = metav1.ConditionFalse, ReasonBudget, budgetMsg
 	} else if opLeft == 0 {
-		status, reason, msg = metav1.ConditionFalse, ReasonOperatorBudget, fmt.Sprintf("the operator-wide budget of %d actions per %s is spent", e.limits.Actions, e.limits.Window)
+		status, reason, msg = metav1.ConditionFalse, ReasonOperatorBudget, e.operatorBudgetText()+" is spent"
 	} else if why := p.dryRunWhy(); why != "" {
 		status, reason, msg = metav1.ConditionFalse, ReasonDryRun, "dry run ("+why+"): controllers report and change nothing"
 	}

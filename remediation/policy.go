@@ -61,6 +61,7 @@ const (
 
 // Reasons a decision holds an action back.
 const (
+	ReasonShardNotHeld   = "ShardNotHeld"
 	ReasonPaused         = "Paused"
 	ReasonOperatorPaused = "OperatorPaused"
 	ReasonExcluded       = "Excluded"

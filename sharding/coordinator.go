@@ -255,8 +255,11 @@ func (c *Coordinator) Check(context.Context) error {
 		return errors.New("shard membership not written yet")
 	}
 	if now.Sub(c.lastRound) >= c.opts.LeaseDuration {
-		return fmt.Errorf("shard membership not renewed since %s (holds %s): %w", c.lastRound.UTC().Format(time.RFC3339),
-			c.describe(c.heldLocked()), c.lastErr)
+		err := fmt.Errorf("shard membership not renewed since %s (holds %s)", c.lastRound.UTC().Format(time.RFC3339), c.describe(c.heldLocked()))
+		if c.lastErr != nil {
+			err = fmt.Errorf("%w: %w", err, c.lastErr)
+		}
+		return err
 	}
 	return nil
 }
@@ -315,6 +318,9 @@ func (c *Coordinator) leave() {
 // up the ranges beyond its share, renews the rest, releases the ranges given up a safety margin ago, and
 // takes its free or expired ranges. Start calls it every RenewInterval; tests may call it directly.
 func (c *Coordinator) Round(ctx context.Context) {
+	// a round longer than the fenced validity is of no use: give up and try again at the next tick
+	ctx, cancel := context.WithTimeout(ctx, c.opts.LeaseDuration-c.opts.SafetyMargin)
+	defer cancel()
 	if err := c.round(ctx); err != nil {
 		c.mu.Lock()
 		c.lastErr = err

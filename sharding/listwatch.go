@@ -53,6 +53,10 @@ var (
 // applied the selector: shardInfo).
 func (l *listWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
+// nearlyNothing is the selector of a replica that holds no range: no selector matches nothing, this one
+// matches the objects whose UID hashes to 0 only (and the filter drops those).
+const nearlyNothing = "shardRange(" + Field + ", '0x0000000000000000', '0x0000000000000001')"
+
 // view is the held ranges at one moment: a selector, the hash filter, and the channel closed when they
 // change.
 type view struct {
@@ -64,6 +68,9 @@ type view struct {
 func (l *listWatch) view() view {
 	held, changed := l.c.Held()
 	sel := l.c.space.Selector(held)
+	if len(held) == 0 {
+		sel = nearlyNothing
+	}
 	set := make(map[int]bool, len(held))
 	for _, i := range held {
 		set[i] = true

@@ -26,6 +26,7 @@ import (
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/operator"
 	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/sharding"
 )
 
 // operatorFlags are the flags of `vitals operator`; each overrides the configuration file.
@@ -69,6 +70,12 @@ type operatorFlags struct {
 	podCIDRLimit4           int
 	podCIDRLimit6           int
 	accessInterval          time.Duration
+	sharding                bool
+	shardRanges             int
+	shardClientSide         bool
+	shardLeaseDuration      time.Duration
+	shardRenewInterval      time.Duration
+	shardSafetyMargin       time.Duration
 	log                     *clirun.LogFlags
 }
 
@@ -160,6 +167,16 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   pod_cidr_limit_v4 = 12
   pod_cidr_limit_v6 = 44
   access_interval = 60
+  sharding = false                        # every replica active, on the clusters of its UID hash ranges
+  shard_ranges = 16                       # a power of two, the same on every replica
+  shard_client_side = false               # filter by hash only (API servers without ShardedListAndWatch)
+  shard_lease_duration = 15               # seconds
+  shard_renew_interval = 5
+  shard_safety_margin = 5                 # a replica stops acting this long before its range Lease expires
+
+With --sharding (the chart sets it when replicas > 1) there is no leader: every replica holds Leases of
+hash ranges of the VitalsClusters' UIDs, sees and acts on the clusters of its ranges only, and spends its
+share of --remediation-budget (docs/operator.md, "Sharding").
 
 Every destructive action asks the remediation policy first (docs/operator.md, "Remediation policy"):
 --remediation-budget actions per --remediation-window over all clusters (0: none), --dry-run,
@@ -223,6 +240,12 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.IntVar(&f.podCIDRLimit4, "pod-cidr-limit-v4", 12, "shortest prefix length of an IPv4 pod CIDR a VitalsCluster may claim (12: a /11 is refused)")
 	fl.IntVar(&f.podCIDRLimit6, "pod-cidr-limit-v6", 44, "shortest prefix length of an IPv6 pod CIDR a VitalsCluster may claim (44: a /43 is refused)")
 	fl.DurationVar(&f.accessInterval, "access-interval", time.Minute, "how often each VitalsCluster's credentials and resources are proven again")
+	fl.BoolVar(&f.sharding, "sharding", false, "every replica acts, on the VitalsClusters of the UID hash ranges it holds through Leases (no leader election)")
+	fl.IntVar(&f.shardRanges, "shard-ranges", sharding.DefaultRanges, "hash ranges the VitalsClusters' UIDs are cut into: a power of two, the same on every replica")
+	fl.BoolVar(&f.shardClientSide, "shard-client-side", false, "list and watch every VitalsCluster and filter by hash (default: also ask the API server for the held ranges, feature gate ShardedListAndWatch)")
+	fl.DurationVar(&f.shardLeaseDuration, "shard-lease-duration", sharding.DefaultLeaseDuration, "a shard range Lease not renewed for this long may be taken over")
+	fl.DurationVar(&f.shardRenewInterval, "shard-renew-interval", sharding.DefaultRenewInterval, "interval of the shard rounds (renewals, membership, assignment)")
+	fl.DurationVar(&f.shardSafetyMargin, "shard-safety-margin", sharding.DefaultSafetyMargin, "a replica stops acting on a range this long before its Lease could expire; more than the longest single action")
 	f.log = clirun.AddLogFlags(fl, "text")
 	return cmd
 }
@@ -306,6 +329,9 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	if err := f.checkTenancy(); err != nil {
 		return o, err
 	}
+	if err := f.checkSharding(fl); err != nil {
+		return o, err
+	}
 	o.HealthAddr = net.JoinHostPort(f.healthBind, strconv.Itoa(f.healthPort))
 	o.DrainDelay = f.drainDelay
 	o.MetricsAddr = f.metricsAddr
@@ -325,6 +351,11 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	o.WorkloadQPS, o.WorkloadBurst = f.workloadQPS, f.workloadBurst
 	o.TrustedNamespaces, o.TrustedAuthURLs = f.trustNamespaces, f.trustedAuthURLs
 	o.MaxPodPrefix4, o.MaxPodPrefix6, o.AccessInterval = f.podCIDRLimit4, f.podCIDRLimit6, f.accessInterval
+	if f.sharding {
+		o.LeaderElect = false
+		o.Sharding = &operator.Sharding{Ranges: f.shardRanges, ClientSide: f.shardClientSide,
+			LeaseDuration: f.shardLeaseDuration, RenewInterval: f.shardRenewInterval, SafetyMargin: f.shardSafetyMargin}
+	}
 	switch a, err := openstack.PickAuth(openstack.AuthSources{INI: ini, Cloud: f.cloud, Getenv: getenv}); {
 	case err == nil:
 		o.Cloud = &a
@@ -377,7 +408,8 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 		"routegc_interval", "routegc_budget", "routegc_workers", "flight_interval", "flight_budget", "flight_workers", "deorbit_workers", "deorbit_parallel_deletes", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
 		"allow_local_workload", "allow_insecure_workload", "allow_loopback_workload", "workload_qps", "workload_burst",
 		"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap",
-		"trust_namespaces", "trusted_auth_urls", "pod_cidr_limit_v4", "pod_cidr_limit_v6", "access_interval")
+		"trust_namespaces", "trusted_auth_urls", "pod_cidr_limit_v4", "pod_cidr_limit_v6", "access_interval",
+		"sharding", "shard_ranges", "shard_client_side", "shard_lease_duration", "shard_renew_interval", "shard_safety_margin")
 	f.metricsAddr = op.String("metrics_bind_address", f.metricsAddr)
 	f.leaderElect = op.Bool("leader_elect", f.leaderElect)
 	f.leaderElectionNamespace = op.String("leader_election_namespace", f.leaderElectionNamespace)
@@ -411,6 +443,12 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.podCIDRLimit4 = op.IntRange("pod_cidr_limit_v4", f.podCIDRLimit4, 1, 32)
 	f.podCIDRLimit6 = op.IntRange("pod_cidr_limit_v6", f.podCIDRLimit6, 1, 128)
 	f.accessInterval = op.Seconds("access_interval", f.accessInterval)
+	f.sharding = op.Bool("sharding", f.sharding)
+	f.shardRanges = op.IntRange("shard_ranges", f.shardRanges, 1, sharding.MaxRanges)
+	f.shardClientSide = op.Bool("shard_client_side", f.shardClientSide)
+	f.shardLeaseDuration = op.Seconds("shard_lease_duration", f.shardLeaseDuration)
+	f.shardRenewInterval = op.Seconds("shard_renew_interval", f.shardRenewInterval)
+	f.shardSafetyMargin = op.Seconds("shard_safety_margin", f.shardSafetyMargin)
 	return k.String("api_root", ""), k.String("token_file", ""), k.String("ssl_ca_crt_file", ""), ignored
 }
 
@@ -438,6 +476,25 @@ func restConfig(kubeconfig, apiRoot, tokenFile, caFile string) (*rest.Config, er
 		return nil, &config.Error{Field: "--kubeconfig", Msg: "no Kubernetes configuration: not in a cluster, and no --kubeconfig, [kubernetes] kubeconfig or KUBECONFIG: " + strings.TrimSpace(err.Error())}
 	}
 	return c, nil
+}
+
+// checkSharding validates the sharding settings: --sharding turns leader election off, unless it was
+// asked for explicitly (they exclude each other).
+func (f *operatorFlags) checkSharding(fl *pflag.FlagSet) error {
+	if !f.sharding {
+		return nil
+	}
+	if f.leaderElect && fl.Changed("leader-elect") {
+		return &config.Error{Field: "--sharding", Msg: "excludes --leader-elect=true: with sharding every replica is active, on its own clusters"}
+	}
+	if _, err := sharding.NewSpace(f.shardRanges); err != nil {
+		return &config.Error{Field: "--shard-ranges", Msg: fmt.Sprintf("expected a power of two from 1 to %d, got %d", sharding.MaxRanges, f.shardRanges)}
+	}
+	if f.shardRenewInterval <= 0 || f.shardSafetyMargin <= 0 || f.shardSafetyMargin+f.shardRenewInterval >= f.shardLeaseDuration {
+		return &config.Error{Field: "--shard-lease-duration", Msg: fmt.Sprintf("expected --shard-safety-margin (%s) + --shard-renew-interval (%s) < --shard-lease-duration (%s), all positive",
+			f.shardSafetyMargin, f.shardRenewInterval, f.shardLeaseDuration)}
+	}
+	return nil
 }
 
 // checkTenancy validates the trust settings.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/vitalsproject/vitals/operator"
 	"github.com/vitalsproject/vitals/remediation"
 )
 
@@ -212,6 +213,10 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 		{"pod CIDR limit in the file", "[operator]\npod_cidr_limit_v6 = 200\n", nil, []string{"operator.conf:2", "operator.pod_cidr_limit_v6"}},
 		{"not a namespace", "[operator]\ntrust_namespaces = Team_A\n", nil, []string{"--trust-namespace", "Team_A"}},
 		{"not an auth URL", "", []string{"--trusted-auth-url", "keystone:5000"}, []string{"--trusted-auth-url", "http(s) URL"}},
+		{"sharding with leader election", "", []string{"--sharding", "--leader-elect=true"}, []string{"--sharding", "--leader-elect"}},
+		{"shard ranges not a power of two", "", []string{"--sharding", "--shard-ranges", "12"}, []string{"--shard-ranges", "power of two"}},
+		{"shard ranges in the file", "[operator]\nsharding = true\nshard_ranges = 4096\n", nil, []string{"operator.conf:3", "operator.shard_ranges"}},
+		{"shard margin too wide", "", []string{"--sharding", "--shard-safety-margin", "12s"}, []string{"--shard-lease-duration", "safety-margin"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -361,6 +366,35 @@ func TestOperatorAcceptsKuryrConf(t *testing.T) {
 			want := fmt.Sprintf("%s:%d: %s", bad, lineOf(text, tc.from), tc.field)
 			if !strings.Contains(errb.String(), want) {
 				t.Errorf("stderr %q lacks %q", errb.String(), want)
+			}
+		})
+	}
+}
+
+func TestOperatorShardingOptions(t *testing.T) {
+	kc := writeFile(t, "kubeconfig", testKubeconfig)
+	ini := writeFile(t, "operator.conf", "[operator]\nsharding = true\nshard_ranges = 32\nshard_lease_duration = 30\n")
+	tests := []struct {
+		name   string
+		args   []string
+		want   *operator.Sharding
+		leader bool
+	}{
+		{"off by default", []string{"--kubeconfig", kc}, nil, true},
+		{"flag: leader election off", []string{"--kubeconfig", kc, "--sharding"},
+			&operator.Sharding{Ranges: 16, LeaseDuration: 15 * time.Second, RenewInterval: 5 * time.Second, SafetyMargin: 5 * time.Second}, false},
+		{"file, and a flag wins", []string{"--kubeconfig", kc, "--config", ini, "--shard-client-side"},
+			&operator.Sharding{Ranges: 32, ClientSide: true, LeaseDuration: 30 * time.Second, RenewInterval: 5 * time.Second, SafetyMargin: 5 * time.Second}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, fs := flagsOf(t, tc.args)
+			o, err := f.options(fs, &bytes.Buffer{}, func(string) string { return "" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (o.Sharding == nil) != (tc.want == nil) || (o.Sharding != nil && *o.Sharding != *tc.want) || o.LeaderElect != tc.leader {
+				t.Errorf("sharding %+v, leader election %v; want %+v, %v", o.Sharding, o.LeaderElect, tc.want, tc.leader)
 			}
 		})
 	}

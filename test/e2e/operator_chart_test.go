@@ -109,7 +109,11 @@ func TestOperatorChartServerSideDryRun(t *testing.T) {
 		alsoIn     []string // namespaces besides the release's that may hold Roles and RoleBindings
 	}{
 		{"defaults", "", []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-			"Role", "RoleBinding", "Deployment", "Service", "PodDisruptionBudget"}, []string{"DaemonSet"}, false, []string{"--workload-qps=20"}, nil},
+			"Role", "RoleBinding", "Deployment", "Service", "PodDisruptionBudget"}, []string{"DaemonSet"}, false,
+			[]string{"--workload-qps=20", "--sharding", "--leader-elect=false", "--shard-ranges=16"}, nil}, // two replicas: sharded
+		{"one-replica-leads", "operator:\n  replicas: 1\n", []string{"Deployment"}, nil, false, []string{"--leader-elect=true"}, nil},
+		{"sharding-client-side", "operator:\n  replicas: 4\n  sharding:\n    ranges: 32\n    clientSide: true\n", []string{"Deployment"}, nil, false,
+			[]string{"--sharding", "--shard-ranges=32", "--shard-client-side"}, nil},
 		{"agent", "agent:\n  enabled: true\n", []string{"Deployment", "DaemonSet"}, nil, false, nil, []string{"default"}},
 		{"agent-netadmin", "agent:\n  enabled: true\n  requireNetAdmin: true\n", []string{"DaemonSet"}, nil, true, nil, []string{"default"}},
 		{"agent-cni-reporter", "agent:\n  enabled: true\n  cniReporter:\n    install: true\n", []string{"DaemonSet"}, nil, false, nil, []string{"default"}},
