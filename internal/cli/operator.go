@@ -167,12 +167,17 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   pod_cidr_limit_v4 = 12
   pod_cidr_limit_v6 = 44
   access_interval = 60
-  sharding = false                        # every replica active, on the clusters of its UID hash ranges
-  shard_ranges = 16                       # a power of two, the same on every replica
-  shard_client_side = false               # filter by hash only (API servers without ShardedListAndWatch)
-  shard_lease_duration = 15               # seconds
+  # every replica active, on the clusters of its UID hash ranges
+  sharding = false
+  # a power of two, the same on every replica
+  shard_ranges = 16
+  # filter by hash only (API servers without ShardedListAndWatch)
+  shard_client_side = false
+  # seconds
+  shard_lease_duration = 15
   shard_renew_interval = 5
-  shard_safety_margin = 5                 # a replica stops acting this long before its range Lease expires
+  # a replica stops acting this long before its range Lease could expire
+  shard_safety_margin = 5
 
 With --sharding (the chart sets it when replicas > 1) there is no leader: every replica holds Leases of
 hash ranges of the VitalsClusters' UIDs, sees and acts on the clusters of its ranges only, and spends its
