@@ -123,7 +123,7 @@ func New(opts Options) (*Operator, error) {
 		mo.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}}
 	}
 	if opts.Sharding != nil {
-		if err := o.setupSharding(cs, &mo.Cache); err != nil {
+		if err := o.setupSharding(&mo.Cache); err != nil {
 			return nil, err
 		}
 	}

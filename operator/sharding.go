@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	kclient "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
@@ -34,8 +35,14 @@ type Sharding struct {
 // setupSharding builds the coordinator and makes the VitalsCluster informer follow its ranges: every
 // controller's watch of VitalsClusters (the manager's shared informer) sees this replica's clusters only,
 // and nothing else of a controller has to know.
-func (o *Operator) setupSharding(cs kclient.Interface, mo *cache.Options) error {
+func (o *Operator) setupSharding(mo *cache.Options) error {
 	sh := o.opts.Sharding
+	// a client of its own (its own rate limiter, as leader election's): the controllers' requests never
+	// delay a renewal
+	cs, err := kclient.NewForConfig(rest.CopyConfig(o.opts.RestConfig))
+	if err != nil {
+		return fmt.Errorf("operator: shard Lease client: %w", err)
+	}
 	m := sharding.NewMetrics(o.opts.Registry)
 	c, err := sharding.New(sharding.Options{
 		Leases: cs.CoordinationV1(), Namespace: o.opts.LeaderElectionNamespace, Name: o.opts.LeaderElectionID,

@@ -412,12 +412,15 @@ func (c *Coordinator) round(ctx context.Context) error {
 	c.mu.Unlock()
 
 	c.release(ctx, due)
+	// one request per range, all at once: a round's length does not grow with the ranges held
+	var wg sync.WaitGroup
 	for i, l := range renew {
-		c.renew(ctx, i, l)
+		wg.Go(func() { c.renew(ctx, i, l) })
 	}
 	for i, l := range take {
-		c.take(ctx, i, l)
+		wg.Go(func() { c.take(ctx, i, l) })
 	}
+	wg.Wait()
 	return nil
 }
 
