@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -341,17 +342,29 @@ func (cr *chartRBAC) check(sa string, unexercised map[rbacPerm]string) {
 	t.Logf("%s: %d requests, all allowed; granted: %s", sa, len(calls), strings.Join(granted, "; "))
 }
 
-// TestChartRBACOperator runs the operator as the chart's operator ServiceAccount: leader election, the
-// pause switch, a VitalsCluster with a credentials Secret proven against the real cloud (finalizer,
-// status, Events) and a route pass over its real router.
+// TestChartRBACOperator runs the operator as the chart's operator ServiceAccount: leader election (one
+// replica) or sharding (more), the pause switch, a VitalsCluster with a credentials Secret proven against
+// the real cloud (finalizer, status, Events) and a route pass over its real router.
 func TestChartRBACOperator(t *testing.T) {
+	for _, tc := range []struct {
+		name, values string
+		sharded      bool
+	}{
+		{"one replica leads", "operator:\n  replicas: 1\n", false},
+		{"replicas shard", "operator:\n  replicas: 2\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testChartRBACOperator(t, tc.values, tc.sharded) })
+	}
+}
+
+func testChartRBACOperator(t *testing.T, values string, sharded bool) {
 	helm := testenv.Helm(t)
 	admin := testenv.Kube(t)
 	env := testenv.OpenStack(t)
 	opInstallCRD(t, admin)
 	c := opClient(t, admin)
 	ns := opNamespace(t, c)
-	cr := applyChartRBAC(t, admin, helm, ns, "")
+	cr := applyChartRBAC(t, admin, helm, ns, values)
 	sa := cr.release + "-operator"
 
 	auth := opAuth(t, env)
@@ -391,18 +404,33 @@ func TestChartRBACOperator(t *testing.T) {
 	unexercised := map[rbacPerm]string{
 		{"events.k8s.io", "events", "patch"}: "the series of an Event repeated after its first one is patched",
 	}
-	run := opStart(t, operator.Options{
+	o := operator.Options{
 		RestConfig: cr.token(sa), Namespace: ns, Identity: "rbac",
 		LeaderElect: true, LeaderElectionNamespace: ns, LeaderElectionID: "vitals-operator",
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		Cloud: &auth, CheckInterval: time.Second, CheckTimeout: 10 * time.Second,
-	})
-	opEventually(t, 2*time.Minute, "the operator leads, proves the cluster, runs route passes and uses each of its permissions", func() (bool, string) {
+	}
+	// used only when the replica leaves (it deletes its member Lease): checked after the stop
+	atStop := map[rbacPerm]string{}
+	if sharded {
+		o.LeaderElect = false
+		o.Sharding = &operator.Sharding{LeaseDuration: 4 * time.Second, RenewInterval: 500 * time.Millisecond, SafetyMargin: time.Second}
+		atStop[rbacPerm{"coordination.k8s.io", "leases", "delete"}] = "a leaving replica deletes its member Lease"
+	}
+	whileRunning := maps.Clone(unexercised)
+	maps.Copy(whileRunning, atStop)
+	run := opStart(t, o)
+	opEventually(t, 2*time.Minute, "the operator leads (or holds its ranges), proves the cluster, runs route passes and uses each of its permissions", func() (bool, string) {
 		if f := cr.forbidden(sa); len(f) > 0 {
 			t.Fatalf("%s: forbidden (permissions the chart lacks): %s", sa, strings.Join(f, "; "))
 		}
-		if !run.op.Elected() {
+		if !sharded && !run.op.Elected() {
 			return false, "not elected"
+		}
+		if sharded {
+			if held, _ := run.op.Shard().Held(); len(held) == 0 {
+				return false, "no shard range held"
+			}
 		}
 		var got v1alpha1.VitalsCluster
 		if err := c.Get(context.Background(), client.ObjectKeyFromObject(cl), &got); err != nil {
@@ -417,7 +445,7 @@ func TestChartRBACOperator(t *testing.T) {
 		if !verified || len(got.Finalizers) == 0 || got.Status.RouteGC == nil || got.Status.RouteGC.LastSuccessfulPassTime == nil {
 			return false, fmt.Sprintf("conditions %v, finalizers %v", conds, got.Finalizers)
 		}
-		u := cr.unused(sa, unexercised)
+		u := cr.unused(sa, whileRunning)
 		return len(u) == 0, fmt.Sprintf("not used yet: %v", u)
 	})
 	run.stop()
