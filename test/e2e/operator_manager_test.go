@@ -34,6 +34,12 @@ type opRun struct {
 
 func opStart(t *testing.T, o operator.Options) *opRun {
 	t.Helper()
+	return opStartWith(t, o, nil)
+}
+
+// opStartWith is opStart with setup run on the wired operator before it starts (to add a controller).
+func opStartWith(t *testing.T, o operator.Options, setup func(*operator.Operator)) *opRun {
+	t.Helper()
 	r := &opRun{reg: prometheus.NewRegistry(), done: make(chan error, 1)}
 	o.Registry = r.reg
 	o.AllowLoopbackWorkload = true // the test services listen on loopback
@@ -51,6 +57,9 @@ func opStart(t *testing.T, o operator.Options) *opRun {
 		t.Fatalf("operator.New: %v", err)
 	}
 	r.op = op
+	if setup != nil {
+		setup(op)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stop = cancel
 	go func() { r.done <- op.Start(ctx) }()

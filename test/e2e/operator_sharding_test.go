@@ -78,12 +78,9 @@ func (g *orphanGC) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 }
 
 type shardReplica struct {
+	*opRun
 	id    string
-	op    *operator.Operator
 	proxy *faultproxy.Proxy
-	reg   *prometheus.Registry
-	stop  context.CancelFunc
-	done  chan error
 }
 
 func TestOperatorSharding(t *testing.T) {
@@ -139,7 +136,7 @@ func testShardedReplicas(t *testing.T, cfg *rest.Config, gate bool) {
 	limits.Actions = 1000
 	rs := make([]*shardReplica, replicas)
 	for i := range rs {
-		r := &shardReplica{id: fmt.Sprintf("replica-%d", i), reg: prometheus.NewRegistry(), done: make(chan error, 1)}
+		r := &shardReplica{id: fmt.Sprintf("replica-%d", i)}
 		p, pcfg, err := faultproxy.NewKube(cfg, faultproxy.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 		if err != nil {
 			t.Fatal(err)
@@ -151,30 +148,16 @@ func testShardedReplicas(t *testing.T, cfg *rest.Config, gate bool) {
 		if err := p.Add(faultproxy.Rule{Name: "deletes", Method: "DELETE", Path: "/api/v1/namespaces/" + ns + "/configmaps/*", Fault: faultproxy.Delay(time.Millisecond)}); err != nil {
 			t.Fatal(err)
 		}
-		op, err := operator.New(operator.Options{
+		r.opRun = opStartWith(t, operator.Options{
 			RestConfig: pcfg, Namespace: ns, HealthAddr: "0", MetricsAddr: "0",
-			LeaderElectionNamespace: ns, Identity: r.id, Registry: r.reg, Remediation: &limits,
+			LeaderElectionNamespace: ns, Identity: r.id, Remediation: &limits,
 			Sharding:      &operator.Sharding{Ranges: 16, ClientSide: false, LeaseDuration: lease, RenewInterval: renew, SafetyMargin: margin},
 			CheckInterval: 500 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
 			Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("replica", r.id),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.op = op
-		gc := &orphanGC{client: op.Manager().GetClient(), reader: op.Manager().GetAPIReader(), policy: op.Policy(), took: 300 * time.Millisecond}
-		if err := ctrl.NewControllerManagedBy(op.Manager()).Named("orphans").For(&v1alpha1.VitalsCluster{}).Complete(gc); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		r.stop = cancel
-		go func() { r.done <- op.Start(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			select {
-			case <-r.done:
-			case <-time.After(30 * time.Second):
-				t.Errorf("replica %s did not stop", r.id)
+		}, func(op *operator.Operator) {
+			gc := &orphanGC{client: op.Manager().GetClient(), reader: op.Manager().GetAPIReader(), policy: op.Policy(), took: 300 * time.Millisecond}
+			if err := ctrl.NewControllerManagedBy(op.Manager()).Named("orphans").For(&v1alpha1.VitalsCluster{}).Complete(gc); err != nil {
+				t.Fatal(err)
 			}
 		})
 		rs[i] = r
