@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -345,6 +344,7 @@ func testShardedReplicas(t *testing.T, cfg *rest.Config, gate bool) {
 	t.Logf("leases: %s", strings.Join(leases, " "))
 }
 
+// counterSum adds up a counter over all its labels.
 func counterSum(t *testing.T, g prometheus.Gatherer, name string) float64 {
 	t.Helper()
 	mfs, err := g.Gather()
@@ -357,17 +357,10 @@ func counterSum(t *testing.T, g prometheus.Gatherer, name string) float64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			sum += metricValue(m)
+			sum += m.GetCounter().GetValue()
 		}
 	}
 	return sum
-}
-
-func metricValue(m *dto.Metric) float64 {
-	if m.Counter != nil {
-		return m.Counter.GetValue()
-	}
-	return m.Gauge.GetValue()
 }
 
 // clearFinalizers lets the namespace's VitalsClusters go (no operator runs any more to release them).
