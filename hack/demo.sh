@@ -10,8 +10,9 @@
 #   2. a cloud: `vitals-cloudsim --demo` (a router with 5 live, 3 orphaned and 2 foreign routes), or with
 #      DEMO_CLOUD=real a fresh router on the real Neutron carrying the same kinds of routes,
 #   3. `vitals operator` with its health server,
-# then creates a VitalsCluster resource for that router, shows the probes and the routes being collected, and stops
-# everything it started (also on Ctrl-C). Nothing outside _out/demo/ is written, besides the Go build cache.
+# then creates a VitalsCluster resource for that router, shows the probes and the routes being collected; with the
+# simulator it then deletes the VitalsCluster and shows deorbit clearing the cluster's volumes, load balancers and
+# routes from the cloud before the finalizer goes; and it stops everything it started (also on Ctrl-C). Nothing outside _out/demo/ is written, besides the Go build cache.
 # Env: DEMO_CLOUD=sim|real, DEMO_KEEP=1 (leave the services running and print how to use them),
 #      DEMO_INTERVAL (route collector interval, default 5s).
 set -euo pipefail
@@ -112,7 +113,7 @@ ROUTER_ID=$(sed -n 's/^router \([^ ]*\) .*/\1/p' "$DIR/audit-before.txt")
 log "starting vitals operator (health on :$HEALTH_PORT, metrics on :$METRICS_PORT)"
 "$VITALS" operator --kubeconfig "$KUBECONFIG" --health-bind-address 127.0.0.1 --health-port "$HEALTH_PORT" \
   --metrics-bind-address "127.0.0.1:$METRICS_PORT" --leader-elect --leader-election-namespace default \
-  --check-interval 2s --check-timeout 2s --trust-namespace default >"$DIR/operator.log" 2>&1 &
+  --check-interval 2s --check-timeout 2s --trust-namespace default --allow-loopback-workload >"$DIR/operator.log" 2>&1 &
 PIDS+=("operator=$!")
 wait_http "operator health server" "http://127.0.0.1:$HEALTH_PORT/livez" 60 "200 503"
 for i in $(seq 1 60); do
@@ -167,3 +168,35 @@ curl -s "http://127.0.0.1:$METRICS_PORT/metrics" | grep '^vitals_routegc_\(route
 log "the router after (vitals routes audit):"
 "$VITALS" routes audit --router "$ROUTER_ID" --pod-cidr "$PODCIDR" --sources ports --protect 198.19.7.0/24 | sed 's/^/    /'
 [ "$healthy" = NoOrphanedRoutes ] || die "the orphaned routes were not all collected; see $DIR/operator.log"
+
+# --- 5. Deorbit (simulator: its demo project holds the cluster's Cinder CSI volumes and load balancers) --------
+if [ "$CLOUD" = sim ]; then
+  log "what deorbit would delete in the cloud for cluster 'demo' (vitals deorbit --dry-run: the same engine, deleting nothing):"
+  "$VITALS" deorbit --cluster-name demo --router "$ROUTER_ID" --pod-cidr "$PODCIDR" --protect 198.19.7.0/24 --dry-run 2>&1 | sed 's/^/    /'
+  # The workload cluster is the demo's kube-apiserver itself; a tenant's kubeconfig carries everything inline.
+  CA=$(base64 -w0 <"$DIR/kube/certs/apiserver.crt")
+  sed "s|certificate-authority: .*|certificate-authority-data: $CA|" "$KUBECONFIG" >"$DIR/workload.kubeconfig"
+  kubectl create secret generic demo-kubeconfig --from-file=kubeconfig="$DIR/workload.kubeconfig" >/dev/null
+  kubectl patch vitalscluster demo --type merge -p '{"spec":{"kubeconfigSecretRef":{"name":"demo-kubeconfig"}}}' >/dev/null
+  for i in $(seq 1 60); do
+    [ "$(kubectl get vitalscluster demo -o jsonpath='{.status.conditions[?(@.type=="WorkloadReachable")].status}')" = True ] && break
+    sleep 0.5
+  done
+  log "deleting VitalsCluster 'demo': deorbit holds its finalizer until the cloud confirms the cluster's resources are gone"
+  kubectl delete vitalscluster demo --wait=false >/dev/null
+  last=""
+  for i in $(seq 1 240); do
+    if [ -z "$(kubectl get vitalscluster demo --ignore-not-found -o name)" ]; then phase=gone
+    else phase=$(kubectl get vitalscluster demo -o jsonpath='{.status.deorbit.phase}' 2>/dev/null || true); fi
+    [ "$phase" != "$last" ] && log "  deorbit phase: ${phase:-pending}" && last=$phase
+    [ "$phase" = gone ] && break
+    sleep 0.5
+  done
+  [ "$phase" = gone ] || die "deorbit did not finish; see $DIR/operator.log"
+  log "events of the deletion:"
+  kubectl get events.events.k8s.io -n default --field-selector regarding.name=demo -o custom-columns=REASON:.reason,NOTE:.note --no-headers 2>/dev/null | grep -i -E 'deorbit|Delete|Remove|ActionTaken|Cleaned' | sed 's/^/    /' | tail -12 || true
+  log "metrics (vitals_deorbit_deletes_total):"
+  curl -s "http://127.0.0.1:$METRICS_PORT/metrics" | grep '^vitals_deorbit_deletes_total' | sed 's/^/    /' || true
+  log "the cloud after (vitals deorbit --dry-run again: nothing of the cluster is left):"
+  "$VITALS" deorbit --cluster-name demo --router "$ROUTER_ID" --pod-cidr "$PODCIDR" --protect 198.19.7.0/24 --dry-run 2>&1 | sed 's/^/    /'
+fi

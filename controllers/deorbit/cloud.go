@@ -81,6 +81,9 @@ func (s *step) routes(ctx context.Context, cloud Cloud) (bool, time.Time) {
 		if err != nil || !routegc.Inside(dst, t.PodCIDRs) {
 			continue
 		}
+		if hop, err := netip.ParseAddr(rt.NextHop); err == nil && routegc.IsProtected(dst.Masked(), hop.Unmap(), t.Protected) {
+			continue
+		}
 		on[rt.Destination+"@"+rt.NextHop] = rt
 		s.track(v1alpha1.DeorbitRoute, rt.Destination+"@"+rt.NextHop, rt.Destination, v1alpha1.DeorbitPending)
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
@@ -60,6 +61,8 @@ type Target struct {
 	RouterID string
 	// PodCIDRs: a route is the cluster's only if its destination lies inside one of them.
 	PodCIDRs []netip.Prefix
+	// Protected routes (spec.controllers.routegc.protectedRoutes) are never removed, even inside the pod CIDRs.
+	Protected []routegc.ProtectedRoute
 }
 
 // Settings are one cluster's deorbit settings with defaults applied.

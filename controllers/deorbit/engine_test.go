@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 )
@@ -314,6 +315,16 @@ func TestStep(t *testing.T) {
 					t.Errorf("counts %+v", st.Counts)
 				}
 			},
+		},
+		{
+			name: "a protected route inside the pod CIDRs stays (routegc's protectedRoutes)",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				c.routes = append(c.routes, openstack.Route{Destination: "10.100.7.0/24", NextHop: "10.0.0.7"})
+				in.Target.Protected = []routegc.ProtectedRoute{{Destination: netip.MustParsePrefix("10.100.7.0/24")}}
+			},
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantRelease: true,
+			wantDeleted: []string{"route 10.100.1.0/24"},
+			wantKept:    []string{"route 10.100.7.0/24", "route 192.168.0.0/24"},
 		},
 		{
 			name:      "dry run: a plan, nothing deleted, the finalizer held",

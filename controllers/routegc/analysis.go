@@ -217,7 +217,7 @@ func Analyze(in Input) (Plan, error) {
 		case !Inside(dst, in.PodCIDRs):
 			res.Verdict, res.Detail = Foreign, "destination outside the pod CIDRs"
 			plan.Counts.Foreign++
-		case isProtected(dst.Masked(), hop.Unmap(), in.Protected):
+		case IsProtected(dst.Masked(), hop.Unmap(), in.Protected):
 			plan.Counts.Ours++
 			plan.Counts.Protected++
 			res.Verdict, res.Detail = Protected, "on the protected list"
@@ -296,7 +296,9 @@ func Inside(dst netip.Prefix, pods []netip.Prefix) bool {
 	return false
 }
 
-func isProtected(dst netip.Prefix, hop netip.Addr, list []ProtectedRoute) bool {
+// IsProtected reports whether the route dst via hop is on the protected list: never removed, by routegc
+// or by deorbit.
+func IsProtected(dst netip.Prefix, hop netip.Addr, list []ProtectedRoute) bool {
 	for _, p := range list {
 		if p.matches(dst, hop) {
 			return true

@@ -36,6 +36,7 @@ type deorbitFlags struct {
 	clusterName string
 	router      string
 	podCIDRs    []string
+	protect     []string
 	dryRun      bool
 	exclude     []string
 	state       string
@@ -78,6 +79,7 @@ left in the cloud (printed, and in --state).`,
 	fl.StringVar(&f.clusterName, "cluster-name", "", "the cluster's name on the cloud side: Cinder CSI's --cluster and the cloud controller manager's --cluster-name (required)")
 	fl.StringVar(&f.router, "router", "", "ID of the router carrying the cluster's pod routes (empty: no routes are removed)")
 	fl.StringSliceVar(&f.podCIDRs, "pod-cidr", nil, "pod CIDR of the cluster (repeatable; required with --router)")
+	fl.StringSliceVar(&f.protect, "protect", nil, "route DESTINATION[@NEXTHOP] inside the pod CIDRs never removed, like routegc's protectedRoutes (repeatable)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "delete nothing; print what would be deleted")
 	fl.StringSliceVar(&f.exclude, "exclude", nil, "ID or name never deleted (repeatable)")
 	fl.StringVar(&f.state, "state", "", "file keeping the progress (JSON); an existing one is resumed")
@@ -112,6 +114,9 @@ func (f *deorbitFlags) validate() (deorbit.Target, error) {
 		return t, &config.Error{Field: "--pod-cidr", Msg: err.Error()}
 	}
 	t.PodCIDRs = pods
+	if t.Protected, err = parseProtect(f.protect); err != nil {
+		return t, err
+	}
 	return t, nil
 }
 

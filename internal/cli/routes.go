@@ -93,20 +93,9 @@ func (f *routesAuditFlags) run(ctx context.Context, cmd *cobra.Command) error {
 	if err != nil {
 		return &config.Error{Field: "--pod-cidr", Msg: err.Error()}
 	}
-	var protected []routegc.ProtectedRoute
-	for _, p := range f.protect {
-		dst, hop, _ := strings.Cut(p, "@")
-		pr := routegc.ProtectedRoute{}
-		if pr.Destination, err = netip.ParsePrefix(dst); err != nil {
-			return &config.Error{Field: "--protect", Msg: fmt.Sprintf("expected DESTINATION[@NEXTHOP] such as 198.19.7.0/24@10.0.0.5, got %q", p)}
-		}
-		pr.Destination = pr.Destination.Masked()
-		if hop != "" {
-			if pr.NextHop, err = netip.ParseAddr(hop); err != nil {
-				return &config.Error{Field: "--protect", Msg: fmt.Sprintf("expected DESTINATION[@NEXTHOP] such as 198.19.7.0/24@10.0.0.5, got %q", p)}
-			}
-		}
-		protected = append(protected, pr)
+	protected, err := parseProtect(f.protect)
+	if err != nil {
+		return err
 	}
 	ro := routegc.ReadOptions{RouterID: f.router, ProjectID: f.project, SubnetID: f.subnet}
 	for _, s := range f.sources {
@@ -262,4 +251,27 @@ func cliAuth(cloud string) (openstack.Auth, error) {
 		return a, &config.Error{Field: "--cloud", Msg: "no OpenStack credentials: give --cloud (clouds.yaml), OS_CLOUD, or OS_AUTH_URL and the other OS_* variables"}
 	}
 	return a, err
+}
+
+// parseProtect reads --protect values (DESTINATION[@NEXTHOP]) of routes and deorbit.
+func parseProtect(list []string) ([]routegc.ProtectedRoute, error) {
+	var protected []routegc.ProtectedRoute
+	for _, p := range list {
+		bad := &config.Error{Field: "--protect", Msg: fmt.Sprintf("expected DESTINATION[@NEXTHOP] such as 198.19.7.0/24@10.0.0.5, got %q", p)}
+		dst, hop, _ := strings.Cut(p, "@")
+		var pr routegc.ProtectedRoute
+		var err error
+		if pr.Destination, err = netip.ParsePrefix(dst); err != nil {
+			return nil, bad
+		}
+		pr.Destination = pr.Destination.Masked()
+		if hop != "" {
+			if pr.NextHop, err = netip.ParseAddr(hop); err != nil {
+				return nil, bad
+			}
+			pr.NextHop = pr.NextHop.Unmap()
+		}
+		protected = append(protected, pr)
+	}
+	return protected, nil
 }
