@@ -177,8 +177,9 @@ func routeAction(r *v1alpha1.DeorbitResource) remediation.Action {
 	return remediation.Action{Verb: VerbRemoveRoute, Kind: "route", ID: r.ID, Name: r.Name, Removal: true, Teardown: true}
 }
 
-// waitForCloud asks the cloud for each volume and load balancer whose claim or Service went until it
-// answers 404, for at most CloudWaitTimeout; what is left then is the sweep's.
+// waitForCloud waits until the cloud no longer shows the volumes and load balancers whose claim or
+// Service went (one list of the project per kind and look; a GET each when a list fails),
+// for at most CloudWaitTimeout; what is left then is the sweep's.
 func (s *step) waitForCloud(ctx context.Context, cloud Cloud) (bool, time.Time) {
 	if err := s.resolveLoadBalancers(ctx, cloud); err != nil {
 		s.fail(err)
@@ -204,16 +205,15 @@ func (s *step) waitForCloud(ctx context.Context, cloud Cloud) (bool, time.Time) 
 	return false, minTime(s.now.Add(s.pollAfter(elapsed)), s.st.PhaseStartTime.Add(s.in.Settings.CloudWaitTimeout))
 }
 
-// listThreshold: above this many resources to look at, one list per kind tells which are still there
-// (a list of the project is complete or an error), and only those it no longer shows are asked for
-// one by one, each to be confirmed by a 404: a few requests per look instead of one per resource.
-const listThreshold = 10
-
-// listedAway returns the resources of rs to ask for one by one: all of them when they are few or a list
-// fails; else those the lists of the project no longer show (the others get the listed status).
+// listedAway confirms rs with one list of the project per kind instead of one GET per resource: a list
+// of the project (the scoped cloud limits it to the project and reads every page) is complete or an
+// error, so a resource it does not show (or shows DELETED) is gone from the project, which is what a
+// GET's 404 proves too (a member's credentials get 404 for another project's resource). Listed ones get
+// their status. It returns the resources still to ask for one by one: none, or all of them when a list
+// fails.
 func (s *step) listedAway(ctx context.Context, cloud Cloud, rs []*v1alpha1.DeorbitResource) []*v1alpha1.DeorbitResource {
-	if len(rs) <= listThreshold {
-		return rs
+	if len(rs) == 0 {
+		return nil
 	}
 	status := map[string]string{}
 	vols, err := cloud.ListVolumes(ctx, listAll)
@@ -228,21 +228,25 @@ func (s *step) listedAway(ctx context.Context, cloud Cloud, rs []*v1alpha1.Deorb
 		return rs
 	}
 	for _, l := range lbs {
-		status[v1alpha1.DeorbitLoadBalancer+"/"+l.ID] = l.ProvisioningStatus
+		if l.ProvisioningStatus != "DELETED" {
+			status[v1alpha1.DeorbitLoadBalancer+"/"+l.ID] = l.ProvisioningStatus
+		}
 	}
-	var away []*v1alpha1.DeorbitResource
 	for _, r := range rs {
+		if r.ID == "" {
+			continue // known by its name only: resolveLoadBalancers finds it
+		}
 		if st, ok := status[r.Type+"/"+r.ID]; ok {
 			r.Status = st
 			continue
 		}
-		away = append(away, r)
+		r.State, r.Status, r.LastError, r.NextAttempt = v1alpha1.DeorbitGone, "", "", nil
 	}
-	return away
+	return nil
 }
 
-// pollAfter grows the wait between looks with the time already waited: a quarter of it, from 1s up to
-// Poll.
+// pollAfter grows the wait between looks with the time already waited: a quarter of it, from minPoll
+// (250 ms) up to Poll.
 func (s *step) pollAfter(elapsed time.Duration) time.Duration {
 	return min(max(elapsed/4, minPoll), s.e.poll())
 }

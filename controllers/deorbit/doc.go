@@ -5,9 +5,9 @@
 // The phases, recorded in status.deorbit so that a restarted operator resumes where it was:
 // VolumeSnapshots, PersistentVolumeClaims (each Cinder volume remembered from its PersistentVolume
 // first), LoadBalancerServices (each Octavia load balancer remembered from the cloud controller
-// manager's annotation, else its name), Routes (inside the pod CIDRs, on the proven router),
-// WaitForCloud (Cinder and Octavia are asked for each until they answer 404, for at most
-// cloudWaitTimeout), Sweep (the project's volumes carrying Cinder CSI's cluster metadata and load
+// manager's annotation, else its name; this chain runs from the first step, beside the snapshots and
+// claims), Routes (inside the pod CIDRs, on the proven router), WaitForCloud (until the project's
+// lists of volumes and load balancers no longer show them, for at most cloudWaitTimeout), Sweep (the project's volumes carrying Cinder CSI's cluster metadata and load
 // balancers named or tagged kube_service_<cluster>_<namespace>_<service> are deleted directly, until
 // the cloud shows none), then Done: the finalizer goes.
 //

@@ -45,8 +45,8 @@ const (
 	DefaultMaxBackoff = 5 * time.Minute
 	// DefaultPoll is the longest wait between two looks at the cloud while it deletes.
 	DefaultPoll = 30 * time.Second
-	// minPoll is the shortest.
-	minPoll = time.Second
+	// minPoll is the shortest (the first look at a cloud that deletes).
+	minPoll = 250 * time.Millisecond
 	// DefaultReplan is how often a dry run's plan is made again while the finalizer is held.
 	DefaultReplan = 10 * time.Minute
 )
@@ -227,8 +227,8 @@ func (e *Engine) Step(ctx context.Context, in Input, st *v1alpha1.DeorbitStatus)
 	for {
 		done, next := s.run(ctx)
 		if !done && s.issued >= in.Settings.Budget && in.Settings.Budget > 0 {
-			// This step's cap was reached: the next deletes are due at once.
-			next = minTime(next, now.Add(minPoll))
+			// This step's cap was reached: the next deletes are due at once (the floor below).
+			next = now
 		}
 		if !done {
 			if next.IsZero() || next.After(giveUp) {
@@ -275,9 +275,9 @@ func (s *step) result(r Result) Result {
 func (s *step) run(ctx context.Context) (bool, time.Time) {
 	switch s.st.Phase {
 	case v1alpha1.DeorbitPhaseSnapshots:
-		return s.workloadPhase(ctx, s.snapshots)
+		return s.workloadPhase(ctx, s.withServices(s.snapshots))
 	case v1alpha1.DeorbitPhaseClaims:
-		return s.workloadPhase(ctx, s.claims)
+		return s.workloadPhase(ctx, s.withServices(s.claims))
 	case v1alpha1.DeorbitPhaseServices:
 		return s.workloadPhase(ctx, s.services)
 	case v1alpha1.DeorbitPhaseRoutes:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -37,6 +38,8 @@ type memCloud struct {
 	// failDeletes: the next n deletes of an ID answer 500; stuck: load balancers that stay PENDING_DELETE.
 	failDeletes map[string]int
 	stuck       map[string]bool
+	// gets counts the GETs of single volumes and load balancers.
+	gets int
 }
 
 func newMemCloud() *memCloud {
@@ -87,6 +90,7 @@ func (m *memCloud) ListVolumes(ctx context.Context, o openstack.ListOpts) ([]ope
 func (m *memCloud) GetVolume(ctx context.Context, id string) (*openstack.Volume, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.gets++
 	v, ok := m.vols[id]
 	if !ok {
 		return nil, errNotFound
@@ -127,6 +131,7 @@ func (m *memCloud) ListLoadBalancers(ctx context.Context, o openstack.ListOpts) 
 func (m *memCloud) GetLoadBalancer(ctx context.Context, id string) (*openstack.LoadBalancer, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.gets++
 	l, ok := m.lbs[id]
 	if !ok {
 		return nil, errNotFound
@@ -405,7 +410,7 @@ func TestStep(t *testing.T) {
 			},
 			wantPhase: v1alpha1.DeorbitPhaseGaveUp, wantRelease: true,
 			wantKept:   []string{"v-orphan", "lb-orphan"},
-			wantDebris: []string{"Volume v-bound", "LoadBalancer lb-web", "Cloud "},
+			wantDebris: []string{"LoadBalancer lb-web", "Volume v-bound", "Cloud "},
 		},
 		{
 			name: "another cluster names the same cloud cluster: the sweep deletes nothing",
@@ -417,7 +422,7 @@ func TestStep(t *testing.T) {
 			wantKept: []string{"v-orphan", "lb-orphan"},
 			// Without a provisioner and a cloud controller manager in this test, the claim's volume and
 			// the Service's load balancer stay too.
-			wantDebris: []string{"Volume v-bound", "LoadBalancer lb-web", "Volume v-orphan", "LoadBalancer lb-orphan"},
+			wantDebris: []string{"LoadBalancer lb-web", "Volume v-bound", "Volume v-orphan", "LoadBalancer lb-orphan"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -532,7 +537,7 @@ func TestBackoff(t *testing.T) {
 }
 
 // Many claims and a small cap per step: every step issues at most the cap and the next one is due at
-// once; the waits read lists instead of one volume at a time; every volume is deleted exactly once.
+// once; the wait reads lists instead of one volume at a time (no GET); every volume goes.
 func TestStepMany(t *testing.T) {
 	cloud := newMemCloud()
 	var objs []client.Object
@@ -549,9 +554,30 @@ func TestStepMany(t *testing.T) {
 	set.Budget = 7
 	in := Input{Target: target(), Settings: set, Workload: wl, Cloud: cloud, Policy: a}
 	st := &v1alpha1.DeorbitStatus{}
-	res, steps := run(t, &Engine{Clock: clk, Rand: func() float64 { return 0 }}, clk, in, st, 200, nil)
+	e := &Engine{Clock: clk, Rand: func() float64 { return 0 }}
+	start := clk.Now()
+	if first := e.Step(context.Background(), in, st); !first.Next.Equal(start.Add(time.Millisecond)) {
+		t.Errorf("a step at its cap asks for the next at %s, want at once (%s)", first.Next, start.Add(time.Millisecond))
+	} else {
+		clk.SetTime(first.Next)
+	}
+	// The provisioner: the volume of a deleted claim is deleted.
+	provisioner := func(int, *Input) {
+		cloud.mu.Lock()
+		defer cloud.mu.Unlock()
+		for id, v := range cloud.vols {
+			err := wl.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "data-" + id}, &corev1.PersistentVolumeClaim{})
+			if apierrors.IsNotFound(err) {
+				v.Status = "deleting"
+			}
+		}
+	}
+	res, steps := run(t, e, clk, in, st, 200, provisioner)
 	if !res.Release || st.Phase != v1alpha1.DeorbitPhaseDone {
 		t.Fatalf("after %d steps: phase %s, last error %q", steps, st.Phase, st.LastError)
+	}
+	if cloud.gets != 0 {
+		t.Errorf("%d GETs of single volumes: the lists confirm them", cloud.gets)
 	}
 	if len(cloud.vols) != 0 {
 		t.Errorf("%d volumes left", len(cloud.vols))
@@ -563,5 +589,84 @@ func TestStepMany(t *testing.T) {
 	}
 	if st.Counts.Total != 60 || st.Counts.Remaining != 0 {
 		t.Errorf("counts %+v", st.Counts)
+	}
+}
+
+// The LoadBalancer Services' chain runs beside the snapshots' and claims': their deletes start at the
+// first step while the phase still says where the claims are. Cut after any step, a fresh engine (a
+// restarted operator) given the status finishes the teardown, and nothing is asked or deleted twice.
+func TestStepChainsResumeAnywhere(t *testing.T) {
+	setup := func(t *testing.T) (*memCloud, Input, *asker) {
+		cloud := newMemCloud()
+		var objs []client.Object
+		for i := 0; i < 5; i++ {
+			id := fmt.Sprintf("v%d", i)
+			cloud.vols[id] = &openstack.Volume{ID: id, Status: "in-use", Metadata: map[string]string{MetadataCluster: "c1"}}
+			objs = append(objs, cinderPV("pv-"+id, id, "app", "data-"+id, corev1.PersistentVolumeReclaimDelete, corev1.VolumeBound),
+				&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-" + id}})
+		}
+		for i := 0; i < 3; i++ {
+			id, svc := fmt.Sprintf("lb%d", i), fmt.Sprintf("web%d", i)
+			cloud.lbs[id] = &openstack.LoadBalancer{ID: id, Name: LoadBalancerName("c1", "app", svc), ProvisioningStatus: "ACTIVE"}
+			objs = append(objs, lbService("app", svc, id))
+		}
+		a := &asker{}
+		set := settings()
+		set.Budget = 2
+		return cloud, Input{Target: target(), Settings: set, Workload: workloadClient(t, objs...), Cloud: cloud, Policy: a}, a
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+	// The first step deletes Services (up to the cap) and stays in the first phase.
+	_, in, _ := setup(t)
+	st := &v1alpha1.DeorbitStatus{}
+	(&Engine{Clock: clocktesting.NewFakeClock(start)}).Step(context.Background(), in, st)
+	if st.Phase != v1alpha1.DeorbitPhaseSnapshots && st.Phase != v1alpha1.DeorbitPhaseClaims {
+		t.Errorf("after the first step: phase %s, want the snapshots' or the claims'", st.Phase)
+	}
+	if n := st.Counts.Done; n != 2 || state(st, v1alpha1.DeorbitService, "app/web0") != v1alpha1.DeorbitDeleting {
+		t.Errorf("after the first step: %d done, app/web0 %s; want the first 2 Services deleting", n, state(st, v1alpha1.DeorbitService, "app/web0"))
+	}
+
+	for cut := 1; cut < 30; cut++ {
+		cloud, in, a := setup(t)
+		clk := clocktesting.NewFakeClock(start)
+		st := &v1alpha1.DeorbitStatus{}
+		var res Result
+		for i := 0; i < cut && !res.Release; i++ {
+			res = (&Engine{Clock: clk, Rand: func() float64 { return 0 }}).Step(context.Background(), in, st)
+			if !res.Release {
+				clk.SetTime(res.Next)
+			}
+		}
+		phase := st.Phase
+		if !res.Release {
+			saved := st.DeepCopy()
+			res, _ = run(t, &Engine{Clock: clk, Rand: func() float64 { return 0 }}, clk, in, saved, 100, nil)
+			st = saved
+		}
+		if !res.Release || st.Phase != v1alpha1.DeorbitPhaseDone {
+			t.Fatalf("cut after %d steps (in %s): phase %s, last error %q", cut, phase, st.Phase, st.LastError)
+		}
+		if len(cloud.vols)+len(cloud.lbs) != 0 {
+			t.Errorf("cut after %d steps: %d volumes and %d load balancers left", cut, len(cloud.vols), len(cloud.lbs))
+		}
+		for id, n := range cloud.deletes {
+			if n != 1 {
+				t.Errorf("cut after %d steps: %s deleted %d times", cut, id, n)
+			}
+		}
+		for k, n := range a.asked {
+			if n != 1 {
+				t.Errorf("cut after %d steps: %s asked %d times", cut, k, n)
+			}
+		}
+		// No provisioner or cloud controller manager here: the sweep deletes the volumes and load balancers.
+		if len(a.asked) != 16 {
+			t.Errorf("cut after %d steps: %d deletes asked, want the 5 claims, 3 Services, 5 volumes and 3 load balancers", cut, len(a.asked))
+		}
+		if phase == v1alpha1.DeorbitPhaseDone {
+			break
+		}
 	}
 }

@@ -149,6 +149,23 @@ func (s *step) claims(ctx context.Context, cl client.Client) (bool, time.Time, e
 	return done, next, err
 }
 
+// withServices runs the LoadBalancer Services' chain first, then phase: the load balancers (the slower
+// chain) start deleting at the first step, independent of the snapshots and claims. The phase completes
+// with phase alone; the LoadBalancerServices phase waits for the Services' chain after it.
+func (s *step) withServices(phase func(context.Context, client.Client) (bool, time.Time, error)) func(context.Context, client.Client) (bool, time.Time, error) {
+	return func(ctx context.Context, cl client.Client) (bool, time.Time, error) {
+		svcDone, svcNext, err := s.services(ctx, cl)
+		if err != nil {
+			return false, time.Time{}, err
+		}
+		done, next, err := phase(ctx, cl)
+		if err != nil || done || svcDone {
+			return done, next, err
+		}
+		return false, minTime(next, svcNext), nil
+	}
+}
+
 // services remembers the Octavia load balancer of every LoadBalancer Service (the ID the cloud
 // controller manager recorded, else its name), then deletes the Services: the cloud controller manager
 // deletes the load balancers, which the cloud confirms later.
