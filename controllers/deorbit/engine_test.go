@@ -540,14 +540,7 @@ func TestBackoff(t *testing.T) {
 // once; the wait reads lists instead of one volume at a time (no GET); every volume goes.
 func TestStepMany(t *testing.T) {
 	cloud := newMemCloud()
-	var objs []client.Object
-	for i := 0; i < 30; i++ {
-		id := fmt.Sprintf("v%02d", i)
-		cloud.vols[id] = &openstack.Volume{ID: id, Status: "in-use", Metadata: map[string]string{MetadataCluster: "c1"}}
-		objs = append(objs, cinderPV("pv-"+id, id, "app", "data-"+id, corev1.PersistentVolumeReclaimDelete, corev1.VolumeBound),
-			&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-" + id}})
-	}
-	wl := workloadClient(t, objs...)
+	wl := workloadClient(t, boundClaims(cloud, 30)...)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	a := &asker{}
 	set := settings()
@@ -598,13 +591,7 @@ func TestStepMany(t *testing.T) {
 func TestStepChainsResumeAnywhere(t *testing.T) {
 	setup := func(t *testing.T) (*memCloud, Input, *asker) {
 		cloud := newMemCloud()
-		var objs []client.Object
-		for i := 0; i < 5; i++ {
-			id := fmt.Sprintf("v%d", i)
-			cloud.vols[id] = &openstack.Volume{ID: id, Status: "in-use", Metadata: map[string]string{MetadataCluster: "c1"}}
-			objs = append(objs, cinderPV("pv-"+id, id, "app", "data-"+id, corev1.PersistentVolumeReclaimDelete, corev1.VolumeBound),
-				&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-" + id}})
-		}
+		objs := boundClaims(cloud, 5)
 		for i := 0; i < 3; i++ {
 			id, svc := fmt.Sprintf("lb%d", i), fmt.Sprintf("web%d", i)
 			cloud.lbs[id] = &openstack.LoadBalancer{ID: id, Name: LoadBalancerName("c1", "app", svc), ProvisioningStatus: "ACTIVE"}
@@ -669,4 +656,17 @@ func TestStepChainsResumeAnywhere(t *testing.T) {
 			break
 		}
 	}
+}
+
+// boundClaims adds n volumes of cluster c1 to cloud and returns their PersistentVolumes and bound claims
+// (volume vNN, PV pv-vNN, claim app/data-vNN).
+func boundClaims(cloud *memCloud, n int) []client.Object {
+	var objs []client.Object
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("v%02d", i)
+		cloud.vols[id] = &openstack.Volume{ID: id, Status: "in-use", Metadata: map[string]string{MetadataCluster: "c1"}}
+		objs = append(objs, cinderPV("pv-"+id, id, "app", "data-"+id, corev1.PersistentVolumeReclaimDelete, corev1.VolumeBound),
+			&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-" + id}})
+	}
+	return objs
 }
