@@ -23,13 +23,16 @@ type FlightSpec struct {
 }
 
 // FlightServers says which servers are the cluster's. A server is only ever the cluster's when the
-// cluster's own credentials list it in the cluster's project; within the project it must also be
-// named by a Node's providerID (openstack:///<server id>), or carry every Metadata pair, or, when no
-// Metadata is given, have a port on spec.openstack.networkID.
+// cluster's own credentials list it in the cluster's project; within the project it must also carry
+// every Metadata pair or, when no Metadata is given, have a port on spec.openstack.networkID. A Node's
+// providerID (openstack:///<server id>) never adds a server these rules do not match.
 type FlightServers struct {
 	// Metadata pairs every server of the cluster carries (Nova server metadata), e.g.
 	// {"vitals.vitalsproject.io/cluster": "prod-eu1"}. Empty: servers with a port on
-	// spec.openstack.networkID (and servers named by Nodes) are the cluster's.
+	// spec.openstack.networkID are the cluster's. With neither set, every server a Node's providerID
+	// names is the cluster's: whoever can create or update Nodes in the workload cluster (its kubelets,
+	// anyone granted that) then chooses which servers of the project flight may reboot or delete. Set
+	// one when clusters share a project.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
 	Metadata map[string]string `json:"metadata,omitempty"`

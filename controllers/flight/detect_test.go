@@ -233,17 +233,20 @@ func TestConsistent(t *testing.T) {
 		name           string
 		snap           Snapshot
 		projectServers int
+		named          []openstack.Server // servers Nodes name that are not the cluster's
 		unsafe         bool
 	}{
-		{"empty cluster", Snapshot{}, 0, false},
-		{"nodes name servers, the project lists none", Snapshot{NodeServer: map[string]string{"n1": "s1"}}, 0, true},
-		{"active server with addresses and no port", Snapshot{Servers: []openstack.Server{active}}, 1, true},
-		{"active server with its port", Snapshot{Servers: []openstack.Server{active}, PortsByServer: map[string][]openstack.Port{"s1": {{ID: "p1"}}}}, 1, false},
-		{"errored server without port", Snapshot{Servers: []openstack.Server{{ID: "s2", Status: "ERROR"}}}, 1, false},
+		{"empty cluster", Snapshot{}, 0, nil, false},
+		{"nodes name servers, the project lists none", Snapshot{NodeServer: map[string]string{"n1": "s1"}}, 0, nil, true},
+		{"active server with addresses and no port", Snapshot{Servers: []openstack.Server{active}}, 1, nil, true},
+		{"active server with its port", Snapshot{Servers: []openstack.Server{active}, PortsByServer: map[string][]openstack.Port{"s1": {{ID: "p1"}}}}, 1, nil, false},
+		{"errored server without port", Snapshot{Servers: []openstack.Server{{ID: "s2", Status: "ERROR"}}}, 1, nil, false},
+		// A truncated port list drops a named server from the cluster's (no port on the network): still unsafe.
+		{"named active server with no port", Snapshot{NodeServer: map[string]string{"n1": "s1"}}, 1, []openstack.Server{active}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.snap.consistent(tc.projectServers)
+			err := tc.snap.consistent(tc.projectServers, append(slices.Clone(tc.snap.Servers), tc.named...))
 			if (err != nil) != tc.unsafe {
 				t.Fatalf("consistent: %v, want unsafe %v", err, tc.unsafe)
 			}
@@ -258,18 +261,29 @@ func TestReadOptionsMatches(t *testing.T) {
 		name  string
 		o     ReadOptions
 		ports []openstack.Port
+		named bool // a Node's providerID names the server
 		want  bool
 	}{
-		{"metadata matches", ReadOptions{Metadata: map[string]string{"cluster": "c1"}}, nil, true},
-		{"metadata differs", ReadOptions{Metadata: map[string]string{"cluster": "c2"}}, onNodes, false},
-		{"metadata wins over the network", ReadOptions{Metadata: map[string]string{"cluster": "c2"}, NetworkID: "nodes"}, onNodes, false},
-		{"port on the network", ReadOptions{NetworkID: "nodes"}, onNodes, true},
-		{"port on another network", ReadOptions{NetworkID: "other"}, onNodes, false},
-		{"nothing to match by", ReadOptions{}, onNodes, false},
+		{"metadata matches", ReadOptions{Metadata: map[string]string{"cluster": "c1"}}, nil, false, true},
+		{"metadata differs", ReadOptions{Metadata: map[string]string{"cluster": "c2"}}, onNodes, false, false},
+		{"metadata wins over the network", ReadOptions{Metadata: map[string]string{"cluster": "c2"}, NetworkID: "nodes"}, onNodes, false, false},
+		{"port on the network", ReadOptions{NetworkID: "nodes"}, onNodes, false, true},
+		{"port on another network", ReadOptions{NetworkID: "other"}, onNodes, false, false},
+		{"nothing to match by", ReadOptions{}, onNodes, false, false},
+		// A providerID is written by whoever may write Nodes in the workload cluster: with a rule set, it
+		// never pulls in a server the rule does not match (another cluster's server of the same project).
+		{"named, metadata matches", ReadOptions{Metadata: map[string]string{"cluster": "c1"}}, nil, true, true},
+		{"named, metadata differs", ReadOptions{Metadata: map[string]string{"cluster": "c2"}}, onNodes, true, false},
+		{"named, port on the network", ReadOptions{NetworkID: "nodes"}, onNodes, true, true},
+		{"named, port on another network", ReadOptions{NetworkID: "other"}, onNodes, true, false},
+		{"named, no port", ReadOptions{NetworkID: "nodes"}, nil, true, false},
+		{"named, no rule: the Node's word is taken", ReadOptions{}, nil, true, true},
 	}
 	for _, tc := range tests {
-		if got := tc.o.matches(sv, tc.ports); got != tc.want {
-			t.Errorf("%s: matches = %v, want %v", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.o.matches(sv, tc.ports, tc.named); got != tc.want {
+				t.Errorf("matches = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

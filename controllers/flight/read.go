@@ -52,6 +52,8 @@ type ReadOptions struct {
 	NetworkID string
 	// Metadata every server of the cluster carries (optional).
 	Metadata map[string]string
+	// With neither Metadata nor NetworkID, a server a Node's providerID names is the cluster's; with
+	// either, such a server must also match it (see matches).
 	// SecurityGroupID or SecurityGroupName of the cluster (ID wins).
 	SecurityGroupID, SecurityGroupName string
 }
@@ -114,9 +116,16 @@ func Read(ctx context.Context, cloud tenancy.Cloud, nodes client.Reader, o ReadO
 	for _, id := range snap.NodeServer {
 		named[id] = true
 	}
+	// A server a Node names is checked for a truncated port list too, even when it is not the cluster's:
+	// a named server's port missing from the list would otherwise drop it from the cluster unnoticed.
+	var checked []openstack.Server
 	for _, sv := range servers {
-		if named[sv.ID] || o.matches(sv, snap.PortsByServer[sv.ID]) {
+		mine := o.matches(sv, snap.PortsByServer[sv.ID], named[sv.ID])
+		if mine {
 			snap.Servers = append(snap.Servers, sv)
+		}
+		if mine || named[sv.ID] {
+			checked = append(checked, sv)
 		}
 	}
 	slices.SortFunc(snap.Servers, func(a, b openstack.Server) int { return strings.Compare(a.ID, b.ID) })
@@ -125,15 +134,22 @@ func Read(ctx context.Context, cloud tenancy.Cloud, nodes client.Reader, o ReadO
 			snap.ServerNode[id] = &snap.Nodes[i]
 		}
 	}
-	if err := snap.consistent(len(servers)); err != nil {
+	if err := snap.consistent(len(servers), checked); err != nil {
 		return nil, err
 	}
 	return snap, nil
 }
 
-// matches reports whether a server of the project is the cluster's by its metadata or, without
-// metadata to match, by a port on the nodes' network.
-func (o ReadOptions) matches(sv openstack.Server, ports []openstack.Port) bool {
+// matches reports whether a server of the project is the cluster's: by its metadata or, without
+// metadata to match, by a port on the nodes' network. A Node naming the server (named) is no proof
+// of its own when either rule is set: whoever may create or update Nodes in the workload cluster
+// (kubelets, or anyone granted nodes create/update there) writes providerIDs, and would otherwise pull
+// another cluster's server of the same project into flight's reboots and deletes. With neither rule,
+// the Node's word is all there is, and it is taken (docs/operator.md says the risk).
+func (o ReadOptions) matches(sv openstack.Server, ports []openstack.Port, named bool) bool {
+	if len(o.Metadata) == 0 && o.NetworkID == "" {
+		return named
+	}
 	if len(o.Metadata) > 0 {
 		for k, v := range o.Metadata {
 			if got, ok := sv.Metadata[k]; !ok || got != v {
@@ -146,12 +162,13 @@ func (o ReadOptions) matches(sv openstack.Server, ports []openstack.Port) bool {
 }
 
 // consistent refuses reads that contradict themselves, the marks of a truncated list: Nodes name
-// servers but the project lists none; an ACTIVE server with addresses has no port.
-func (s *Snapshot) consistent(projectServers int) error {
+// servers but the project lists none; an ACTIVE server with addresses (of the cluster's, or one a
+// Node names) has no port.
+func (s *Snapshot) consistent(projectServers int, checked []openstack.Server) error {
 	if len(s.NodeServer) > 0 && projectServers == 0 {
 		return &UnsafeError{Reason: fmt.Sprintf("%d nodes name OpenStack servers, but the project lists no server", len(s.NodeServer))}
 	}
-	for _, sv := range s.Servers {
+	for _, sv := range checked {
 		if sv.Status == "ACTIVE" && len(sv.Addresses) > 0 && len(s.PortsByServer[sv.ID]) == 0 {
 			return &UnsafeError{Reason: fmt.Sprintf("server %s is ACTIVE with addresses, but the project lists no port of it", sv.ID)}
 		}
