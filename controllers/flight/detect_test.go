@@ -221,8 +221,8 @@ func TestHeadroom(t *testing.T) {
 		{5, 0, metav1.ConditionUnknown},
 	}
 	for _, tc := range tests {
-		if got := headroom(tc.routes, tc.limit); got.Status != tc.want || got.Type != v1alpha1.ConditionRouteHeadroom {
-			t.Errorf("headroom(%d of %d) = %+v, want %s", tc.routes, tc.limit, got, tc.want)
+		if got := RouteHeadroom(tc.routes, tc.limit); got.Status != tc.want || got.Type != v1alpha1.ConditionRouteHeadroom {
+			t.Errorf("RouteHeadroom(%d of %d) = %+v, want %s", tc.routes, tc.limit, got, tc.want)
 		}
 	}
 }

@@ -265,7 +265,7 @@ func (f *routesFinding) Repair(ctx context.Context, env *Env) []Report {
 	}
 	problems = append(problems, plan.Conflicts...)
 	problems = append(problems, plan.Unroutable...)
-	reports := []Report{headroom(count, env.Settings.MaxRoutes)}
+	reports := []Report{RouteHeadroom(count, env.Settings.MaxRoutes)}
 	if len(problems) == 0 {
 		msg := fmt.Sprintf("%d routes; every Node's pod CIDR has one route, to the Node", count)
 		if len(done) > 0 {
@@ -363,8 +363,9 @@ func addAction(rt openstack.Route) remediation.Action {
 	return remediation.Action{Verb: VerbAddRoute, Kind: "route", ID: rt.Destination + "@" + rt.NextHop, Name: rt.Destination}
 }
 
-// headroom reports the router's use of its route limit.
-func headroom(routes, limit int) Report {
+// RouteHeadroom reports a router's use of its route limit: the RouteHeadroom condition, False from
+// HeadroomPercent of it (vitals doctor reports the same).
+func RouteHeadroom(routes, limit int) Report {
 	if limit <= 0 {
 		return Report{Type: v1alpha1.ConditionRouteHeadroom, Status: metav1.ConditionUnknown, Reason: "NoLimit", Message: "no route limit set"}
 	}

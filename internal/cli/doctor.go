@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
@@ -19,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/flight"
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
@@ -176,7 +178,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 	var list v1alpha1.VitalsClusterList
 	if err := c.List(ctx, &list, client.InNamespace(f.namespace), client.Limit(1)); err != nil {
 		add("crd", "failed", fmt.Sprintf("list VitalsClusters: %v (install deploy/crds/)", err), "")
-		skipped("cluster", "cloud", "routes", "workload")
+		skipped("cluster", "cloud", "routes", "route-headroom", "workload")
 		return
 	}
 	add("crd", "ok", "vitalsclusters."+v1alpha1.GroupVersion.Group+" served", "")
@@ -187,7 +189,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 			detail = fmt.Sprintf("no VitalsCluster %s in namespace %s", name, f.namespace)
 		}
 		add("cluster", "failed", detail, "")
-		skipped("cloud", "routes", "workload")
+		skipped("cloud", "routes", "route-headroom", "workload")
 		return
 	}
 	add("cluster", "ok", fmt.Sprintf("router %s, pod CIDRs %v", vc.Spec.OpenStack.RouterID, vc.Spec.PodCIDRs), "")
@@ -209,7 +211,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 		} else {
 			add("cloud", "failed", err.Error(), tenancy.ReasonCloudUnavailable)
 		}
-		skipped("routes")
+		skipped("routes", "route-headroom")
 	} else {
 		rep.ProjectID = scope.ProjectID
 		add("cloud", "ok", fmt.Sprintf("project %s proven (%s); router %s is the project's", scope.ProjectID, scope.Source, scope.Router.ID), "")
@@ -221,6 +223,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 		default:
 			add("routes", "ok", "extraroute-atomic offered", "")
 		}
+		routeHeadroom(&vc, scope, add)
 	}
 
 	wl, err := workload.NewManager(workload.Options{Secrets: c, Checks: remediation.NewChecks(clock.RealClock{}),
@@ -246,4 +249,24 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 		return
 	}
 	add("workload", "ok", fmt.Sprintf("the API answers through %s: %d nodes", cl.Source(), len(nodes.Items)), "")
+}
+
+// routeHeadroom reports the router's routes against the cluster's route limit, by flight's rule (the
+// RouteHeadroom condition): failed from flight.HeadroomPercent of it.
+func routeHeadroom(vc *v1alpha1.VitalsCluster, scope *tenancy.Scope, add func(check, result, detail, reason string)) {
+	s, err := (&flight.Reconciler{}).SettingsOf(vc)
+	switch {
+	case err != nil:
+		add("route-headroom", "failed", err.Error(), "InvalidSpec")
+		return
+	case scope.Router == nil:
+		add("route-headroom", "ok", "the spec names no router: no routes to count", "")
+		return
+	}
+	switch r := flight.RouteHeadroom(len(scope.Router.Routes), s.MaxRoutes); r.Status {
+	case metav1.ConditionFalse:
+		add("route-headroom", "failed", fmt.Sprintf("router %s: %s", scope.Router.ID, r.Message), r.Reason)
+	default:
+		add("route-headroom", "ok", fmt.Sprintf("router %s: %s", scope.Router.ID, r.Message), "")
+	}
 }

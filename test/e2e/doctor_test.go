@@ -3,7 +3,9 @@ package e2e
 // vitals doctor against the real kube-apiserver and the real cloud: a VitalsCluster whose credentials
 // Secret proves its router, network and subnet, with a reachable workload kubeconfig, passes every
 // check (exit 0); one naming another project's router fails the cloud check with the tenancy reason
-// (exit 1); a missing one fails the cluster check; a bad -o is a flag error (exit 2).
+// (exit 1); one whose route limit (spec.controllers.flight.maxRoutes) the router's routes fill fails
+// the route-headroom check by flight's rule; a missing one fails the cluster check; a bad -o is a flag
+// error (exit 2).
 
 import (
 	"bytes"
@@ -16,10 +18,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/internal/cli"
 	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/openstack"
 )
 
 func TestDoctor(t *testing.T) {
@@ -77,6 +81,18 @@ current-context: c
 	}
 	cluster("good", n.Router)
 	cluster("foreign", foreign.Router)
+	// The same router, with a limit its one route fills (pod CIDRs apart: the tenancy refuses overlaps).
+	n.SetRoutes(openstack.Route{Destination: "198.19.1.0/24", NextHop: n.IP(5)})
+	tight := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tight"}, Spec: v1alpha1.ClusterSpec{
+		OpenStack: v1alpha1.OpenStackSpec{CredentialsSecretRef: &v1alpha1.SecretKeyRef{Name: "creds"},
+			RouterID: n.Router, NetworkID: n.Network, SubnetID: n.Subnet},
+		KubeconfigSecretRef: &v1alpha1.SecretKeyRef{Name: "kubeconfig"},
+		PodCIDRs:            []v1alpha1.CIDR{"198.21.0.0/16"},
+		Controllers:         v1alpha1.ControllersSpec{Flight: v1alpha1.FlightSpec{MaxRoutes: ptr.To[int32](1)}},
+	}}
+	if err := c.Create(context.Background(), tight); err != nil {
+		t.Fatal(err)
+	}
 
 	doctor := func(args ...string) (int, cli.DoctorReport, string) {
 		t.Helper()
@@ -102,7 +118,7 @@ current-context: c
 	if code != 0 || !rep.OK || rep.ProjectID == "" {
 		t.Fatalf("doctor good: exit %d, report %+v\n%s", code, rep, out)
 	}
-	for _, name := range []string{"crd", "cluster", "cloud", "routes", "workload"} {
+	for _, name := range []string{"crd", "cluster", "cloud", "routes", "route-headroom", "workload"} {
 		if r := results(rep)[name]; r.Result != "ok" {
 			t.Errorf("doctor good: check %s = %+v, want ok", name, r)
 		}
@@ -115,6 +131,12 @@ current-context: c
 		t.Errorf("doctor foreign: exit %d, checks %+v\n%s", code, rep.Checks, out)
 	}
 	t.Logf("doctor foreign: cloud %+v", r["cloud"])
+
+	code, rep, out = doctor("tight", "-o", "json")
+	if r := results(rep); code != cli.ExitDoctorFailed || r["route-headroom"].Result != "failed" || r["route-headroom"].Reason != "NearRouteLimit" || r["cloud"].Result != "ok" {
+		t.Errorf("doctor tight: exit %d, checks %+v\n%s", code, rep.Checks, out)
+	}
+	t.Logf("doctor tight: route-headroom %+v", results(rep)["route-headroom"])
 
 	code, rep, out = doctor("missing", "-o", "json")
 	if r := results(rep); code != cli.ExitDoctorFailed || r["cluster"].Result != "failed" || r["cloud"].Result != "skipped" {
