@@ -34,7 +34,7 @@ const (
 
 // healthProfile registers the controller health profile and returns the observer of routegc's
 // progress.
-func (o *Operator) healthProfile(cs kclient.Interface) (routegc.Progress, error) {
+func (o *Operator) healthProfile(cs kclient.Interface) (*progress.Controller, error) {
 	opts := o.opts
 	check := func(name string, p health.Probe, run health.Func) health.Check {
 		return health.Check{Name: name, Probes: p, Run: run, Interval: opts.CheckInterval, Timeout: opts.CheckTimeout}

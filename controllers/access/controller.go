@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/clusterstatus"
@@ -68,12 +67,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.WorkloadChanges != nil {
 		b = b.WatchesRawSource(r.WorkloadChanges.Source())
 	}
-	var rec reconcile.Reconciler = r
-	if r.Progress != nil {
-		b = b.WithOptions(r.Progress.Options())
-		rec = r.Progress.Reconciler(r)
-	}
-	return b.Complete(rec)
+	return r.Progress.Complete(b, r)
 }
 
 // deleting passes the update that marks a cluster for deletion.

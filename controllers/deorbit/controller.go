@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/clusterstatus"
@@ -73,12 +72,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&v1alpha1.VitalsCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
-	var rec reconcile.Reconciler = r
-	if r.Progress != nil {
-		b = b.WithOptions(r.Progress.Options())
-		rec = r.Progress.Reconciler(r)
-	}
-	return b.Complete(rec)
+	return r.Progress.Complete(b, r)
 }
 
 func (r *Reconciler) defaults() { r.once.Do(r.setDefaults) }

@@ -16,13 +16,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/clusterstatus"
+	"github.com/vitalsproject/vitals/health/checks/progress"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
@@ -49,15 +48,6 @@ type Cloud interface {
 	openstack.Servers
 }
 
-// Progress observes the controller's reconciles and work queue (the operator's liveness, see
-// health/checks/progress).
-type Progress interface {
-	// Options returns the controller options to build with (queue, workers).
-	Options() controller.Options
-	// Reconciler wraps the reconciler.
-	Reconciler(reconcile.Reconciler) reconcile.Reconciler
-}
-
 // Reconciler is the route collector over VitalsCluster resources.
 type Reconciler struct {
 	Client client.Client
@@ -71,7 +61,7 @@ type Reconciler struct {
 	Recorder events.EventRecorder // nil: no events
 	Clock    clock.Clock          // nil: the real clock
 	Metrics  *Metrics             // nil: unregistered metrics
-	Progress Progress             // nil: not observed
+	Progress *progress.Controller // nil: not observed
 	// DefaultInterval applies when the cluster sets no interval.
 	DefaultInterval time.Duration
 	// DefaultBudget is the cap on removals per pass when the cluster sets none (nil: DefaultBudget;
@@ -89,12 +79,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&v1alpha1.VitalsCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
-	var rec reconcile.Reconciler = r
-	if r.Progress != nil {
-		b = b.WithOptions(r.Progress.Options())
-		rec = r.Progress.Reconciler(r)
-	}
-	return b.Complete(rec)
+	return r.Progress.Complete(b, r)
 }
 
 func (r *Reconciler) defaults() { r.once.Do(r.setDefaults) }

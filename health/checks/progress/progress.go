@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -84,6 +85,15 @@ func New(name string, opts Options) *Controller {
 // pass them to the builder's WithOptions and the reconciler through Reconciler.
 func (c *Controller) Options() controller.Options {
 	return controller.Options{MaxConcurrentReconciles: c.opts.Workers, NewQueue: c.NewQueue, RateLimiter: c.opts.RateLimiter}
+}
+
+// Complete builds the controller b describes, watched by c: c's options and its wrapper around r. A nil c
+// builds it as it is.
+func (c *Controller) Complete(b *builder.Builder, r reconcile.Reconciler) error {
+	if c == nil {
+		return b.Complete(r)
+	}
+	return b.WithOptions(c.Options()).Complete(c.Reconciler(r))
 }
 
 // Reconciler wraps r so that each reconcile is recorded as it starts and ends.
