@@ -5,6 +5,12 @@
 // reports whether every route pass ran within its interval, with the operator's memory and CPU.
 //
 //	go run ./bench/operator -kubeconfig K -vitals bin/vitals -cloudsim bin/vitals-cloudsim -sizes 100,300,1000
+//
+// With -replicas 1,2,4 it runs, on the same clusters, that many `vitals operator --sharding` processes, each
+// behind its own TCP proxy to the kube-apiserver that counts the bytes the apiserver sends it, once with the
+// shard selector sent (server-side sharding; the apiserver needs the feature gate ShardedListAndWatch) and
+// once with --shard-client-side (the apiserver sends every cluster, as without the gate), and reports per
+// replica: passes and their durations, RSS, CPU and apiserver bytes received.
 package main
 
 import (
@@ -18,6 +24,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -26,6 +33,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,35 +55,54 @@ type options struct {
 	latency, interval, window, slack, poll time.Duration
 	workers, routegcWorkers                int
 	operatorLogLevel                       string
+	replicas                               []int    // with -replicas: sharded runs, one per count
+	shardModes                             []string // server (selector sent) and/or client (--shard-client-side)
+	shardLease, shardRenew, shardMargin    time.Duration
+}
+
+// replicaResult is what one replica of a sharded run measured.
+type replicaResult struct {
+	Passes        float64 `json:"passes"`
+	PassP50       float64 `json:"pass_p50_seconds"`
+	PassP99       float64 `json:"pass_p99_seconds"`
+	RangesHeld    float64 `json:"ranges_held"`
+	RSSMiBAvg     float64 `json:"rss_mib_avg"`
+	RSSMiBMax     float64 `json:"rss_mib_max"`
+	CPUCoresAvg   float64 `json:"cpu_cores_avg"`
+	APIBytesTotal int64   `json:"apiserver_bytes_total"`  // from the replica's start to the window's end
+	APIBytesWin   int64   `json:"apiserver_bytes_window"` // in the window
 }
 
 // result is what one size measured.
 type result struct {
-	Clusters         int     `json:"clusters"`
-	SetupSeconds     float64 `json:"setup_seconds"`
-	FirstPassAll     float64 `json:"first_pass_all_seconds"` // operator start to every cluster's first pass
-	FirstPassMissing int     `json:"first_pass_missing"`     // clusters without a pass two intervals after the start
-	WindowSeconds    float64 `json:"window_seconds"`
-	Passes           float64 `json:"passes"`          // passes counted in the window
-	ExpectedPasses   float64 `json:"expected_passes"` // clusters × window / interval
-	PassErrors       float64 `json:"pass_errors"`
-	PassP50          float64 `json:"pass_p50_seconds"`
-	PassP99          float64 `json:"pass_p99_seconds"`
-	PassMaxBucket    float64 `json:"pass_max_bucket_seconds"` // upper bound of the highest non-empty bucket
-	Late             int     `json:"late"`                    // clusters whose last pass is older than interval+slack at the end
-	Gaps             int     `json:"gaps"`                    // times between two passes of one cluster, seen in its status
-	GapP50           float64 `json:"gap_p50_seconds"`
-	GapP99           float64 `json:"gap_p99_seconds"`
-	GapMax           float64 `json:"gap_max_seconds"`
-	LateGaps         int     `json:"late_gaps"` // gaps longer than interval+slack
-	MaxAgeSeconds    float64 `json:"max_last_pass_age_seconds"`
-	RSSMiBAvg        float64 `json:"rss_mib_avg"`
-	RSSMiBMax        float64 `json:"rss_mib_max"`
-	HeapInUseMiB     float64 `json:"heap_inuse_mib_end"`
-	CPUCoresAvg      float64 `json:"cpu_cores_avg"`
-	LoadAvgDuring    string  `json:"load_avg_during"`
-	SimCPUCoresAvg   float64 `json:"sim_cpu_cores_avg"`
-	APIReqsInWindow  float64 `json:"sim_api_calls_in_window"`
+	Clusters         int             `json:"clusters"`
+	SetupSeconds     float64         `json:"setup_seconds"`
+	FirstPassAll     float64         `json:"first_pass_all_seconds"` // operator start to every cluster's first pass
+	FirstPassMissing int             `json:"first_pass_missing"`     // clusters without a pass two intervals after the start
+	WindowSeconds    float64         `json:"window_seconds"`
+	Passes           float64         `json:"passes"`          // passes counted in the window
+	ExpectedPasses   float64         `json:"expected_passes"` // clusters × window / interval
+	PassErrors       float64         `json:"pass_errors"`
+	PassP50          float64         `json:"pass_p50_seconds"`
+	PassP99          float64         `json:"pass_p99_seconds"`
+	PassMaxBucket    float64         `json:"pass_max_bucket_seconds"` // upper bound of the highest non-empty bucket
+	Late             int             `json:"late"`                    // clusters whose last pass is older than interval+slack at the end
+	Gaps             int             `json:"gaps"`                    // times between two passes of one cluster, seen in its status
+	GapP50           float64         `json:"gap_p50_seconds"`
+	GapP99           float64         `json:"gap_p99_seconds"`
+	GapMax           float64         `json:"gap_max_seconds"`
+	LateGaps         int             `json:"late_gaps"` // gaps longer than interval+slack
+	MaxAgeSeconds    float64         `json:"max_last_pass_age_seconds"`
+	RSSMiBAvg        float64         `json:"rss_mib_avg"`
+	RSSMiBMax        float64         `json:"rss_mib_max"`
+	HeapInUseMiB     float64         `json:"heap_inuse_mib_end"`
+	CPUCoresAvg      float64         `json:"cpu_cores_avg"`
+	LoadAvgDuring    string          `json:"load_avg_during"`
+	SimCPUCoresAvg   float64         `json:"sim_cpu_cores_avg"`
+	APIReqsInWindow  float64         `json:"sim_api_calls_in_window"`
+	Replicas         int             `json:"replicas,omitempty"` // 0: one operator without --sharding
+	ShardMode        string          `json:"shard_mode,omitempty"`
+	PerReplica       []replicaResult `json:"per_replica,omitempty"`
 }
 
 func main() {
@@ -94,7 +121,30 @@ func main() {
 	flag.IntVar(&o.routegcWorkers, "routegc-workers", 0, "--routegc-workers of the operator (0: its default)")
 	flag.StringVar(&o.operatorLogLevel, "operator-log-level", "warn", "--log-level of the operator (its log is in the work directory)")
 	flag.IntVar(&o.workers, "create-workers", 8, "parallel creations of Secrets and VitalsClusters")
+	var replicas, modes string
+	flag.StringVar(&replicas, "replicas", "", "with it: numbers of `vitals operator --sharding` replicas, one run each on the same clusters (each replica behind its own byte-counting proxy to the kube-apiserver)")
+	flag.StringVar(&modes, "shard-modes", "server,client", "with -replicas: server (the replicas send the shard selector) and/or client (--shard-client-side: the API server sends every cluster)")
+	flag.DurationVar(&o.shardLease, "shard-lease-duration", 10*time.Second, "--shard-lease-duration of the replicas")
+	flag.DurationVar(&o.shardRenew, "shard-renew-interval", 2*time.Second, "--shard-renew-interval of the replicas")
+	flag.DurationVar(&o.shardMargin, "shard-safety-margin", 3*time.Second, "--shard-safety-margin of the replicas")
 	flag.Parse()
+	if replicas != "" {
+		for _, f := range strings.Split(replicas, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				fmt.Fprintf(os.Stderr, "operator-bench: -replicas: %q is not a positive number\n", f)
+				os.Exit(2)
+			}
+			o.replicas = append(o.replicas, n)
+		}
+		for _, m := range strings.Split(modes, ",") {
+			if m = strings.TrimSpace(m); m != "server" && m != "client" {
+				fmt.Fprintf(os.Stderr, "operator-bench: -shard-modes: %q is neither server nor client\n", m)
+				os.Exit(2)
+			}
+			o.shardModes = append(o.shardModes, strings.TrimSpace(m))
+		}
+	}
 	for _, f := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
@@ -112,15 +162,18 @@ func main() {
 	defer stop()
 	var results []result
 	for _, n := range o.sizes {
-		r, err := run(ctx, o, n)
+		rs, err := run(ctx, o, n)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "operator-bench: %d clusters: %v\n", n, err)
 			os.Exit(1)
 		}
-		results = append(results, r)
-		printResult(r, o)
+		results = append(results, rs...)
 	}
 	fmt.Println()
+	if len(o.replicas) > 0 {
+		printSharded(results)
+		return
+	}
 	fmt.Println("| clusters | passes in window (expected) | pass duration p50 / p99 / max bucket | time between passes p50 / p99 / max | late passes | RSS avg / max | heap in use | operator CPU | simulator CPU |")
 	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
@@ -156,28 +209,28 @@ func printResult(r result, o options) {
 		r.CPUCoresAvg, r.SimCPUCoresAvg, r.APIReqsInWindow, r.LoadAvgDuring)
 }
 
-func run(ctx context.Context, o options, n int) (result, error) {
+func run(ctx context.Context, o options, n int) ([]result, error) {
 	res := result{Clusters: n}
 	dir := filepath.Join(o.workDir, fmt.Sprintf("n%d", n))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return res, err
+		return nil, err
 	}
 	t0 := time.Now()
 
 	// The cloud: one project per cluster, seeded over the simulator's admin API.
 	simPort, err := freePort()
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	simURL := fmt.Sprintf("http://127.0.0.1:%d", simPort)
 	sim, err := startProcess(dir, "cloudsim", o.cloudsim, nil, "--listen", fmt.Sprintf("127.0.0.1:%d", simPort),
 		"--seed", "1", "--log-level", "warn")
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	defer sim.stop()
 	if err := waitHTTP(ctx, simURL+"/_sim/healthz", 30*time.Second); err != nil {
-		return res, fmt.Errorf("simulator: %w", err)
+		return nil, fmt.Errorf("simulator: %w", err)
 	}
 	routers := make([]string, n)
 	if err := parallel(ctx, o.workers, n, func(i int) error {
@@ -196,20 +249,20 @@ func run(ctx context.Context, o options, n int) (result, error) {
 		routers[i] = sc.RouterID
 		return nil
 	}); err != nil {
-		return res, err
+		return nil, err
 	}
 	if err := patchJSON(ctx, simURL+"/_sim/knobs", map[string]string{"request_latency": o.latency.String()}); err != nil {
-		return res, fmt.Errorf("set the simulator's latency: %w", err)
+		return nil, fmt.Errorf("set the simulator's latency: %w", err)
 	}
 
 	// The VitalsClusters, each with a credentials Secret of its own project.
 	c, err := kubeClient(o.kubeconfig)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	ns := fmt.Sprintf("vitals-scale-%d-%d", n, time.Now().Unix())
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		return res, fmt.Errorf("create namespace %s: %w", ns, err)
+		return nil, fmt.Errorf("create namespace %s: %w", ns, err)
 	}
 	if err := parallel(ctx, o.workers, n, func(i int) error {
 		name := clusterName(i)
@@ -234,33 +287,117 @@ func run(ctx context.Context, o options, n int) (result, error) {
 		}
 		return nil
 	}); err != nil {
-		return res, err
+		return nil, err
 	}
 	res.SetupSeconds = time.Since(t0).Seconds()
 
-	// The operator, on that namespace only.
-	ports, err := freePorts(2)
-	if err != nil {
+	// Leave nothing behind: once the operators are gone, drop the finalizers they set, then the namespace.
+	defer func() {
+		var list v1alpha1.VitalsClusterList
+		if err := c.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			fmt.Fprintf(os.Stderr, "operator-bench: list VitalsClusters of %s: %v\n", ns, err)
+			return
+		}
+		cleanup(context.Background(), o, c, ns, list)
+	}()
+	var results []result
+	if len(o.replicas) == 0 {
+		r, err := measure(ctx, o, c, n, ns, simURL, sim, dir, 0, "")
+		if err != nil {
+			return nil, err
+		}
+		r.SetupSeconds = res.SetupSeconds
+		printResult(r, o)
+		return []result{r}, nil
+	}
+	for _, reps := range o.replicas {
+		for _, mode := range o.shardModes {
+			if reps == 1 && mode == "client" && slices.Contains(o.shardModes, "server") {
+				continue // one replica holds every range: the selector selects everything
+			}
+			r, err := measure(ctx, o, c, n, ns, simURL, sim, filepath.Join(dir, fmt.Sprintf("r%d-%s", reps, mode)), reps, mode)
+			if err != nil {
+				return nil, err
+			}
+			r.SetupSeconds = res.SetupSeconds
+			printResult(r, o)
+			results = append(results, r)
+		}
+	}
+	return results, nil
+}
+
+// replica is one operator process and its proxy to the kube-apiserver.
+type replica struct {
+	op         *process
+	proxy      *countingProxy
+	metricsURL string
+	rss        []float64
+	cpu0       float64
+	bytes0     int64
+}
+
+// measure runs reps operators with --sharding (0: one without) on the VitalsClusters of ns, waits for every
+// cluster's first pass, then measures a window.
+func measure(ctx context.Context, o options, c client.Client, n int, ns, simURL string, sim *process, dir string, reps int, mode string) (result, error) {
+	res := result{Clusters: n, Replicas: reps, ShardMode: mode}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, err
 	}
-	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])
 	env := []string{"OS_AUTH_URL=" + simURL + "/v3", "OS_USERNAME=admin", "OS_PASSWORD=admin", "OS_PROJECT_NAME=admin",
 		"OS_USER_DOMAIN_NAME=Default", "OS_PROJECT_DOMAIN_NAME=Default", "OS_REGION_NAME=RegionOne"}
 	opStart := time.Now()
-	args := []string{"operator", "--kubeconfig", o.kubeconfig, "--namespace", ns, "--leader-elect=false",
-		"--health-bind-address", "127.0.0.1", "--health-port", strconv.Itoa(ports[0]),
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--routegc-interval", o.interval.String(),
-		"--log-level", o.operatorLogLevel}
-	op, err := startProcess(dir, "operator", o.vitals, env, append(args, workersFlag(o.routegcWorkers)...)...)
-	if err != nil {
-		return res, err
+	var rs []*replica
+	defer func() {
+		var wg sync.WaitGroup
+		for _, r := range rs {
+			wg.Add(1)
+			go func() { defer wg.Done(); r.op.stop(); r.proxy.close() }()
+		}
+		wg.Wait()
+	}()
+	for i := range max(reps, 1) {
+		ports, err := freePorts(2)
+		if err != nil {
+			return res, err
+		}
+		kubeconfig := o.kubeconfig
+		r := &replica{metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])}
+		args := []string{"operator", "--namespace", ns,
+			"--health-bind-address", "127.0.0.1", "--health-port", strconv.Itoa(ports[0]),
+			"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--routegc-interval", o.interval.String(),
+			"--log-level", o.operatorLogLevel}
+		if reps == 0 {
+			args = append(args, "--leader-elect=false")
+		} else {
+			// Each replica behind its own proxy, which counts the bytes the kube-apiserver sends it.
+			if r.proxy, kubeconfig, err = proxiedKubeconfig(o.kubeconfig, filepath.Join(dir, fmt.Sprintf("kubeconfig-%d", i))); err != nil {
+				return res, err
+			}
+			args = append(args, "--sharding", "--leader-election-namespace", ns,
+				"--leader-election-id", fmt.Sprintf("bench-r%d-%s", reps, mode),
+				"--shard-lease-duration", o.shardLease.String(), "--shard-renew-interval", o.shardRenew.String(),
+				"--shard-safety-margin", o.shardMargin.String())
+			if mode == "client" {
+				args = append(args, "--shard-client-side")
+			}
+		}
+		args = append(args, "--kubeconfig", kubeconfig)
+		op, err := startProcess(dir, fmt.Sprintf("operator-%d", i), o.vitals, env, append(args, workersFlag(o.routegcWorkers)...)...)
+		if err != nil {
+			if r.proxy != nil {
+				r.proxy.close()
+			}
+			return res, err
+		}
+		r.op = op
+		rs = append(rs, r)
 	}
-	defer op.stop()
 
-	// Warm-up: until every cluster had its first pass (at most two intervals).
+	// Warm-up: until every cluster had a first pass of these operators (at most two intervals).
 	deadline := opStart.Add(2*o.interval + 30*time.Second)
 	for {
-		passed, err := clustersPassed(ctx, c, ns)
+		passed, err := clustersPassed(ctx, c, ns, opStart)
 		if err == nil && passed >= n {
 			break
 		}
@@ -269,30 +406,37 @@ func run(ctx context.Context, o options, n int) (result, error) {
 			res.FirstPassMissing = n - passed
 			break
 		}
-		if op.exited() {
-			return res, fmt.Errorf("operator exited; log %s", op.logPath)
+		for _, r := range rs {
+			if r.op.exited() {
+				return res, fmt.Errorf("operator exited; log %s", r.op.logPath)
+			}
 		}
 		time.Sleep(time.Second)
 	}
 	res.FirstPassAll = time.Since(opStart).Seconds()
 
 	// The window: RSS and CPU sampled every second, pass counts and durations from the metrics.
-	m0, err := scrape(ctx, metricsURL)
-	if err != nil {
-		return res, err
+	m0 := make([]metrics, len(rs))
+	for i, r := range rs {
+		var err error
+		if m0[i], err = scrape(ctx, r.metricsURL); err != nil {
+			return res, err
+		}
+		r.cpu0, r.bytes0 = procCPU(r.op.pid()), r.proxy.received()
 	}
 	sim0, _ := getJSONMap(ctx, simURL+"/_sim/stats")
-	cpu0, simCPU0, w0 := procCPU(op.pid()), procCPU(sim.pid()), time.Now()
-	var rss []float64
+	simCPU0, w0 := procCPU(sim.pid()), time.Now()
 	seen := map[string][]time.Time{} // cluster -> the end times of its passes, as its status shows them
 	lastList := time.Time{}
 	for time.Since(w0) < o.window {
-		if r := procRSS(op.pid()); r > 0 {
-			rss = append(rss, r)
+		for _, r := range rs {
+			if v := procRSS(r.op.pid()); v > 0 {
+				r.rss = append(r.rss, v)
+			}
 		}
 		if time.Since(lastList) >= o.poll {
 			lastList = time.Now()
-			if err := recordPasses(ctx, c, ns, seen); err != nil {
+			if err := recordPasses(ctx, c, ns, opStart, seen); err != nil {
 				return res, err
 			}
 		}
@@ -302,7 +446,7 @@ func run(ctx context.Context, o options, n int) (result, error) {
 		case <-time.After(time.Second):
 		}
 	}
-	if err := recordPasses(ctx, c, ns, seen); err != nil {
+	if err := recordPasses(ctx, c, ns, opStart, seen); err != nil {
 		return res, err
 	}
 	var gaps []float64
@@ -322,31 +466,45 @@ func run(ctx context.Context, o options, n int) (result, error) {
 	}
 	res.Gaps = len(gaps)
 	elapsed := time.Since(w0).Seconds()
-	cpu1, simCPU1 := procCPU(op.pid()), procCPU(sim.pid())
-	m1, err := scrape(ctx, metricsURL)
-	if err != nil {
-		return res, err
-	}
+	simCPU1 := procCPU(sim.pid())
 	sim1, _ := getJSONMap(ctx, simURL+"/_sim/stats")
 	res.LoadAvgDuring = loadAvg()
 	res.WindowSeconds = elapsed
-	res.CPUCoresAvg = (cpu1 - cpu0) / elapsed
 	res.SimCPUCoresAvg = (simCPU1 - simCPU0) / elapsed
 	res.APIReqsInWindow = sim1["Requests"] - sim0["Requests"]
-	for _, r := range rss {
-		res.RSSMiBAvg += r
-		res.RSSMiBMax = max(res.RSSMiBMax, r)
+	var all histogram
+	var m1all, m0all metrics
+	for i, r := range rs {
+		m1, err := scrape(ctx, r.metricsURL)
+		if err != nil {
+			return res, err
+		}
+		rr := replicaResult{CPUCoresAvg: (procCPU(r.op.pid()) - r.cpu0) / elapsed,
+			APIBytesTotal: r.proxy.received(), APIBytesWin: r.proxy.received() - r.bytes0,
+			RangesHeld: m1.value("vitals_shard_ranges_held", nil)}
+		for _, v := range r.rss {
+			rr.RSSMiBAvg += v
+			rr.RSSMiBMax = max(rr.RSSMiBMax, v)
+		}
+		if len(r.rss) > 0 {
+			rr.RSSMiBAvg /= float64(len(r.rss))
+		}
+		rr.Passes = m1.sum("vitals_routegc_passes_total", nil) - m0[i].sum("vitals_routegc_passes_total", nil)
+		h := m1.histogramDelta(m0[i], "vitals_routegc_pass_duration_seconds")
+		rr.PassP50, rr.PassP99 = h.quantile(0.5), h.quantile(0.99)
+		res.PerReplica = append(res.PerReplica, rr)
+		res.Passes += rr.Passes
+		res.PassErrors += rr.Passes - (m1.sum("vitals_routegc_passes_total", map[string]string{"result": "ok"}) -
+			m0[i].sum("vitals_routegc_passes_total", map[string]string{"result": "ok"}))
+		res.CPUCoresAvg += rr.CPUCoresAvg
+		res.RSSMiBAvg += rr.RSSMiBAvg
+		res.RSSMiBMax = max(res.RSSMiBMax, rr.RSSMiBMax)
+		res.HeapInUseMiB += m1.value("go_memstats_heap_inuse_bytes", nil) / (1 << 20)
+		m1all, m0all = mergeMetrics(m1all, m1), mergeMetrics(m0all, m0[i])
 	}
-	if len(rss) > 0 {
-		res.RSSMiBAvg /= float64(len(rss))
-	}
-	res.HeapInUseMiB = m1.value("go_memstats_heap_inuse_bytes", nil) / (1 << 20)
-	res.Passes = m1.sum("vitals_routegc_passes_total", nil) - m0.sum("vitals_routegc_passes_total", nil)
-	res.PassErrors = res.Passes - (m1.sum("vitals_routegc_passes_total", map[string]string{"result": "ok"}) -
-		m0.sum("vitals_routegc_passes_total", map[string]string{"result": "ok"}))
+	all = m1all.histogramDelta(m0all, "vitals_routegc_pass_duration_seconds")
 	res.ExpectedPasses = float64(n) * elapsed / o.interval.Seconds()
-	h := m1.histogramDelta(m0, "vitals_routegc_pass_duration_seconds")
-	res.PassP50, res.PassP99, res.PassMaxBucket = h.quantile(0.5), h.quantile(0.99), h.maxBucket()
+	res.PassP50, res.PassP99, res.PassMaxBucket = all.quantile(0.5), all.quantile(0.99), all.maxBucket()
 
 	// At the end, every cluster's last pass must be younger than its interval (with a slack for the pass
 	// itself and the status write).
@@ -365,8 +523,23 @@ func run(ctx context.Context, o options, n int) (result, error) {
 			res.Late++
 		}
 	}
-	op.stop()
-	// Leave nothing behind: the operator is gone, so drop the finalizers it set, then the namespace.
+	return res, nil
+}
+
+// mergeMetrics appends the samples of b to a copy of a.
+func mergeMetrics(a, b metrics) metrics {
+	out := metrics{}
+	for k, v := range a {
+		out[k] = append(out[k], v...)
+	}
+	for k, v := range b {
+		out[k] = append(out[k], v...)
+	}
+	return out
+}
+
+// cleanup drops the finalizers the operators set on the VitalsClusters of ns, then deletes ns.
+func cleanup(ctx context.Context, o options, c client.Client, ns string, list v1alpha1.VitalsClusterList) {
 	if err := parallel(ctx, o.workers, len(list.Items), func(i int) error {
 		vc := &list.Items[i]
 		if len(vc.Finalizers) == 0 {
@@ -381,18 +554,17 @@ func run(ctx context.Context, o options, n int) (result, error) {
 	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		fmt.Fprintf(os.Stderr, "operator-bench: delete namespace %s: %v\n", ns, err)
 	}
-	return res, nil
 }
 
 // recordPasses adds the last pass time of every VitalsCluster of ns to seen, when it is new.
-func recordPasses(ctx context.Context, c client.Client, ns string, seen map[string][]time.Time) error {
+func recordPasses(ctx context.Context, c client.Client, ns string, since time.Time, seen map[string][]time.Time) error {
 	var list v1alpha1.VitalsClusterList
 	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return fmt.Errorf("list VitalsClusters: %w", err)
 	}
 	for _, vc := range list.Items {
 		rg := vc.Status.RouteGC
-		if rg == nil || rg.LastPassTime == nil {
+		if rg == nil || rg.LastPassTime == nil || rg.LastPassTime.Time.Before(since.Truncate(time.Second)) {
 			continue
 		}
 		ts := seen[vc.Name]
@@ -413,15 +585,15 @@ func workersFlag(n int) []string {
 
 func clusterName(i int) string { return fmt.Sprintf("scale-%04d", i) }
 
-// clustersPassed counts the VitalsClusters of ns with at least one route pass.
-func clustersPassed(ctx context.Context, c client.Client, ns string) (int, error) {
+// clustersPassed counts the VitalsClusters of ns with a route pass since the given time.
+func clustersPassed(ctx context.Context, c client.Client, ns string, since time.Time) (int, error) {
 	var list v1alpha1.VitalsClusterList
 	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, vc := range list.Items {
-		if rg := vc.Status.RouteGC; rg != nil && rg.LastPassTime != nil {
+		if rg := vc.Status.RouteGC; rg != nil && rg.LastPassTime != nil && !rg.LastPassTime.Time.Before(since.Truncate(time.Second)) {
 			n++
 		}
 	}
@@ -812,4 +984,128 @@ func (h histogram) maxBucket() float64 {
 		}
 	}
 	return h.bounds[len(h.bounds)-1]
+}
+
+// countingProxy forwards TCP connections to the kube-apiserver as they are (TLS end to end) and counts the
+// bytes the apiserver sends: everything one replica receives from it, TLS records included.
+type countingProxy struct {
+	l     net.Listener
+	bytes atomic.Int64
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startCountingProxy(upstream string) (*countingProxy, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &countingProxy{l: l}
+	go func() {
+		for {
+			down, err := l.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", upstream)
+			if err != nil {
+				down.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, down, up)
+			p.mu.Unlock()
+			p.wg.Add(2)
+			go func() { defer p.wg.Done(); _, _ = io.Copy(up, down); _ = up.Close() }()
+			go func() {
+				defer p.wg.Done()
+				_, _ = io.Copy(countingWriter{down, &p.bytes}, up)
+				_ = down.Close()
+			}()
+		}
+	}()
+	return p, nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// received is the bytes the apiserver sent through p so far (0 without a proxy).
+func (p *countingProxy) received() int64 {
+	if p == nil {
+		return 0
+	}
+	return p.bytes.Load()
+}
+
+func (p *countingProxy) close() {
+	if p == nil {
+		return
+	}
+	_ = p.l.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// proxiedKubeconfig starts a counting proxy to the server of kubeconfig and writes a copy of kubeconfig,
+// pointing at the proxy, to path (the apiserver's certificate names 127.0.0.1, which the proxy also is).
+func proxiedKubeconfig(kubeconfig, path string) (*countingProxy, string, error) {
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		return nil, "", fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+	}
+	var p *countingProxy
+	for _, cl := range cfg.Clusters {
+		u, err := url.Parse(cl.Server)
+		if err != nil {
+			return nil, "", fmt.Errorf("kubeconfig %s: server %q: %w", kubeconfig, cl.Server, err)
+		}
+		if p == nil {
+			if p, err = startCountingProxy(u.Host); err != nil {
+				return nil, "", err
+			}
+		}
+		u.Host = p.l.Addr().String()
+		cl.Server = u.String()
+	}
+	if p == nil {
+		return nil, "", fmt.Errorf("kubeconfig %s names no cluster", kubeconfig)
+	}
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		p.close()
+		return nil, "", err
+	}
+	return p, path, nil
+}
+
+// printSharded prints one row per replica of each sharded run.
+func printSharded(results []result) {
+	fmt.Println("| clusters | replicas | shard selector | first pass of all | late passes (all replicas) | replica | ranges | passes in window | pass p50 / p99 | RSS avg / max | CPU | apiserver bytes: start to end / window |")
+	fmt.Println("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range results {
+		mode := "sent (server-side)"
+		if r.ShardMode == "client" {
+			mode = "not sent (client-side)"
+		}
+		for i, rr := range r.PerReplica {
+			fmt.Printf("| %d | %d | %s | %.0f s | %d of %d | %d | %.0f | %.0f | %.2f / %.2f s | %.1f / %.1f MiB | %.3f cores | %.1f / %.1f MiB |\n",
+				r.Clusters, r.Replicas, mode, r.FirstPassAll, r.LateGaps, r.Gaps, i, rr.RangesHeld, rr.Passes, rr.PassP50, rr.PassP99,
+				rr.RSSMiBAvg, rr.RSSMiBMax, rr.CPUCoresAvg, float64(rr.APIBytesTotal)/(1<<20), float64(rr.APIBytesWin)/(1<<20))
+		}
+	}
+	b, _ := json.Marshal(results)
+	fmt.Printf("\njson: %s\n", b)
 }
