@@ -128,15 +128,9 @@ func main() {
 	flag.DurationVar(&o.shardRenew, "shard-renew-interval", 2*time.Second, "--shard-renew-interval of the replicas")
 	flag.DurationVar(&o.shardMargin, "shard-safety-margin", 3*time.Second, "--shard-safety-margin of the replicas")
 	flag.Parse()
+	o.sizes = positiveList("sizes", sizes)
 	if replicas != "" {
-		for _, f := range strings.Split(replicas, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				fmt.Fprintf(os.Stderr, "operator-bench: -replicas: %q is not a positive number\n", f)
-				os.Exit(2)
-			}
-			o.replicas = append(o.replicas, n)
-		}
+		o.replicas = positiveList("replicas", replicas)
 		for _, m := range strings.Split(modes, ",") {
 			if m = strings.TrimSpace(m); m != "server" && m != "client" {
 				fmt.Fprintf(os.Stderr, "operator-bench: -shard-modes: %q is neither server nor client\n", m)
@@ -144,14 +138,6 @@ func main() {
 			}
 			o.shardModes = append(o.shardModes, strings.TrimSpace(m))
 		}
-	}
-	for _, f := range strings.Split(sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			fmt.Fprintf(os.Stderr, "operator-bench: -sizes: %q is not a positive number\n", f)
-			os.Exit(2)
-		}
-		o.sizes = append(o.sizes, n)
 	}
 	if o.kubeconfig == "" {
 		fmt.Fprintln(os.Stderr, "operator-bench: -kubeconfig is required")
@@ -183,6 +169,20 @@ func main() {
 	}
 	b, _ := json.Marshal(results)
 	fmt.Printf("\njson: %s\n", b)
+}
+
+// positiveList parses the comma-separated positive numbers of flag name, or exits with 2.
+func positiveList(name, v string) []int {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "operator-bench: -%s: %q is not a positive number\n", name, f)
+			os.Exit(2)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func signalContext() (context.Context, context.CancelFunc) {
