@@ -102,7 +102,7 @@ type result struct {
 	APIReqsInWindow  float64         `json:"sim_api_calls_in_window"`
 	Replicas         int             `json:"replicas,omitempty"` // 0: one operator without --sharding
 	ShardMode        string          `json:"shard_mode,omitempty"`
-	PerReplica       []replicaResult `json:"per_replica,omitempty"`
+	PerReplica       []replicaResult `json:"per_replica,omitempty"` // with replicas, the fields above sum them (RSS, heap, CPU, passes)
 }
 
 func main() {
@@ -498,7 +498,7 @@ func measure(ctx context.Context, o options, c client.Client, n int, ns, simURL 
 			m0[i].sum("vitals_routegc_passes_total", map[string]string{"result": "ok"}))
 		res.CPUCoresAvg += rr.CPUCoresAvg
 		res.RSSMiBAvg += rr.RSSMiBAvg
-		res.RSSMiBMax = max(res.RSSMiBMax, rr.RSSMiBMax)
+		res.RSSMiBMax += rr.RSSMiBMax
 		res.HeapInUseMiB += m1.value("go_memstats_heap_inuse_bytes", nil) / (1 << 20)
 		m1all, m0all = mergeMetrics(m1all, m1), mergeMetrics(m0all, m0[i])
 	}
