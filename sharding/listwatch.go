@@ -42,6 +42,11 @@ type listWatch struct {
 	c    *Coordinator
 	mode Mode
 	m    *Metrics
+
+	// listed is the view of the last list: the watch that follows it continues that list, so it
+	// watches the same ranges and ends at once when they changed in between.
+	mu     sync.Mutex
+	listed *view
 }
 
 var (
@@ -100,6 +105,9 @@ func (l *listWatch) Watch(o metav1.ListOptions) (watch.Interface, error) {
 // ListWithContext lists the held ranges.
 func (l *listWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	v := l.view()
+	l.mu.Lock()
+	l.listed = &v
+	l.mu.Unlock()
 	opts := l.options(v, o)
 	obj, err := l.lw.ListWithContext(ctx, opts)
 	if err != nil {
@@ -122,9 +130,17 @@ func (l *listWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (
 	return obj, nil
 }
 
-// WatchWithContext watches the held ranges until they change.
+// WatchWithContext watches the ranges of the last list until they change. Ranges that changed between
+// the list and the watch end the watch at once, so that the informer lists the new ranges (a fresh view
+// here would watch ranges whose objects the list never gave the store).
 func (l *listWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	l.mu.Lock()
+	listed := l.listed
+	l.mu.Unlock()
 	v := l.view()
+	if listed != nil {
+		v = *listed
+	}
 	w, err := l.lw.WatchWithContext(ctx, l.options(v, o))
 	if err != nil {
 		return nil, err
