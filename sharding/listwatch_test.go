@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"testing"
@@ -49,8 +50,8 @@ func TestWatchContinuesItsList(t *testing.T) {
 				},
 				WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return fake, nil },
 			}
-			sl := ListWatch(lw, c, ClientSide, nil)
-			got, err := sl.List(metav1.ListOptions{})
+			sl := ListWatch(lw, c, ClientSide, nil).(toolscache.ListerWatcherWithContext)
+			got, err := sl.ListWithContext(context.Background(), metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +64,7 @@ func TestWatchContinuesItsList(t *testing.T) {
 				c.changedLocked()
 				c.mu.Unlock()
 			}
-			w, err := sl.Watch(metav1.ListOptions{})
+			w, err := sl.WatchWithContext(context.Background(), metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
