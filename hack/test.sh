@@ -25,6 +25,9 @@ step "start test services" "$ROOT/hack/testenv.sh" up "${VITALS_OPENSTACK_TIER:-
 set -a; . "$TESTENV_DIR/env"; set +a
 export VITALS_TESTENV_REQUIRED=1
 rc=0
+# test/e2e runs every scenario against the real services one after another (about 25 minutes under -race on
+# 2 cores), well past go test's default 10-minute limit per package.
+FLAGS=${GO_TEST_FLAGS:--race -count=1 -timeout 60m}
 # shellcheck disable=SC2086
-step "go test ${GO_TEST_FLAGS:--race -count=1} ${TEST_PKGS:-./...}" go test ${GO_TEST_FLAGS:--race -count=1} ${TEST_PKGS:-./...} || rc=$?
+step "go test $FLAGS ${TEST_PKGS:-./...}" go test $FLAGS ${TEST_PKGS:-./...} || rc=$?
 exit $rc
