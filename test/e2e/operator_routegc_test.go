@@ -773,7 +773,26 @@ func TestOperatorRouteGCConflictIsRetried(t *testing.T) {
 	f.rec.Tenancy = staticTenancy{race, f.cloud.ProjectID()}
 	f.pass()
 	f.clock.Step(time.Minute)
+	// The retry after the 412 waits its backoff on the reconciler's clock: move the fake clock whenever
+	// the pass waits on it.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if f.clock.HasWaiters() {
+				f.clock.Step(time.Second)
+			}
+		}
+	}()
 	cl, _ := f.pass()
+	close(stop)
+	<-done
 	if race.sets != 2 {
 		t.Errorf("If-Match updates: %d, want 2 (one 412, one retry)", race.sets)
 	}
