@@ -2,6 +2,7 @@ package clusterstatus
 
 import (
 	"context"
+	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -55,4 +56,18 @@ func Event(rec events.EventRecorder, c *v1alpha1.VitalsCluster, typ, reason, act
 		note = note[:MaxEventNote]
 	}
 	rec.Eventf(c, nil, typ, reason, action, "%s", note)
+}
+
+// Get reads the cluster of key for a pass. When it is gone, gone runs (to drop what is kept for it) and
+// Get returns nil and no error.
+func Get(ctx context.Context, c client.Client, key client.ObjectKey, gone func()) (*v1alpha1.VitalsCluster, error) {
+	var vc v1alpha1.VitalsCluster
+	if err := c.Get(ctx, key, &vc); err != nil {
+		if apierrors.IsNotFound(err) {
+			gone()
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get cluster %s: %w", key, err)
+	}
+	return &vc, nil
 }

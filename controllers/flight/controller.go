@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -164,17 +163,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.defaults()
 	log := logf.FromContext(ctx)
 	key := req.String()
-	var c v1alpha1.VitalsCluster
-	if err := r.Client.Get(ctx, req.NamespacedName, &c); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.Metrics.forget(req.NamespacedName)
-			if r.Policy != nil {
-				r.Policy.Forget(req.NamespacedName)
-			}
-			return ctrl.Result{}, nil
+	cp, err := clusterstatus.Get(ctx, r.Client, req.NamespacedName, func() {
+		r.Metrics.forget(req.NamespacedName)
+		if r.Policy != nil {
+			r.Policy.Forget(req.NamespacedName)
 		}
-		return ctrl.Result{}, fmt.Errorf("get cluster %s: %w", key, err)
+	})
+	if err != nil || cp == nil {
+		return ctrl.Result{}, err
 	}
+	c := *cp
 	if !c.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
