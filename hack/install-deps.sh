@@ -18,6 +18,8 @@ PKGS=(
   python3-oslo.middleware
   # container engine (hack/docker.sh)
   docker.io
+  # the second container engine (test/e2e TestHealthcheckUnderPodman; runs with runc, no systemd)
+  podman
   # tools for scripts, tests and benchmarks
   bc curl openssl wrk hyperfine iproute2 libcap2-bin
   # the CA bundle the release image carries (make ca-bundle, deploy/Dockerfile)

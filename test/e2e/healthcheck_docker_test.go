@@ -193,19 +193,11 @@ func TestHealthcheckUnderDocker(t *testing.T) {
 	}
 }
 
-// TestHealthcheckUnderPodman runs the http scenario under Podman, the optional second engine.
-// Without systemd Podman has no timer for HEALTHCHECK, so the test runs `podman healthcheck run`
-// itself, as the engine's timer would. Skipped when Podman is not installed.
+// TestHealthcheckUnderPodman runs the http scenario under Podman, the second engine. Without systemd
+// Podman has no timer for HEALTHCHECK, so the test runs `podman healthcheck run` itself, as the engine's
+// timer would. testenv.Podman skips it without Podman, and fails it then under VITALS_TESTENV_REQUIRED=1.
 func TestHealthcheckUnderPodman(t *testing.T) {
-	if testing.Short() {
-		t.Skip("Podman test: skipped in -short")
-	}
-	if _, err := exec.LookPath("podman"); err != nil {
-		t.Skip("podman not installed (optional engine)")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("the Podman scenario runs rootful")
-	}
+	bin := testenv.Podman(t)
 	ctxDir := hcBuildContext(t)
 	store, err := os.MkdirTemp("", "vitals-podman-")
 	if err != nil {
@@ -215,7 +207,7 @@ func TestHealthcheckUnderPodman(t *testing.T) {
 	base := []string{"--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run"),
 		"--runtime", "runc", "--cgroup-manager", "cgroupfs", "--events-backend", "file"}
 	podman := func(args ...string) (string, error) {
-		out, err := exec.Command("podman", append(append([]string{}, base...), args...)...).CombinedOutput()
+		out, err := exec.Command(bin, append(append([]string{}, base...), args...)...).CombinedOutput()
 		return strings.TrimSpace(string(out)), err
 	}
 	must := func(args ...string) string {
