@@ -1,6 +1,7 @@
 package deorbit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -128,18 +129,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var c v1alpha1.VitalsCluster
 	if err := r.Client.Get(ctx, req.NamespacedName, &c); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Metrics.released(key)
+			r.Metrics.forget(key)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get cluster %s: %w", key, err)
 	}
 	if c.DeletionTimestamp.IsZero() {
-		// Managed (again): a debris report of an earlier cluster of that name is history.
+		// Managed (again): nothing of an earlier cluster of that name is left to report.
 		r.Metrics.forget(key)
 		return ctrl.Result{}, nil
 	}
 	if !controllerutil.ContainsFinalizer(&c, v1alpha1.FinalizerDeorbit) {
-		r.Metrics.released(key)
+		r.Metrics.forget(key)
 		return ctrl.Result{}, nil
 	}
 	settings, enabled := SettingsOf(&c)
@@ -176,6 +177,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	switch st.Phase {
 	case v1alpha1.DeorbitPhaseGaveUp:
 		r.event(&c, corev1.EventTypeWarning, "DeorbitGaveUp", "Deorbit", debrisNote(st))
+		for _, d := range st.Debris {
+			log.Info("deorbit debris", "cluster", key, "type", d.Type, "id", d.ID, "name", d.Name, "status", d.Status, "lastError", d.LastError)
+		}
 	case v1alpha1.DeorbitPhaseDone:
 		r.event(&c, corev1.EventTypeNormal, "DeorbitDone", "Deorbit", fmt.Sprintf("the cloud confirmed every resource of the cluster gone (%d tracked)", st.Counts.Total))
 	}
@@ -297,22 +301,31 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// debrisNote summarises the debris report for an Event.
+// debrisNote summarises the debris report for an Event: counts by type and the first IDs, since the
+// status goes with the cluster once the finalizer went.
 func debrisNote(st *v1alpha1.DeorbitStatus) string {
-	byType := map[string]int{}
+	byType := map[string][]string{}
 	for _, d := range st.Debris {
-		byType[d.Type]++
+		byType[d.Type] = append(byType[d.Type], cmp.Or(d.ID, d.Name))
 	}
 	var parts []string
-	for t, n := range byType {
-		parts = append(parts, fmt.Sprintf("%d %s", n, t))
+	for t, ids := range byType {
+		shown := ids[:min(len(ids), maxNoteIDs)]
+		more := ""
+		if len(ids) > len(shown) {
+			more = fmt.Sprintf(" and %d more", len(ids)-len(shown))
+		}
+		parts = append(parts, fmt.Sprintf("%d %s (%s%s)", len(ids), t, strings.Join(shown, " "), more))
 	}
 	sort.Strings(parts)
 	if len(parts) == 0 {
 		return "gave up; nothing of the cluster is left in the cloud"
 	}
-	return "gave up; debris left in the cloud: " + strings.Join(parts, ", ") + " (status.deorbit.debris)"
+	return "gave up; debris left in the cloud: " + strings.Join(parts, ", ") + " (status.deorbit.debris while the cluster is there)"
 }
+
+// maxNoteIDs bounds the IDs of each type a DeorbitGaveUp Event names (the log names every one).
+const maxNoteIDs = 5
 
 // releaseAt records why the finalizer goes without a deorbit, and lets the cluster go.
 func (r *Reconciler) releaseAt(ctx context.Context, c *v1alpha1.VitalsCluster, reason, msg string) error {
@@ -333,7 +346,7 @@ func (r *Reconciler) release(ctx context.Context, c *v1alpha1.VitalsCluster) err
 	if err := r.Client.Patch(ctx, c, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer from cluster %s: %w", key, err)
 	}
-	r.Metrics.released(key.String())
+	r.Metrics.forget(key.String())
 	logf.FromContext(ctx).Info("cluster released", "cluster", key.String())
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -125,4 +127,91 @@ func TestSweepGuard(t *testing.T) {
 	if why != "" {
 		t.Fatalf("sweep guard for a cluster name no one else uses: %q", why)
 	}
+}
+
+// Every series of a cluster goes with its finalizer: after a give-up (the debris is counted without the
+// cluster, for the alert) and when someone else removes the finalizer mid-deorbit.
+func TestMetricsGoWithTheFinalizer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// interrupt, when set, removes the finalizer by hand after the first step.
+		interrupt bool
+		wantLeft  float64
+	}{
+		{name: "given up", wantLeft: 1},
+		{name: "finalizer removed by hand", interrupt: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := deleted("c1", func(c *v1alpha1.VitalsCluster) {
+				c.Spec.Controllers.Deorbit.GiveUpAfter = &metav1.Duration{Duration: 10 * time.Minute}
+				c.Spec.Controllers.Deorbit.UnreachableGracePeriod = &metav1.Duration{Duration: time.Minute}
+			})
+			c := mgmtClient(t, cluster)
+			clk := clocktesting.NewFakeClock(time.Now())
+			checks := remediation.NewChecks(clk)
+			pol, err := remediation.New(remediation.Options{Checks: checks, Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := prometheus.NewPedanticRegistry()
+			r := &Reconciler{Client: c, Tenancy: refusingResolver{}, Policy: pol, Checks: checks, Clock: clk, Rand: func() float64 { return 0 },
+				Metrics: NewMetrics(reg)}
+			key := client.ObjectKeyFromObject(cluster)
+			for i := 0; i < 400; i++ {
+				res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					if n := clusterSeries(t, reg, key.String()); n == 0 {
+						t.Fatal("no series of the cluster while it is deorbited")
+					}
+					if tc.interrupt {
+						var cur v1alpha1.VitalsCluster
+						if err := c.Get(context.Background(), key, &cur); err != nil {
+							t.Fatal(err)
+						}
+						cur.Finalizers = nil
+						if err := c.Update(context.Background(), &cur); err != nil {
+							t.Fatal(err)
+						}
+						continue
+					}
+				}
+				if res.RequeueAfter == 0 {
+					break
+				}
+				clk.Step(res.RequeueAfter)
+			}
+			if err := c.Get(context.Background(), key, &v1alpha1.VitalsCluster{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("cluster still there: %v", err)
+			}
+			if n := clusterSeries(t, reg, key.String()); n != 0 {
+				t.Errorf("%d series of the gone cluster are left", n)
+			}
+			if got := testutil.ToFloat64(r.Metrics.DebrisLeft.WithLabelValues(v1alpha1.DeorbitCloud)); got != tc.wantLeft {
+				t.Errorf("vitals_deorbit_debris_left_total{type=Cloud} = %v, want %v", got, tc.wantLeft)
+			}
+		})
+	}
+}
+
+// clusterSeries counts the series of reg labelled with the cluster.
+func clusterSeries(t *testing.T, reg *prometheus.Registry, key string) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "vitalscluster" && l.GetValue() == key {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }

@@ -70,6 +70,7 @@ func (s *step) giveUp(ctx context.Context) {
 	}
 	s.setPhase(v1alpha1.DeorbitPhaseGaveUp)
 	st.CompletionTime = &metav1.Time{Time: s.now}
+	s.e.Metrics.gaveUp(st.Debris)
 }
 
 func stateWord(state string) string {
