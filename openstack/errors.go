@@ -21,3 +21,8 @@ func IsConflict(err error) bool {
 func IsUnauthorized(err error) bool {
 	return gophercloud.ResponseCodeIs(err, http.StatusUnauthorized)
 }
+
+// IsForbidden reports whether err is a 403 Forbidden: the credentials may not do or read this.
+func IsForbidden(err error) bool {
+	return gophercloud.ResponseCodeIs(err, http.StatusForbidden)
+}

@@ -185,6 +185,27 @@ type LoadBalancers interface {
 	DeleteLoadBalancer(ctx context.Context, id string, cascade bool) error
 }
 
+// Quota is a project's limit of one resource of a service, and what the project holds of it.
+type Quota struct {
+	// Resource is the service's own name of it: port, floatingip, security_group_rule (Neutron),
+	// volumes, snapshots, gigabytes (Cinder), load_balancer (Octavia).
+	Resource string `json:"resource"`
+	// Used is what the project holds; Reserved what is being created (it counts as used).
+	Used     int `json:"used"`
+	Reserved int `json:"reserved"`
+	// Limit is the most the project may hold; -1: unlimited.
+	Limit int `json:"limit"`
+}
+
+// Quotas reads a project's quotas with their use.
+type Quotas interface {
+	// Quotas reads project's quotas in service (ServiceNetworking, ServiceBlockStorage,
+	// ServiceLoadBalancer). A service whose catalog entry is missing answers an error wrapping
+	// ErrServiceUnavailable; an API the service lacks answers 404 (IsNotFound), one the
+	// credentials may not read 403 (IsForbidden).
+	Quotas(ctx context.Context, service Service, projectID string) ([]Quota, error)
+}
+
 // Network is a Neutron network.
 type Network struct {
 	ID        string

@@ -287,3 +287,12 @@ func (s *scoped) DeleteLoadBalancer(ctx context.Context, id string, cascade bool
 	}
 	return s.conn.DeleteLoadBalancer(ctx, id, cascade)
 }
+
+// Quotas: the project's own only.
+
+func (s *scoped) Quotas(ctx context.Context, service openstack.Service, projectID string) ([]openstack.Quota, error) {
+	if projectID != "" && projectID != s.project {
+		return nil, &Refusal{Reason: ReasonForeignProject, Message: fmt.Sprintf("read %s quotas of project %s: the cluster acts in project %s only", service, projectID, s.project)}
+	}
+	return s.conn.Quotas(ctx, service, s.project)
+}

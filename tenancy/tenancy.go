@@ -18,6 +18,7 @@ type Cloud interface {
 	openstack.SecurityGroups
 	openstack.Volumes
 	openstack.LoadBalancers
+	openstack.Quotas
 }
 
 // Scope is a cluster's proven place in the cloud.

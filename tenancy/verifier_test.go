@@ -226,6 +226,12 @@ func TestVerifierScopeStaysInTheProject(t *testing.T) {
 	if err != nil || len(servers) != 1 || servers[0].ProjectID != f.a.ProjectID {
 		t.Errorf("ListServers = %+v, %v; want the project's one server", servers, err)
 	}
+	if _, err := scope.Cloud.Quotas(ctx, openstack.ServiceNetworking, f.b.ProjectID); !errors.As(err, &r) || r.Reason != tenancy.ReasonForeignProject {
+		t.Errorf("Quotas of another project: %v", err)
+	}
+	if qs, err := scope.Cloud.Quotas(ctx, openstack.ServiceNetworking, ""); err != nil || len(qs) == 0 {
+		t.Errorf("Quotas of the project = %+v, %v; want its network quotas", qs, err)
+	}
 	if routes, _, _ := f.sim.Router(f.b.RouterID); len(routes) != len(f.b.LiveRoutes) {
 		t.Errorf("another project's router changed: %v", routes)
 	}

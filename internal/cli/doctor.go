@@ -41,6 +41,7 @@ type doctorFlags struct {
 	podCIDRLimit6   int
 	allowInsecure   bool
 	allowLoopback   bool
+	quotaThreshold  int
 	timeout         time.Duration
 	output          string
 }
@@ -52,16 +53,25 @@ func newDoctorCommand() *cobra.Command {
 		Short: "Check a VitalsCluster and its cloud as the operator would, before it acts; changes nothing",
 		Long: `Check one VitalsCluster with the operator's own code, and print a table (-o json|yaml: the same as data):
 
-  crd        the VitalsCluster kind is served by the API server
-  cluster    the VitalsCluster exists
-  cloud      its credentials (its Secret, or the operator's for a namespace given with --trust-namespace)
-             authenticate, and its project owns the router, network, subnet and security group it names;
-             its pod CIDRs are within the limits and overlap no older cluster's on the router (tenancy)
-  routes     Neutron offers extraroute-atomic (the route collector's atomic route updates)
-  workload   its kubeconfig Secret is accepted and the workload API answers with it
+  crd                  the VitalsCluster kind is served by the API server
+  cluster              the VitalsCluster exists
+  cloud                its credentials (its Secret, or the operator's for a namespace given with
+                       --trust-namespace) authenticate, and its project owns the router, network, subnet
+                       and security group it names; its pod CIDRs are within the limits and overlap no
+                       older cluster's on the router (tenancy)
+  routes               Neutron offers extraroute-atomic (the route collector's atomic route updates)
+  route-headroom       the router's routes against the cluster's route limit (flight's rule)
+  quota-network        the project's Neutron quotas of ports, floating IPs, security groups and rules,
+                       networks and subnets: warning from --quota-threshold percent, failed when exhausted
+  quota-block-storage  Cinder's volumes, snapshots and gigabytes: for information (deorbit only deletes
+                       them), a warning at most
+  quota-load-balancer  Octavia's load balancers: for information, as Cinder's
+  workload             its kubeconfig Secret is accepted and the workload API answers with it
 
-A check that cannot run because an earlier one failed is skipped. Exit codes: 0 every check passed,
-1 a check failed, 2 bad flags or configuration.`,
+A check that cannot run because an earlier one failed is skipped; so is a quota check whose service
+has no quota API, is not in the catalog, or does not let the credentials read the quotas (the reason
+says which). Exit codes: 0 no check failed (warnings included), 1 a check failed, 2 bad flags or
+configuration.`,
 		Example: "  vitals doctor prod-eu -n clusters\n  vitals doctor prod-eu -n clusters --cloud prod --trust-namespace clusters -o json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -78,6 +88,7 @@ A check that cannot run because an earlier one failed is skipped. Exit codes: 0 
 	fl.IntVar(&f.podCIDRLimit6, "pod-cidr-limit-v6", 44, "shortest IPv6 pod CIDR prefix, as the operator's flag")
 	fl.BoolVar(&f.allowInsecure, "allow-insecure-workload", false, "accept insecure workload kubeconfigs, as the operator's flag")
 	fl.BoolVar(&f.allowLoopback, "allow-loopback-workload", false, "accept workload kubeconfigs whose server is on a loopback address, as the operator's flag")
+	fl.IntVar(&f.quotaThreshold, "quota-threshold", 80, "percent of a quota in use from which the quota checks warn (1 to 100)")
 	fl.DurationVar(&f.timeout, "timeout", time.Minute, "time limit of all checks")
 	clirun.AddOutputFlag(cmd, &f.output)
 	return cmd
@@ -86,9 +97,11 @@ A check that cannot run because an earlier one failed is skipped. Exit codes: 0 
 // DoctorCheck is one line of `vitals doctor`.
 type DoctorCheck struct {
 	Name   string `json:"name"`
-	Result string `json:"result"` // ok, failed, skipped
+	Result string `json:"result"` // ok, warning, failed, skipped
 	Detail string `json:"detail,omitempty"`
-	Reason string `json:"reason,omitempty"` // the condition reason of a failure (tenancy, workload)
+	Reason string `json:"reason,omitempty"` // the condition reason of a failure (tenancy, workload, quota)
+	// Quotas are the quotas a quota check judged.
+	Quotas []DoctorQuota `json:"quotas,omitempty"`
 }
 
 // DoctorReport is what `vitals doctor -o json|yaml` prints.
@@ -96,7 +109,8 @@ type DoctorReport struct {
 	Cluster   string        `json:"cluster"`
 	ProjectID string        `json:"projectID,omitempty"`
 	Checks    []DoctorCheck `json:"checks"`
-	OK        bool          `json:"ok"`
+	// OK: no check failed (warnings and skipped quota checks do not count).
+	OK bool `json:"ok"`
 }
 
 func (f *doctorFlags) run(ctx context.Context, out, stderr io.Writer, name string) error {
@@ -105,6 +119,9 @@ func (f *doctorFlags) run(ctx context.Context, out, stderr io.Writer, name strin
 	}
 	if f.namespace == "" {
 		return clirun.Usagef("--namespace is required")
+	}
+	if f.quotaThreshold < 1 || f.quotaThreshold > 100 {
+		return clirun.Usagef("--quota-threshold: expected a percent from 1 to 100, got %d", f.quotaThreshold)
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
@@ -144,7 +161,7 @@ func (f *doctorFlags) run(ctx context.Context, out, stderr io.Writer, name strin
 	f.check(ctx, c, name, operatorAuth, log, add, skipped, &rep)
 	rep.OK = true
 	for _, ch := range rep.Checks {
-		rep.OK = rep.OK && ch.Result == "ok"
+		rep.OK = rep.OK && ch.Result != "failed"
 	}
 	err = clirun.WriteOutput(out, f.output, rep, func() error {
 		fmt.Fprintf(out, "VitalsCluster %s", rep.Cluster)
@@ -178,7 +195,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 	var list v1alpha1.VitalsClusterList
 	if err := c.List(ctx, &list, client.InNamespace(f.namespace), client.Limit(1)); err != nil {
 		add("crd", "failed", fmt.Sprintf("list VitalsClusters: %v (install deploy/crds/)", err), "")
-		skipped("cluster", "cloud", "routes", "route-headroom", "workload")
+		skipped(append([]string{"cluster", "cloud", "routes", "route-headroom"}, append(quotaCheckNames(), "workload")...)...)
 		return
 	}
 	add("crd", "ok", "vitalsclusters."+v1alpha1.GroupVersion.Group+" served", "")
@@ -189,7 +206,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 			detail = fmt.Sprintf("no VitalsCluster %s in namespace %s", name, f.namespace)
 		}
 		add("cluster", "failed", detail, "")
-		skipped("cloud", "routes", "route-headroom", "workload")
+		skipped(append([]string{"cloud", "routes", "route-headroom"}, append(quotaCheckNames(), "workload")...)...)
 		return
 	}
 	add("cluster", "ok", fmt.Sprintf("router %s, pod CIDRs %v", vc.Spec.OpenStack.RouterID, vc.Spec.PodCIDRs), "")
@@ -211,7 +228,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 		} else {
 			add("cloud", "failed", err.Error(), tenancy.ReasonCloudUnavailable)
 		}
-		skipped("routes", "route-headroom")
+		skipped(append([]string{"routes", "route-headroom"}, quotaCheckNames()...)...)
 	} else {
 		rep.ProjectID = scope.ProjectID
 		add("cloud", "ok", fmt.Sprintf("project %s proven (%s); router %s is the project's", scope.ProjectID, scope.Source, scope.Router.ID), "")
@@ -224,6 +241,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 			add("routes", "ok", "extraroute-atomic offered", "")
 		}
 		routeHeadroom(&vc, scope, add)
+		rep.Checks = append(rep.Checks, quotaChecks(ctx, scope.Cloud, float64(f.quotaThreshold)/100)...)
 	}
 
 	wl, err := workload.NewManager(workload.Options{Secrets: c, Checks: remediation.NewChecks(clock.RealClock{}),

@@ -5,7 +5,9 @@ package e2e
 // check (exit 0); one naming another project's router fails the cloud check with the tenancy reason
 // (exit 1); one whose route limit (spec.controllers.flight.maxRoutes) the router's routes fill fails
 // the route-headroom check by flight's rule; a missing one fails the cluster check; a bad -o is a flag
-// error (exit 2).
+// error (exit 2). A tenant's project whose Neutron quota of networks the admin set to what it holds
+// fails the quota-network check as a member reads it (QuotaExhausted), its subnets at the threshold
+// warn, and its Cinder quota of volumes set to 0 only warns (Cinder's quotas are for information).
 
 import (
 	"bytes"
@@ -14,11 +16,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/quotasets"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/quotas"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/internal/cli"
@@ -94,6 +100,22 @@ current-context: c
 		t.Fatal(err)
 	}
 
+	// The tenant's cluster: its own credentials, router, network and subnet; its quotas set low as admin.
+	if err := c.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-creds"},
+		StringData: map[string]string{"clouds.yaml": tenant.CloudsYAML}}); err != nil {
+		t.Fatal(err)
+	}
+	quotaVC := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quota"}, Spec: v1alpha1.ClusterSpec{
+		OpenStack: v1alpha1.OpenStackSpec{CredentialsSecretRef: &v1alpha1.SecretKeyRef{Name: "tenant-creds"},
+			RouterID: foreign.Router, NetworkID: foreign.Network, SubnetID: foreign.Subnet},
+		KubeconfigSecretRef: &v1alpha1.SecretKeyRef{Name: "kubeconfig"},
+		PodCIDRs:            []v1alpha1.CIDR{"198.22.0.0/16"},
+	}}
+	if err := c.Create(context.Background(), quotaVC); err != nil {
+		t.Fatal(err)
+	}
+	doctorSetQuotas(t, cloud, tenant.ProjectID)
+
 	doctor := func(args ...string) (int, cli.DoctorReport, string) {
 		t.Helper()
 		var out, errb bytes.Buffer
@@ -123,6 +145,9 @@ current-context: c
 			t.Errorf("doctor good: check %s = %+v, want ok", name, r)
 		}
 	}
+	if r := results(rep)["quota-network"]; r.Result == "failed" || r.Result == "skipped" || len(r.Quotas) == 0 {
+		t.Errorf("doctor good: check quota-network = %+v, want read and not failed", r)
+	}
 	t.Logf("doctor good: %+v", rep)
 
 	code, rep, out = doctor("foreign", "-o", "json")
@@ -138,6 +163,29 @@ current-context: c
 	}
 	t.Logf("doctor tight: route-headroom %+v", results(rep)["route-headroom"])
 
+	code, rep, out = doctor("quota", "--quota-threshold", "50", "-o", "json")
+	r = results(rep)
+	if code != cli.ExitDoctorFailed || rep.OK || r["cloud"].Result != "ok" || rep.ProjectID != tenant.ProjectID {
+		t.Errorf("doctor quota: exit %d, project %s, checks %+v\n%s", code, rep.ProjectID, rep.Checks, out)
+	}
+	if n := r["quota-network"]; n.Result != "failed" || n.Reason != cli.ReasonQuotaExhausted ||
+		!strings.Contains(n.Detail, "network 1/1") || !strings.Contains(n.Detail, "subnet 1/2 (50%)") {
+		t.Errorf("doctor quota: quota-network = %+v, want failed (network 1/1 exhausted, subnet 1/2 near)", n)
+	}
+	if b := r["quota-block-storage"]; b.Result != "warning" || b.Reason != cli.ReasonQuotaExhausted || !strings.Contains(b.Detail, "volumes 0/0") {
+		t.Errorf("doctor quota: quota-block-storage = %+v, want a warning (volumes 0/0)", b)
+	}
+	// Octavia's quota: read by a member, or skipped with the reason when its policy refuses; never failed.
+	if l := r["quota-load-balancer"]; l.Result != "ok" && (l.Result != "skipped" || l.Reason == "") {
+		t.Errorf("doctor quota: quota-load-balancer = %+v, want ok or skipped with a reason", l)
+	}
+	t.Logf("doctor quota: %+v", rep.Checks)
+	if code, _, out := doctor("quota", "--quota-threshold", "50"); code != cli.ExitDoctorFailed || !strings.Contains(out, "quota-network") {
+		t.Errorf("doctor quota (table): exit %d\n%s", code, out)
+	} else {
+		t.Logf("doctor quota (table):\n%s", out)
+	}
+
 	code, rep, out = doctor("missing", "-o", "json")
 	if r := results(rep); code != cli.ExitDoctorFailed || r["cluster"].Result != "failed" || r["cloud"].Result != "skipped" {
 		t.Errorf("doctor missing: exit %d, checks %+v\n%s", code, rep.Checks, out)
@@ -152,4 +200,31 @@ current-context: c
 	if code, _, out := doctor("good", "-o", "xml"); code != cli.ExitConfig {
 		t.Errorf("doctor -o xml: exit %d, want %d\n%s", code, cli.ExitConfig, out)
 	}
+	if code, _, out := doctor("good", "--quota-threshold", "0"); code != cli.ExitConfig {
+		t.Errorf("doctor --quota-threshold 0: exit %d, want %d\n%s", code, cli.ExitConfig, out)
+	}
+}
+
+// doctorSetQuotas sets, as admin, project's Neutron quota of networks to the one network it holds
+// and of subnets to 2 (it holds one), and its Cinder quota of volumes to 0; the cleanup gives the
+// project its default quotas back.
+func doctorSetQuotas(t *testing.T, admin *openstack.Cloud, project string) {
+	t.Helper()
+	ctx := context.Background()
+	nc, err := admin.Client(openstack.ServiceNetworking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := quotas.Update(ctx, nc, project, quotas.UpdateOpts{Network: ptr.To(1), Subnet: ptr.To(2)}).Extract(); err != nil {
+		t.Fatalf("set the network quotas of project %s: %v", project, err)
+	}
+	t.Cleanup(func() { _ = quotas.Delete(context.Background(), nc, project).ExtractErr() })
+	bc, err := admin.Client(openstack.ServiceBlockStorage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := quotasets.Update(ctx, bc, project, quotasets.UpdateOpts{Volumes: ptr.To(0)}).Extract(); err != nil {
+		t.Fatalf("set the block-storage quotas of project %s: %v", project, err)
+	}
+	t.Cleanup(func() { _ = quotasets.Delete(context.Background(), bc, project).ExtractErr() })
 }

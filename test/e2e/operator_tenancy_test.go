@@ -62,6 +62,8 @@ type opTenant struct {
 	ProjectID string
 	Auth      openstack.Auth
 	Cloud     *openstack.Cloud
+	// CloudsYAML holds the tenant's credentials, as a credentials Secret gives them.
+	CloudsYAML string
 }
 
 func opNewTenant(t testing.TB, admin *openstack.Cloud, env testenv.OpenStackEnv) *opTenant {
@@ -94,12 +96,13 @@ func opNewTenant(t testing.TB, admin *openstack.Cloud, env testenv.OpenStackEnv)
 	if err := roles.Assign(ctx, ic, rs[0].ID, roles.AssignOpts{UserID: u.ID, ProjectID: p.ID}).ExtractErr(); err != nil {
 		t.Fatalf("assign member role: %v", err)
 	}
-	a, err := openstack.AuthFromSecretCloudsYAML([]byte(opCloudsYAML(env.AuthURL, name, password, name)), "openstack", "test")
+	cy := opCloudsYAML(env.AuthURL, name, password, name)
+	a, err := openstack.AuthFromSecretCloudsYAML([]byte(cy), "openstack", "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.Region = env.RegionName
-	return &opTenant{ProjectID: p.ID, Auth: a, Cloud: opConnect(t, a, nil)}
+	return &opTenant{ProjectID: p.ID, Auth: a, Cloud: opConnect(t, a, nil), CloudsYAML: cy}
 }
 
 func opCloudsYAML(authURL, user, password, project string) string {

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/quotas"
-
 	vos "github.com/vitalsproject/vitals/openstack"
 )
 
@@ -31,6 +29,9 @@ type QuotaOptions struct {
 	Routers vos.ListOpts
 }
 
+// watchedQuotas are the Neutron resources QuotaHeadroom watches, with the names its messages give them.
+var watchedQuotas = map[string]string{"port": "ports", "subnet": "subnets", "network": "networks", "security_group": "security groups"}
+
 // QuotaHeadroom fails when the project uses more than Threshold of its Neutron quota of ports,
 // subnets, networks or security groups (the four resources Kuryr's readiness watched), or when a
 // router holds more than Threshold of MaxRoutes routes. Register it with health.Degraded to warn
@@ -47,10 +48,6 @@ func QuotaHeadroom(c *vos.Cloud, opts QuotaOptions) func(context.Context) error 
 	}
 	return func(ctx context.Context) error {
 		return co.Do(ctx, func(ctx context.Context) error {
-			nc, err := c.Client(vos.ServiceNetworking)
-			if err != nil {
-				return err
-			}
 			project := opts.ProjectID
 			if project == "" {
 				project = c.ProjectID()
@@ -58,19 +55,17 @@ func QuotaHeadroom(c *vos.Cloud, opts QuotaOptions) func(context.Context) error 
 			if project == "" {
 				return errors.New("quota headroom: no project: the token is not project-scoped and no project was configured")
 			}
-			q, err := quotas.GetDetail(ctx, nc, project).Extract()
+			qs, err := c.Quotas(ctx, vos.ServiceNetworking, project)
 			if err != nil {
-				return fmt.Errorf("read network quota of project %s: %w", project, err)
+				return err
 			}
 			var over []string
-			for _, r := range []struct {
-				name string
-				d    quotas.QuotaDetail
-			}{
-				{"ports", q.Port}, {"subnets", q.Subnet}, {"networks", q.Network},
-				{"security groups", q.SecurityGroup},
-			} {
-				if msg := overQuota(r.name, r.d.Used+r.d.Reserved, r.d.Limit, opts.Threshold); msg != "" {
+			for _, q := range qs {
+				name, watched := watchedQuotas[q.Resource]
+				if !watched {
+					continue
+				}
+				if msg := overQuota(name, q.Used+q.Reserved, q.Limit, opts.Threshold); msg != "" {
 					over = append(over, msg)
 				}
 			}
