@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -105,6 +106,10 @@ var capabilityNames = [...]string{
 	"LEASE", "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP", "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG",
 	"WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF", "CHECKPOINT_RESTORE",
 }
+
+// CapabilityNames returns the names of the capabilities ParseCapability knows, without the CAP_
+// prefix, in the order of their numbers.
+func CapabilityNames() []string { return slices.Clone(capabilityNames[:]) }
 
 // ParseCapability returns the number of a capability name ("NET_ADMIN", "CAP_NET_ADMIN", any
 // case) or a decimal number below 64.

@@ -22,6 +22,7 @@ import (
 	"github.com/vitalsproject/vitals/controllers/deorbit"
 	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/internal/backoff"
+	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
@@ -45,6 +46,7 @@ type deorbitFlags struct {
 	cloudWait   time.Duration
 	parallel    int
 	budget      int
+	output      string
 }
 
 func newDeorbitCommand() *cobra.Command {
@@ -64,12 +66,16 @@ Credentials: --cloud (clouds.yaml) or OS_CLOUD, else OS_* variables. --dry-run d
 prints the plan: what would be deleted on both sides. --state FILE keeps the progress, so that a run cut
 short resumes where it was.
 
+With -o json or -o yaml the progress goes to stderr and stdout gets one document at the end: the
+cluster, the project, the result (done, planned or gaveUp) and the status (phase, counts, every
+resource with its state, the debris left).
+
 Exit codes: 0 everything of the cluster is confirmed gone (or, with --dry-run, the plan was printed);
 1 an error stopped the run; 2 bad flags or configuration; 3 gave up after --give-up-after with debris
 left in the cloud (printed, and in --state).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.run(cmd.Context(), cmd.OutOrStdout())
+			return f.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
@@ -81,18 +87,24 @@ left in the cloud (printed, and in --state).`,
 	fl.StringSliceVar(&f.podCIDRs, "pod-cidr", nil, "pod CIDR of the cluster (repeatable; required with --router)")
 	fl.StringSliceVar(&f.protect, "protect", nil, "route DESTINATION[@NEXTHOP] inside the pod CIDRs never removed, like routegc's protectedRoutes (repeatable)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "delete nothing; print what would be deleted")
-	fl.StringSliceVar(&f.exclude, "exclude", nil, "ID or name never deleted (repeatable)")
+	fl.StringSliceVar(&f.exclude, "exclude", nil, "a resource's ID or name never deleted (repeatable)")
 	fl.StringVar(&f.state, "state", "", "file keeping the progress (JSON); an existing one is resumed")
 	fl.DurationVar(&f.giveUp, "give-up-after", time.Hour, "give up after this long and print the debris left")
 	fl.DurationVar(&f.grace, "unreachable-grace", time.Minute, "how long the workload cluster may be unreachable before its phases are skipped")
 	fl.DurationVar(&f.cloudWait, "cloud-wait-timeout", deorbit.DefaultCloudWaitTimeout, "how long to wait for the cloud to confirm what the cluster's controllers delete, before the sweep")
 	fl.IntVar(&f.parallel, "parallel-deletes", deorbit.DefaultWorkers, "deletes and reads running at once")
 	fl.IntVar(&f.budget, "budget", deorbit.DefaultBudget, "most deletes issued per step")
+	clirun.AddOutputFlag(cmd, &f.output)
+	clirun.CompleteFiles(cmd, "kubeconfig")
+	clirun.CompleteFiles(cmd, "state", "json")
 	return cmd
 }
 
 func (f *deorbitFlags) validate() (deorbit.Target, error) {
 	t := deorbit.Target{Key: f.clusterName, ClusterName: f.clusterName, RouterID: f.router}
+	if err := clirun.CheckOutput(f.output); err != nil {
+		return t, err
+	}
 	switch {
 	case f.clusterName == "":
 		return t, &config.Error{Field: "--cluster-name", Msg: "required: the name the cloud provider tags the cluster's resources with"}
@@ -120,10 +132,31 @@ func (f *deorbitFlags) validate() (deorbit.Target, error) {
 	return t, nil
 }
 
-func (f *deorbitFlags) run(ctx context.Context, out io.Writer) error {
+// DeorbitReport is what `vitals deorbit -o json|yaml` prints when it ends.
+type DeorbitReport struct {
+	Cluster   string `json:"cluster"`
+	ProjectID string `json:"projectID,omitempty"`
+	// Result is done (everything confirmed gone), planned (--dry-run) or gaveUp (debris left).
+	Result string                  `json:"result"`
+	Status *v1alpha1.DeorbitStatus `json:"status"`
+}
+
+// Results of a deorbit run (DeorbitReport.Result).
+const (
+	DeorbitDone    = "done"
+	DeorbitPlanned = "planned"
+	DeorbitGaveUp  = "gaveUp"
+)
+
+func (f *deorbitFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 	target, err := f.validate()
 	if err != nil {
 		return err
+	}
+	// The progress is for people: with -o json|yaml it goes to stderr, and stdout gets the report only.
+	out := stdout
+	if f.output == "json" || f.output == "yaml" {
+		out = stderr
 	}
 	st := &v1alpha1.DeorbitStatus{}
 	if f.state != "" {
@@ -134,6 +167,11 @@ func (f *deorbitFlags) run(ctx context.Context, out io.Writer) error {
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return &config.Error{File: f.state, Field: "--state", Msg: err.Error()}
 		}
+	}
+	rep := DeorbitReport{Cluster: f.clusterName}
+	report := func(result string, text func()) error {
+		rep.Result, rep.Status = result, st
+		return clirun.WriteOutput(stdout, f.output, rep, func() error { text(); return nil })
 	}
 	in := deorbit.Input{Target: target, Settings: deorbit.Settings{GiveUpAfter: f.giveUp, UnreachableGracePeriod: f.grace,
 		CloudWaitTimeout: f.cloudWait, Budget: f.budget, DryRun: f.dryRun}}
@@ -161,6 +199,7 @@ func (f *deorbitFlags) run(ctx context.Context, out io.Writer) error {
 		scope, err = tenancy.ScopeOf(cctx, conn, v1alpha1.OpenStackSpec{RouterID: f.router}, "the command's credentials")
 		if err == nil {
 			in.Cloud = scope.Cloud
+			rep.ProjectID = scope.ProjectID
 			fmt.Fprintf(out, "deorbit %s: project %s\n", f.clusterName, scope.ProjectID)
 		}
 	}
@@ -186,14 +225,18 @@ func (f *deorbitFlags) run(ctx context.Context, out io.Writer) error {
 		}
 		switch {
 		case st.Phase == v1alpha1.DeorbitPhaseDryRunPlanned || (f.dryRun && res.Release):
-			printResources(out, "plan (dry run): would delete", st.Resources, v1alpha1.DeorbitWouldDelete)
-			return nil
+			return report(DeorbitPlanned, func() {
+				printResources(out, "plan (dry run): would delete", st.Resources, v1alpha1.DeorbitWouldDelete)
+			})
 		case st.Phase == v1alpha1.DeorbitPhaseGaveUp:
-			printResources(out, "gave up; debris left in the cloud", st.Debris, "")
+			if err := report(DeorbitGaveUp, func() { printResources(out, "gave up; debris left in the cloud", st.Debris, "") }); err != nil {
+				return err
+			}
 			return exitError{code: ExitDebris, err: fmt.Errorf("gave up after %s with %d resources left", f.giveUp, len(st.Debris))}
 		case res.Release:
-			fmt.Fprintf(out, "done: the cloud confirmed every resource of %s gone (%d tracked) in %s\n", f.clusterName, st.Counts.Total, clk.Now().Sub(begin).Round(time.Second))
-			return nil
+			return report(DeorbitDone, func() {
+				fmt.Fprintf(out, "done: the cloud confirmed every resource of %s gone (%d tracked) in %s\n", f.clusterName, st.Counts.Total, clk.Now().Sub(begin).Round(time.Second))
+			})
 		}
 		if !backoff.Sleep(ctx, clk, time.Until(res.Next)) {
 			return fmt.Errorf("stopped in phase %s: %w", st.Phase, context.Cause(ctx))

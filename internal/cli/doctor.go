@@ -91,6 +91,7 @@ configuration.`,
 	fl.IntVar(&f.quotaThreshold, "quota-threshold", 80, "percent of a quota in use from which the quota checks warn (1 to 100)")
 	fl.DurationVar(&f.timeout, "timeout", time.Minute, "time limit of all checks")
 	clirun.AddOutputFlag(cmd, &f.output)
+	clirun.CompleteFiles(cmd, "kubeconfig")
 	return cmd
 }
 

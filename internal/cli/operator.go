@@ -251,7 +251,9 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.DurationVar(&f.shardLeaseDuration, "shard-lease-duration", sharding.DefaultLeaseDuration, "a shard range Lease not renewed for this long may be taken over")
 	fl.DurationVar(&f.shardRenewInterval, "shard-renew-interval", sharding.DefaultRenewInterval, "interval of the shard rounds (renewals, membership, assignment)")
 	fl.DurationVar(&f.shardSafetyMargin, "shard-safety-margin", sharding.DefaultSafetyMargin, "a replica stops acting on a range this long before its Lease could expire; more than the longest single action")
-	f.log = clirun.AddLogFlags(fl, "text")
+	f.log = clirun.AddLogFlags(cmd, "text")
+	clirun.CompleteFiles(cmd, "config", "conf", "ini")
+	clirun.CompleteFiles(cmd, "kubeconfig")
 	return cmd
 }
 

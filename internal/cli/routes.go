@@ -73,9 +73,10 @@ orphaned; 1 when the reads fail or look incomplete; 2 for bad flags.`,
 	fl.StringVar(&f.project, "project", "", "project whose ports and servers hold live nexthops (default: the credentials' project)")
 	fl.StringVar(&f.subnet, "subnet", "", "ID of the nodes' subnet (optional sanity check)")
 	fl.StringSliceVar(&f.protect, "protect", nil, "protected route DESTINATION[@NEXTHOP] (repeatable)")
-	fl.StringSliceVar(&f.sources, "sources", []string{"ports", "servers"}, "address sources: ports, servers")
+	fl.StringSliceVar(&f.sources, "sources", []string{"ports", "servers"}, "address sources: ports and/or servers")
 	fl.DurationVar(&f.timeout, "timeout", time.Minute, "time limit of the reads")
 	clirun.AddOutputFlag(cmd, &f.output)
+	clirun.CompleteValues(cmd, "sources", "ports", "servers")
 	return cmd
 }
 

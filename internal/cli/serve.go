@@ -31,7 +31,8 @@ drain delay. A bad config fails at start with file:line, field and what was expe
 	f := cmd.Flags()
 	f.StringVar(&o.config, "config", "", "YAML config file (required)")
 	f.StringVar(&o.listen, "listen", "", "listen address host:port, overriding the config's listen")
-	o.log = clirun.AddLogFlags(f, "text")
+	o.log = clirun.AddLogFlags(cmd, "text")
+	clirun.CompleteFiles(cmd, "config", "yaml", "yml")
 	return cmd
 }
 

@@ -304,6 +304,9 @@ func checkShell(t *testing.T, s snippet) error {
 			}
 			continue
 		}
+		// As Execute does: the help and completion commands cobra adds.
+		cmd.InitDefaultHelpCmd()
+		cmd.InitDefaultCompletionCmd(words[1:]...)
 		sub, args, err := cmd.Find(words[1:])
 		if err != nil {
 			return fmt.Errorf("%s: %w", line, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vitalsproject/vitals/agent"
 	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/health/checks"
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/internal/version"
 )
@@ -93,7 +94,18 @@ then from flags, which win.`,
 	fs.StringSliceVar(&c.DNSNames, "connectivity-dns-name", c.DNSNames, "a name to resolve through the cluster DNS (repeatable)")
 	fs.DurationVar(&c.Interval, "connectivity-interval", c.Interval, "interval of the pod network connectivity check")
 	fs.DurationVar(&c.Timeout, "connectivity-timeout", c.Timeout, "timeout of one pass of the pod network connectivity check, per kind of target")
-	f.log = clirun.AddLogFlags(fs, "json")
+	f.log = clirun.AddLogFlags(cmd, "json")
+	clirun.CompleteFiles(cmd, "config-file", "conf", "ini")
+	clirun.CompleteValues(cmd, "memory-source", agent.MemoryAuto, agent.MemoryCgroup, agent.MemoryRSS)
+	clirun.CompleteDirs(cmd, "cg-path")
+	clirun.CompleteValues(cmd, "cni-failure-mode", agent.ModeWindow, agent.ModeConsecutive)
+	clirun.CompleteDirs(cmd, "cni-conf-dir")
+	clirun.CompleteFiles(cmd, "socket")
+	clirun.CompleteValues(cmd, "socket-mode", "0600", "0660")
+	clirun.CompleteFiles(cmd, "netns")
+	clirun.CompleteValues(cmd, "capabilities", checks.CapabilityNames()...)
+	clirun.CompleteFiles(cmd, "kubeconfig")
+	clirun.CompleteFiles(cmd, "connectivity-netns")
 	cmd.AddCommand(newReportCommand(use))
 	return cmd
 }

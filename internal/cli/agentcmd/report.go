@@ -10,6 +10,7 @@ import (
 
 	"github.com/vitalsproject/vitals/cnireport"
 	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/internal/cli/clirun"
 )
 
 // newReportCommand is `<agent> report`: one CNI result sent to the agent's socket, for plugins written
@@ -53,5 +54,8 @@ Exit status 0 when the agent accepted it, 1 when it could not be delivered or wa
 	fs.StringVar(&rep.Error, "error", "", "why it failed")
 	fs.StringVar(&rep.ContainerID, "container-id", "", "the sandbox's container ID")
 	fs.DurationVar(&timeout, "timeout", 5*time.Second, "give up after this long")
+	clirun.CompleteFiles(cmd, "socket")
+	clirun.CompleteValues(cmd, "op", string(cnireport.OpAdd), string(cnireport.OpDel), string(cnireport.OpCheck))
+	clirun.CompleteValues(cmd, "result", string(cnireport.Success), string(cnireport.Failure))
 	return cmd
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
 	"github.com/vitalsproject/vitals/config"
@@ -19,11 +19,21 @@ type LogFlags struct {
 	Level  string
 }
 
-// AddLogFlags registers --log-format (default format: text or json) and --log-level (default info).
-func AddLogFlags(fs *pflag.FlagSet, format string) *LogFlags {
+// Log formats and levels, as --log-format and --log-level take them.
+var (
+	logFormats = []string{"text", "json"}
+	logLevels  = []string{"debug", "info", "warn", "error"}
+)
+
+// AddLogFlags registers --log-format (default format: text or json) and --log-level (default info)
+// on cmd, with completion of their values.
+func AddLogFlags(cmd *cobra.Command, format string) *LogFlags {
 	l := &LogFlags{}
+	fs := cmd.Flags()
 	fs.StringVar(&l.Format, "log-format", format, "log format: text or json")
 	fs.StringVar(&l.Level, "log-level", "info", "log level: debug, info, warn or error")
+	CompleteValues(cmd, "log-format", logFormats...)
+	CompleteValues(cmd, "log-level", logLevels...)
 	return l
 }
 

@@ -17,7 +17,7 @@ var outputFormats = []string{"text", "json", "yaml"}
 // of its values.
 func AddOutputFlag(cmd *cobra.Command, p *string) {
 	cmd.Flags().StringVarP(p, "output", "o", "text", "output format: text, json or yaml")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputFormats, cobra.ShellCompDirectiveNoFileComp))
+	CompleteValues(cmd, "output", outputFormats...)
 }
 
 // CheckOutput refuses an output format other than text, json or yaml (a flag error: exit code 2).

@@ -82,7 +82,9 @@ and --demo create resources at start. See docs/cloudsim.md.`,
 	f.IntVar(&o.maxRoutes, "max-routes", 30, "Neutron max_routes: more routes on a router answer 400 RoutesExhausted")
 	f.DurationVar(&o.deleteLatency, "delete-latency", 0, "how long Nova, Cinder and Octavia take to delete a server, volume or load balancer (each has its own knob under /_sim/knobs)")
 	f.DurationVar(&o.saveInterval, "save-interval", time.Minute, "how often to save the state with --state")
-	o.log = clirun.AddLogFlags(f, "text")
+	o.log = clirun.AddLogFlags(cmd, "text")
+	clirun.CompleteFiles(cmd, "state", "json")
+	clirun.CompleteFiles(cmd, "seed-file", "yaml", "yml", "json")
 	return cmd
 }
 
