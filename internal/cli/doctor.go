@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -92,7 +93,62 @@ configuration.`,
 	fl.DurationVar(&f.timeout, "timeout", time.Minute, "time limit of all checks")
 	clirun.AddOutputFlag(cmd, &f.output)
 	clirun.CompleteFiles(cmd, "kubeconfig")
+	// NAME and --namespace complete from the cluster of --kubeconfig (else in-cluster, then KUBECONFIG).
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 || f.namespace == "" {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return f.completeNames(cmd.Context(), &v1alpha1.VitalsClusterList{}, client.InNamespace(f.namespace))
+	}
+	clirun.Must(cmd, "namespace", cmd.RegisterFlagCompletionFunc("namespace", func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return f.completeNames(cmd.Context(), &corev1.NamespaceList{})
+	}))
 	return cmd
+}
+
+// completeNames lists the names of the objects of list for shell completion, within a few seconds;
+// no cluster at hand completes nothing.
+func (f *doctorFlags) completeNames(ctx context.Context, list client.ObjectList, opts ...client.ListOption) ([]cobra.Completion, cobra.ShellCompDirective) {
+	c, err := f.client()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := c.List(ctx, list, opts...); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	names := make([]cobra.Completion, 0, len(items))
+	for _, o := range items {
+		if m, err := meta.Accessor(o); err == nil {
+			names = append(names, m.GetName())
+		}
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// client connects to the cluster holding the VitalsClusters.
+func (f *doctorFlags) client() (client.Client, error) {
+	rc, err := restConfig(f.kubeconfig, "", "", "")
+	if err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(rc, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connect to the Kubernetes API %s: %w", rc.Host, err)
+	}
+	return c, nil
 }
 
 // DoctorCheck is one line of `vitals doctor`.
@@ -126,20 +182,9 @@ func (f *doctorFlags) run(ctx context.Context, out, stderr io.Writer, name strin
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	rc, err := restConfig(f.kubeconfig, "", "", "")
+	c, err := f.client()
 	if err != nil {
 		return err
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	c, err := client.New(rc, client.Options{Scheme: scheme})
-	if err != nil {
-		return fmt.Errorf("connect to the Kubernetes API %s: %w", rc.Host, err)
 	}
 	var operatorAuth *openstack.Auth
 	switch a, err := openstack.PickAuth(openstack.AuthSources{Cloud: f.cloud}); {

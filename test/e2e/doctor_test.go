@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -202,6 +203,22 @@ current-context: c
 	}
 	if code, _, out := doctor("good", "--quota-threshold", "0"); code != cli.ExitConfig {
 		t.Errorf("doctor --quota-threshold 0: exit %d, want %d\n%s", code, cli.ExitConfig, out)
+	}
+
+	// Shell completion: the VitalsClusters of the namespace, and the namespaces, from the real cluster.
+	complete := func(args ...string) []string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := cli.Main(append([]string{"__complete", "doctor", "--kubeconfig", kubeconfig}, args...), &out, &errb); code != 0 {
+			t.Fatalf("__complete doctor %v: exit %d\n%s", args, code, errb.String())
+		}
+		return strings.Split(strings.TrimSpace(out.String()), "\n")
+	}
+	if got := complete("-n", ns, ""); !slices.Equal(got, []string{"foreign", "good", "quota", "tight", ":4"}) {
+		t.Errorf("__complete doctor -n %s '': %q, want the namespace's VitalsClusters", ns, got)
+	}
+	if got := complete("-n", ""); !slices.Contains(got, ns) || !slices.Contains(got, "default") {
+		t.Errorf("__complete doctor -n '': %q, want the namespaces (%s among them)", got, ns)
 	}
 }
 

@@ -14,21 +14,22 @@ import (
 
 // CompleteValues makes flag name of cmd complete values (and no file names).
 func CompleteValues(cmd *cobra.Command, name string, values ...string) {
-	must(cmd, name, cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp)))
+	Must(cmd, name, cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp)))
 }
 
 // CompleteFiles makes flag name of cmd complete file names ending in one of extensions (without
 // the dot; none: any file).
 func CompleteFiles(cmd *cobra.Command, name string, extensions ...string) {
-	must(cmd, name, cmd.MarkFlagFilename(name, extensions...))
+	Must(cmd, name, cmd.MarkFlagFilename(name, extensions...))
 }
 
 // CompleteDirs makes flag name of cmd complete directory names.
 func CompleteDirs(cmd *cobra.Command, name string) {
-	must(cmd, name, cmd.MarkFlagDirname(name))
+	Must(cmd, name, cmd.MarkFlagDirname(name))
 }
 
-func must(cmd *cobra.Command, name string, err error) {
+// Must panics when err, the result of registering the completion of flag name of cmd, is an error.
+func Must(cmd *cobra.Command, name string, err error) {
 	if err != nil {
 		panic(fmt.Sprintf("command %s: completion of --%s: %v", cmd.CommandPath(), name, err))
 	}
