@@ -11,7 +11,7 @@
 #      DEMO_CLOUD=real a fresh router on the real Neutron carrying the same kinds of routes,
 #   3. `vitals operator` with its health server,
 # then creates a VitalsCluster resource for that router, shows the probes and the routes being collected; with the
-# simulator it then deletes the VitalsCluster and shows deorbit clearing the cluster's volumes, load balancers and
+# simulator it then runs `vitals doctor` on it (the quota checks included), deletes the VitalsCluster and shows deorbit clearing the cluster's volumes, load balancers and
 # routes from the cloud before the finalizer goes; and it stops everything it started (also on Ctrl-C). Nothing outside _out/demo/ is written, besides the Go build cache.
 # Env: DEMO_CLOUD=sim|real, DEMO_KEEP=1 (leave the services running and print how to use them),
 #      DEMO_INTERVAL (route collector interval, default 5s).
@@ -182,6 +182,11 @@ if [ "$CLOUD" = sim ]; then
     [ "$(kubectl get vitalscluster demo -o jsonpath='{.status.conditions[?(@.type=="WorkloadReachable")].status}')" = True ] && break
     sleep 0.5
   done
+  log "vitals doctor: the operator's own checks of the cluster and its cloud, the project's quotas included (changes nothing):"
+  rc=0
+  "$VITALS" doctor demo -n default --trust-namespace default --allow-loopback-workload >"$DIR/doctor.txt" 2>&1 || rc=$?
+  sed 's/^/    /' "$DIR/doctor.txt"
+  [ $rc = 0 ] || die "vitals doctor found a failed check (exit $rc)"
   log "deleting VitalsCluster 'demo': deorbit holds its finalizer until the cloud confirms the cluster's resources are gone"
   kubectl delete vitalscluster demo --wait=false >/dev/null
   last=""

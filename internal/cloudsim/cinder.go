@@ -27,7 +27,7 @@ func (s *cinder) routes(mux *http.ServeMux, api apiFunc) {
 // optional, which ServeMux patterns cannot say.
 func (s *cinder) cinderDispatch(c *call) (int, any, error) {
 	segs := strings.Split(strings.Trim(strings.TrimPrefix(c.r.URL.Path, "/volume/v3/"), "/"), "/")
-	if len(segs) > 0 && segs[0] != "volumes" && segs[0] != "snapshots" {
+	if len(segs) > 0 && segs[0] != "volumes" && segs[0] != "snapshots" && segs[0] != "os-quota-sets" {
 		if segs[0] != c.project() && !c.admin() {
 			return 0, nil, badRequest("Malformed request url")
 		}
@@ -61,6 +61,8 @@ func (s *cinder) cinderDispatch(c *call) (int, any, error) {
 		return show(s.cloud, c, s.snapshots(), segs[1])
 	case segs[0] == "snapshots" && len(segs) == 2 && m == http.MethodDelete:
 		return s.deleteSnapshot(c, segs[1])
+	case segs[0] == "os-quota-sets" && len(segs) == 2 && m == http.MethodGet:
+		return s.getQuotaSet(c, segs[1])
 	case (segs[0] == "volumes" || segs[0] == "snapshots") && len(segs) <= 3:
 		return 0, nil, errf(http.StatusMethodNotAllowed, "badMethod", "The method %s is not allowed for this resource.", m)
 	}

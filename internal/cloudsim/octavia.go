@@ -30,6 +30,8 @@ func (s *octavia) routes(mux *http.ServeMux, api apiFunc) {
 	h("POST /load-balancer/{ver}/lbaas/listeners", s.createListener)
 	h("GET /load-balancer/{ver}/lbaas/listeners/{id}", s.getListener)
 	h("DELETE /load-balancer/{ver}/lbaas/listeners/{id}", s.deleteListener)
+	h("GET /load-balancer/{ver}/quotas/{project}", s.getLBQuota)
+	h("GET /load-balancer/{ver}/lbaas/quotas/{project}", s.getLBQuota)
 	mux.Handle("/load-balancer/", api(svcLB, false, notFound))
 }
 

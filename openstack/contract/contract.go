@@ -68,7 +68,7 @@ func Run(t *testing.T, env Env) {
 		f    func(*testing.T)
 	}{
 		{"Routers", s.routers}, {"Networks", s.networks}, {"Ports", s.ports}, {"SecurityGroups", s.securityGroups}, {"NotFound", s.notFound},
-		{"Servers", s.servers}, {"Volumes", s.volumes}, {"LoadBalancers", s.loadBalancers},
+		{"Servers", s.servers}, {"Volumes", s.volumes}, {"LoadBalancers", s.loadBalancers}, {"Quotas", s.quotas},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -311,6 +311,51 @@ func missingIDs(want, have []string) []string {
 		}
 	}
 	return out
+}
+
+// quotas reads the project's quotas of each service as the doctor does: every resource it judges is
+// there, with a limit that holds what is used (or -1), and the network the test holds is counted.
+func (s *suite) quotas(t *testing.T) {
+	ctx := t.Context()
+	project := s.cloud.ProjectID()
+	s.network(t, "")
+	for _, tc := range []struct {
+		service   openstack.Service
+		offered   bool
+		resources []string
+	}{
+		{openstack.ServiceNetworking, true, []string{"port", "floatingip", "security_group", "security_group_rule", "network", "subnet", "router"}},
+		{openstack.ServiceBlockStorage, s.env.BlockStorage, []string{"volumes", "snapshots", "gigabytes"}},
+		{openstack.ServiceLoadBalancer, s.env.LoadBalancer, []string{"load_balancer"}},
+	} {
+		if !tc.offered {
+			continue
+		}
+		qs, err := s.cloud.Quotas(ctx, tc.service, project)
+		if err != nil {
+			t.Errorf("Quotas(%s): %v", tc.service, err)
+			continue
+		}
+		got := map[string]openstack.Quota{}
+		for _, q := range qs {
+			got[q.Resource] = q
+		}
+		for _, r := range tc.resources {
+			q, ok := got[r]
+			switch {
+			case !ok:
+				t.Errorf("Quotas(%s): no %s in %+v", tc.service, r, qs)
+			case q.Used < 0 || q.Reserved < 0 || q.Limit < -1:
+				t.Errorf("Quotas(%s): %+v; want counts >= 0 and a limit >= -1", tc.service, q)
+			}
+		}
+		if n := got["network"]; tc.service == openstack.ServiceNetworking && n.Used < 1 {
+			t.Errorf("Quotas(network): %+v; the test's network is not counted", n)
+		}
+	}
+	if _, err := s.cloud.Quotas(ctx, openstack.ServiceCompute, project); err == nil {
+		t.Errorf("Quotas(compute): no error; Vitals reads no compute quotas")
+	}
 }
 
 func (s *suite) networks(t *testing.T) {
