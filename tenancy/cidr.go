@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 )
 
@@ -61,6 +63,19 @@ func CheckWidth(c *v1alpha1.VitalsCluster, l Limits) error {
 			return &Refusal{Reason: ReasonPodCIDRTooWide, Message: fmt.Sprintf(
 				"spec.podCIDRs[%d] %s is wider than the operator allows (/%d at most)", i, p, limit)}
 		}
+	}
+	return nil
+}
+
+// IndexRouter is the field index of the VitalsClusters by spec.openstack.routerID (RouterIndex) that
+// Options.Clusters may hold (Options.ClustersByRouter): the overlap rule compares a cluster with the
+// clusters of its router only.
+const IndexRouter = "spec.openstack.routerID"
+
+// RouterIndex is the index function of IndexRouter.
+func RouterIndex(o client.Object) []string {
+	if c, ok := o.(*v1alpha1.VitalsCluster); ok {
+		return []string{c.Spec.OpenStack.RouterID}
 	}
 	return nil
 }

@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
@@ -32,6 +34,10 @@ type Options struct {
 	Secrets client.Reader
 	// Clusters lists the VitalsClusters for the overlap rule (the manager's informer cache).
 	Clusters client.Reader
+	// ClustersByRouter: Clusters holds the field index IndexRouter (RouterIndex), and the overlap rule
+	// lists the clusters of the resolved cluster's router only. Without it every resolution lists every
+	// cluster, which grows with the square of the clusters (docs/benchmarks.md, issue 17).
+	ClustersByRouter bool
 	// Connect connects with a Secret's credentials (default: openstack.Connect).
 	Connect ConnectFunc
 	// Operator returns the operator's own connection (nil: the operator has no credentials).
@@ -46,6 +52,14 @@ type Options struct {
 	Limits Limits
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// SecretMaxAge: a credentials Secret read less than this long ago is not read again, its cached
+	// connection serves (0: every resolution reads it). The operator sets its access interval: a rotated
+	// or deleted Secret takes effect within it, as documented, and the passes of routegc and flight do
+	// not each cost a GET, which the client's rate limit would make every other pass wait for
+	// (docs/benchmarks.md, issue 17).
+	SecretMaxAge time.Duration
+	// Clock measures SecretMaxAge (default the real clock).
+	Clock clock.PassiveClock
 }
 
 // Verifier is the Resolver: it connects each cluster with its own credentials (cached per Secret
@@ -61,6 +75,7 @@ type Verifier struct {
 type cachedConn struct {
 	version string // Secret UID/resourceVersion
 	conn    Connection
+	readAt  time.Time // when its Secret was last read
 }
 
 var _ Resolver = (*Verifier)(nil)
@@ -71,6 +86,9 @@ func NewVerifier(o Options) *Verifier {
 		o.Connect = func(ctx context.Context, a openstack.Auth, tr http.RoundTripper) (Connection, error) {
 			return openstack.Connect(ctx, openstack.Config{Auth: a, Transport: tr})
 		}
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -98,7 +116,11 @@ func (v *Verifier) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*Sco
 	}
 	if v.opts.Clusters != nil {
 		var list v1alpha1.VitalsClusterList
-		if err := v.opts.Clusters.List(ctx, &list); err != nil {
+		var opts []client.ListOption
+		if v.opts.ClustersByRouter {
+			opts = append(opts, client.MatchingFields{IndexRouter: c.Spec.OpenStack.RouterID})
+		}
+		if err := v.opts.Clusters.List(ctx, &list, opts...); err != nil {
 			return nil, fmt.Errorf("list clusters for the pod CIDR overlap rule: %w", err)
 		}
 		if err := CheckOverlap(c, project, list.Items); err != nil {
@@ -182,6 +204,11 @@ func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (C
 		cloud = DefaultCloud
 	}
 	source := fmt.Sprintf("secret %s/%s key %s", c.Namespace, ref.Name, secretKey)
+	id := c.Namespace + "/" + ref.Name + "/" + secretKey + "/" + cloud
+	if conn, ok := v.fresh(key, id); ok {
+		return conn, source + " (cloud " + cloud + ")", nil
+	}
+	readAt := v.opts.Clock.Now()
 	var sec corev1.Secret
 	if err := v.opts.Secrets.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}, &sec); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -193,7 +220,6 @@ func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (C
 	if !ok {
 		return nil, "", &Refusal{Reason: ReasonInvalidCredentials, Message: source + ": no such key (expected a clouds.yaml)"}
 	}
-	id := c.Namespace + "/" + ref.Name + "/" + secretKey + "/" + cloud
 	version := string(sec.UID) + "/" + sec.ResourceVersion
 	v.mu.Lock()
 	if prev, ok := v.uses[key]; ok && prev != id {
@@ -201,6 +227,7 @@ func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (C
 	}
 	v.uses[key] = id
 	if e, ok := v.conns[id]; ok && e.version == version {
+		e.readAt = readAt
 		v.mu.Unlock()
 		return e.conn, source + " (cloud " + cloud + ")", nil
 	}
@@ -226,10 +253,29 @@ func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (C
 	}
 	v.mu.Lock()
 	if v.uses[key] == id {
-		v.conns[id] = &cachedConn{version: version, conn: conn}
+		v.conns[id] = &cachedConn{version: version, conn: conn, readAt: readAt}
 	}
 	v.mu.Unlock()
 	return conn, source, nil
+}
+
+// fresh returns the cached connection of reference id when its Secret was read less than SecretMaxAge
+// ago, and records that cluster key uses it.
+func (v *Verifier) fresh(key types.NamespacedName, id string) (Connection, bool) {
+	if v.opts.SecretMaxAge <= 0 {
+		return nil, false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, ok := v.conns[id]
+	if !ok || v.opts.Clock.Since(e.readAt) >= v.opts.SecretMaxAge {
+		return nil, false
+	}
+	if prev, ok := v.uses[key]; ok && prev != id {
+		v.release(key)
+	}
+	v.uses[key] = id
+	return e.conn, true
 }
 
 // operatorConnection serves a cluster without a Secret with the operator's credentials, in a trusted

@@ -20,8 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/internal/cloudsim"
@@ -33,7 +35,7 @@ type simFixture struct {
 	sim      *cloudsim.Sim
 	url      string
 	a, b     *cloudsim.SeededCluster
-	kube     client.Client
+	kube     client.WithWatch
 	connects atomic.Int32
 	operator tenancy.Connection
 }
@@ -84,7 +86,7 @@ func newSimFixture(t *testing.T) *simFixture {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
-	f.kube = fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+	f.kube = fake.NewClientBuilder().WithScheme(scheme).WithIndex(&v1alpha1.VitalsCluster{}, tenancy.IndexRouter, tenancy.RouterIndex).WithObjects(
 		secret("team-a", "creds", map[string]string{
 			"clouds.yaml": cloudsYAML(f.url, "alice", "alice-password", "team-a"),
 			"ca.crt":      "-----BEGIN CERTIFICATE-----\nc2VjcmV0LWNhLWNvbnRlbnRz\n-----END CERTIFICATE-----\n",
@@ -282,29 +284,93 @@ func TestVerifierCachesPerSecretVersion(t *testing.T) {
 	}
 }
 
-func TestVerifierOverlapReadsTheOtherClusters(t *testing.T) {
+// TestVerifierSecretMaxAge: with SecretMaxAge, a Secret read less than that long ago is not read again
+// (its connection serves, even when the Secret changed meanwhile); once older, the next resolution reads
+// it and connects with the new version; a cluster that turns to another Secret reads that one at once.
+func TestVerifierSecretMaxAge(t *testing.T) {
 	f := newSimFixture(t)
-	v := f.verifier(nil)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
+	var gets atomic.Int32
+	secrets := interceptor.NewClient(f.kube, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if _, ok := obj.(*corev1.Secret); ok {
+			gets.Add(1)
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	v := f.verifier(func(o *tenancy.Options) { o.Secrets, o.SecretMaxAge, o.Clock = secrets, time.Minute, clk })
+	c := f.cluster(nil)
 	ctx := t.Context()
-	old := f.cluster(func(c *v1alpha1.VitalsCluster) {
-		c.Name = "old"
-		c.CreationTimestamp = metav1.NewTime(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
-		c.Status.ProjectID = f.a.ProjectID // proven by an earlier resolution
-	})
-	if err := f.kube.Create(ctx, old); err != nil {
+	resolve := func(step string, c *v1alpha1.VitalsCluster, wantGets, wantConnects int32) {
+		t.Helper()
+		if _, err := v.Resolve(ctx, c); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if g, n := gets.Load(), f.connects.Load(); g != wantGets || n != wantConnects {
+			t.Fatalf("%s: %d Secret reads and %d connects, want %d and %d", step, g, n, wantGets, wantConnects)
+		}
+	}
+	resolve("first", c, 1, 1)
+	clk.Step(30 * time.Second)
+	resolve("read 30s ago", c, 1, 1)
+	var sec corev1.Secret
+	if err := f.kube.Get(ctx, types.NamespacedName{Namespace: "team-a", Name: "creds"}, &sec); err != nil {
 		t.Fatal(err)
 	}
-	young := f.cluster(func(c *v1alpha1.VitalsCluster) {
-		c.Name, c.UID = "young", "young"
-		c.CreationTimestamp = metav1.NewTime(old.CreationTimestamp.Add(time.Hour))
-		c.Spec.PodCIDRs = []v1alpha1.CIDR{"198.19.4.0/24"}
-	})
-	var r *tenancy.Refusal
-	if _, err := v.Resolve(ctx, young); !errors.As(err, &r) || r.Reason != tenancy.ReasonPodCIDROverlap {
-		t.Fatalf("the younger cluster: %v, want PodCIDROverlap", err)
+	sec.Labels = map[string]string{"rotated": "yes"}
+	if err := f.kube.Update(ctx, &sec); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := v.Resolve(ctx, old); err != nil {
-		t.Fatalf("the older cluster: %v, want verified", err)
+	resolve("rotated, read 30s ago", c, 1, 1)
+	clk.Step(30 * time.Second)
+	resolve("rotated, read a minute ago", c, 2, 2)
+	resolve("read now", c, 2, 2)
+	other := f.cluster(func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.CredentialsSecretRef.Key = "wrong" })
+	if _, err := v.Resolve(ctx, other); err == nil {
+		t.Fatal("another key of the Secret: resolved, want refused (not the cached connection)")
+	}
+	if g := gets.Load(); g != 3 {
+		t.Fatalf("another key: %d Secret reads, want 3", g)
+	}
+}
+
+// TestVerifierOverlapReadsTheOtherClusters: the younger of two clusters on one router whose pod CIDRs
+// overlap is refused, whether the overlap rule lists every cluster or those of the router only (the
+// operator's index); an older overlapping cluster on another router does not count.
+func TestVerifierOverlapReadsTheOtherClusters(t *testing.T) {
+	for _, byRouter := range []bool{false, true} {
+		t.Run(fmt.Sprintf("by router %v", byRouter), func(t *testing.T) {
+			f := newSimFixture(t)
+			v := f.verifier(func(o *tenancy.Options) { o.ClustersByRouter = byRouter })
+			ctx := t.Context()
+			old := f.cluster(func(c *v1alpha1.VitalsCluster) {
+				c.Name = "old"
+				c.CreationTimestamp = metav1.NewTime(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+				c.Status.ProjectID = f.a.ProjectID // proven by an earlier resolution
+			})
+			other := f.cluster(func(c *v1alpha1.VitalsCluster) {
+				c.Name, c.UID = "other-router", "other-router"
+				c.CreationTimestamp = old.CreationTimestamp
+				c.Spec.OpenStack.RouterID = f.b.RouterID
+				c.Status.ProjectID = f.a.ProjectID
+			})
+			for _, c := range []*v1alpha1.VitalsCluster{old, other} {
+				if err := f.kube.Create(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			young := f.cluster(func(c *v1alpha1.VitalsCluster) {
+				c.Name, c.UID = "young", "young"
+				c.CreationTimestamp = metav1.NewTime(old.CreationTimestamp.Add(time.Hour))
+				c.Spec.PodCIDRs = []v1alpha1.CIDR{"198.19.4.0/24"}
+			})
+			var r *tenancy.Refusal
+			if _, err := v.Resolve(ctx, young); !errors.As(err, &r) || r.Reason != tenancy.ReasonPodCIDROverlap || !strings.Contains(r.Message, "team-a/old ") {
+				t.Fatalf("the younger cluster: %v, want PodCIDROverlap with team-a/old", err)
+			}
+			if _, err := v.Resolve(ctx, old); err != nil {
+				t.Fatalf("the older cluster: %v, want verified", err)
+			}
+		})
 	}
 }
 
