@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +22,10 @@ const (
 )
 
 // Write applies mutate to c's status and updates it, re-reading c and applying mutate again on a
-// conflict. A cluster deleted meanwhile is not an error.
+// conflict. A status mutate leaves as it was is not written: at thousands of clusters, the passes that
+// change nothing (the access controller's proofs, mostly) would otherwise cost a request each, which the
+// operator's client rate limit makes every other pass wait for (docs/benchmarks.md, issue 17). A
+// cluster deleted meanwhile is not an error.
 func Write(ctx context.Context, cl client.Client, c *v1alpha1.VitalsCluster, mutate func(*v1alpha1.ClusterStatus)) error {
 	first := true
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -31,7 +35,11 @@ func Write(ctx context.Context, cl client.Client, c *v1alpha1.VitalsCluster, mut
 			}
 		}
 		first = false
+		before := c.Status.DeepCopy()
 		mutate(&c.Status)
+		if equality.Semantic.DeepEqual(before, &c.Status) {
+			return nil
+		}
 		if err := cl.Status().Update(ctx, c); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}

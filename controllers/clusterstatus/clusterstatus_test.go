@@ -1,0 +1,99 @@
+package clusterstatus_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/clusterstatus"
+	"github.com/vitalsproject/vitals/internal/testenv"
+)
+
+// TestWriteSkipsUnchanged: against the real kube-apiserver, a status write that changes nothing sends
+// no request; one that changes something is written and read back.
+func TestWriteSkipsUnchanged(t *testing.T) {
+	cfg := testenv.Kube(t)
+	_, here, _, _ := runtime.Caller(0)
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(filepath.Dir(here), "..", "..", "deploy", "crds")}, ErrorIfPathMissing: true,
+		MaxTime: time.Minute, PollInterval: 100 * time.Millisecond,
+	}); err != nil {
+		t.Fatalf("install the VitalsCluster CRD: %v", err)
+	}
+	scheme := kruntime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	real, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := 0
+	cl := interceptor.NewClient(real, interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			writes++
+			return cl.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+	ctx := context.Background()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	ns := "clusterstatus-" + hex.EncodeToString(b[:])
+	if err := real.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = real.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	vc := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"},
+		Spec: v1alpha1.ClusterSpec{OpenStack: v1alpha1.OpenStackSpec{RouterID: "router"}, PodCIDRs: []v1alpha1.CIDR{"198.19.0.0/16"}}}
+	if err := real.Create(ctx, vc); err != nil {
+		t.Fatal(err)
+	}
+	verified := func(st *v1alpha1.ClusterStatus) {
+		clusterstatus.SetCondition(st, 1, v1alpha1.ConditionCloudVerified, metav1.ConditionTrue, "Verified", "project p proven")
+		st.ProjectID = "p"
+	}
+	steps := []struct {
+		name       string
+		mutate     func(*v1alpha1.ClusterStatus)
+		wantWrites int
+	}{
+		{"a new condition is written", verified, 1},
+		{"the same condition again is not", verified, 1},
+		{"nothing changed is not", func(*v1alpha1.ClusterStatus) {}, 1},
+		{"a changed message is written", func(st *v1alpha1.ClusterStatus) {
+			clusterstatus.SetCondition(st, 1, v1alpha1.ConditionCloudVerified, metav1.ConditionTrue, "Verified", "project p proven again")
+		}, 2},
+	}
+	for _, s := range steps {
+		// as a controller does: the cluster as read, then the write
+		var got v1alpha1.VitalsCluster
+		if err := real.Get(ctx, client.ObjectKeyFromObject(vc), &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := clusterstatus.Write(ctx, cl, &got, s.mutate); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if writes != s.wantWrites {
+			t.Errorf("%s: %d writes, want %d", s.name, writes, s.wantWrites)
+		}
+	}
+	var got v1alpha1.VitalsCluster
+	if err := real.Get(ctx, client.ObjectKeyFromObject(vc), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.ProjectID != "p" || len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Message != "project p proven again" {
+		t.Errorf("status read back: %+v", got.Status)
+	}
+}
