@@ -111,6 +111,10 @@ type Check struct {
 	StartPeriod time.Duration
 	// Severity: Critical (default) fails probes; Degraded only reports.
 	Severity Severity
+	// Detail, when set, says what a passing check found (e.g. which shard ranges a replica holds): it is
+	// called after each successful run, and shown to every client beside the check's "ok" in the
+	// verbose and JSON answers, so that it must say nothing secret. It must return quickly.
+	Detail func() string
 }
 
 // Kind tells what produced a result.
@@ -141,6 +145,8 @@ type Result struct {
 	ConsecutiveFailures  int
 	// Duration of the last run.
 	Duration time.Duration
+	// Detail is what the last successful run reported through Check.Detail, while the check passes.
+	Detail string
 	// Stale: the last result is older than interval+timeout.
 	Stale bool
 	// Count is the number of events a budget currently holds (0 for other kinds).

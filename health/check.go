@@ -44,6 +44,8 @@ type checkEntry struct {
 	lastFailure time.Time
 	succ, fail  int
 	duration    time.Duration
+	// detail: Check.Detail after the last successful run ("" after a failure).
+	detail string
 	// lagFails counts the consecutive failures that were deadlines the process's own scheduling
 	// delay explains (see lagMeter.explains), and lagFailSince is when the first of them was
 	// recorded: while every consecutive failure is one, liveness waits up to the lag grace's cap.
@@ -77,6 +79,9 @@ func (e *checkEntry) evaluate(now time.Time) eval {
 		Duration:             e.duration,
 		LastErr:              e.lastErr,
 	}}
+	if e.status == StatusOK {
+		ev.r.Detail = e.detail
+	}
 	switch e.status {
 	case StatusFailed:
 		ev.r.Err = e.lastErr
@@ -151,7 +156,12 @@ func (e *checkEntry) evaluate(now time.Time) eval {
 
 // record stores the result of one run, applying the thresholds.
 func (e *checkEntry) record(at time.Time, d time.Duration, err error) {
+	detail := ""
+	if err == nil && e.c.Detail != nil {
+		detail = e.c.Detail()
+	}
 	e.mu.Lock()
+	e.detail = detail
 	e.lastRun = at
 	e.duration = d
 	if err == nil {

@@ -419,3 +419,39 @@ func TestParseQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestHandlerCheckDetail: a passing check's Detail is shown beside its "ok" to every client (text and
+// JSON), taken at each successful run; a failed run drops it and the failure shows as any other.
+func TestHandlerCheckDetail(t *testing.T) {
+	m, clk := newTest(t)
+	held := "holds 4 of 16: 0,1,2,3"
+	m.MustRegister(Check{Name: "shard", Run: ok, Probes: Readiness, Interval: time.Hour, Detail: func() string { return held }})
+	e := entryOf(t, m, "shard")
+	plain := m.Handler(HandlerOptions{})
+	steps := []struct {
+		name   string
+		err    error
+		status int
+		text   string
+		json   string
+	}{
+		{"passing", nil, 200, "[+]shard ok (holds 4 of 16: 0,1,2,3)\nreadyz check passed\n", `"detail":"holds 4 of 16: 0,1,2,3"`},
+		{"passing, ranges changed", nil, 200, "[+]shard ok (holds 2 of 16: 0,1)\nreadyz check passed\n", `"detail":"holds 2 of 16: 0,1"`},
+		{"failing", errors.New("membership not renewed"), 500, "[-]shard failed: reason withheld\nreadyz check failed\n", ""},
+	}
+	for i, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if i == 1 {
+				held = "holds 2 of 16: 0,1"
+			}
+			e.record(clk.Now(), 0, st.err)
+			if status, _, body := get(plain, http.MethodGet, "/readyz?verbose"); status != st.status || body != st.text {
+				t.Errorf("text: %d %q, want %d %q", status, body, st.status, st.text)
+			}
+			_, _, body := get(plain, http.MethodGet, "/readyz", "Accept", "application/json")
+			if st.json != "" && !strings.Contains(body, st.json) || st.json == "" && strings.Contains(body, `"detail"`) {
+				t.Errorf("json: %s, want %q in it", body, st.json)
+			}
+		})
+	}
+}

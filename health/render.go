@@ -21,6 +21,7 @@ type response struct {
 // renderText renders the apiserver's verbose text for one endpoint. Lines, in registration order:
 //
 //	[+]name ok
+//	[+]name ok (detail)                    (a passing check's Check.Detail, shown to every client)
 //	[+]name excluded: ok
 //	[-]name failed: reason withheld        (the reason itself when details are on)
 //
@@ -34,7 +35,7 @@ func renderText(s *snapshot, path int, details bool, ex *exclusions) *response {
 	var b bytes.Buffer
 	b.Grow(64 + 40*len(s.entries))
 	healthy := true
-	line := func(name string, excluded, fails bool, why, reason string) {
+	line := func(name string, excluded, fails bool, why, reason, detail string) {
 		switch {
 		case excluded:
 			b.WriteString("[+]")
@@ -55,6 +56,11 @@ func renderText(s *snapshot, path int, details bool, ex *exclusions) *response {
 			b.WriteString("[+]")
 			b.WriteString(name)
 			b.WriteString(" ok")
+			if detail != "" {
+				b.WriteString(" (")
+				b.WriteString(detail)
+				b.WriteByte(')')
+			}
 			if details && why != "" {
 				b.WriteString(" (")
 				b.WriteString(why)
@@ -72,10 +78,10 @@ func renderText(s *snapshot, path int, details bool, ex *exclusions) *response {
 		if e.Probes&p == 0 {
 			continue
 		}
-		line(e.Name, ex.has(e.Name), e.fails[pi], e.excused[pi], e.reason)
+		line(e.Name, ex.has(e.Name), e.fails[pi], e.excused[pi], e.reason, e.Detail)
 	}
 	if pi == readyIdx && s.draining {
-		line(drainName, ex.has(drainName), true, "", ErrDraining.Error())
+		line(drainName, ex.has(drainName), true, "", ErrDraining.Error(), "")
 	}
 	if un := ex.unmatched(); len(un) > 0 {
 		b.WriteString("warn: some health checks cannot be excluded: no matches for ")
@@ -125,6 +131,7 @@ type jsonCheck struct {
 	ConsecutiveSuccesses int     `json:"consecutiveSuccesses"`
 	ConsecutiveFailures  int     `json:"consecutiveFailures"`
 	Count                int     `json:"count,omitempty"`
+	Detail               string  `json:"detail,omitempty"`
 	Error                string  `json:"error,omitempty"`
 	LastError            string  `json:"lastError,omitempty"`
 }
@@ -153,6 +160,7 @@ func toJSONCheck(e *snapEntry, pi int, details bool) jsonCheck {
 		ConsecutiveSuccesses: e.ConsecutiveSuccesses,
 		ConsecutiveFailures:  e.ConsecutiveFailures,
 		Count:                e.Count,
+		Detail:               e.Detail,
 	}
 	if details {
 		c.Error = e.reason

@@ -67,7 +67,7 @@ func (o *Operator) startSharding() error {
 	if err := o.mgr.Add(o.shard); err != nil {
 		return fmt.Errorf("operator: shard coordinator: %w", err)
 	}
-	c := health.Check{Name: CheckSharding, Probes: health.Readiness, Run: o.shard.Check,
+	c := health.Check{Name: CheckSharding, Probes: health.Readiness, Run: o.shard.Check, Detail: o.shard.Detail,
 		Interval: o.opts.CheckInterval, Timeout: o.opts.CheckTimeout}
 	if err := o.health.Register(c); err != nil {
 		return fmt.Errorf("operator: health checks: %w", err)

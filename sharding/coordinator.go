@@ -242,6 +242,14 @@ func (c *Coordinator) describe(held []int) string {
 	return fmt.Sprintf("%d of %d: %s", len(held), c.space.Len(), strings.Join(parts, ","))
 }
 
+// Detail names the held ranges and the members seen, for the readiness check's detail while it passes
+// (the check's failure names the held ranges itself).
+func (c *Coordinator) Detail() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Sprintf("holds %s; %d members", c.describe(c.heldLocked()), len(c.members))
+}
+
 // Check fails while this replica's membership has not been renewed for a lease duration: the others
 // count it out and take its ranges. It passes while it holds no range (more replicas than ranges).
 func (c *Coordinator) Check(context.Context) error {

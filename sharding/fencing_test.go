@@ -120,3 +120,51 @@ func uidIn(sp sharding.Space, i int) types.UID {
 		}
 	}
 }
+
+// TestDetail: the readiness detail names the ranges a replica holds and the members it saw, and follows
+// a hand-over.
+func TestDetail(t *testing.T) {
+	const (
+		lease  = 15 * time.Second
+		renew  = 5 * time.Second
+		margin = 5 * time.Second
+	)
+	cfg := testenv.Kube(t)
+	ns, cs, _ := newNamespace(t, cfg)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	replica := func(id string) *sharding.Coordinator {
+		c, err := sharding.New(sharding.Options{Leases: cs.CoordinationV1(), Namespace: ns, Name: "detail", Identity: id,
+			Ranges: 4, LeaseDuration: lease, RenewInterval: renew, SafetyMargin: margin, Clock: clk, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := replica("a"), replica("b")
+	if got, want := a.Detail(), "holds none; 0 members"; got != want {
+		t.Errorf("before a round: %q, want %q", got, want)
+	}
+	ctx := context.Background()
+	steps := []struct {
+		advance      time.Duration
+		rounds       []*sharding.Coordinator
+		wantA, wantB string
+	}{
+		{0, []*sharding.Coordinator{a}, "holds 4 of 4: 0,1,2,3; 1 members", "holds none; 0 members"},
+		{time.Second, []*sharding.Coordinator{b, a}, "holds 2 of 4: 0,1; 2 members", "holds none; 2 members"},
+		{margin, []*sharding.Coordinator{a, b}, "holds 2 of 4: 0,1; 2 members", "holds 2 of 4: 2,3; 2 members"},
+	}
+	for k, s := range steps {
+		clk.Step(s.advance)
+		for _, r := range s.rounds {
+			r.Round(ctx)
+		}
+		if got := a.Detail(); got != s.wantA {
+			t.Errorf("step %d: a: %q, want %q", k, got, s.wantA)
+		}
+		if got := b.Detail(); got != s.wantB {
+			t.Errorf("step %d: b: %q, want %q", k, got, s.wantB)
+		}
+	}
+}
