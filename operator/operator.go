@@ -122,6 +122,7 @@ func New(opts Options) (*Operator, error) {
 	if opts.Namespace != "" {
 		mo.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}}
 	}
+	mo.Cache.DefaultTransform = stripUnread
 	if opts.Sharding != nil {
 		if err := o.setupSharding(&mo.Cache); err != nil {
 			return nil, err
@@ -207,13 +208,19 @@ func (o *Operator) setupAccess() error {
 		to.Operator = o.cloud.connection
 		to.TrustedAuthURLs = append(slices.Clone(to.TrustedAuthURLs), o.cloud.auth.Options.IdentityEndpoint)
 	}
+	// the overlap rule reads the clusters of one router, not every cluster on every resolution
+	if err := o.mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.VitalsCluster{}, tenancy.IndexRouter, tenancy.RouterIndex); err != nil {
+		return fmt.Errorf("operator: index the VitalsClusters by router: %w", err)
+	}
+	to.ClustersByRouter = true
+	to.SecretMaxAge, to.Clock = opts.AccessInterval, opts.Clock
 	o.tenancy = tenancy.NewVerifier(to)
 	wm, changes, err := o.setupWorkload(o.policy.Checks())
 	if err != nil {
 		return err
 	}
 	o.workload = wm
-	prog, err := o.controllerProgress(access.Name)
+	prog, err := o.observe(access.Name, opts.AccessWorkers)
 	if err != nil {
 		return err
 	}

@@ -65,6 +65,10 @@ type Options struct {
 	// AccessInterval is how often each VitalsCluster's tenancy is proven again (default 1m); a spec
 	// change proves it at once.
 	AccessInterval time.Duration
+	// AccessWorkers is how many clusters the access controller proves at once (default 10): a proof
+	// mostly waits on Keystone and Neutron, so one worker proves about interval/proof-duration clusters
+	// (some 600 a minute at 0.1 s; docs/benchmarks.md, issue 17).
+	AccessWorkers int
 
 	// CheckInterval and CheckTimeout of the readiness checks (default 10s and 5s).
 	CheckInterval, CheckTimeout time.Duration
@@ -139,6 +143,9 @@ type Options struct {
 // DefaultRouteGCWorkers is the default of Options.RouteGCWorkers.
 const DefaultRouteGCWorkers = 10
 
+// DefaultAccessWorkers is the default of Options.AccessWorkers.
+const DefaultAccessWorkers = 10
+
 // DefaultFlightWorkers is the default of Options.FlightWorkers.
 const DefaultFlightWorkers = 10
 
@@ -201,6 +208,9 @@ func (o *Options) defaults() {
 	}
 	if o.RouteGCWorkers <= 0 {
 		o.RouteGCWorkers = DefaultRouteGCWorkers
+	}
+	if o.AccessWorkers <= 0 {
+		o.AccessWorkers = DefaultAccessWorkers
 	}
 	if o.FlightWorkers <= 0 {
 		o.FlightWorkers = DefaultFlightWorkers

@@ -107,19 +107,6 @@ func (o *Operator) observe(name string, workers int) (*progress.Controller, erro
 	return p, nil
 }
 
-// controllerProgress registers the liveness of one more controller from its progress.
-func (o *Operator) controllerProgress(name string) (*progress.Controller, error) {
-	opts := o.opts
-	p := progress.New(name, progress.Options{HungAfter: opts.PassTimeout, StallAfter: opts.ComponentDeadline, Log: o.log, Clock: opts.Clock,
-		RateLimiter: requeueLimiter(nil)})
-	err := o.health.Register(health.Check{Name: "controller." + name, Probes: health.Liveness, Run: p.Check,
-		Interval: opts.CheckInterval, Timeout: opts.CheckTimeout})
-	if err != nil {
-		return nil, fmt.Errorf("operator: health checks: %w", err)
-	}
-	return p, nil
-}
-
 // cloudCheck connects lazily and builds its check once per cloud.
 type cloudCheck struct {
 	cloud *lazyCloud

@@ -70,6 +70,7 @@ type operatorFlags struct {
 	podCIDRLimit4           int
 	podCIDRLimit6           int
 	accessInterval          time.Duration
+	accessWorkers           int
 	sharding                bool
 	shardRanges             int
 	shardClientSide         bool
@@ -167,6 +168,7 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   pod_cidr_limit_v4 = 12
   pod_cidr_limit_v6 = 44
   access_interval = 60
+  access_workers = 10
   # every replica active, on the clusters of its UID hash ranges
   sharding = false
   # a power of two, the same on every replica
@@ -245,6 +247,7 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.IntVar(&f.podCIDRLimit4, "pod-cidr-limit-v4", 12, "shortest prefix length of an IPv4 pod CIDR a VitalsCluster may claim (12: a /11 is refused)")
 	fl.IntVar(&f.podCIDRLimit6, "pod-cidr-limit-v6", 44, "shortest prefix length of an IPv6 pod CIDR a VitalsCluster may claim (44: a /43 is refused)")
 	fl.DurationVar(&f.accessInterval, "access-interval", time.Minute, "how often each VitalsCluster's credentials and resources are proven again")
+	fl.IntVar(&f.accessWorkers, "access-workers", operator.DefaultAccessWorkers, "how many clusters the access controller proves at once")
 	fl.BoolVar(&f.sharding, "sharding", false, "every replica acts, on the VitalsClusters of the UID hash ranges it holds through Leases (no leader election)")
 	fl.IntVar(&f.shardRanges, "shard-ranges", sharding.DefaultRanges, "hash ranges the VitalsClusters' UIDs are cut into: a power of two, the same on every replica")
 	fl.BoolVar(&f.shardClientSide, "shard-client-side", false, "list and watch every VitalsCluster and filter by hash (default: also ask the API server for the held ranges, feature gate ShardedListAndWatch)")
@@ -317,6 +320,9 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	if f.flightWorkers < 1 || f.flightWorkers > 100 {
 		return o, &config.Error{Field: "--flight-workers", Msg: fmt.Sprintf("expected 1 to 100, got %d", f.flightWorkers)}
 	}
+	if f.accessWorkers < 1 || f.accessWorkers > 100 {
+		return o, &config.Error{Field: "--access-workers", Msg: fmt.Sprintf("expected 1 to 100, got %d", f.accessWorkers)}
+	}
 	if f.deorbitWorkers < 1 || f.deorbitWorkers > 100 {
 		return o, &config.Error{Field: "--deorbit-workers", Msg: fmt.Sprintf("expected 1 to 100, got %d", f.deorbitWorkers)}
 	}
@@ -357,7 +363,7 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	o.AllowLoopbackWorkload = f.allowLoopbackWorkload
 	o.WorkloadQPS, o.WorkloadBurst = f.workloadQPS, f.workloadBurst
 	o.TrustedNamespaces, o.TrustedAuthURLs = f.trustNamespaces, f.trustedAuthURLs
-	o.MaxPodPrefix4, o.MaxPodPrefix6, o.AccessInterval = f.podCIDRLimit4, f.podCIDRLimit6, f.accessInterval
+	o.MaxPodPrefix4, o.MaxPodPrefix6, o.AccessInterval, o.AccessWorkers = f.podCIDRLimit4, f.podCIDRLimit6, f.accessInterval, f.accessWorkers
 	if f.sharding {
 		o.LeaderElect = false
 		o.Sharding = &operator.Sharding{Ranges: f.shardRanges, ClientSide: f.shardClientSide,
@@ -415,7 +421,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 		"routegc_interval", "routegc_budget", "routegc_workers", "flight_interval", "flight_budget", "flight_workers", "deorbit_workers", "deorbit_parallel_deletes", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
 		"allow_local_workload", "allow_insecure_workload", "allow_loopback_workload", "workload_qps", "workload_burst",
 		"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap",
-		"trust_namespaces", "trusted_auth_urls", "pod_cidr_limit_v4", "pod_cidr_limit_v6", "access_interval",
+		"trust_namespaces", "trusted_auth_urls", "pod_cidr_limit_v4", "pod_cidr_limit_v6", "access_interval", "access_workers",
 		"sharding", "shard_ranges", "shard_client_side", "shard_lease_duration", "shard_renew_interval", "shard_safety_margin")
 	f.metricsAddr = op.String("metrics_bind_address", f.metricsAddr)
 	f.leaderElect = op.Bool("leader_elect", f.leaderElect)
@@ -450,6 +456,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.podCIDRLimit4 = op.IntRange("pod_cidr_limit_v4", f.podCIDRLimit4, 1, 32)
 	f.podCIDRLimit6 = op.IntRange("pod_cidr_limit_v6", f.podCIDRLimit6, 1, 128)
 	f.accessInterval = op.Seconds("access_interval", f.accessInterval)
+	f.accessWorkers = op.IntRange("access_workers", f.accessWorkers, 1, 100)
 	f.sharding = op.Bool("sharding", f.sharding)
 	f.shardRanges = op.IntRange("shard_ranges", f.shardRanges, 1, sharding.MaxRanges)
 	f.shardClientSide = op.Bool("shard_client_side", f.shardClientSide)

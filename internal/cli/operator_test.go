@@ -162,18 +162,19 @@ func flagsOf(t *testing.T, args []string) (*operatorFlags, *pflag.FlagSet) {
 
 func TestOperatorTrustOptions(t *testing.T) {
 	kc := writeFile(t, "kubeconfig", testKubeconfig)
-	ini := writeFile(t, "operator.conf", "[operator]\ntrust_namespaces = infra, platform\npod_cidr_limit_v4 = 16\naccess_interval = 30\n")
+	ini := writeFile(t, "operator.conf", "[operator]\ntrust_namespaces = infra, platform\npod_cidr_limit_v4 = 16\naccess_interval = 30\naccess_workers = 20\n")
 	tests := []struct {
 		name                string
 		args                []string
 		namespaces, authURL []string
 		limit4, limit6      int
 		interval            time.Duration
+		workers             int
 	}{
-		{"defaults: no namespace trusted", []string{"--kubeconfig", kc}, nil, nil, 12, 44, time.Minute},
-		{"file", []string{"--kubeconfig", kc, "--config", ini}, []string{"infra", "platform"}, nil, 16, 44, 30 * time.Second},
-		{"flags win", []string{"--kubeconfig", kc, "--config", ini, "--trust-namespace", "ops", "--trusted-auth-url", "https://keystone.example:5000/v3", "--pod-cidr-limit-v6", "48"},
-			[]string{"ops"}, []string{"https://keystone.example:5000/v3"}, 16, 48, 30 * time.Second},
+		{"defaults: no namespace trusted", []string{"--kubeconfig", kc}, nil, nil, 12, 44, time.Minute, 10},
+		{"file", []string{"--kubeconfig", kc, "--config", ini}, []string{"infra", "platform"}, nil, 16, 44, 30 * time.Second, 20},
+		{"flags win", []string{"--kubeconfig", kc, "--config", ini, "--trust-namespace", "ops", "--trusted-auth-url", "https://keystone.example:5000/v3", "--pod-cidr-limit-v6", "48", "--access-workers", "30"},
+			[]string{"ops"}, []string{"https://keystone.example:5000/v3"}, 16, 48, 30 * time.Second, 30},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,8 +184,8 @@ func TestOperatorTrustOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !slices.Equal(o.TrustedNamespaces, tc.namespaces) || !slices.Equal(o.TrustedAuthURLs, tc.authURL) ||
-				o.MaxPodPrefix4 != tc.limit4 || o.MaxPodPrefix6 != tc.limit6 || o.AccessInterval != tc.interval {
-				t.Errorf("trust %v, auth URLs %v, limits /%d /%d, interval %s", o.TrustedNamespaces, o.TrustedAuthURLs, o.MaxPodPrefix4, o.MaxPodPrefix6, o.AccessInterval)
+				o.MaxPodPrefix4 != tc.limit4 || o.MaxPodPrefix6 != tc.limit6 || o.AccessInterval != tc.interval || o.AccessWorkers != tc.workers {
+				t.Errorf("trust %v, auth URLs %v, limits /%d /%d, interval %s, workers %d", o.TrustedNamespaces, o.TrustedAuthURLs, o.MaxPodPrefix4, o.MaxPodPrefix6, o.AccessInterval, o.AccessWorkers)
 			}
 		})
 	}
