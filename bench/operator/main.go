@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -50,14 +51,15 @@ import (
 )
 
 type options struct {
-	kubeconfig, vitals, cloudsim, workDir  string
-	sizes                                  []int
-	latency, interval, window, slack, poll time.Duration
-	workers, routegcWorkers                int
-	operatorLogLevel                       string
-	replicas                               []int    // with -replicas: sharded runs, one per count
-	shardModes                             []string // server (selector sent) and/or client (--shard-client-side)
-	shardLease, shardRenew, shardMargin    time.Duration
+	kubeconfig, vitals, cloudsim, workDir string
+	sizes                                 []int
+	latency, interval, window, slack      time.Duration
+	warmup                                time.Duration // longest wait for every cluster's first pass (0: two intervals + 30 s)
+	workers, routegcWorkers               int
+	operatorLogLevel                      string
+	replicas                              []int    // with -replicas: sharded runs, one per count
+	shardModes                            []string // server (selector sent) and/or client (--shard-client-side)
+	shardLease, shardRenew, shardMargin   time.Duration
 }
 
 // replicaResult is what one replica of a sharded run measured.
@@ -66,11 +68,17 @@ type replicaResult struct {
 	PassP50       float64 `json:"pass_p50_seconds"`
 	PassP99       float64 `json:"pass_p99_seconds"`
 	RangesHeld    float64 `json:"ranges_held"`
+	Clusters      int     `json:"clusters"` // VitalsClusters it passed since its start (series of vitals_routegc_passes_total)
+	HeapMiB       float64 `json:"heap_inuse_mib_end"`
 	RSSMiBAvg     float64 `json:"rss_mib_avg"`
 	RSSMiBMax     float64 `json:"rss_mib_max"`
 	CPUCoresAvg   float64 `json:"cpu_cores_avg"`
 	APIBytesTotal int64   `json:"apiserver_bytes_total"`  // from the replica's start to the window's end
 	APIBytesWin   int64   `json:"apiserver_bytes_window"` // in the window
+	// Requests it sent the apiserver in the window, by method (rest_client_requests_total)
+	Requests map[string]float64 `json:"apiserver_requests_window"`
+	// Reconciles of each controller in the window (controller_runtime_reconcile_total)
+	Reconciles map[string]float64 `json:"reconciles_window"`
 }
 
 // result is what one size measured.
@@ -114,10 +122,10 @@ func main() {
 	flag.StringVar(&o.workDir, "work", "_out/bench-operator", "directory for logs")
 	flag.StringVar(&sizes, "sizes", "100,300,1000", "numbers of VitalsClusters, one run each")
 	flag.DurationVar(&o.latency, "latency", 50*time.Millisecond, "latency added to every simulated OpenStack API call")
-	flag.DurationVar(&o.interval, "interval", 30*time.Second, "route collector interval of every VitalsCluster")
+	flag.DurationVar(&o.interval, "interval", 30*time.Second, "route collector interval of every VitalsCluster, and the operators' --access-interval and --flight-interval")
 	flag.DurationVar(&o.window, "window", 60*time.Second, "how long to measure once every cluster had its first pass")
 	flag.DurationVar(&o.slack, "slack", 2*time.Second, "how much later than its interval a pass may come (status write, list period) before it counts as late")
-	flag.DurationVar(&o.poll, "poll", 3*time.Second, "how often to read every VitalsCluster's status during the window")
+	flag.DurationVar(&o.warmup, "warmup", 0, "longest wait for every cluster's first pass before the window (0: two intervals + 30 s)")
 	flag.IntVar(&o.routegcWorkers, "routegc-workers", 0, "--routegc-workers of the operator (0: its default)")
 	flag.StringVar(&o.operatorLogLevel, "operator-log-level", "warn", "--log-level of the operator (its log is in the work directory)")
 	flag.IntVar(&o.workers, "create-workers", 8, "parallel creations of Secrets and VitalsClusters")
@@ -290,6 +298,12 @@ func run(ctx context.Context, o options, n int) ([]result, error) {
 		return nil, err
 	}
 	res.SetupSeconds = time.Since(t0).Seconds()
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	pw, err := watchPasses(wctx, o.kubeconfig, ns)
+	if err != nil {
+		return nil, err
+	}
 
 	// Leave nothing behind: once the operators are gone, drop the finalizers they set, then the namespace.
 	defer func() {
@@ -302,7 +316,7 @@ func run(ctx context.Context, o options, n int) ([]result, error) {
 	}()
 	var results []result
 	if len(o.replicas) == 0 {
-		r, err := measure(ctx, o, c, n, ns, simURL, sim, dir, 0, "")
+		r, err := measure(ctx, o, c, pw, n, ns, simURL, sim, dir, 0, "")
 		if err != nil {
 			return nil, err
 		}
@@ -315,7 +329,7 @@ func run(ctx context.Context, o options, n int) ([]result, error) {
 			if reps == 1 && mode == "client" && slices.Contains(o.shardModes, "server") {
 				continue // one replica holds every range: the selector selects everything
 			}
-			r, err := measure(ctx, o, c, n, ns, simURL, sim, filepath.Join(dir, fmt.Sprintf("r%d-%s", reps, mode)), reps, mode)
+			r, err := measure(ctx, o, c, pw, n, ns, simURL, sim, filepath.Join(dir, fmt.Sprintf("r%d-%s", reps, mode)), reps, mode)
 			if err != nil {
 				return nil, err
 			}
@@ -323,6 +337,8 @@ func run(ctx context.Context, o options, n int) ([]result, error) {
 			printResult(r, o)
 			b, _ := json.Marshal(r)
 			fmt.Printf("json %d replicas %s: %s\n", reps, mode, b) // per replica, before the next run
+			shardedHeader()
+			shardedRows(r)
 			results = append(results, r)
 		}
 	}
@@ -341,7 +357,7 @@ type replica struct {
 
 // measure runs reps operators with --sharding (0: one without) on the VitalsClusters of ns, waits for every
 // cluster's first pass, then measures a window.
-func measure(ctx context.Context, o options, c client.Client, n int, ns, simURL string, sim *process, dir string, reps int, mode string) (result, error) {
+func measure(ctx context.Context, o options, c client.Client, pw *passWatch, n int, ns, simURL string, sim *process, dir string, reps int, mode string) (result, error) {
 	res := result{Clusters: n, Replicas: reps, ShardMode: mode}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, err
@@ -368,6 +384,7 @@ func measure(ctx context.Context, o options, c client.Client, n int, ns, simURL 
 		args := []string{"operator", "--namespace", ns,
 			"--health-bind-address", "127.0.0.1", "--health-port", strconv.Itoa(ports[0]),
 			"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--routegc-interval", o.interval.String(),
+			"--access-interval", o.interval.String(), "--flight-interval", o.interval.String(),
 			"--log-level", o.operatorLogLevel}
 		if reps == 0 {
 			args = append(args, "--leader-elect=false")
@@ -397,10 +414,14 @@ func measure(ctx context.Context, o options, c client.Client, n int, ns, simURL 
 	}
 
 	// Warm-up: until every cluster had a first pass of these operators (at most two intervals).
-	deadline := opStart.Add(2*o.interval + 30*time.Second)
+	warmup := o.warmup
+	if warmup <= 0 {
+		warmup = 2*o.interval + 30*time.Second
+	}
+	deadline := opStart.Add(warmup)
 	for {
-		passed, err := clustersPassed(ctx, c, ns, opStart)
-		if err == nil && passed >= n {
+		passed := len(pw.since(opStart))
+		if passed >= n {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -428,19 +449,10 @@ func measure(ctx context.Context, o options, c client.Client, n int, ns, simURL 
 	}
 	sim0, _ := getJSONMap(ctx, simURL+"/_sim/stats")
 	simCPU0, w0 := procCPU(sim.pid()), time.Now()
-	seen := map[string][]time.Time{} // cluster -> the end times of its passes, as its status shows them
-	lastList := time.Time{}
 	for time.Since(w0) < o.window {
 		for _, r := range rs {
 			if v := procRSS(r.op.pid()); v > 0 {
 				r.rss = append(r.rss, v)
-			}
-		}
-		if time.Since(lastList) >= o.poll {
-			lastList = time.Now()
-			if err := recordPasses(ctx, c, ns, opStart, seen); err != nil {
-				// A loaded apiserver times out now and then: the next poll reads the passes again.
-				fmt.Fprintf(os.Stderr, "operator-bench: %v (measuring on)\n", err)
 			}
 		}
 		select {
@@ -449,9 +461,7 @@ func measure(ctx context.Context, o options, c client.Client, n int, ns, simURL 
 		case <-time.After(time.Second):
 		}
 	}
-	if err := recordPasses(ctx, c, ns, opStart, seen); err != nil {
-		return res, err
-	}
+	seen := pw.since(opStart) // cluster -> the end times of its passes, as its status shows them
 	var gaps []float64
 	for _, ts := range seen {
 		for i := 1; i < len(ts); i++ {
@@ -484,7 +494,7 @@ func measure(ctx context.Context, o options, c client.Client, n int, ns, simURL 
 		}
 		rr := replicaResult{CPUCoresAvg: (procCPU(r.op.pid()) - r.cpu0) / elapsed,
 			APIBytesTotal: r.proxy.received(), APIBytesWin: r.proxy.received() - r.bytes0,
-			RangesHeld: m1.value("vitals_shard_ranges_held", nil)}
+			RangesHeld: m1.value("vitals_shard_ranges_held", nil), HeapMiB: m1.value("go_memstats_heap_inuse_bytes", nil) / (1 << 20)}
 		for _, v := range r.rss {
 			rr.RSSMiBAvg += v
 			rr.RSSMiBMax = max(rr.RSSMiBMax, v)
@@ -493,6 +503,9 @@ func measure(ctx context.Context, o options, c client.Client, n int, ns, simURL 
 			rr.RSSMiBAvg /= float64(len(r.rss))
 		}
 		rr.Passes = m1.sum("vitals_routegc_passes_total", nil) - m0[i].sum("vitals_routegc_passes_total", nil)
+		rr.Clusters = m1.distinct("vitals_routegc_passes_total", "vitalscluster")
+		rr.Requests = m1.deltaBy(m0[i], "rest_client_requests_total", "method")
+		rr.Reconciles = m1.deltaBy(m0[i], "controller_runtime_reconcile_total", "controller")
 		h := m1.histogramDelta(m0[i], "vitals_routegc_pass_duration_seconds")
 		rr.PassP50, rr.PassP99 = h.quantile(0.5), h.quantile(0.99)
 		res.PerReplica = append(res.PerReplica, rr)
@@ -512,14 +525,11 @@ func measure(ctx context.Context, o options, c client.Client, n int, ns, simURL 
 	// At the end, every cluster's last pass must be younger than its interval (with a slack for the pass
 	// itself and the status write).
 	end := time.Now()
-	var list v1alpha1.VitalsClusterList
-	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return res, fmt.Errorf("list VitalsClusters: %w", err)
-	}
-	for _, vc := range list.Items {
+	last := pw.last()
+	for i := range n {
 		age := o.interval * 10
-		if rg := vc.Status.RouteGC; rg != nil && rg.LastPassTime != nil {
-			age = end.Sub(rg.LastPassTime.Time)
+		if t, ok := last[clusterName(i)]; ok {
+			age = end.Sub(t)
 		}
 		res.MaxAgeSeconds = max(res.MaxAgeSeconds, age.Seconds())
 		if age > o.interval+o.slack {
@@ -559,25 +569,6 @@ func cleanup(ctx context.Context, o options, c client.Client, ns string, list v1
 	}
 }
 
-// recordPasses adds the last pass time of every VitalsCluster of ns to seen, when it is new.
-func recordPasses(ctx context.Context, c client.Client, ns string, since time.Time, seen map[string][]time.Time) error {
-	var list v1alpha1.VitalsClusterList
-	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return fmt.Errorf("list VitalsClusters: %w", err)
-	}
-	for _, vc := range list.Items {
-		rg := vc.Status.RouteGC
-		if rg == nil || rg.LastPassTime == nil || rg.LastPassTime.Time.Before(since.Truncate(time.Second)) {
-			continue
-		}
-		ts := seen[vc.Name]
-		if len(ts) == 0 || !ts[len(ts)-1].Equal(rg.LastPassTime.Time) {
-			seen[vc.Name] = append(ts, rg.LastPassTime.Time)
-		}
-	}
-	return nil
-}
-
 // workersFlag passes -routegc-workers on to the operator when it is set.
 func workersFlag(n int) []string {
 	if n <= 0 {
@@ -587,21 +578,6 @@ func workersFlag(n int) []string {
 }
 
 func clusterName(i int) string { return fmt.Sprintf("scale-%04d", i) }
-
-// clustersPassed counts the VitalsClusters of ns with a route pass since the given time.
-func clustersPassed(ctx context.Context, c client.Client, ns string, since time.Time) (int, error) {
-	var list v1alpha1.VitalsClusterList
-	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, vc := range list.Items {
-		if rg := vc.Status.RouteGC; rg != nil && rg.LastPassTime != nil && !rg.LastPassTime.Time.Before(since.Truncate(time.Second)) {
-			n++
-		}
-	}
-	return n, nil
-}
 
 func kubeClient(kubeconfig string) (client.Client, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -931,6 +907,27 @@ func (m metrics) sum(name string, want map[string]string) float64 {
 	return t
 }
 
+// deltaBy sums the samples of name by the value of label, less those of before.
+func (m metrics) deltaBy(before metrics, name, label string) map[string]float64 {
+	out := map[string]float64{}
+	for _, smp := range m[name] {
+		out[smp.labels[label]] += smp.value
+	}
+	for _, smp := range before[name] {
+		out[smp.labels[label]] -= smp.value
+	}
+	return out
+}
+
+// distinct counts the values of label among the samples of name.
+func (m metrics) distinct(name, label string) int {
+	vs := map[string]bool{}
+	for _, s := range m[name] {
+		vs[s.labels[label]] = true
+	}
+	return len(vs)
+}
+
 func (m metrics) value(name string, want map[string]string) float64 { return m.sum(name, want) }
 
 // histogram is cumulative bucket counts by upper bound.
@@ -1096,19 +1093,39 @@ func proxiedKubeconfig(kubeconfig, path string) (*countingProxy, string, error) 
 
 // printSharded prints one row per replica of each sharded run.
 func printSharded(results []result) {
-	fmt.Println("| clusters | replicas | shard selector | warm-up (clusters without a first pass) | late at the end / late passes (all replicas) | replica | ranges | passes in window | pass p50 / p99 | RSS avg / max | CPU | apiserver bytes: start to end / window |")
-	fmt.Println("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	shardedHeader()
 	for _, r := range results {
-		mode := "sent (server-side)"
-		if r.ShardMode == "client" {
-			mode = "not sent (client-side)"
-		}
-		for i, rr := range r.PerReplica {
-			fmt.Printf("| %d | %d | %s | %.0f s (%d) | %d / %d of %d | %d | %.0f | %.0f | %.2f / %.2f s | %.1f / %.1f MiB | %.3f cores | %.1f / %.1f MiB |\n",
-				r.Clusters, r.Replicas, mode, r.FirstPassAll, r.FirstPassMissing, r.Late, r.LateGaps, r.Gaps, i, rr.RangesHeld, rr.Passes, rr.PassP50, rr.PassP99,
-				rr.RSSMiBAvg, rr.RSSMiBMax, rr.CPUCoresAvg, float64(rr.APIBytesTotal)/(1<<20), float64(rr.APIBytesWin)/(1<<20))
-		}
+		shardedRows(r)
 	}
 	b, _ := json.Marshal(results)
 	fmt.Printf("\njson: %s\n", b)
+}
+
+func shardedHeader() {
+	fmt.Println("| clusters | replicas | shard selector | warm-up (clusters without a first pass) | late at the end / late passes (all replicas) | replica | ranges | clusters passed | passes in window | pass p50 / p99 | RSS avg / max | heap in use | CPU | apiserver bytes: start to end / window | requests/s in window | reconciles/s in window |")
+	fmt.Println("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+}
+
+func shardedRows(r result) {
+	mode := "sent"
+	if r.ShardMode == "client" {
+		mode = "not sent (--shard-client-side)"
+	}
+	for i, rr := range r.PerReplica {
+		fmt.Printf("| %d | %d | %s | %.0f s (%d) | %d / %d of %d | %d | %.0f | %d | %.0f in %.0f s | %.2f / %.2f s | %.1f / %.1f MiB | %.1f MiB | %.3f cores | %.1f / %.1f MiB | %s | %s |\n",
+			r.Clusters, r.Replicas, mode, r.FirstPassAll, r.FirstPassMissing, r.Late, r.LateGaps, r.Gaps, i, rr.RangesHeld, rr.Clusters, rr.Passes, r.WindowSeconds,
+			rr.PassP50, rr.PassP99, rr.RSSMiBAvg, rr.RSSMiBMax, rr.HeapMiB, rr.CPUCoresAvg, float64(rr.APIBytesTotal)/(1<<20), float64(rr.APIBytesWin)/(1<<20),
+			rates(rr.Requests, r.WindowSeconds), rates(rr.Reconciles, r.WindowSeconds))
+	}
+}
+
+// rates prints counts over seconds as "total (key rate, ...)".
+func rates(counts map[string]float64, seconds float64) string {
+	var parts []string
+	total := 0.0
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		total += counts[k]
+		parts = append(parts, fmt.Sprintf("%s %.1f", k, counts[k]/seconds))
+	}
+	return fmt.Sprintf("%.1f (%s)", total/seconds, strings.Join(parts, ", "))
 }
