@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vitalsproject/vitals/internal/testenv"
@@ -60,18 +61,8 @@ func TestFencing(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := testenv.Kube(t)
-			ns, cs, _ := newNamespace(t, cfg)
 			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			replica := func(id string) *sharding.Coordinator {
-				c, err := sharding.New(sharding.Options{Leases: cs.CoordinationV1(), Namespace: ns, Name: "fence", Identity: id,
-					Ranges: 4, LeaseDuration: lease, RenewInterval: renew, SafetyMargin: margin, Clock: clk, Logger: log})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return c
-			}
+			replica := fourRanges(t, "fence", clk, lease, renew, margin)
 			rs := map[string]*sharding.Coordinator{"a": replica("a"), "b": replica("b")}
 			uids := make([]types.UID, 200)
 			for i := range uids {
@@ -100,6 +91,21 @@ func TestFencing(t *testing.T) {
 }
 
 // acting counts the ranges c acts on now (held and within their fenced validity).
+// fourRanges returns a constructor of the replicas of set name, on 4 ranges, in a namespace of their own
+// of the real API server, on clk.
+func fourRanges(t *testing.T, name string, clk clock.WithTicker, lease, renew, margin time.Duration) func(id string) *sharding.Coordinator {
+	ns, cs, _ := newNamespace(t, testenv.Kube(t))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return func(id string) *sharding.Coordinator {
+		c, err := sharding.New(sharding.Options{Leases: cs.CoordinationV1(), Namespace: ns, Name: name, Identity: id,
+			Ranges: 4, LeaseDuration: lease, RenewInterval: renew, SafetyMargin: margin, Clock: clk, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+}
+
 func acting(c *sharding.Coordinator) int {
 	n := 0
 	sp := c.Space()
@@ -129,18 +135,8 @@ func TestDetail(t *testing.T) {
 		renew  = 5 * time.Second
 		margin = 5 * time.Second
 	)
-	cfg := testenv.Kube(t)
-	ns, cs, _ := newNamespace(t, cfg)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	replica := func(id string) *sharding.Coordinator {
-		c, err := sharding.New(sharding.Options{Leases: cs.CoordinationV1(), Namespace: ns, Name: "detail", Identity: id,
-			Ranges: 4, LeaseDuration: lease, RenewInterval: renew, SafetyMargin: margin, Clock: clk, Logger: log})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	replica := fourRanges(t, "detail", clk, lease, renew, margin)
 	a, b := replica("a"), replica("b")
 	if got, want := a.Detail(), "holds none; 0 members"; got != want {
 		t.Errorf("before a round: %q, want %q", got, want)
