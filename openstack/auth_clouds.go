@@ -42,38 +42,12 @@ func AuthFromCloudsYAML(o CloudsYAMLOptions) (Auth, error) {
 	if name == "" {
 		return Auth{}, &config.Error{Field: "OS_CLOUD", Msg: "no cloud name given: set OS_CLOUD or --os-cloud"}
 	}
-	paths := o.Paths
-	if len(paths) == 0 {
-		paths = defaultCloudsPaths(getenv)
-	}
-	path := ""
-	for _, p := range paths {
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			path = p
-			break
-		}
-	}
-	if path == "" {
-		return Auth{}, &config.Error{Msg: fmt.Sprintf("no clouds.yaml found (looked at %s)", strings.Join(paths, ", "))}
-	}
-	data, err := os.ReadFile(path)
+	path, cloudsByName, err := readCloudsYAML(o.Paths, getenv)
 	if err != nil {
-		return Auth{}, &config.Error{File: path, Msg: fmt.Sprintf("read clouds.yaml: %v", err)}
+		return Auth{}, err
 	}
-	var doc struct {
-		Clouds map[string]yaml.Node `yaml:"clouds"`
-	}
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		// The parser's message may quote the file: say where, not what.
-		return Auth{}, &config.Error{File: path, Line: yamlErrorLine(err), Msg: "not a clouds.yaml (expected a YAML mapping with a clouds section)"}
-	}
-	if _, ok := doc.Clouds[name]; !ok {
-		known := make([]string, 0, len(doc.Clouds))
-		for k := range doc.Clouds {
-			known = append(known, k)
-		}
-		sort.Strings(known)
-		return Auth{}, fmt.Errorf("cloud %q not found in %s; known: %s", name, path, strings.Join(known, ", "))
+	if _, ok := cloudsByName[name]; !ok {
+		return Auth{}, fmt.Errorf("cloud %q not found in %s; known: %s", name, path, strings.Join(cloudNames(cloudsByName), ", "))
 	}
 	opts, err := cloudsTLSOptions(getenv)
 	if err != nil {
@@ -89,7 +63,7 @@ func AuthFromCloudsYAML(o CloudsYAMLOptions) (Auth, error) {
 		return Auth{}, &config.Error{File: path, Field: "clouds." + name, Msg: err.Error()}
 	}
 	if ao.IdentityEndpoint == "" {
-		return Auth{}, &config.Error{File: path, Line: doc.Clouds[name].Line, Field: "clouds." + name + ".auth.auth_url", Msg: "missing: the Keystone URL"}
+		return Auth{}, &config.Error{File: path, Line: cloudsByName[name].Line, Field: "clouds." + name + ".auth.auth_url", Msg: "missing: the Keystone URL"}
 	}
 	if tlsConfig != nil && tlsConfig.RootCAs == nil && !tlsConfig.InsecureSkipVerify && len(tlsConfig.Certificates) == 0 {
 		tlsConfig = nil
@@ -101,6 +75,59 @@ func AuthFromCloudsYAML(o CloudsYAMLOptions) (Auth, error) {
 		TLS:          tlsConfig,
 		Source:       fmt.Sprintf("clouds.yaml %s (cloud %s)", path, name),
 	}, nil
+}
+
+// CloudNames lists the clouds of the clouds.yaml that AuthFromCloudsYAML would read (o.Cloud is not
+// used), sorted: for the shell completion of --cloud.
+func CloudNames(o CloudsYAMLOptions) ([]string, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	_, cs, err := readCloudsYAML(o.Paths, getenv)
+	if err != nil {
+		return nil, err
+	}
+	return cloudNames(cs), nil
+}
+
+// readCloudsYAML reads the first clouds.yaml of paths (empty: the default ones) that exists, and
+// returns its path and its clouds by name.
+func readCloudsYAML(paths []string, getenv func(string) string) (string, map[string]yaml.Node, error) {
+	if len(paths) == 0 {
+		paths = defaultCloudsPaths(getenv)
+	}
+	path := ""
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		return "", nil, &config.Error{Msg: fmt.Sprintf("no clouds.yaml found (looked at %s)", strings.Join(paths, ", "))}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, &config.Error{File: path, Msg: fmt.Sprintf("read clouds.yaml: %v", err)}
+	}
+	var doc struct {
+		Clouds map[string]yaml.Node `yaml:"clouds"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		// The parser's message may quote the file: say where, not what.
+		return "", nil, &config.Error{File: path, Line: yamlErrorLine(err), Msg: "not a clouds.yaml (expected a YAML mapping with a clouds section)"}
+	}
+	return path, doc.Clouds, nil
+}
+
+func cloudNames(cs map[string]yaml.Node) []string {
+	names := make([]string, 0, len(cs))
+	for k := range cs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // cloudsTLSOptions are the TLS settings of the environment, which win over the cloud's cacert and verify

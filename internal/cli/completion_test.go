@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -80,6 +82,17 @@ func TestFlagValueCompletion(t *testing.T) {
 				t.Errorf("candidates %q, directive %s; want %q, %s", got, directive, tc.want, tc.directive)
 			}
 		})
+	}
+	// --cloud: the clouds of the clouds.yaml --cloud would read.
+	cy := filepath.Join(t.TempDir(), "clouds.yaml")
+	if err := os.WriteFile(cy, []byte("clouds:\n  prod: {auth: {auth_url: https://k.example/v3}}\n  lab: {auth: {auth_url: https://l.example/v3}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OS_CLIENT_CONFIG_FILE", cy)
+	for _, args := range [][]string{{"doctor", "x", "--cloud", ""}, {"routes", "audit", "--cloud", ""}, {"deorbit", "--os-cloud", ""}, {"operator", "--cloud", ""}} {
+		if got, directive := complete(t, vitalsMain, args...); !slices.Equal(got, []string{"lab", "prod"}) || directive != noFiles {
+			t.Errorf("%v: candidates %q, directive %s; want the clouds lab and prod", args, got, directive)
+		}
 	}
 	// The capabilities the agent's check knows, NET_ADMIN among them.
 	if got, _ := complete(t, vitalsMain, "agent", "--capabilities", ""); !slices.Contains(got, "NET_ADMIN") || !slices.Contains(got, "SYS_ADMIN") {

@@ -97,6 +97,7 @@ left in the cloud (printed, and in --state).`,
 	clirun.AddOutputFlag(cmd, &f.output)
 	clirun.CompleteFiles(cmd, "kubeconfig")
 	clirun.CompleteFiles(cmd, "state", "json")
+	completeClouds(cmd, "cloud", "os-cloud")
 	return cmd
 }
 

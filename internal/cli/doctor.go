@@ -93,6 +93,7 @@ configuration.`,
 	fl.DurationVar(&f.timeout, "timeout", time.Minute, "time limit of all checks")
 	clirun.AddOutputFlag(cmd, &f.output)
 	clirun.CompleteFiles(cmd, "kubeconfig")
+	completeClouds(cmd, "cloud")
 	// NAME and --namespace complete from the cluster of --kubeconfig (else in-cluster, then KUBECONFIG).
 	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 || f.namespace == "" {

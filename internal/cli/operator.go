@@ -257,6 +257,7 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	f.log = clirun.AddLogFlags(cmd, "text")
 	clirun.CompleteFiles(cmd, "config", "conf", "ini")
 	clirun.CompleteFiles(cmd, "kubeconfig")
+	completeClouds(cmd, "cloud")
 	return cmd
 }
 

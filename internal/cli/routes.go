@@ -77,6 +77,7 @@ orphaned; 1 when the reads fail or look incomplete; 2 for bad flags.`,
 	fl.DurationVar(&f.timeout, "timeout", time.Minute, "time limit of the reads")
 	clirun.AddOutputFlag(cmd, &f.output)
 	clirun.CompleteValues(cmd, "sources", "ports", "servers")
+	completeClouds(cmd, "cloud")
 	return cmd
 }
 
@@ -252,6 +253,20 @@ func cliAuth(cloud string) (openstack.Auth, error) {
 		return a, &config.Error{Field: "--cloud", Msg: "no OpenStack credentials: give --cloud (clouds.yaml), OS_CLOUD, or OS_AUTH_URL and the other OS_* variables"}
 	}
 	return a, err
+}
+
+// completeClouds makes the flags names of cmd complete the clouds of the clouds.yaml that --cloud
+// would read (OS_CLIENT_CONFIG_FILE, ./clouds.yaml, ~/.config/openstack, /etc/openstack).
+func completeClouds(cmd *cobra.Command, names ...string) {
+	for _, name := range names {
+		clirun.Must(cmd, name, cmd.RegisterFlagCompletionFunc(name, func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			clouds, err := openstack.CloudNames(openstack.CloudsYAMLOptions{})
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return clouds, cobra.ShellCompDirectiveNoFileComp
+		}))
+	}
 }
 
 // parseProtect reads --protect values (DESTINATION[@NEXTHOP]) of routes and deorbit.
