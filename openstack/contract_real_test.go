@@ -39,11 +39,13 @@ func TestContract(t *testing.T) {
 	t.Parallel()
 	e := testenv.OpenStack(t)
 	full := e.Tier == testenv.TierFull
+	// No rate limit; a generous HTTP timeout, only against hangs (a loaded machine makes Neutron slow).
+	cfg := openstack.Config{Auth: envAuth(t, e), QPS: -1, HTTPTimeout: 5 * time.Minute}
 	contract.Run(t, contract.Env{
-		// No rate limit; a generous HTTP timeout, only against hangs (a loaded machine makes
-		// Neutron slow).
-		Config:  openstack.Config{Auth: envAuth(t, e), QPS: -1, HTTPTimeout: 5 * time.Minute},
-		Compute: full, BlockStorage: full, LoadBalancer: full,
+		Config: cfg,
+		// The test cloud's credentials are an admin's: they make the external network.
+		ExternalNetworkID: contract.ExternalNetwork(t, cfg, "198.51.100.0/24"),
+		Compute:           full, BlockStorage: full, LoadBalancer: full,
 		ImageID: os.Getenv("OS_TEST_IMAGE_ID"),
 		Timeout: 5 * time.Minute,
 	})

@@ -9,16 +9,17 @@ import (
 // hand a controller more than it asked for.
 func (o ListOpts) only(resource string, allowed ...string) error {
 	set := map[string]bool{
-		"ProjectID": o.ProjectID != "",
-		"Name":      o.Name != "",
-		"NetworkID": o.NetworkID != "",
-		"DeviceID":  o.DeviceID != "",
-		"Tags":      len(o.Tags) > 0,
+		"ProjectID":   o.ProjectID != "",
+		"Name":        o.Name != "",
+		"NetworkID":   o.NetworkID != "",
+		"DeviceID":    o.DeviceID != "",
+		"DeviceOwner": o.DeviceOwner != "",
+		"Tags":        len(o.Tags) > 0,
 	}
 	for _, a := range allowed {
 		delete(set, a)
 	}
-	for _, f := range []string{"ProjectID", "Name", "NetworkID", "DeviceID", "Tags"} {
+	for _, f := range []string{"ProjectID", "Name", "NetworkID", "DeviceID", "DeviceOwner", "Tags"} {
 		if set[f] {
 			return fmt.Errorf("list %s: filter %s is not supported for %s (supported: %s)", resource, f, resource, strings.Join(allowed, ", "))
 		}
@@ -43,6 +44,9 @@ func (o ListOpts) describe() string {
 	}
 	if o.DeviceID != "" {
 		parts = append(parts, "device "+o.DeviceID)
+	}
+	if o.DeviceOwner != "" {
+		parts = append(parts, "device owner "+o.DeviceOwner)
 	}
 	if len(o.Tags) > 0 {
 		parts = append(parts, "tags "+strings.Join(o.Tags, ","))

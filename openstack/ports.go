@@ -27,11 +27,11 @@ func (c *Cloud) ListPorts(ctx context.Context, opts ListOpts) ([]Port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list ports: %w", err)
 	}
-	if err := opts.only("ports", "Name", "ProjectID", "NetworkID", "DeviceID", "Tags"); err != nil {
+	if err := opts.only("ports", "Name", "ProjectID", "NetworkID", "DeviceID", "DeviceOwner", "Tags"); err != nil {
 		return nil, err
 	}
 	lo := ports.ListOpts{Name: opts.Name, ProjectID: opts.ProjectID, NetworkID: opts.NetworkID, DeviceID: opts.DeviceID,
-		Tags: strings.Join(opts.Tags, ","), Limit: opts.PageSize}
+		DeviceOwner: opts.DeviceOwner, Tags: strings.Join(opts.Tags, ","), Limit: opts.PageSize}
 	pages, err := ports.List(nc, lo).AllPages(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list ports%s: %w", opts.describe(), err)
@@ -63,4 +63,30 @@ func (c *Cloud) SetAllowedAddressPairs(ctx context.Context, portID string, pairs
 	}
 	out := portFrom(p)
 	return &out, nil
+}
+
+// GetPort reads one port.
+func (c *Cloud) GetPort(ctx context.Context, id string) (*Port, error) {
+	nc, err := c.Client(ServiceNetworking)
+	if err != nil {
+		return nil, fmt.Errorf("get port %s: %w", id, err)
+	}
+	p, err := ports.Get(ctx, nc, id).Extract()
+	if err != nil {
+		return nil, fmt.Errorf("get port %s: %w", id, err)
+	}
+	out := portFrom(p)
+	return &out, nil
+}
+
+// DeletePort deletes a port.
+func (c *Cloud) DeletePort(ctx context.Context, id string) error {
+	nc, err := c.Client(ServiceNetworking)
+	if err != nil {
+		return fmt.Errorf("delete port %s: %w", id, err)
+	}
+	if err := ports.Delete(ctx, nc, id).ExtractErr(); err != nil {
+		return fmt.Errorf("delete port %s: %w", id, err)
+	}
+	return nil
 }

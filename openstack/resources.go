@@ -45,7 +45,9 @@ type ListOpts struct {
 	Name      string
 	NetworkID string
 	DeviceID  string
-	Tags      []string
+	// DeviceOwner filters ports by their owner (e.g. "Octavia").
+	DeviceOwner string
+	Tags        []string
 	// PageSize asks for pages of this size (0: the service's default). All pages are always read.
 	PageSize int
 }
@@ -78,11 +80,35 @@ type Port struct {
 	RevisionNumber      int
 }
 
-// Ports lists and updates ports.
+// Ports lists, reads, updates and deletes ports.
 type Ports interface {
 	ListPorts(ctx context.Context, opts ListOpts) ([]Port, error)
+	GetPort(ctx context.Context, id string) (*Port, error)
 	// SetAllowedAddressPairs replaces a port's allowed address pairs.
 	SetAllowedAddressPairs(ctx context.Context, portID string, pairs []AddressPair) (*Port, error)
+	// DeletePort deletes a port (Neutron detaches the floating IPs on it).
+	DeletePort(ctx context.Context, id string) error
+}
+
+// FloatingIP is a Neutron floating IP.
+type FloatingIP struct {
+	ID        string
+	ProjectID string
+	// Address is the floating address; NetworkID the external network it is of.
+	Address   string
+	NetworkID string
+	// PortID is the port it is associated with ("": none); FixedIP that port's address.
+	PortID      string
+	FixedIP     string
+	Status      string
+	Description string
+}
+
+// FloatingIPs lists, reads and deletes floating IPs.
+type FloatingIPs interface {
+	ListFloatingIPs(ctx context.Context, opts ListOpts) ([]FloatingIP, error)
+	GetFloatingIP(ctx context.Context, id string) (*FloatingIP, error)
+	DeleteFloatingIP(ctx context.Context, id string) error
 }
 
 // ServerAddress is one address of a server, as Nova reports it.
@@ -174,7 +200,10 @@ type LoadBalancer struct {
 	ProvisioningStatus string
 	OperatingStatus    string
 	VIPAddress         string
-	Tags               []string
+	// VIPPortID is the Neutron port of the VIP (Octavia's own, named octavia-lb-<ID>, unless the
+	// load balancer was created on a given port).
+	VIPPortID string
+	Tags      []string
 }
 
 // LoadBalancers lists and deletes load balancers.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/vitalsproject/vitals/openstack"
 )
@@ -121,6 +122,62 @@ func (s *scoped) SetAllowedAddressPairs(ctx context.Context, portID string, pair
 		return nil, s.foreign("port", portID)
 	}
 	return s.conn.SetAllowedAddressPairs(ctx, portID, pairs)
+}
+
+func (s *scoped) GetPort(ctx context.Context, id string) (*openstack.Port, error) {
+	p, err := s.conn.GetPort(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if p.ProjectID != s.project {
+		return nil, s.foreign("port", id)
+	}
+	return p, nil
+}
+
+// DeletePort deletes a port the project's, read right before; never one of Neutron's own (device
+// owner network:*: router interfaces and gateways, DHCP, floating IPs), which go with their owner.
+func (s *scoped) DeletePort(ctx context.Context, id string) error {
+	p, err := s.GetPort(ctx, id)
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(p.DeviceOwner, "network:") {
+		return &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf("port %s is Neutron's own (device owner %s)", id, p.DeviceOwner)}
+	}
+	return s.conn.DeletePort(ctx, id)
+}
+
+// Floating IPs.
+
+func (s *scoped) ListFloatingIPs(ctx context.Context, o openstack.ListOpts) ([]openstack.FloatingIP, error) {
+	o, err := s.opts("floating IPs", o)
+	if err != nil {
+		return nil, err
+	}
+	fs, err := s.conn.ListFloatingIPs(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return fs, own(s, "floating IP", fs, func(f *openstack.FloatingIP) string { return f.ID }, func(f *openstack.FloatingIP) string { return f.ProjectID })
+}
+
+func (s *scoped) GetFloatingIP(ctx context.Context, id string) (*openstack.FloatingIP, error) {
+	f, err := s.conn.GetFloatingIP(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if f.ProjectID != s.project {
+		return nil, s.foreign("floating IP", id)
+	}
+	return f, nil
+}
+
+func (s *scoped) DeleteFloatingIP(ctx context.Context, id string) error {
+	if _, err := s.GetFloatingIP(ctx, id); err != nil {
+		return err
+	}
+	return s.conn.DeleteFloatingIP(ctx, id)
 }
 
 // Servers.

@@ -14,6 +14,7 @@ import (
 type Cloud interface {
 	openstack.Routers
 	openstack.Ports
+	openstack.FloatingIPs
 	openstack.Servers
 	openstack.SecurityGroups
 	openstack.Volumes

@@ -15,6 +15,11 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -236,6 +241,63 @@ func TestVerifierScopeStaysInTheProject(t *testing.T) {
 	}
 	if routes, _, _ := f.sim.Router(f.b.RouterID); len(routes) != len(f.b.LiveRoutes) {
 		t.Errorf("another project's router changed: %v", routes)
+	}
+
+	// Another project's port and floating IP (made by the operator, an admin, in project b).
+	nc, err := f.operator.(*openstack.Cloud).Client(openstack.ServiceNetworking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	ext, err := networks.Create(ctx, nc, external.CreateOptsExt{CreateOptsBuilder: networks.CreateOpts{Name: "public"}, External: &yes}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := subnets.Create(ctx, nc, subnets.CreateOpts{NetworkID: ext.ID, CIDR: "203.0.113.0/24", IPVersion: gophercloud.IPv4}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	port, err := ports.Create(ctx, nc, ports.CreateOpts{NetworkID: f.b.NetworkID, Name: "octavia-lb-x", DeviceID: "lb-x", DeviceOwner: "Octavia", ProjectID: f.b.ProjectID}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fip, err := floatingips.Create(ctx, nc, floatingips.CreateOpts{FloatingNetworkID: ext.ID, ProjectID: f.b.ProjectID,
+		Description: "Floating IP for Kubernetes external service app/web from cluster a"}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := scope.Cloud.DeletePort(ctx, port.ID); err == nil {
+		t.Errorf("DeletePort of another project's port: no error")
+	}
+	if err := scope.Cloud.DeleteFloatingIP(ctx, fip.ID); err == nil {
+		t.Errorf("DeleteFloatingIP of another project's floating IP: no error")
+	}
+	if _, err := scope.Cloud.ListFloatingIPs(ctx, openstack.ListOpts{ProjectID: f.b.ProjectID}); !errors.As(err, &r) || r.Reason != tenancy.ReasonForeignProject {
+		t.Errorf("ListFloatingIPs of another project: %v", err)
+	}
+	if fips, err := scope.Cloud.ListFloatingIPs(ctx, openstack.ListOpts{}); err != nil || len(fips) != 0 {
+		t.Errorf("ListFloatingIPs = %+v, %v; want none of the project", fips, err)
+	}
+	if _, err := ports.Get(ctx, nc, port.ID).Extract(); err != nil {
+		t.Errorf("another project's port: %v", err)
+	}
+	if _, err := floatingips.Get(ctx, nc, fip.ID).Extract(); err != nil {
+		t.Errorf("another project's floating IP: %v", err)
+	}
+	// The operator's own scope in project b never deletes Neutron's own ports (a router's interface).
+	opScope, err := tenancy.ScopeOf(ctx, f.operator, v1alpha1.OpenStackSpec{}, "operator credentials")
+	if err != nil {
+		t.Fatal(err)
+	}
+	iface, err := ports.List(nc, ports.ListOpts{DeviceID: f.b.RouterID, DeviceOwner: "network:router_interface"}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ifaces, _ := ports.ExtractPorts(iface)
+	if len(ifaces) == 0 {
+		t.Fatal("router b has no interface port")
+	}
+	if err := opScope.Cloud.DeletePort(ctx, ifaces[0].ID); !errors.As(err, &r) || r.Reason != tenancy.ReasonForeignResource {
+		t.Errorf("DeletePort of a router interface: %v, want a refusal", err)
 	}
 }
 

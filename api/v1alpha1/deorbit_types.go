@@ -49,6 +49,10 @@ const (
 	DeorbitVolume         = "Volume"
 	DeorbitLoadBalancer   = "LoadBalancer"
 	DeorbitRoute          = "Route"
+	// DeorbitPort is a Neutron port a load balancer of the cluster left (its Octavia VIP port).
+	DeorbitPort = "Port"
+	// DeorbitFloatingIP is a floating IP the cloud controller manager made for a Service of the cluster.
+	DeorbitFloatingIP = "FloatingIP"
 	// DeorbitCloud stands for the whole cloud in a debris report when it could not be checked.
 	DeorbitCloud = "Cloud"
 )
@@ -74,13 +78,13 @@ const (
 // DeorbitResource is one resource deorbit deletes or waits on.
 type DeorbitResource struct {
 	// Type: VolumeSnapshot, PersistentVolumeClaim, Service (workload cluster); Volume, LoadBalancer,
-	// Route (cloud); Cloud (debris only: nothing could be checked).
+	// Route, Port, FloatingIP (cloud); Cloud (debris only: nothing could be checked).
 	Type string `json:"type"`
 	// ID: the cloud ID; namespace/name in the workload cluster; destination@nexthop for a route.
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name of the resource (the PersistentVolume of a volume, the cloud controller manager's name of a
-	// load balancer).
+	// load balancer, Octavia's name of a VIP port, the address of a floating IP).
 	// +optional
 	Name string `json:"name,omitempty"`
 	// State: Pending, Deleting, Gone, Kept, Unproven, WouldDelete.

@@ -227,9 +227,12 @@ func (s *step) listedAway(ctx context.Context, cloud Cloud, rs []*v1alpha1.Deorb
 	if err != nil {
 		return rs
 	}
-	for _, l := range lbs {
+	for i, l := range lbs {
 		if l.ProvisioningStatus != "DELETED" {
 			status[v1alpha1.DeorbitLoadBalancer+"/"+l.ID] = l.ProvisioningStatus
+		}
+		if OwnsLoadBalancer(s.in.Target.ClusterName, &lbs[i]) {
+			s.trackVIPPort(&lbs[i])
 		}
 	}
 	for _, r := range rs {
@@ -369,8 +372,11 @@ func (s *step) sweep(ctx context.Context, cloud Cloud) (bool, time.Time) {
 		listed[v1alpha1.DeorbitLoadBalancer+"/"+lb.ID] = seen{lb.ProvisioningStatus, own}
 		if own {
 			s.track(v1alpha1.DeorbitLoadBalancer, lb.ID, lb.Name, v1alpha1.DeorbitPending)
+			s.trackVIPPort(lb)
 		}
 	}
+	// What the load balancers and Services leave in Neutron; nothing of it without complete lists.
+	netDeletes, netListed := s.network(ctx, cloud, lbs)
 	var ds []deletion
 	var unlisted []*v1alpha1.DeorbitResource
 	for i := range s.st.Resources {
@@ -417,12 +423,12 @@ func (s *step) sweep(ctx context.Context, cloud Cloud) (bool, time.Time) {
 	}
 	// Resources the lists no longer show (or another project's): ask for each.
 	s.refresh(ctx, cloud, unlisted)
-	s.deleteAll(ctx, ds)
+	s.deleteAll(ctx, append(ds, netDeletes...))
 
 	var left []*v1alpha1.DeorbitResource
 	for i := range s.st.Resources {
 		r := &s.st.Resources[i]
-		if r.Type != v1alpha1.DeorbitVolume && r.Type != v1alpha1.DeorbitLoadBalancer && r.Type != v1alpha1.DeorbitRoute {
+		if !cloudType(r.Type) {
 			continue
 		}
 		switch r.State {
@@ -430,10 +436,19 @@ func (s *step) sweep(ctx context.Context, cloud Cloud) (bool, time.Time) {
 			left = append(left, r)
 		}
 	}
-	if len(left) == 0 {
+	if len(left) == 0 && netListed {
 		return true, time.Time{}
 	}
 	return false, minTime(nextAttempt(left), s.now.Add(s.pollAfter(s.now.Sub(s.st.PhaseStartTime.Time))))
+}
+
+// cloudType reports whether typ is a cloud resource of the debris report.
+func cloudType(typ string) bool {
+	switch typ {
+	case v1alpha1.DeorbitVolume, v1alpha1.DeorbitLoadBalancer, v1alpha1.DeorbitRoute, v1alpha1.DeorbitPort, v1alpha1.DeorbitFloatingIP:
+		return true
+	}
+	return false
 }
 
 func cloudFailed(status string) bool {

@@ -30,8 +30,11 @@ func (s *step) giveUp(ctx context.Context) {
 			for i := range lbs {
 				if OwnsLoadBalancer(s.in.Target.ClusterName, &lbs[i]) {
 					s.track(v1alpha1.DeorbitLoadBalancer, lbs[i].ID, lbs[i].Name, v1alpha1.DeorbitPending)
+					s.trackVIPPort(&lbs[i])
 				}
 			}
+			// The ports and floating IPs, confirmed (never deleted: the network's deletions are dropped).
+			_, _ = s.network(ctx, cloud, lbs)
 		} else {
 			s.fail(fmt.Errorf("list load balancers: %w", err))
 		}
@@ -45,9 +48,7 @@ func (s *step) giveUp(ctx context.Context) {
 	}
 	st.Debris = nil
 	for _, r := range st.Resources {
-		switch r.Type {
-		case v1alpha1.DeorbitVolume, v1alpha1.DeorbitLoadBalancer, v1alpha1.DeorbitRoute:
-		default:
+		if !cloudType(r.Type) {
 			continue
 		}
 		if r.State == v1alpha1.DeorbitGone || r.State == v1alpha1.DeorbitKept {

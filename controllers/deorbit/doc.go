@@ -8,8 +8,10 @@
 // manager's annotation, else its name; this chain runs from the first step, beside the snapshots and
 // claims), Routes (inside the pod CIDRs, on the proven router), WaitForCloud (until the project's
 // lists of volumes and load balancers no longer show them, for at most cloudWaitTimeout), Sweep (the project's volumes carrying Cinder CSI's cluster metadata and load
-// balancers named or tagged kube_service_<cluster>_<namespace>_<service> are deleted directly, until
-// the cloud shows none), then Done: the finalizer goes.
+// balancers named or tagged kube_service_<cluster>_<namespace>_<service> are deleted directly, and what
+// they leave in Neutron: the VIP ports recorded from the cluster's load balancers once these are gone,
+// the floating IPs the cloud controller manager described as the cluster's when on no port or on such a
+// VIP port; until the cloud shows none), then Done: the finalizer goes.
 //
 // Safety: every delete asks the remediation policy (as a teardown: outside the budgets, subject to
 // pauses, exclusions, the gate, dry-run and the audit); the cloud is only reached through the
@@ -20,6 +22,7 @@
 // in the management cluster or its cloud.
 //
 // engine.go is the phase machine (Engine.Step, shared with `vitals deorbit`); workload.go the
-// Kubernetes phases; cloud.go the routes, the wait and the sweep; track.go the bounded parallel
+// Kubernetes phases; cloud.go the routes, the wait and the sweep; network.go the sweep's ports and
+// floating IPs; track.go the bounded parallel
 // deletes with backoff and jitter; debris.go the give-up; controller.go the reconciler.
 package deorbit

@@ -29,6 +29,8 @@ const (
 	VerbRemoveRoute          = "RemoveRoute"
 	VerbDeleteVolume         = "DeleteVolume"
 	VerbDeleteLoadBalancer   = "DeleteLoadBalancer"
+	VerbDeletePort           = "DeletePort"
+	VerbDeleteFloatingIP     = "DeleteFloatingIP"
 )
 
 // Defaults of the per-cluster settings and of the engine.
@@ -88,6 +90,8 @@ type Cloud interface {
 	openstack.Routers
 	openstack.Volumes
 	openstack.LoadBalancers
+	openstack.Ports
+	openstack.FloatingIPs
 }
 
 var _ Cloud = tenancy.Cloud(nil)

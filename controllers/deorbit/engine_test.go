@@ -40,6 +40,8 @@ type memCloud struct {
 	stuck       map[string]bool
 	// gets counts the GETs of single volumes and load balancers.
 	gets int
+	// net holds the ports and floating IPs (network_test.go); nil: none.
+	net *memNet
 }
 
 func newMemCloud() *memCloud {
@@ -439,16 +441,7 @@ func TestStep(t *testing.T) {
 			if st.Phase != tc.wantPhase || res.Release != tc.wantRelease {
 				t.Fatalf("after %d steps: phase %s release %v (last error %q), want %s %v; resources %+v", steps, st.Phase, res.Release, st.LastError, tc.wantPhase, tc.wantRelease, st.Resources)
 			}
-			for _, id := range tc.wantDeleted {
-				if n := cloud.deletes[id]; n != 1 {
-					t.Errorf("%s deleted %d times, want once", id, n)
-				}
-			}
-			for _, id := range tc.wantKept {
-				if n := cloud.deletes[id]; n != 0 {
-					t.Errorf("%s deleted %d times, want never", id, n)
-				}
-			}
+			wantDeletes(t, cloud, tc.wantDeleted, tc.wantKept)
 			var debris []string
 			for _, d := range st.Debris {
 				debris = append(debris, d.Type+" "+d.ID)

@@ -26,7 +26,8 @@ type Metrics struct {
 
 // debrisTypes are the types a debris report holds; their DebrisLeft series start at 0, so that the
 // first give-up is an increase.
-var debrisTypes = []string{v1alpha1.DeorbitVolume, v1alpha1.DeorbitLoadBalancer, v1alpha1.DeorbitRoute, v1alpha1.DeorbitCloud}
+var debrisTypes = []string{v1alpha1.DeorbitVolume, v1alpha1.DeorbitLoadBalancer, v1alpha1.DeorbitRoute, v1alpha1.DeorbitPort,
+	v1alpha1.DeorbitFloatingIP, v1alpha1.DeorbitCloud}
 
 // NewMetrics creates the metrics and registers them with reg (nil: not registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {

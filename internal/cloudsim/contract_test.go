@@ -31,11 +31,18 @@ func TestContract(t *testing.T) {
 	if _, err := sim.CreateUser("contract", "contract-secret", false, pid); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := sim.CreateUser("contract-admin", "contract-admin-secret", true, pid); err != nil {
+		t.Fatal(err)
+	}
+	external := contract.ExternalNetwork(t, openstack.Config{QPS: -1, Auth: openstack.Auth{Source: "cloudsim", Options: gophercloud.AuthOptions{
+		IdentityEndpoint: ts.URL + "/v3", Username: "contract-admin", Password: "contract-admin-secret",
+		DomainName: "Default", TenantName: "contract"}}}, "203.0.113.0/24")
 	contract.Run(t, contract.Env{
 		Config: openstack.Config{QPS: -1, Auth: openstack.Auth{Source: "cloudsim", Options: gophercloud.AuthOptions{
 			IdentityEndpoint: ts.URL + "/v3", Username: "contract", Password: "contract-secret",
 			DomainName: "Default", TenantName: "contract"}}},
-		Compute: true, BlockStorage: true, LoadBalancer: true,
+		ExternalNetworkID: external,
+		Compute:           true, BlockStorage: true, LoadBalancer: true,
 		ImageID: "cirros", FlavorID: "1",
 		Timeout: 30 * time.Second, Poll: 10 * time.Millisecond,
 	})

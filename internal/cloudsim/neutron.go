@@ -46,6 +46,12 @@ func (s *neutron) routes(mux *http.ServeMux, api apiFunc) {
 	h("PUT "+nprefix+"/ports/{id}", s.updatePort)
 	h("DELETE "+nprefix+"/ports/{id}", s.deletePort)
 
+	h("GET "+nprefix+"/floatingips", s.listFloatingIPs)
+	h("POST "+nprefix+"/floatingips", s.createFloatingIP)
+	h("GET "+nprefix+"/floatingips/{id}", s.getFloatingIP)
+	h("PUT "+nprefix+"/floatingips/{id}", s.updateFloatingIP)
+	h("DELETE "+nprefix+"/floatingips/{id}", s.deleteFloatingIP)
+
 	h("GET "+nprefix+"/security-groups", s.listSecGroups)
 	h("POST "+nprefix+"/security-groups", s.createSecGroup)
 	h("GET "+nprefix+"/security-groups/{id}", s.getSecGroup)
@@ -78,7 +84,7 @@ func (s *neutron) routes(mux *http.ServeMux, api apiFunc) {
 
 func (s *neutron) neutronResources(c *call) (int, any, error) {
 	var res []any
-	for _, r := range [][2]string{{"network", "networks"}, {"subnet", "subnets"}, {"port", "ports"},
+	for _, r := range [][2]string{{"network", "networks"}, {"subnet", "subnets"}, {"port", "ports"}, {"floatingip", "floatingips"},
 		{"security_group", "security-groups"}, {"security_group_rule", "security-group-rules"},
 		{"router", "routers"}, {"quota", "quotas"}} {
 		res = append(res, map[string]any{"name": r[0], "collection": r[1],

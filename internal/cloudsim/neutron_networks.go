@@ -105,6 +105,12 @@ func (s *neutron) deleteNetwork(c *call) (int, any, error) {
 					"Unable to complete operation on network %s. There are one or more ports still in use on the network.", n.ID)
 			}
 		}
+		for _, f := range s.st.fips.values() {
+			if f.NetworkID == n.ID {
+				return errf(http.StatusConflict, "NetworkInUse",
+					"Unable to complete operation on network %s. There are one or more ports still in use on the network.", n.ID)
+			}
+		}
 		for _, sid := range n.Subnets {
 			s.st.subnets.del(sid)
 			delete(s.ipIndex, sid)

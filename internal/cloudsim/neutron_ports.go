@@ -303,6 +303,7 @@ func (s *neutron) deletePort(c *call) (int, any, error) {
 				"Port %s cannot be deleted directly via the port API: has device owner network:router_interface.", p.ID)
 		}
 		s.releaseIPsLocked(p)
+		s.disassociateLocked(p)
 		s.st.ports.del(p.ID)
 		if srv, ok := s.st.servers.get(p.DeviceID); ok {
 			srv.Ports = slices.DeleteFunc(srv.Ports, func(id string) bool { return id == p.ID })

@@ -16,7 +16,7 @@ func (s *cloud) usageLocked(project string) map[string]int {
 		"network": len(s.st.networks.ids(project)), "subnet": len(s.st.subnets.ids(project)),
 		"port": len(s.st.ports.ids(project)), "router": len(s.st.routers.ids(project)),
 		"security_group": len(s.st.secGroups.ids(project)), "security_group_rule": len(s.st.sgRules.ids(project)),
-		"floatingip": 0,
+		"floatingip": len(s.st.fips.ids(project)),
 	}
 }
 

@@ -569,6 +569,7 @@ func (s *cloud) removeServerLocked(v *server) {
 	for _, pid := range v.Ports {
 		if p, ok := s.st.ports.get(pid); ok && p.DeviceID == v.ID {
 			s.releaseIPsLocked(p)
+			s.disassociateLocked(p)
 			s.st.ports.del(pid)
 		}
 	}

@@ -255,8 +255,9 @@ func (s *octavia) deleteLB(c *call) (int, any, error) {
 // listeners and pools), anything else leaves it ACTIVE and ONLINE.
 func (s *cloud) settleLB(v *loadBalancer) {
 	if v.ProvisioningStatus == "PENDING_DELETE" {
-		if p, ok := s.st.ports.get(v.VIPPortID); ok {
+		if p, ok := s.st.ports.get(v.VIPPortID); ok && p.DeviceOwner == "Octavia" {
 			s.releaseIPsLocked(p)
+			s.disassociateLocked(p)
 			s.st.ports.del(p.ID)
 		}
 		s.st.lbs.del(v.ID)

@@ -27,6 +27,7 @@ type snapshot struct {
 	Networks       []*network        `json:"networks"`
 	Subnets        []*subnet         `json:"subnets"`
 	Ports          []*port           `json:"ports"`
+	FloatingIPs    []*floatingIP     `json:"floating_ips,omitempty"`
 	SecurityGroups []*secGroup       `json:"security_groups"`
 	Rules          []*sgRule         `json:"security_group_rules"`
 	Routers        []*router         `json:"routers"`
@@ -53,6 +54,7 @@ func (s *Sim) SaveTo(path string) error {
 		Projects: sortedValues(ids.projects), Users: sortedValues(ids.users), AppCreds: sortedValues(ids.appCreds),
 		Tokens: sortedValues(ids.tokens), Quotas: s.st.quotas,
 		Networks: s.st.networks.values(), Subnets: s.st.subnets.values(), Ports: s.st.ports.values(),
+		FloatingIPs:    s.st.fips.values(),
 		SecurityGroups: s.st.secGroups.values(), Rules: s.st.sgRules.values(), Routers: s.st.routers.values(),
 		Servers: s.st.servers.values(), Volumes: s.st.volumes.values(), Snapshots: s.st.snapshots.values(), LoadBalancers: s.st.lbs.values()}
 	s.rmu.Lock()
@@ -131,6 +133,7 @@ func (s *Sim) load(path string) error {
 	putAll(st.networks, snap.Networks)
 	putAll(st.subnets, snap.Subnets)
 	putAll(st.ports, snap.Ports)
+	putAll(st.fips, snap.FloatingIPs)
 	putAll(st.secGroups, snap.SecurityGroups)
 	putAll(st.sgRules, snap.Rules)
 	putAll(st.routers, snap.Routers)

@@ -421,6 +421,7 @@ type state struct {
 	networks  *coll[*network]
 	subnets   *coll[*subnet]
 	ports     *coll[*port]
+	fips      *coll[*floatingIP]
 	secGroups *coll[*secGroup]
 	sgRules   *coll[*sgRule]
 	routers   *coll[*router]
@@ -436,6 +437,7 @@ func newState() *state {
 		networks:  newColl[*network](),
 		subnets:   newColl[*subnet](),
 		ports:     newColl[*port](),
+		fips:      newColl[*floatingIP](),
 		secGroups: newColl[*secGroup](),
 		sgRules:   newColl[*sgRule](),
 		routers:   newColl[*router](),

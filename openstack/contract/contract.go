@@ -21,6 +21,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
@@ -46,6 +48,9 @@ type Env struct {
 	Timeout time.Duration
 	// Poll is the interval of those waits; 0: 250ms.
 	Poll time.Duration
+	// ExternalNetworkID is an external network with a subnet that floating IPs are allocated from
+	// (ExternalNetwork makes one); "": the floating IP tests are skipped.
+	ExternalNetworkID string
 }
 
 // Run runs the whole suite as subtests of t.
@@ -67,7 +72,7 @@ func Run(t *testing.T, env Env) {
 		name string
 		f    func(*testing.T)
 	}{
-		{"Routers", s.routers}, {"Networks", s.networks}, {"Ports", s.ports}, {"SecurityGroups", s.securityGroups}, {"NotFound", s.notFound},
+		{"Routers", s.routers}, {"Networks", s.networks}, {"Ports", s.ports}, {"FloatingIPs", s.floatingIPs}, {"SecurityGroups", s.securityGroups}, {"NotFound", s.notFound},
 		{"Servers", s.servers}, {"Volumes", s.volumes}, {"LoadBalancers", s.loadBalancers}, {"Quotas", s.quotas},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -439,6 +444,146 @@ func (s *suite) ports(t *testing.T) {
 	p, err = s.cloud.SetAllowedAddressPairs(ctx, ids[1], nil)
 	if err != nil || len(p.AllowedAddressPairs) != 0 {
 		t.Fatalf("clearing allowed address pairs: %+v, %v", p, err)
+	}
+}
+
+// ExternalNetwork creates an external network with a subnet of cidr for the floating IP tests (with
+// cfg's credentials, which must be an admin's) and removes it when t ends.
+func ExternalNetwork(t *testing.T, cfg openstack.Config, cidr string) string {
+	t.Helper()
+	ctx := t.Context()
+	c, err := openstack.Connect(ctx, cfg)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	nc, err := c.Client(openstack.ServiceNetworking)
+	if err != nil {
+		t.Fatalf("network client: %v", err)
+	}
+	yes := true
+	n, err := networks.Create(ctx, nc, external.CreateOptsExt{CreateOptsBuilder: networks.CreateOpts{Name: name(t, "external")}, External: &yes}).Extract()
+	if err != nil {
+		t.Fatalf("create external network: %v", err)
+	}
+	cleanup(t, "external network "+n.ID, func(ctx context.Context) error { return networks.Delete(ctx, nc, n.ID).ExtractErr() })
+	sn, err := subnets.Create(ctx, nc, subnets.CreateOpts{NetworkID: n.ID, CIDR: cidr, IPVersion: gophercloud.IPv4, Name: name(t, "external")}).Extract()
+	if err != nil {
+		t.Fatalf("create external subnet: %v", err)
+	}
+	cleanup(t, "external subnet "+sn.ID, func(ctx context.Context) error { return subnets.Delete(ctx, nc, sn.ID).ExtractErr() })
+	return n.ID
+}
+
+// floatingIPs: the floating IPs of a load balancer's VIP port as the cloud controller manager makes them
+// (on a port owned by Octavia, reachable through a router with its gateway on the external network), the
+// port filter by owner, Neutron taking a floating IP off a port that is deleted, deletes and 404s.
+func (s *suite) floatingIPs(t *testing.T) {
+	if s.env.ExternalNetworkID == "" {
+		t.Skip("no external network given")
+	}
+	ctx := t.Context()
+	nc := s.client(t, openstack.ServiceNetworking)
+	netID, subnetID := s.network(t, "10.81.0.0/24")
+	r, err := routers.Create(ctx, nc, routers.CreateOpts{Name: name(t, "router"),
+		GatewayInfo: &routers.GatewayInfo{NetworkID: s.env.ExternalNetworkID}}).Extract()
+	if err != nil {
+		t.Fatalf("create router with a gateway: %v", err)
+	}
+	cleanup(t, "router "+r.ID, func(ctx context.Context) error { return routers.Delete(ctx, nc, r.ID).ExtractErr() })
+	if _, err := routers.AddInterface(ctx, nc, r.ID, routers.AddInterfaceOpts{SubnetID: subnetID}).Extract(); err != nil {
+		t.Fatalf("add router interface: %v", err)
+	}
+	cleanup(t, "router interface", func(ctx context.Context) error {
+		_, err := routers.RemoveInterface(ctx, nc, r.ID, routers.RemoveInterfaceOpts{SubnetID: subnetID}).Extract()
+		return err
+	})
+	lbID := name(t, "lb")
+	vip, err := ports.Create(ctx, nc, ports.CreateOpts{NetworkID: netID, Name: "octavia-lb-" + lbID, DeviceID: "lb-" + lbID, DeviceOwner: "Octavia"}).Extract()
+	if err != nil {
+		t.Fatalf("create a VIP port: %v", err)
+	}
+	cleanup(t, "port "+vip.ID, func(ctx context.Context) error { return ports.Delete(ctx, nc, vip.ID).ExtractErr() })
+	plain, err := ports.Create(ctx, nc, ports.CreateOpts{NetworkID: netID, Name: name(t, "port")}).Extract()
+	if err != nil {
+		t.Fatalf("create port: %v", err)
+	}
+	cleanup(t, "port "+plain.ID, func(ctx context.Context) error { return ports.Delete(ctx, nc, plain.ID).ExtractErr() })
+	owned, err := s.cloud.ListPorts(ctx, openstack.ListOpts{NetworkID: netID, DeviceOwner: "Octavia", PageSize: 1})
+	if err != nil || len(owned) != 1 || owned[0].ID != vip.ID || owned[0].Name != "octavia-lb-"+lbID || owned[0].DeviceID != "lb-"+lbID {
+		t.Fatalf("ListPorts(network, device owner Octavia) = %+v, %v; want port %s", owned, err, vip.ID)
+	}
+	if got, err := s.cloud.GetPort(ctx, vip.ID); err != nil || got.DeviceOwner != "Octavia" || got.ProjectID == "" {
+		t.Fatalf("GetPort = %+v, %v", got, err)
+	}
+
+	create := func(description, portID string) *floatingips.FloatingIP {
+		t.Helper()
+		f, err := floatingips.Create(ctx, nc, floatingips.CreateOpts{FloatingNetworkID: s.env.ExternalNetworkID, PortID: portID, Description: description}).Extract()
+		if err != nil {
+			t.Fatalf("create floating IP (port %q): %v", portID, err)
+		}
+		cleanup(t, "floating IP "+f.ID, func(ctx context.Context) error { return floatingips.Delete(ctx, nc, f.ID).ExtractErr() })
+		return f
+	}
+	desc := "Floating IP for Kubernetes external service default/web from cluster " + lbID
+	onVIP := create(desc, vip.ID)
+	loose := create(name(t, "fip"), "")
+	if _, err := floatingips.Create(ctx, nc, floatingips.CreateOpts{FloatingNetworkID: netID, Description: "not external"}).Extract(); err == nil {
+		t.Fatal("a floating IP of a network that is not external was created")
+	}
+	byID := func(list []openstack.FloatingIP) map[string]openstack.FloatingIP {
+		m := map[string]openstack.FloatingIP{}
+		for _, f := range list {
+			m[f.ID] = f
+		}
+		return m
+	}
+	for _, size := range []int{0, 1} {
+		list, err := s.cloud.ListFloatingIPs(ctx, openstack.ListOpts{PageSize: size})
+		if err != nil {
+			t.Fatalf("ListFloatingIPs(page size %d): %v", size, err)
+		}
+		m := byID(list)
+		f, ok := m[onVIP.ID]
+		if !ok || f.PortID != vip.ID || f.FixedIP != vip.FixedIPs[0].IPAddress || f.Description != desc || f.NetworkID != s.env.ExternalNetworkID ||
+			f.Address == "" || f.ProjectID == "" {
+			t.Fatalf("ListFloatingIPs(page size %d): %+v (found %v); want on port %s with %q", size, f, ok, vip.ID, desc)
+		}
+		if l, ok := m[loose.ID]; !ok || l.PortID != "" || l.FixedIP != "" {
+			t.Fatalf("ListFloatingIPs(page size %d): the unassociated one: %+v (found %v)", size, l, ok)
+		}
+	}
+	// Neutron takes the floating IP off a port that goes.
+	if err := s.cloud.DeletePort(ctx, vip.ID); err != nil {
+		t.Fatalf("DeletePort: %v", err)
+	}
+	if _, err := s.cloud.GetPort(ctx, vip.ID); !openstack.IsNotFound(err) {
+		t.Fatalf("GetPort after delete: %v; want 404", err)
+	}
+	s.eventually(t, "floating IP off the deleted port", func(ctx context.Context) (bool, error) {
+		f, err := s.cloud.GetFloatingIP(ctx, onVIP.ID)
+		if err != nil {
+			return false, err
+		}
+		return f.PortID == "" && f.FixedIP == "", nil
+	})
+	for _, id := range []string{onVIP.ID, loose.ID} {
+		if err := s.cloud.DeleteFloatingIP(ctx, id); err != nil {
+			t.Fatalf("DeleteFloatingIP: %v", err)
+		}
+		if _, err := s.cloud.GetFloatingIP(ctx, id); !openstack.IsNotFound(err) {
+			t.Fatalf("GetFloatingIP after delete: %v; want 404", err)
+		}
+		if err := s.cloud.DeleteFloatingIP(ctx, id); !openstack.IsNotFound(err) {
+			t.Fatalf("DeleteFloatingIP again: %v; want 404", err)
+		}
+	}
+	list, err := s.cloud.ListFloatingIPs(ctx, openstack.ListOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := byID(list); len(m[onVIP.ID].ID)+len(m[loose.ID].ID) > 0 {
+		t.Fatalf("ListFloatingIPs after the deletes still shows them: %+v", list)
 	}
 }
 

@@ -1,0 +1,192 @@
+package deorbit
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/remediation"
+)
+
+// OctaviaOwner is the device owner of the ports Octavia makes: a load balancer's VIP port is named
+// octavia-lb-<load balancer ID>, with device ID lb-<load balancer ID>, in the load balancer's project.
+const OctaviaOwner = "Octavia"
+
+const vipPortPrefix = "octavia-lb-"
+
+// VIPPortName is the name Octavia gives the VIP port of load balancer lbID.
+func VIPPortName(lbID string) string { return vipPortPrefix + lbID }
+
+// VIPPortOf returns the load balancer whose VIP port p is by all of Octavia's marks (owner, name,
+// device ID), or false.
+func VIPPortOf(p *openstack.Port) (string, bool) {
+	id, ok := strings.CutPrefix(p.Name, vipPortPrefix)
+	if !ok || id == "" || p.DeviceOwner != OctaviaOwner || p.DeviceID != "lb-"+id {
+		return "", false
+	}
+	return id, true
+}
+
+const floatingIPPrefix = "Floating IP for Kubernetes external service "
+
+// FloatingIPDescription is the description the OpenStack cloud controller manager gives the floating
+// IP it creates for Service namespace/service of cluster.
+func FloatingIPDescription(cluster, namespace, service string) string {
+	return floatingIPPrefix + namespace + "/" + service + " from cluster " + cluster
+}
+
+// OwnsFloatingIPDescription reports whether desc is exactly the cloud controller manager's description
+// of a floating IP of a Service of cluster: namespace and service are DNS labels (no space, no "/"), so
+// that the cluster's name is all that follows them and no other cluster's description matches.
+func OwnsFloatingIPDescription(cluster, desc string) bool {
+	rest, ok := strings.CutPrefix(desc, floatingIPPrefix)
+	if !ok || cluster == "" {
+		return false
+	}
+	svc, name, ok := strings.Cut(rest, " from cluster ")
+	if !ok || name != cluster {
+		return false
+	}
+	ns, svc, ok := strings.Cut(svc, "/")
+	return ok && len(validation.IsDNS1123Label(ns)) == 0 && len(validation.IsDNS1123Label(svc)) == 0
+}
+
+// trackVIPPort remembers the VIP port of a load balancer proven the cluster's, while the cloud shows the
+// load balancer: once it is gone, what proved the port the cluster's is this record.
+func (s *step) trackVIPPort(lb *openstack.LoadBalancer) {
+	if lb.VIPPortID != "" {
+		s.track(v1alpha1.DeorbitPort, lb.VIPPortID, VIPPortName(lb.ID), v1alpha1.DeorbitPending)
+	}
+}
+
+// network finds what the cluster's load balancers and Services leave in Neutron, given the project's
+// complete list of load balancers: the VIP ports remembered from its load balancers (still Octavia's VIP
+// port of that load balancer), deleted once the load balancer is gone (Octavia deletes them with it
+// otherwise), and the floating IPs the cloud controller manager made for its Services (the exact
+// description), deleted when on none of the project's ports or on such a VIP port. It returns their
+// deletions, or false when a list failed: then nothing of them is deleted.
+func (s *step) network(ctx context.Context, cloud Cloud, lbs []openstack.LoadBalancer) ([]deletion, bool) {
+	cluster := s.in.Target.ClusterName
+	ports, err := cloud.ListPorts(ctx, openstack.ListOpts{DeviceOwner: OctaviaOwner})
+	if err != nil {
+		s.fail(fmt.Errorf("list ports: %w", err))
+		return nil, false
+	}
+	fips, err := cloud.ListFloatingIPs(ctx, listAll)
+	if err != nil {
+		s.fail(fmt.Errorf("list floating IPs: %w", err))
+		return nil, false
+	}
+	alive := map[string]bool{}
+	for i := range lbs {
+		if lbs[i].ProvisioningStatus != "DELETED" {
+			alive[lbs[i].ID] = true
+		}
+	}
+	listedPorts := map[string]*openstack.Port{}
+	for i := range ports {
+		listedPorts[ports[i].ID] = &ports[i]
+	}
+	var ds []deletion
+	vip := map[string]bool{}
+	for _, r := range s.unsettled(v1alpha1.DeorbitPort, func(id string) bool { return listedPorts[id] != nil }) {
+		p := listedPorts[r.ID]
+		r.Status = p.Status
+		lbID := strings.TrimPrefix(r.Name, vipPortPrefix)
+		if id, ok := VIPPortOf(p); !ok || id != lbID {
+			r.State = v1alpha1.DeorbitKept
+			r.LastError = fmt.Sprintf("port is no longer Octavia's VIP port of load balancer %s (name %q, device %q, owner %q): never deleted",
+				lbID, p.Name, p.DeviceID, p.DeviceOwner)
+			continue
+		}
+		vip[r.ID] = true
+		if alive[lbID] {
+			s.withLoadBalancer(r, lbID)
+			continue
+		}
+		id := p.ID
+		ds = s.networkDeletion(ds, r, func(ctx context.Context) error { return cloud.DeletePort(ctx, id) })
+	}
+	listedFIPs := map[string]*openstack.FloatingIP{}
+	for i := range fips {
+		f := &fips[i]
+		listedFIPs[f.ID] = f
+		if OwnsFloatingIPDescription(cluster, f.Description) {
+			s.track(v1alpha1.DeorbitFloatingIP, f.ID, f.Address, v1alpha1.DeorbitPending)
+		}
+	}
+	for _, r := range s.unsettled(v1alpha1.DeorbitFloatingIP, func(id string) bool { return listedFIPs[id] != nil }) {
+		f := listedFIPs[r.ID]
+		r.Status = f.Status
+		switch {
+		case !OwnsFloatingIPDescription(cluster, f.Description):
+			r.State = v1alpha1.DeorbitKept
+			r.LastError = fmt.Sprintf("floating IP's description %q is no longer the cloud controller manager's for cluster %q: never deleted", f.Description, cluster)
+			continue
+		case f.PortID != "" && !vip[f.PortID]:
+			// Another cluster's Service may have been given it (spec.loadBalancerIP), or a server.
+			r.State = v1alpha1.DeorbitKept
+			r.LastError = fmt.Sprintf("floating IP is on port %s, which is not the VIP port of a load balancer of the cluster: never deleted", f.PortID)
+			continue
+		}
+		id := f.ID
+		ds = s.networkDeletion(ds, r, func(ctx context.Context) error { return cloud.DeleteFloatingIP(ctx, id) })
+	}
+	return ds, true
+}
+
+// unsettled returns the tracked resources of typ neither gone nor kept that the project's complete list
+// still shows (listed); the others are gone.
+func (s *step) unsettled(typ string, listed func(id string) bool) []*v1alpha1.DeorbitResource {
+	var out []*v1alpha1.DeorbitResource
+	for i := range s.st.Resources {
+		r := &s.st.Resources[i]
+		if r.Type != typ || r.State == v1alpha1.DeorbitGone || r.State == v1alpha1.DeorbitKept {
+			continue
+		}
+		if !listed(r.ID) {
+			r.State, r.Status, r.LastError, r.NextAttempt = v1alpha1.DeorbitGone, "", "", nil
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// withLoadBalancer: the VIP port r of load balancer lbID, which the cloud still shows, goes with it
+// (Octavia deletes it); it shares the load balancer's fate where deorbit will not delete that one.
+func (s *step) withLoadBalancer(r *v1alpha1.DeorbitResource, lbID string) {
+	r.State, r.LastError = v1alpha1.DeorbitPending, "its load balancer "+lbID+" is still there (Octavia deletes the port with it)"
+	lb := s.find(v1alpha1.DeorbitLoadBalancer, lbID)
+	if lb == nil {
+		return
+	}
+	switch lb.State {
+	case v1alpha1.DeorbitKept, v1alpha1.DeorbitUnproven, v1alpha1.DeorbitWouldDelete:
+		r.State, r.LastError = lb.State, "goes with its load balancer "+lbID+", which is "+lb.State
+	}
+}
+
+// networkDeletion appends r's delete to ds unless it is a dry run's already or the sweep may not
+// delete; it returns ds.
+func (s *step) networkDeletion(ds []deletion, r *v1alpha1.DeorbitResource, del func(context.Context) error) []deletion {
+	switch {
+	case r.State == v1alpha1.DeorbitWouldDelete:
+		return ds
+	case s.in.SweepRefused != "":
+		r.State, r.LastError = v1alpha1.DeorbitUnproven, s.in.SweepRefused
+		return ds
+	}
+	// Neutron deletes at once: one still listed after an accepted delete is deleted again when due.
+	r.State = v1alpha1.DeorbitPending
+	verb, kind := VerbDeletePort, "port"
+	if r.Type == v1alpha1.DeorbitFloatingIP {
+		verb, kind = VerbDeleteFloatingIP, "floatingip"
+	}
+	return append(ds, deletion{r: r, action: remediation.Action{Verb: verb, Kind: kind, ID: r.ID, Name: r.Name, Removal: true},
+		del: del, gone: openstack.IsNotFound})
+}

@@ -1,0 +1,341 @@
+package deorbit
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/remediation"
+)
+
+// memNet is the Neutron side of memCloud: ports and floating IPs, deleted at once (as Neutron does); a
+// deleted port takes its floating IPs off. A load balancer's delete leaves its VIP port (as an Octavia
+// that failed to deallocate it would), for the sweep to find.
+type memNet struct {
+	ports map[string]*openstack.Port
+	fips  map[string]*openstack.FloatingIP
+	// failLists: the next n lists of floating IPs fail.
+	failLists int
+}
+
+func (m *memCloud) withNet() *memNet {
+	m.net = &memNet{ports: map[string]*openstack.Port{}, fips: map[string]*openstack.FloatingIP{}}
+	return m.net
+}
+
+func (m *memCloud) ListPorts(ctx context.Context, o openstack.ListOpts) ([]openstack.Port, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []openstack.Port
+	if m.net != nil {
+		for _, p := range m.net.ports {
+			if o.DeviceOwner == "" || p.DeviceOwner == o.DeviceOwner {
+				out = append(out, *p)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (m *memCloud) GetPort(ctx context.Context, id string) (*openstack.Port, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.net == nil || m.net.ports[id] == nil {
+		return nil, errNotFound
+	}
+	c := *m.net.ports[id]
+	return &c, nil
+}
+
+func (m *memCloud) SetAllowedAddressPairs(context.Context, string, []openstack.AddressPair) (*openstack.Port, error) {
+	return nil, errors.New("not used by deorbit")
+}
+
+func (m *memCloud) DeletePort(ctx context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failDeletes[id] > 0 {
+		m.failDeletes[id]--
+		return err500
+	}
+	if m.net == nil || m.net.ports[id] == nil {
+		return errNotFound
+	}
+	m.deletes[id]++
+	delete(m.net.ports, id)
+	for _, f := range m.net.fips {
+		if f.PortID == id {
+			f.PortID, f.FixedIP = "", ""
+		}
+	}
+	return nil
+}
+
+func (m *memCloud) ListFloatingIPs(ctx context.Context, o openstack.ListOpts) ([]openstack.FloatingIP, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []openstack.FloatingIP
+	if m.net != nil {
+		if m.net.failLists > 0 {
+			m.net.failLists--
+			return nil, err500
+		}
+		for _, f := range m.net.fips {
+			out = append(out, *f)
+		}
+	}
+	return out, nil
+}
+
+func (m *memCloud) GetFloatingIP(ctx context.Context, id string) (*openstack.FloatingIP, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.net == nil || m.net.fips[id] == nil {
+		return nil, errNotFound
+	}
+	c := *m.net.fips[id]
+	return &c, nil
+}
+
+func (m *memCloud) DeleteFloatingIP(ctx context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.net == nil || m.net.fips[id] == nil {
+		return errNotFound
+	}
+	m.deletes[id]++
+	delete(m.net.fips, id)
+	return nil
+}
+
+func vipPort(id, lbID string) *openstack.Port {
+	return &openstack.Port{ID: id, Name: VIPPortName(lbID), DeviceID: "lb-" + lbID, DeviceOwner: OctaviaOwner, Status: "DOWN"}
+}
+
+// netFixture adds to fixture's cluster c1 what Octavia and the cloud controller manager leave in
+// Neutron, and what looks like it but is not the cluster's:
+//   - p-web, p-orphan: the VIP ports of c1's load balancers lb-web (its Service's) and lb-orphan (tagged);
+//   - f-web on p-web, f-loose on nothing: c1's floating IPs by the cloud controller manager's description;
+//   - p-sub, the VIP port of lb-sub (cluster c1_b), and p-forged, named as the VIP port of a load balancer
+//     "lb-gone" that the cluster never had: never deleted;
+//   - f-other (cluster c1-other's), f-server (c1's description, but on a server's port, as when another
+//     cluster's Service was given the address): never deleted.
+func netFixture(c *memCloud) {
+	n := c.withNet()
+	c.lbs["lb-web"].VIPPortID = "p-web"
+	c.lbs["lb-orphan"].VIPPortID = "p-orphan"
+	c.lbs["lb-sub"].VIPPortID = "p-sub"
+	for _, p := range []*openstack.Port{vipPort("p-web", "lb-web"), vipPort("p-orphan", "lb-orphan"), vipPort("p-sub", "lb-sub"), vipPort("p-forged", "lb-gone"),
+		{ID: "p-server", Name: "node-1", DeviceID: "srv-1", DeviceOwner: "compute:nova"}} {
+		n.ports[p.ID] = p
+	}
+	for _, f := range []*openstack.FloatingIP{
+		{ID: "f-web", Address: "203.0.113.10", PortID: "p-web", Description: FloatingIPDescription("c1", "app", "web")},
+		{ID: "f-loose", Address: "203.0.113.11", Description: FloatingIPDescription("c1", "app", "gone")},
+		{ID: "f-other", Address: "203.0.113.12", Description: FloatingIPDescription("c1-other", "app", "web")},
+		{ID: "f-server", Address: "203.0.113.13", PortID: "p-server", Description: FloatingIPDescription("c1", "app", "old")},
+	} {
+		f.Status = "DOWN"
+		n.fips[f.ID] = f
+	}
+}
+
+// The sweep deletes the VIP ports of the cluster's load balancers once these are gone and the cluster's
+// floating IPs, each asked of the policy and counted; nothing that only looks like the cluster's.
+func TestSweepNetwork(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ours := []string{"p-web", "p-orphan", "f-web", "f-loose"}
+	theirs := []string{"p-sub", "p-forged", "p-server", "f-other", "f-server"}
+	for _, tc := range []struct {
+		name        string
+		setup       func(*memCloud, *Input, *asker)
+		wantPhase   string
+		wantDeleted []string
+		wantKept    []string
+		wantDebris  []string
+		check       func(*testing.T, *memCloud, *v1alpha1.DeorbitStatus, *asker, *Metrics)
+	}{
+		{
+			name:      "the cluster's ports and floating IPs go, nothing else",
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantDeleted: ours, wantKept: theirs,
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, a *asker, m *Metrics) {
+				for _, v := range []string{VerbDeletePort + " p-web", VerbDeletePort + " p-orphan", VerbDeleteFloatingIP + " f-web", VerbDeleteFloatingIP + " f-loose"} {
+					if a.asked[v] != 1 || a.done[v] != 1 {
+						t.Errorf("%s: asked %d, done %d; want once each", v, a.asked[v], a.done[v])
+					}
+				}
+				if s := state(st, v1alpha1.DeorbitFloatingIP, "f-server"); s != v1alpha1.DeorbitKept {
+					t.Errorf("f-server state %s, want Kept", s)
+				}
+				for _, typ := range []string{v1alpha1.DeorbitPort, v1alpha1.DeorbitFloatingIP} {
+					if got := testutil.ToFloat64(m.Deletes.WithLabelValues(typ, OutcomeDeleted)); got != 2 {
+						t.Errorf("vitals_deorbit_deletes_total{type=%s,outcome=deleted} = %v, want 2", typ, got)
+					}
+				}
+				if state(st, v1alpha1.DeorbitPort, "p-forged") != "(untracked)" || state(st, v1alpha1.DeorbitFloatingIP, "f-other") != "(untracked)" {
+					t.Errorf("a port or floating IP not the cluster's was tracked: %+v", st.Resources)
+				}
+			},
+		},
+		{
+			name:      "dry run: the plan lists the ports and floating IPs",
+			setup:     func(c *memCloud, in *Input, a *asker) { a.outcome = remediation.DryRun },
+			wantPhase: v1alpha1.DeorbitPhaseDryRunPlanned, wantKept: append(ours, theirs...),
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, a *asker, m *Metrics) {
+				// The load balancers are not deleted in a dry run: their VIP ports wait on them; the
+				// floating IPs are planned.
+				for _, want := range [][2]string{{v1alpha1.DeorbitFloatingIP, "f-web"}, {v1alpha1.DeorbitFloatingIP, "f-loose"}} {
+					if s := state(st, want[0], want[1]); s != v1alpha1.DeorbitWouldDelete {
+						t.Errorf("%s %s: state %s, want WouldDelete", want[0], want[1], s)
+					}
+				}
+				if s := state(st, v1alpha1.DeorbitPort, "p-orphan"); s != v1alpha1.DeorbitWouldDelete {
+					t.Errorf("p-orphan: state %s, want WouldDelete (with its load balancer)", s)
+				}
+			},
+		},
+		{
+			name: "a failed list of floating IPs: no port or floating IP deleted in that step",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				c.net.failLists = 1 << 20
+				in.Settings.GiveUpAfter = time.Hour
+			},
+			wantPhase: v1alpha1.DeorbitPhaseGaveUp, wantKept: append(ours, theirs...),
+			// At the give-up the list fails too: the ports remembered are reported, unconfirmed.
+			wantDebris: []string{"Port p-web", "Port p-orphan"},
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, a *asker, m *Metrics) {
+				if !strings.Contains(st.LastError, "list floating IPs") {
+					t.Errorf("last error %q, want the failed list", st.LastError)
+				}
+			},
+		},
+		{
+			name: "a port whose delete keeps failing is debris",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				c.failDeletes["p-orphan"] = 1 << 20
+				in.Settings.GiveUpAfter = time.Hour
+			},
+			wantPhase: v1alpha1.DeorbitPhaseGaveUp, wantDeleted: []string{"p-web", "f-web", "f-loose"}, wantKept: append([]string{"p-orphan"}, theirs...),
+			wantDebris: []string{"Port p-orphan"},
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, a *asker, m *Metrics) {
+				if got := testutil.ToFloat64(m.DebrisLeft.WithLabelValues(v1alpha1.DeorbitPort)); got != 1 {
+					t.Errorf("vitals_deorbit_debris_left_total{type=Port} = %v, want 1", got)
+				}
+			},
+		},
+		{
+			name: "another cluster names the same cloud cluster: no port or floating IP deleted",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				in.SweepRefused = "VitalsCluster other/c1 names the same cloud cluster"
+				in.Settings.GiveUpAfter = time.Hour
+			},
+			wantPhase: v1alpha1.DeorbitPhaseGaveUp, wantKept: append(ours, theirs...),
+			wantDebris: []string{"Port p-web", "Port p-orphan", "FloatingIP f-web", "FloatingIP f-loose"},
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, a *asker, m *Metrics) {
+				if s := state(st, v1alpha1.DeorbitFloatingIP, "f-loose"); s != v1alpha1.DeorbitUnproven {
+					t.Errorf("f-loose state %s, want Unproven", s)
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloud, wl := fixture(t)
+			netFixture(cloud)
+			clk := clocktesting.NewFakeClock(start)
+			a := &asker{outcome: remediation.Allowed}
+			in := Input{Target: target(), Settings: settings(), Workload: wl, Cloud: cloud, Policy: a}
+			if tc.setup != nil {
+				tc.setup(cloud, &in, a)
+			}
+			m := NewMetrics(nil)
+			e := &Engine{Clock: clk, Rand: func() float64 { return 0.5 }, Workers: 3, Metrics: m}
+			st := &v1alpha1.DeorbitStatus{}
+			_, steps := run(t, e, clk, in, st, 500, nil)
+			if st.Phase != tc.wantPhase {
+				t.Fatalf("after %d steps: phase %s (last error %q), want %s; resources %+v", steps, st.Phase, st.LastError, tc.wantPhase, st.Resources)
+			}
+			wantDeletes(t, cloud, tc.wantDeleted, tc.wantKept)
+			var debris []string
+			for _, d := range st.Debris {
+				if d.Type == v1alpha1.DeorbitPort || d.Type == v1alpha1.DeorbitFloatingIP {
+					debris = append(debris, d.Type+" "+d.ID)
+				}
+			}
+			slices.Sort(debris)
+			want := slices.Sorted(slices.Values(tc.wantDebris))
+			if strings.Join(debris, ",") != strings.Join(want, ",") {
+				t.Errorf("debris of the network %v, want %v", debris, tc.wantDebris)
+			}
+			if tc.check != nil {
+				tc.check(t, cloud, st, a, m)
+			}
+		})
+	}
+}
+
+func TestOwnsFloatingIPDescription(t *testing.T) {
+	for _, tc := range []struct {
+		cluster, desc string
+		want          bool
+	}{
+		{"c1", FloatingIPDescription("c1", "app", "web"), true},
+		{"c1", "Floating IP for Kubernetes external service app/web from cluster c1", true},
+		{"c1", FloatingIPDescription("c10", "app", "web"), false},
+		{"c1", FloatingIPDescription("c1", "app", "web") + " ", false},
+		{"c1", FloatingIPDescription("x", "app", "web from cluster c1"), false},
+		{"c1", "Floating IP for Kubernetes external service app/web/x from cluster c1", false},
+		{"c1", "Floating IP for Kubernetes external service web from cluster c1", false},
+		{"c1", "Floating IP for Kubernetes external service App/web from cluster c1", false},
+		{"c1", "my own: Floating IP for Kubernetes external service app/web from cluster c1", false},
+		{"", FloatingIPDescription("", "app", "web"), false},
+		// A cluster named with the separator in it matches its own description only.
+		{"a from cluster b", FloatingIPDescription("a from cluster b", "app", "web"), true},
+		{"b", FloatingIPDescription("a from cluster b", "app", "web"), false},
+	} {
+		if got := OwnsFloatingIPDescription(tc.cluster, tc.desc); got != tc.want {
+			t.Errorf("OwnsFloatingIPDescription(%q, %q) = %v, want %v", tc.cluster, tc.desc, got, tc.want)
+		}
+	}
+}
+
+func TestVIPPortOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		port openstack.Port
+		want string
+	}{
+		{"Octavia's", *vipPort("p", "lb1"), "lb1"},
+		{"not Octavia's", openstack.Port{Name: "octavia-lb-lb1", DeviceID: "lb-lb1", DeviceOwner: "compute:nova"}, ""},
+		{"device of another", openstack.Port{Name: "octavia-lb-lb1", DeviceID: "lb-lb2", DeviceOwner: OctaviaOwner}, ""},
+		{"an amphora's VRRP port", openstack.Port{Name: "octavia-lb-vrrp-a1", DeviceID: "a1", DeviceOwner: OctaviaOwner}, ""},
+		{"no ID", openstack.Port{Name: "octavia-lb-", DeviceID: "lb-", DeviceOwner: OctaviaOwner}, ""},
+	} {
+		got, ok := VIPPortOf(&tc.port)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("%s: VIPPortOf = %q, %v; want %q", tc.name, got, ok, tc.want)
+		}
+	}
+}
+
+// wantDeletes checks that each of once was deleted once and each of never never.
+func wantDeletes(t *testing.T, c *memCloud, once, never []string) {
+	t.Helper()
+	for _, id := range once {
+		if n := c.deletes[id]; n != 1 {
+			t.Errorf("%s deleted %d times, want once", id, n)
+		}
+	}
+	for _, id := range never {
+		if n := c.deletes[id]; n != 0 {
+			t.Errorf("%s deleted %d times, want never", id, n)
+		}
+	}
+}
