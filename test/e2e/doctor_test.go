@@ -7,7 +7,8 @@ package e2e
 // the route-headroom check by flight's rule; a missing one fails the cluster check; a bad -o is a flag
 // error (exit 2). A tenant's project whose Neutron quota of networks the admin set to what it holds
 // fails the quota-network check as a member reads it (QuotaExhausted), its subnets at the threshold
-// warn, and its Cinder quota of volumes set to 0 only warns (Cinder's quotas are for information).
+// warn, and its Cinder quota of volumes set to 0 only warns (Cinder's quotas are for information);
+// with networks at the threshold too, the doctor warns and exits 0.
 
 import (
 	"bytes"
@@ -185,6 +186,19 @@ current-context: c
 		t.Errorf("doctor quota (table): exit %d\n%s", code, out)
 	} else {
 		t.Logf("doctor quota (table):\n%s", out)
+	}
+
+	// Networks 1 of 2 now: every quota at the threshold or under; warnings fail nothing (exit 0).
+	nc, err := cloud.Client(openstack.ServiceNetworking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := quotas.Update(context.Background(), nc, tenant.ProjectID, quotas.UpdateOpts{Network: ptr.To(2)}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	code, rep, out = doctor("quota", "--quota-threshold", "50", "-o", "json")
+	if n := results(rep)["quota-network"]; code != 0 || !rep.OK || n.Result != "warning" || n.Reason != cli.ReasonQuotaNear || !strings.Contains(n.Detail, "network 1/2 (50%)") {
+		t.Errorf("doctor quota (near): exit %d, ok %t, quota-network %+v, want exit 0 with a QuotaNear warning\n%s", code, rep.OK, n, out)
 	}
 
 	code, rep, out = doctor("missing", "-o", "json")
