@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,9 +32,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/deorbit"
 	"github.com/vitalsproject/vitals/internal/faultproxy"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/openstack/contract"
 	"github.com/vitalsproject/vitals/operator"
 )
 
@@ -62,8 +67,12 @@ type deorbitFixture struct {
 	// cloud-side sweep finds them, and the operator deletes them itself (through the proxies).
 	orphanVolumes []string
 	orphanLBs     []string
-	snaps         []string // Cinder snapshot IDs of the VolumeSnapshots
-	route         openstack.Route
+	// What load balancers and Services leave in Neutron (networkOrphans): a VIP port that Octavia's no-op
+	// driver leaves when its load balancer goes, and a floating IP of the cloud controller manager.
+	orphanPorts []string
+	orphanFIPs  []string
+	snaps       []string // Cinder snapshot IDs of the VolumeSnapshots
+	route       openstack.Route
 
 	mu      sync.Mutex
 	seen    []v1alpha1.VitalsCluster // every version of the VitalsCluster the watch saw
@@ -242,6 +251,53 @@ func (f *deorbitFixture) orphans(nVolumes, nLBs int) {
 	})
 }
 
+// networkOrphans adds an orphan load balancer on a VIP port made as Octavia makes it (owner Octavia, named
+// after the load balancer), which Octavia's no-op driver leaves behind when the load balancer goes, and an
+// unassociated floating IP with the cloud controller manager's description of a Service of the cluster (of
+// an external network the admin makes), as a cloud controller manager that failed to delete it leaves it.
+func (f *deorbitFixture) networkOrphans() {
+	f.t.Helper()
+	ctx := context.Background()
+	admin := testenv.OpenStack(f.t)
+	ext := contract.ExternalNetwork(f.t, openstack.Config{Auth: openstack.Auth{Source: "test", Options: admin.AuthOptions()}}, "192.0.2.0/24")
+	nc, err := f.w.cloud.Client(openstack.ServiceNetworking)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	lc, err := f.w.cloud.Client(openstack.ServiceLoadBalancer)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	sn, err := f.w.cloud.GetSubnet(ctx, f.w.env.SubnetID)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	p, err := ports.Create(ctx, nc, ports.CreateOpts{NetworkID: sn.NetworkID, Name: "vip", DeviceOwner: deorbit.OctaviaOwner,
+		FixedIPs: []ports.IP{{SubnetID: sn.ID}}}).Extract()
+	if err != nil {
+		f.t.Fatalf("create VIP port: %v", err)
+	}
+	f.t.Cleanup(func() { _ = ports.Delete(context.Background(), nc, p.ID).ExtractErr() })
+	lb, err := loadbalancers.Create(ctx, lc, loadbalancers.CreateOpts{Name: f.w.LBNamePrefix() + "orphans_vip",
+		VipPortID: p.ID, VipSubnetID: sn.ID, VipAddress: p.FixedIPs[0].IPAddress}).Extract()
+	if err != nil {
+		f.t.Fatalf("create orphan load balancer on a VIP port: %v", err)
+	}
+	name, device := deorbit.VIPPortName(lb.ID), "lb-"+lb.ID
+	if _, err := ports.Update(ctx, nc, p.ID, ports.UpdateOpts{Name: &name, DeviceID: &device}).Extract(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.orphanLBs = append(f.orphanLBs, lb.ID)
+	f.orphanPorts = append(f.orphanPorts, p.ID)
+	fip, err := floatingips.Create(ctx, nc, floatingips.CreateOpts{FloatingNetworkID: ext,
+		Description: deorbit.FloatingIPDescription(f.w.env.ClusterName, "default", "gone")}).Extract()
+	if err != nil {
+		f.t.Fatalf("create floating IP: %v", err)
+	}
+	f.t.Cleanup(func() { _ = floatingips.Delete(context.Background(), nc, fip.ID).ExtractErr() })
+	f.orphanFIPs = append(f.orphanFIPs, fip.ID)
+}
+
 // countDeletes adds a rule per orphan volume and load balancer that lets its DELETE pass and counts it.
 func (f *deorbitFixture) countDeletes() {
 	f.t.Helper()
@@ -417,6 +473,36 @@ func (f *deorbitFixture) mustBeEmpty() {
 			f.t.Errorf("load balancer %s: Octavia answers %v, want 404", id, err)
 		}
 	}
+	for _, id := range f.orphanPorts {
+		if _, err := f.w.cloud.GetPort(ctx, id); !openstack.IsNotFound(err) {
+			f.t.Errorf("VIP port %s: Neutron answers %v, want 404", id, err)
+		}
+	}
+	for _, id := range f.orphanFIPs {
+		if _, err := f.w.cloud.GetFloatingIP(ctx, id); !openstack.IsNotFound(err) {
+			f.t.Errorf("floating IP %s: Neutron answers %v, want 404", id, err)
+		}
+	}
+	// Nothing of the cluster's in Neutron: no floating IP with its description, no VIP port of its load
+	// balancers.
+	fips, err := f.w.cloud.ListFloatingIPs(ctx, openstack.ListOpts{ProjectID: f.w.env.ProjectID})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, x := range fips {
+		if deorbit.OwnsFloatingIPDescription(f.w.env.ClusterName, x.Description) {
+			f.t.Errorf("floating IP %s (%s) of the cluster still in Neutron", x.ID, x.Description)
+		}
+	}
+	vips, err := f.w.cloud.ListPorts(ctx, openstack.ListOpts{ProjectID: f.w.env.ProjectID, DeviceOwner: deorbit.OctaviaOwner})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, x := range vips {
+		if lb, ok := deorbit.VIPPortOf(&x); ok && (slices.Contains(f.lbs, lb) || slices.Contains(f.orphanLBs, lb)) {
+			f.t.Errorf("VIP port %s of load balancer %s still in Neutron", x.ID, lb)
+		}
+	}
 	r, err := f.w.cloud.GetRouter(ctx, f.w.env.RouterID)
 	if err != nil {
 		f.t.Fatal(err)
@@ -460,6 +546,7 @@ func deorbitSummary(d *v1alpha1.DeorbitStatus) string {
 
 func TestOperatorDeorbit(t *testing.T) {
 	f := newDeorbitFixture(t, 3, 2, true)
+	f.networkOrphans()
 	f.orphans(1, 1)
 	f.countDeletes()
 	f.operatorStart("deorbit")
