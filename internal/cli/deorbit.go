@@ -73,6 +73,8 @@ resource with its state, the debris left).
 Exit codes: 0 everything of the cluster is confirmed gone (or, with --dry-run, the plan was printed);
 1 an error stopped the run; 2 bad flags or configuration; 3 gave up after --give-up-after with debris
 left in the cloud (printed, and in --state).`,
+		Example: "  vitals deorbit --kubeconfig prod-eu.kubeconfig --os-cloud prod --cluster-name prod-eu --router 6f1c --pod-cidr 198.19.0.0/16 --dry-run\n" +
+			"  vitals deorbit --os-cloud prod --cluster-name prod-eu --state prod-eu.deorbit.json -o json",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
