@@ -55,6 +55,14 @@ func SetCondition(st *v1alpha1.ClusterStatus, gen int64, typ string, status meta
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
 }
 
+// AppendActions appends lines to st's actions, newest last, and keeps the last v1alpha1.MaxActions.
+func AppendActions(st *v1alpha1.ClusterStatus, lines ...v1alpha1.Action) {
+	st.Actions = append(st.Actions, lines...)
+	if n := len(st.Actions) - v1alpha1.MaxActions; n > 0 {
+		st.Actions = append([]v1alpha1.Action(nil), st.Actions[n:]...)
+	}
+}
+
 // Event records an Event on c, its note cut to MaxEventNote; a nil recorder records nothing.
 func Event(rec events.EventRecorder, c *v1alpha1.VitalsCluster, typ, reason, action, note string) {
 	if rec == nil {

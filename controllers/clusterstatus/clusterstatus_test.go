@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -97,5 +98,43 @@ func TestWriteSkipsUnchanged(t *testing.T) {
 	}
 	if got.Status.ProjectID != "p" || len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Message != "project p proven again" {
 		t.Errorf("status read back: %+v", got.Status)
+	}
+}
+
+func TestAppendActions(t *testing.T) {
+	lines := func(from, to int) []v1alpha1.Action {
+		var out []v1alpha1.Action
+		for i := from; i < to; i++ {
+			out = append(out, v1alpha1.Action{Reason: fmt.Sprint(i)})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name          string
+		have, add     []v1alpha1.Action
+		first, length int
+	}{
+		{name: "empty", first: -1},
+		{name: "room left", have: lines(0, 3), add: lines(3, 5), first: 0, length: 5},
+		{name: "exactly full", have: lines(0, 10), add: lines(10, v1alpha1.MaxActions), first: 0, length: v1alpha1.MaxActions},
+		{name: "oldest go", have: lines(0, v1alpha1.MaxActions), add: lines(v1alpha1.MaxActions, v1alpha1.MaxActions+3), first: 3, length: v1alpha1.MaxActions},
+		{name: "more than fit at once", add: lines(0, v1alpha1.MaxActions+7), first: 7, length: v1alpha1.MaxActions},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &v1alpha1.ClusterStatus{Actions: tc.have}
+			clusterstatus.AppendActions(st, tc.add...)
+			if len(st.Actions) != tc.length {
+				t.Fatalf("%d actions, want %d", len(st.Actions), tc.length)
+			}
+			if tc.length > 0 {
+				if got := st.Actions[0].Reason; got != fmt.Sprint(tc.first) {
+					t.Errorf("oldest kept %s, want %d", got, tc.first)
+				}
+				last := tc.add[len(tc.add)-1].Reason
+				if got := st.Actions[len(st.Actions)-1].Reason; got != last {
+					t.Errorf("newest %s, want %s", got, last)
+				}
+			}
+		})
 	}
 }

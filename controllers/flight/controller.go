@@ -246,13 +246,10 @@ func (o *outcome) apply(st *v1alpha1.ClusterStatus, gen int64, end, next time.Ti
 	f.NextPassTime = ptrTime(next)
 	st.Flight = f
 	st.ObservedGeneration = gen
-	st.Actions = append(st.Actions, o.actions...)
+	clusterstatus.AppendActions(st, o.actions...)
 	if o.policy != nil {
-		st.Actions = append(st.Actions, o.policy.Lines()...)
+		clusterstatus.AppendActions(st, o.policy.Lines()...)
 		o.policy.Apply(st)
-	}
-	if n := len(st.Actions) - v1alpha1.MaxActions; n > 0 {
-		st.Actions = append([]v1alpha1.Action(nil), st.Actions[n:]...)
 	}
 	if o.result != "ok" {
 		f.LastError = o.err.Error()

@@ -248,14 +248,9 @@ func (o *outcome) apply(st *v1alpha1.ClusterStatus, gen int64, end, next time.Ti
 	g.LastPassTime = ptrTime(end)
 	g.NextPassTime = ptrTime(next)
 	st.ObservedGeneration = gen
-	st.Actions = append(st.Actions, o.actions...)
+	clusterstatus.AppendActions(st, o.actions...)
 	if o.policy != nil {
-		st.Actions = append(st.Actions, o.policy.Lines()...)
-	}
-	if n := len(st.Actions) - v1alpha1.MaxActions; n > 0 {
-		st.Actions = append([]v1alpha1.Action(nil), st.Actions[n:]...)
-	}
-	if o.policy != nil {
+		clusterstatus.AppendActions(st, o.policy.Lines()...)
 		o.policy.Apply(st)
 	}
 	if o.result != "ok" {
