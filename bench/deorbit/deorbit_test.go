@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -40,6 +42,8 @@ var (
 	flagLatency = flag.Duration("deorbit.latency", 2*time.Second, "how long the simulated Cinder and Octavia take to delete")
 	flagRound   = flag.Duration("deorbit.round-timeout", 10*time.Minute, "the longest one round may take (a stuck engine fails the bench)")
 	flagLimits  = flag.Bool("deorbit.unlimited", false, "lift the client-side rate limits (the cloud's 10/s, the workload cluster's 20/s) to see the engine alone")
+	flagBudget  = flag.Int("deorbit.budget", deorbit.DefaultBudget, "the most deletes one step issues (spec.controllers.deorbit.budget)")
+	flagWorkers = flag.Int("deorbit.workers", deorbit.DefaultWorkers, "deletes and reads running at once (--deorbit-parallel-deletes)")
 )
 
 // project and user of the simulated cloud the cluster lives in.
@@ -117,7 +121,7 @@ func BenchmarkDeorbit(b *testing.B) {
 		cluster := fmt.Sprintf("bench%d", i)
 		fx := newFixture(b, sim, kc, cluster)
 		rctx, cancel := context.WithTimeout(ctx, *flagRound)
-		stop := standIns(rctx, b, kc, provider, fx)
+		stop, lastDelete := standIns(rctx, b, kc, provider, fx)
 		before := sim.Stats().Requests
 		b.StartTimer()
 		start := time.Now()
@@ -131,9 +135,9 @@ func BenchmarkDeorbit(b *testing.B) {
 			b.Fatalf("after deorbit: phase %s, %d volumes and %d load balancers left; last error %q", st.Phase, left.Volumes, left.LoadBalancers, st.LastError)
 		}
 		walls = append(walls, wall)
-		b.Logf("cluster %s: %d PVCs and %d load balancers gone in %s (%.2f× the %s delete latency), %d cloud API calls; steps: %s",
+		b.Logf("cluster %s: %d PVCs and %d load balancers gone in %s (%.2f× the %s delete latency), the last cloud delete began at %.2fs, %d cloud API calls; steps: %s",
 			cluster, *flagPVCs, *flagLBs, wall.Round(time.Millisecond), float64(wall)/float64(*flagLatency), *flagLatency,
-			left.Requests-before, strings.Join(steps, ", "))
+			lastDelete().Sub(start).Seconds(), left.Requests-before, strings.Join(steps, ", "))
 		fx.cleanup(b)
 	}
 	slices.Sort(walls)
@@ -148,12 +152,12 @@ func BenchmarkDeorbit(b *testing.B) {
 // ended in, and when it asked to come back.
 func run(ctx context.Context, b *testing.B, policy *remediation.Engine, cloud deorbit.Cloud, wl client.Client, cluster string, start time.Time) (*v1alpha1.DeorbitStatus, []string) {
 	vc := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: cluster}}
-	eng := &deorbit.Engine{}
+	eng := &deorbit.Engine{Workers: *flagWorkers}
 	st := &v1alpha1.DeorbitStatus{}
 	in := deorbit.Input{
 		Target: deorbit.Target{Key: "bench/" + cluster, ClusterName: cluster},
 		Settings: deorbit.Settings{GiveUpAfter: time.Hour, UnreachableGracePeriod: deorbit.DefaultUnreachableGracePeriod,
-			CloudWaitTimeout: deorbit.DefaultCloudWaitTimeout, Budget: deorbit.DefaultBudget},
+			CloudWaitTimeout: deorbit.DefaultCloudWaitTimeout, Budget: *flagBudget},
 		Workload: wl, Cloud: cloud,
 	}
 	var steps []string
@@ -258,8 +262,9 @@ func (fx *fixture) cleanup(b *testing.B) {
 
 // standIns plays the Cinder CSI provisioner and the OpenStack cloud controller manager until stop: a claim
 // being deleted loses its protection finalizer, its volume is deleted in Cinder and its PV goes; a deleted
-// LoadBalancer Service's load balancer is deleted in Octavia (with cascade). Each reacts at once.
-func standIns(ctx context.Context, b *testing.B, kc kubernetes.Interface, cloud *openstack.Cloud, fx *fixture) (stop func()) {
+// LoadBalancer Service's load balancer is deleted in Octavia (with cascade). Each reacts at once. lastDelete
+// says when the last of their cloud deletes began.
+func standIns(ctx context.Context, b *testing.B, kc kubernetes.Interface, cloud *openstack.Cloud, fx *fixture) (stop func(), lastDelete func() time.Time) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	bc, err := cloud.Client(openstack.ServiceBlockStorage)
@@ -272,6 +277,12 @@ func standIns(ctx context.Context, b *testing.B, kc kubernetes.Interface, cloud 
 	}
 	var mu sync.Mutex
 	handled := map[types.UID]bool{}
+	var last time.Time
+	began := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		last = time.Now()
+	}
 	once := func(uid types.UID) bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -290,11 +301,26 @@ func standIns(ctx context.Context, b *testing.B, kc kubernetes.Interface, cloud 
 			}
 		}()
 	}
-	pvcs, err := kc.CoreV1().PersistentVolumeClaims(fx.namespace).Watch(ctx, metav1.ListOptions{})
+	// Watches that start again where they were when the server ends them (a burst of deletes may).
+	pvcList, err := kc.CoreV1().PersistentVolumeClaims(fx.namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	svcs, err := kc.CoreV1().Services("default").Watch(ctx, metav1.ListOptions{})
+	pvcs, err := watchtools.NewRetryWatcherWithContext(ctx, pvcList.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return kc.CoreV1().PersistentVolumeClaims(fx.namespace).Watch(ctx, o)
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	svcList, err := kc.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	svcs, err := watchtools.NewRetryWatcherWithContext(ctx, svcList.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return kc.CoreV1().Services("default").Watch(ctx, o)
+		}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -320,6 +346,7 @@ func standIns(ctx context.Context, b *testing.B, kc kubernetes.Interface, cloud 
 							return err
 						}
 					}
+					began()
 					err := volumes.Delete(ctx, bc, fx.volumeOf[pvc.Spec.VolumeName], nil).ExtractErr()
 					if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 						return err
@@ -336,6 +363,7 @@ func standIns(ctx context.Context, b *testing.B, kc kubernetes.Interface, cloud 
 				}
 				react("cloud controller manager "+svc.Name, func(ctx context.Context) error {
 					id := svc.Annotations[deorbit.AnnotationLoadBalancerID]
+					began()
 					err := loadbalancers.Delete(ctx, lc, id, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr()
 					if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) && !gophercloud.ResponseCodeIs(err, http.StatusConflict) {
 						return err
@@ -345,12 +373,20 @@ func standIns(ctx context.Context, b *testing.B, kc kubernetes.Interface, cloud 
 			}
 		}
 	}()
-	return func() {
+	stop = func() {
 		cancel()
 		pvcs.Stop()
 		svcs.Stop()
+		<-pvcs.Done()
+		<-svcs.Done()
 		wg.Wait()
 	}
+	lastDelete = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}
+	return stop, lastDelete
 }
 
 // releasePV deletes a PV, without its protection finalizer.

@@ -179,7 +179,7 @@ func routeAction(r *v1alpha1.DeorbitResource) remediation.Action {
 
 // waitForCloud waits until the cloud no longer shows the volumes and load balancers whose claim or
 // Service went (one list of the project per kind and look; a GET each when a list fails),
-// for at most CloudWaitTimeout; what is left then is the sweep's.
+// for at most CloudWaitTimeout; what is left then is the sweep's. The looks' schedule is lookAfter's.
 func (s *step) waitForCloud(ctx context.Context, cloud Cloud) (bool, time.Time) {
 	if err := s.resolveLoadBalancers(ctx, cloud); err != nil {
 		s.fail(err)
@@ -202,7 +202,7 @@ func (s *step) waitForCloud(ctx context.Context, cloud Cloud) (bool, time.Time) 
 	if left == 0 || elapsed >= s.in.Settings.CloudWaitTimeout {
 		return true, time.Time{}
 	}
-	return false, minTime(s.now.Add(s.pollAfter(elapsed)), s.st.PhaseStartTime.Add(s.in.Settings.CloudWaitTimeout))
+	return false, minTime(s.now.Add(s.lookAfter(elapsed, len(waiting), left)), s.st.PhaseStartTime.Add(s.in.Settings.CloudWaitTimeout))
 }
 
 // listedAway confirms rs with one list of the project per kind instead of one GET per resource: a list

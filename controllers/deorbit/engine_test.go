@@ -663,3 +663,54 @@ func boundClaims(cloud *memCloud, n int) []client.Object {
 	}
 	return objs
 }
+
+// The wait looks again after minPoll once a look finds some of the resources gone and others not (the
+// rest of a burst of deletes is due), and otherwise after a quarter of the time waited (to Poll).
+func TestWaitLooks(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		waited  time.Duration
+		deleted []string // of v1, v2, v3 (all Deleting before the look), those the cloud no longer shows
+		wantIn  time.Duration
+		done    bool
+	}{
+		{name: "nothing gone yet, early", waited: 0, wantIn: minPoll},
+		{name: "nothing gone yet, 8 s in", waited: 8 * time.Second, wantIn: 2 * time.Second},
+		{name: "nothing gone yet, an hour in", waited: 10 * time.Minute, wantIn: DefaultPoll},
+		{name: "some gone, 8 s in: the rest are due", waited: 8 * time.Second, deleted: []string{"v1"}, wantIn: minPoll},
+		{name: "some gone, 10 min in", waited: 10 * time.Minute, deleted: []string{"v1", "v2"}, wantIn: minPoll},
+		{name: "all gone", waited: 8 * time.Second, deleted: []string{"v1", "v2", "v3"}, done: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloud := newMemCloud()
+			st := &v1alpha1.DeorbitStatus{Phase: v1alpha1.DeorbitPhaseWaitForCloud,
+				StartTime: &metav1.Time{Time: start}, PhaseStartTime: &metav1.Time{Time: start}}
+			for _, id := range []string{"v1", "v2", "v3"} {
+				// "in-use": the memory cloud keeps showing it (a "deleting" one goes after one read).
+				cloud.vols[id] = &openstack.Volume{ID: id, Status: "in-use", Metadata: map[string]string{MetadataCluster: "c1"}}
+				st.Resources = append(st.Resources, v1alpha1.DeorbitResource{Type: v1alpha1.DeorbitVolume, ID: id, State: v1alpha1.DeorbitDeleting})
+			}
+			for _, id := range tc.deleted {
+				delete(cloud.vols, id)
+			}
+			clk := clocktesting.NewFakeClock(start.Add(tc.waited))
+			set := settings()
+			set.CloudWaitTimeout = time.Hour
+			in := Input{Target: target(), Settings: set, Workload: workloadClient(t), Cloud: cloud, Policy: &asker{}}
+			res := (&Engine{Clock: clk}).Step(context.Background(), in, st)
+			if tc.done {
+				if st.Phase == v1alpha1.DeorbitPhaseWaitForCloud {
+					t.Fatalf("still waiting with nothing left: next in %s", res.Next.Sub(clk.Now()))
+				}
+				return
+			}
+			if st.Phase != v1alpha1.DeorbitPhaseWaitForCloud {
+				t.Fatalf("phase %s, want WaitForCloud", st.Phase)
+			}
+			if got := res.Next.Sub(clk.Now()); got != tc.wantIn {
+				t.Errorf("next look in %s, want %s", got, tc.wantIn)
+			}
+		})
+	}
+}
