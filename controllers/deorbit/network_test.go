@@ -157,6 +157,7 @@ func TestSweepNetwork(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		setup       func(*memCloud, *Input, *asker)
+		mutate      func(*memCloud, int)
 		wantPhase   string
 		wantDeleted []string
 		wantKept    []string
@@ -182,6 +183,32 @@ func TestSweepNetwork(t *testing.T) {
 				}
 				if state(st, v1alpha1.DeorbitPort, "p-forged") != "(untracked)" || state(st, v1alpha1.DeorbitFloatingIP, "f-other") != "(untracked)" {
 					t.Errorf("a port or floating IP not the cluster's was tracked: %+v", st.Resources)
+				}
+			},
+		},
+		{
+			// Whoever writes the workload cluster can annotate a Service with any load balancer's ID:
+			// deorbit waits on it, but its VIP port is never the cluster's, even once it is gone.
+			name: "a Service annotated with another cluster's load balancer",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				if err := in.Workload.Create(context.Background(), lbService("app", "evil", "lb-sub")); err != nil {
+					panic(err)
+				}
+			},
+			mutate: func(c *memCloud, i int) {
+				if i == 2 {
+					c.mu.Lock()
+					delete(c.lbs, "lb-sub") // its own cluster's deorbit deleted it; Octavia left p-sub
+					c.mu.Unlock()
+				}
+			},
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantDeleted: ours, wantKept: theirs,
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, a *asker, m *Metrics) {
+				if s := state(st, v1alpha1.DeorbitPort, "p-sub"); s != "(untracked)" {
+					t.Errorf("p-sub, the VIP port of another cluster's load balancer, is tracked: %s", s)
+				}
+				if _, ok := c.net.ports["p-sub"]; !ok {
+					t.Errorf("p-sub was deleted")
 				}
 			},
 		},
@@ -258,7 +285,11 @@ func TestSweepNetwork(t *testing.T) {
 			m := NewMetrics(nil)
 			e := &Engine{Clock: clk, Rand: func() float64 { return 0.5 }, Workers: 3, Metrics: m}
 			st := &v1alpha1.DeorbitStatus{}
-			_, steps := run(t, e, clk, in, st, 500, nil)
+			var mutate func(int, *Input)
+			if tc.mutate != nil {
+				mutate = func(i int, _ *Input) { tc.mutate(cloud, i) }
+			}
+			_, steps := run(t, e, clk, in, st, 500, mutate)
 			if st.Phase != tc.wantPhase {
 				t.Fatalf("after %d steps: phase %s (last error %q), want %s; resources %+v", steps, st.Phase, st.LastError, tc.wantPhase, st.Resources)
 			}
