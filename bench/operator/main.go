@@ -55,6 +55,7 @@ type options struct {
 	sizes                                 []int
 	latency, interval, window, slack      time.Duration
 	warmup                                time.Duration // longest wait for every cluster's first pass (0: two intervals + 30 s)
+	cleanup                               bool          // delete the clusters at the end
 	workers, routegcWorkers               int
 	operatorLogLevel                      string
 	replicas                              []int    // with -replicas: sharded runs, one per count
@@ -125,6 +126,7 @@ func main() {
 	flag.DurationVar(&o.interval, "interval", 30*time.Second, "route collector interval of every VitalsCluster, and the operators' --access-interval and --flight-interval")
 	flag.DurationVar(&o.window, "window", 60*time.Second, "how long to measure once every cluster had its first pass")
 	flag.DurationVar(&o.slack, "slack", 2*time.Second, "how much later than its interval a pass may come (status write, list period) before it counts as late")
+	flag.BoolVar(&o.cleanup, "cleanup", true, "delete the VitalsClusters and their namespace at the end (false: leave them to the apiserver's own end, as run.sh's private one)")
 	flag.DurationVar(&o.warmup, "warmup", 0, "longest wait for every cluster's first pass before the window (0: two intervals + 30 s)")
 	flag.IntVar(&o.routegcWorkers, "routegc-workers", 0, "--routegc-workers of the operator (0: its default)")
 	flag.StringVar(&o.operatorLogLevel, "operator-log-level", "warn", "--log-level of the operator (its log is in the work directory)")
@@ -307,6 +309,9 @@ func run(ctx context.Context, o options, n int) ([]result, error) {
 
 	// Leave nothing behind: once the operators are gone, drop the finalizers they set, then the namespace.
 	defer func() {
+		if !o.cleanup {
+			return
+		}
 		var list v1alpha1.VitalsClusterList
 		if err := c.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			fmt.Fprintf(os.Stderr, "operator-bench: list VitalsClusters of %s: %v\n", ns, err)

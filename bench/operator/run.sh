@@ -29,5 +29,5 @@ step "install the VitalsCluster CRD" kubectl apply --server-side -f deploy/crds/
 kubectl wait --for=condition=Established crd/vitalsclusters.vitals.vitalsproject.io --timeout=60s >/dev/null
 go build -o "$DIR/operator-bench" ./bench/operator
 echo "command: operator-bench $*"
-"$DIR/operator-bench" -kubeconfig "$KUBECONFIG" -vitals bin/vitals -cloudsim bin/vitals-cloudsim -work "$DIR" "$@"
+"$DIR/operator-bench" -kubeconfig "$KUBECONFIG" -vitals bin/vitals -cloudsim bin/vitals-cloudsim -work "$DIR" -cleanup=false "$@"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
