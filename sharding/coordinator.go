@@ -120,8 +120,10 @@ type Coordinator struct {
 	// until: the ranges this replica holds, each with the end of its fenced validity (last renewal sent +
 	// lease duration - safety margin).
 	until map[int]time.Time
-	// version: the resourceVersion of each held range's Lease as this replica last wrote it.
+	// version: the resourceVersion of each held range's Lease as this replica last wrote it; written:
+	// that Lease (renewed from it, without waiting for the round's list).
 	version map[int]string
+	written map[int]*coordinationv1.Lease
 	// releasing: ranges given up (no longer acted on), with the time their release may be written.
 	releasing map[int]time.Time
 	// seen: each foreign Lease's resourceVersion and when this replica first saw it.
@@ -150,7 +152,7 @@ func New(o Options) (*Coordinator, error) {
 	}
 	return &Coordinator{
 		opts: o, space: sp, lease: o.Leases.Leases(o.Namespace),
-		until: map[int]time.Time{}, version: map[int]string{}, releasing: map[int]time.Time{},
+		until: map[int]time.Time{}, version: map[int]string{}, written: map[int]*coordinationv1.Lease{}, releasing: map[int]time.Time{},
 		seen: map[string]observation{}, changed: make(chan struct{}),
 	}, nil
 }
@@ -322,9 +324,9 @@ func (c *Coordinator) leave() {
 	c.opts.Logger.Info("shard coordinator stopped", "identity", c.opts.Identity, "released", len(rel))
 }
 
-// Round renews the membership, reads every Lease of the set, and moves towards the assignment: it gives
-// up the ranges beyond its share, renews the rest, releases the ranges given up a safety margin ago, and
-// takes its free or expired ranges. Start calls it every RenewInterval; tests may call it directly.
+// Round renews the held ranges and the membership, reads every Lease of the set, and moves towards the
+// assignment: it gives up the ranges beyond its share, releases the ranges given up a safety margin ago,
+// and takes its free or expired ranges. Start calls it every RenewInterval; tests may call it directly.
 func (c *Coordinator) Round(ctx context.Context) {
 	// a round longer than the fenced validity is of no use: give up and try again at the next tick
 	ctx, cancel := context.WithTimeout(ctx, c.opts.LeaseDuration-c.opts.SafetyMargin)
@@ -343,6 +345,7 @@ func (c *Coordinator) Round(ctx context.Context) {
 			c.opts.Logger.Warn("shard range lapsed", "identity", c.opts.Identity, "range", i, "bounds", c.space.Bounds(i))
 			delete(c.until, i)
 			delete(c.version, i)
+			delete(c.written, i)
 			c.changedLocked()
 		}
 	}
@@ -351,6 +354,28 @@ func (c *Coordinator) Round(ctx context.Context) {
 }
 
 func (c *Coordinator) round(ctx context.Context) error {
+	// The held ranges are renewed at once, from their Leases as this replica last wrote them, beside the
+	// membership and the list: a slow list (an API server loaded by thousands of clusters) must not make
+	// them lapse, which would make the informers list again and load it more (docs/benchmarks.md, issue 17).
+	c.mu.Lock()
+	held := make(map[int]*coordinationv1.Lease, len(c.until))
+	for i := range c.until {
+		held[i] = c.written[i]
+	}
+	c.mu.Unlock()
+	var renewals sync.WaitGroup
+	for i, l := range held {
+		renewals.Go(func() { c.renew(ctx, i, l) })
+	}
+	err := c.assign(ctx)
+	renewals.Wait()
+	return err
+}
+
+// assign renews the membership, reads every Lease of the set, and moves towards the assignment: it gives
+// up the ranges beyond its share, releases the ranges given up a safety margin ago, and takes its free or
+// expired ranges.
+func (c *Coordinator) assign(ctx context.Context) error {
 	if err := c.renewMembership(ctx); err != nil {
 		return err
 	}
@@ -396,7 +421,6 @@ func (c *Coordinator) round(ctx context.Context) error {
 			c.fenceLocked(i, now)
 		}
 	}
-	renew := map[int]*coordinationv1.Lease{}
 	take := map[int]*coordinationv1.Lease{}
 	for i, l := range ranges {
 		if want[i] != c.opts.Identity {
@@ -405,9 +429,7 @@ func (c *Coordinator) round(ctx context.Context) error {
 		if _, ok := c.releasing[i]; ok {
 			continue // released first, taken again in a later round
 		}
-		if _, ok := c.until[i]; ok {
-			renew[i] = l
-		} else if holders[i] == "" {
+		if _, ok := c.until[i]; !ok && holders[i] == "" {
 			take[i] = l
 		}
 	}
@@ -420,11 +442,8 @@ func (c *Coordinator) round(ctx context.Context) error {
 	c.mu.Unlock()
 
 	c.release(ctx, due)
-	// one request per range, all at once: a round's length does not grow with the ranges held
+	// one request per range, all at once: a round's length does not grow with the ranges taken
 	var wg sync.WaitGroup
-	for i, l := range renew {
-		wg.Go(func() { c.renew(ctx, i, l) })
-	}
 	for i, l := range take {
 		wg.Go(func() { c.take(ctx, i, l) })
 	}
@@ -469,7 +488,8 @@ func (c *Coordinator) changedLocked() {
 	c.changed = make(chan struct{})
 }
 
-// renew writes a held range's renewal; a conflict means it is lost (stop acting at once).
+// renew writes a held range's renewal over l, its Lease as this replica last wrote it; a conflict means
+// it is lost (stop acting at once).
 func (c *Coordinator) renew(ctx context.Context, i int, l *coordinationv1.Lease) {
 	c.mu.Lock()
 	version := c.version[i]
@@ -494,7 +514,10 @@ func (c *Coordinator) renew(ctx context.Context, i int, l *coordinationv1.Lease)
 	c.mu.Lock()
 	if _, ok := c.until[i]; ok {
 		c.until[i] = sent.Add(c.opts.LeaseDuration - c.opts.SafetyMargin)
-		c.version[i] = got.ResourceVersion
+	}
+	if _, ok := c.version[i]; ok {
+		// held, or given up meanwhile (fenced by this round): its release is written over this version
+		c.version[i], c.written[i] = got.ResourceVersion, got
 	}
 	c.mu.Unlock()
 }
@@ -507,6 +530,7 @@ func (c *Coordinator) lost(i int, why string) {
 	}
 	delete(c.until, i)
 	delete(c.version, i)
+	delete(c.written, i)
 	c.opts.Logger.Warn("shard range lost", "identity", c.opts.Identity, "range", i, "bounds", c.space.Bounds(i), "why", why)
 	c.changedLocked()
 }
@@ -547,7 +571,7 @@ func (c *Coordinator) take(ctx context.Context, i int, l *coordinationv1.Lease) 
 	}
 	c.mu.Lock()
 	c.until[i] = sent.Add(c.opts.LeaseDuration - c.opts.SafetyMargin)
-	c.version[i] = got.ResourceVersion
+	c.version[i], c.written[i] = got.ResourceVersion, got
 	prev := ""
 	if l != nil {
 		prev = holder(l)
@@ -565,6 +589,7 @@ func (c *Coordinator) release(ctx context.Context, due map[int]time.Time) {
 		version := c.version[i]
 		delete(c.releasing, i)
 		delete(c.version, i)
+		delete(c.written, i)
 		c.mu.Unlock()
 		l, err := c.lease.Get(ctx, c.rangeName(i), metav1.GetOptions{})
 		if err != nil || holder(l) != c.opts.Identity || l.ResourceVersion != version {

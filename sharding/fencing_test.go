@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	kclient "k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/vitalsproject/vitals/internal/faultproxy"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/sharding"
 )
@@ -162,5 +164,54 @@ func TestDetail(t *testing.T) {
 		if got := b.Detail(); got != s.wantB {
 			t.Errorf("step %d: b: %q, want %q", k, got, s.wantB)
 		}
+	}
+}
+
+// TestRenewalsOutliveAFailingList: while the API server fails the list of the set's Leases (as a loaded
+// one times it out), a replica renews the ranges it holds all the same, from the Leases it last wrote,
+// and keeps acting on them: a lapse would make its informers list every cluster again, loading the API
+// server more (the 10,000-cluster bench). The real API server, behind the fault proxy.
+func TestRenewalsOutliveAFailingList(t *testing.T) {
+	const (
+		lease  = 15 * time.Second
+		renew  = 5 * time.Second
+		margin = 5 * time.Second
+	)
+	cfg := testenv.Kube(t)
+	p, pcfg, err := faultproxy.NewKube(cfg, faultproxy.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	ns, _, _ := newNamespace(t, cfg)
+	cs, err := kclient.NewForConfig(pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	a, err := sharding.New(sharding.Options{Leases: cs.CoordinationV1(), Namespace: ns, Name: "slow", Identity: "a",
+		Ranges: 4, LeaseDuration: lease, RenewInterval: renew, SafetyMargin: margin, Clock: clk,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a.Round(ctx)
+	if got := acting(a); got != 4 {
+		t.Fatalf("after the first round: acts on %d ranges, want 4", got)
+	}
+	if err := p.Add(faultproxy.Rule{Name: "list", Method: "GET", Path: "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases",
+		Fault: faultproxy.Status(503, faultproxy.StyleKube, "the server is currently unable to handle the request")}); err != nil {
+		t.Fatal(err)
+	}
+	for k := range 6 { // 30 s: three times the fenced validity (lease - margin)
+		clk.Step(renew)
+		a.Round(ctx)
+		if got := acting(a); got != 4 {
+			t.Fatalf("round %d with the list failing: acts on %d ranges, want 4", k, got)
+		}
+	}
+	if p.Count("list") == 0 {
+		t.Fatal("the list was never failed")
 	}
 }
