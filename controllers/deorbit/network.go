@@ -133,8 +133,19 @@ func (s *step) network(ctx context.Context, cloud Cloud, lbs []openstack.LoadBal
 			r.LastError = fmt.Sprintf("floating IP is on port %s, which is not the VIP port of a load balancer of the cluster: never deleted", f.PortID)
 			continue
 		}
-		id := f.ID
-		ds = s.networkDeletion(ds, r, func(ctx context.Context) error { return cloud.DeleteFloatingIP(ctx, id) })
+		id, port := f.ID, f.PortID
+		ds = s.networkDeletion(ds, r, func(ctx context.Context) error {
+			// Read again right before: a cloud controller manager may have just put it on another
+			// cluster's load balancer (a Service's spec.loadBalancerIP names a free address).
+			cur, err := cloud.GetFloatingIP(ctx, id)
+			if err != nil {
+				return err
+			}
+			if cur.PortID != port || !OwnsFloatingIPDescription(cluster, cur.Description) {
+				return fmt.Errorf("floating IP %s changed since it was listed (port %q, description %q): not deleted", id, cur.PortID, cur.Description)
+			}
+			return cloud.DeleteFloatingIP(ctx, id)
+		})
 	}
 	return ds, true
 }

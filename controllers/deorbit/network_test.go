@@ -24,6 +24,8 @@ type memNet struct {
 	fips  map[string]*openstack.FloatingIP
 	// failLists: the next n lists of floating IPs fail.
 	failLists int
+	// afterList, when set, changes the floating IPs after a list answered (once).
+	afterList func(*memNet)
 }
 
 func (m *memCloud) withNet() *memNet {
@@ -90,6 +92,10 @@ func (m *memCloud) ListFloatingIPs(ctx context.Context, o openstack.ListOpts) ([
 		}
 		for _, f := range m.net.fips {
 			out = append(out, *f)
+		}
+		if after := m.net.afterList; after != nil {
+			m.net.afterList = nil
+			after(m.net)
 		}
 	}
 	return out, nil
@@ -209,6 +215,18 @@ func TestSweepNetwork(t *testing.T) {
 				}
 				if _, ok := c.net.ports["p-sub"]; !ok {
 					t.Errorf("p-sub was deleted")
+				}
+			},
+		},
+		{
+			name: "a floating IP put on a server's port between the list and the delete: kept",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				c.net.afterList = func(n *memNet) { n.fips["f-loose"].PortID = "p-server" }
+			},
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantDeleted: []string{"p-web", "p-orphan", "f-web"}, wantKept: append([]string{"f-loose"}, theirs...),
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, a *asker, m *Metrics) {
+				if s := state(st, v1alpha1.DeorbitFloatingIP, "f-loose"); s != v1alpha1.DeorbitKept {
+					t.Errorf("f-loose state %s, want Kept", s)
 				}
 			},
 		},
