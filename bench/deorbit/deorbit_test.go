@@ -44,6 +44,8 @@ var (
 	flagLimits  = flag.Bool("deorbit.unlimited", false, "lift the client-side rate limits (the cloud's 10/s, the workload cluster's 20/s) to see the engine alone")
 	flagBudget  = flag.Int("deorbit.budget", deorbit.DefaultBudget, "the most deletes one step issues (spec.controllers.deorbit.budget)")
 	flagWorkers = flag.Int("deorbit.workers", deorbit.DefaultWorkers, "deletes and reads running at once (--deorbit-parallel-deletes)")
+	flagWQPS    = flag.Float64("deorbit.workload-qps", 20, "requests per second to the workload cluster (--workload-qps)")
+	flagWBurst  = flag.Int("deorbit.workload-burst", 40, "request burst to the workload cluster (--workload-burst)")
 )
 
 // project and user of the simulated cloud the cluster lives in.
@@ -83,7 +85,7 @@ func BenchmarkDeorbit(b *testing.B) {
 	}
 
 	// The engine's clients, with the rate limits the operator gives them (or none).
-	cloudQPS, lim := 0.0, workload.Limits{}
+	cloudQPS, lim := 0.0, workload.Limits{QPS: float32(*flagWQPS), Burst: *flagWBurst}
 	if *flagLimits {
 		cloudQPS, lim = -1, workload.Limits{QPS: 10000, Burst: 10000}
 	}
@@ -95,9 +97,6 @@ func BenchmarkDeorbit(b *testing.B) {
 	}
 	wcfg := kube.Config()
 	wcfg.QPS, wcfg.Burst = lim.QPS, lim.Burst
-	if wcfg.QPS == 0 {
-		wcfg.QPS, wcfg.Burst = 20, 40 // workload.Access's defaults
-	}
 	wl, err := client.New(wcfg, client.Options{})
 	if err != nil {
 		b.Fatal(err)
