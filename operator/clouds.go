@@ -20,10 +20,11 @@ import (
 // ConnectFunc connects to one cloud.
 type ConnectFunc func(ctx context.Context, a openstack.Auth) (*openstack.Cloud, error)
 
-// DefaultConnect connects with openstack.Connect, registering request metrics on reg.
-func DefaultConnect(reg prometheus.Registerer, log *slog.Logger) ConnectFunc {
+// DefaultConnect connects with openstack.Connect, at most qps requests a second (burst), registering
+// request metrics on reg.
+func DefaultConnect(reg prometheus.Registerer, log *slog.Logger, qps float64, burst int) ConnectFunc {
 	return func(ctx context.Context, a openstack.Auth) (*openstack.Cloud, error) {
-		return openstack.Connect(ctx, openstack.Config{Auth: a, Registerer: reg, Logger: log})
+		return openstack.Connect(ctx, openstack.Config{Auth: a, QPS: qps, Burst: burst, Registerer: reg, Logger: log})
 	}
 }
 
@@ -128,11 +129,11 @@ func (l *lazyCloud) connection(ctx context.Context) (tenancy.Connection, error) 
 	return c, nil
 }
 
-// tenantConnect connects with a cluster's own credentials, over the transport tenancy chose,
-// registering request metrics on reg.
-func tenantConnect(reg prometheus.Registerer, log *slog.Logger) tenancy.ConnectFunc {
+// tenantConnect connects with a cluster's own credentials, over the transport tenancy chose, at most
+// qps requests a second (burst), registering request metrics on reg.
+func tenantConnect(reg prometheus.Registerer, log *slog.Logger, qps float64, burst int) tenancy.ConnectFunc {
 	return func(ctx context.Context, a openstack.Auth, tr http.RoundTripper) (tenancy.Connection, error) {
-		c, err := openstack.Connect(ctx, openstack.Config{Auth: a, Transport: tr, Registerer: reg, Logger: log})
+		c, err := openstack.Connect(ctx, openstack.Config{Auth: a, Transport: tr, QPS: qps, Burst: burst, Registerer: reg, Logger: log})
 		if err != nil {
 			return nil, err
 		}

@@ -130,6 +130,11 @@ type Options struct {
 	// WorkloadQPS and WorkloadBurst limit the requests to each workload cluster (default 20 and 40).
 	WorkloadQPS   float32
 	WorkloadBurst int
+	// CloudQPS and CloudBurst limit the requests of each cloud connection, to all its services together:
+	// the operator's own, and each cluster's with its own credentials (default DefaultCloudQPS and
+	// DefaultCloudBurst).
+	CloudQPS   float64
+	CloudBurst int
 
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
@@ -154,6 +159,12 @@ const DefaultFlightWorkers = 10
 const (
 	DefaultDeorbitWorkers         = 4
 	DefaultDeorbitParallelDeletes = 8
+)
+
+// DefaultCloudQPS and DefaultCloudBurst are the defaults of Options.CloudQPS and Options.CloudBurst.
+const (
+	DefaultCloudQPS   = 10
+	DefaultCloudBurst = 20
 )
 
 // DefaultKubeQPS and DefaultKubeBurst limit the operator's requests to its Kubernetes API server when
@@ -233,7 +244,13 @@ func (o *Options) defaults() {
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
 	}
+	if o.CloudQPS <= 0 {
+		o.CloudQPS = DefaultCloudQPS
+	}
+	if o.CloudBurst <= 0 {
+		o.CloudBurst = max(1, int(2*o.CloudQPS))
+	}
 	if o.Connect == nil {
-		o.Connect = DefaultConnect(o.Registry, o.Logger)
+		o.Connect = DefaultConnect(o.Registry, o.Logger, o.CloudQPS, o.CloudBurst)
 	}
 }

@@ -65,6 +65,8 @@ type operatorFlags struct {
 	allowLoopbackWorkload   bool
 	workloadQPS             float32
 	workloadBurst           int
+	cloudQPS                int
+	cloudBurst              int
 	trustNamespaces         []string
 	trustedAuthURLs         []string
 	podCIDRLimit4           int
@@ -161,6 +163,9 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   # per workload cluster
   workload_qps = 20
   workload_burst = 40
+  # per cloud connection (the operator's own, each cluster's credentials'), all services together
+  cloud_qps = 10
+  cloud_burst = 20
   # may use the operator's credentials; default: none
   trust_namespaces = infra
   # Keystone URLs trusted for credentials Secrets
@@ -242,6 +247,8 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.BoolVar(&f.allowLoopbackWorkload, "allow-loopback-workload", false, "accept workload kubeconfigs whose server is on a loopback address (the operator's own host: for tests and single-host setups)")
 	fl.Float32Var(&f.workloadQPS, "workload-qps", 20, "requests per second to each workload cluster")
 	fl.IntVar(&f.workloadBurst, "workload-burst", 40, "request burst to each workload cluster")
+	fl.IntVar(&f.cloudQPS, "cloud-qps", operator.DefaultCloudQPS, "requests per second of each cloud connection (the operator's own, each cluster's credentials'), to all its services together")
+	fl.IntVar(&f.cloudBurst, "cloud-burst", operator.DefaultCloudBurst, "request burst of each cloud connection")
 	fl.StringArrayVar(&f.trustNamespaces, "trust-namespace", nil, "namespace whose VitalsClusters may use the operator's own OpenStack credentials (repeatable; default: none)")
 	fl.StringArrayVar(&f.trustedAuthURLs, "trusted-auth-url", nil, "Keystone URL prefix whose catalog is trusted for credentials Secrets, e.g. https://keystone.example:5000/v3 (repeatable; the operator's own is always trusted)")
 	fl.IntVar(&f.podCIDRLimit4, "pod-cidr-limit-v4", 12, "shortest prefix length of an IPv4 pod CIDR a VitalsCluster may claim (12: a /11 is refused)")
@@ -303,6 +310,9 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	if f.workloadQPS <= 0 || f.workloadBurst <= 0 {
 		return o, &config.Error{Field: "--workload-qps/--workload-burst", Msg: fmt.Sprintf("expected positive numbers, got %g and %d", f.workloadQPS, f.workloadBurst)}
 	}
+	if f.cloudQPS < 1 || f.cloudQPS > 10000 || f.cloudBurst < 1 || f.cloudBurst > 10000 {
+		return o, &config.Error{Field: "--cloud-qps/--cloud-burst", Msg: fmt.Sprintf("expected 1 to 10000, got %d and %d", f.cloudQPS, f.cloudBurst)}
+	}
 	if f.routegcInterval < time.Second {
 		return o, &config.Error{Field: "--routegc-interval", Msg: fmt.Sprintf("expected at least 1s, got %s", f.routegcInterval)}
 	}
@@ -363,6 +373,7 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	o.AllowLocalWorkload, o.AllowInsecureWorkload = f.allowLocalWorkload, f.allowInsecureWorkload
 	o.AllowLoopbackWorkload = f.allowLoopbackWorkload
 	o.WorkloadQPS, o.WorkloadBurst = f.workloadQPS, f.workloadBurst
+	o.CloudQPS, o.CloudBurst = float64(f.cloudQPS), f.cloudBurst
 	o.TrustedNamespaces, o.TrustedAuthURLs = f.trustNamespaces, f.trustedAuthURLs
 	o.MaxPodPrefix4, o.MaxPodPrefix6, o.AccessInterval, o.AccessWorkers = f.podCIDRLimit4, f.podCIDRLimit6, f.accessInterval, f.accessWorkers
 	if f.sharding {
@@ -420,7 +431,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	op := ini.Section("operator")
 	op.CheckKnown("metrics_bind_address", "leader_elect", "leader_election_namespace", "leader_election_id",
 		"routegc_interval", "routegc_budget", "routegc_workers", "flight_interval", "flight_budget", "flight_workers", "deorbit_workers", "deorbit_parallel_deletes", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
-		"allow_local_workload", "allow_insecure_workload", "allow_loopback_workload", "workload_qps", "workload_burst",
+		"allow_local_workload", "allow_insecure_workload", "allow_loopback_workload", "workload_qps", "workload_burst", "cloud_qps", "cloud_burst",
 		"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap",
 		"trust_namespaces", "trusted_auth_urls", "pod_cidr_limit_v4", "pod_cidr_limit_v6", "access_interval", "access_workers",
 		"sharding", "shard_ranges", "shard_client_side", "shard_lease_duration", "shard_renew_interval", "shard_safety_margin")
@@ -452,6 +463,8 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.allowLoopbackWorkload = op.Bool("allow_loopback_workload", f.allowLoopbackWorkload)
 	f.workloadQPS = float32(op.IntRange("workload_qps", int(f.workloadQPS), 1, 10000))
 	f.workloadBurst = op.IntRange("workload_burst", f.workloadBurst, 1, 10000)
+	f.cloudQPS = op.IntRange("cloud_qps", f.cloudQPS, 1, 10000)
+	f.cloudBurst = op.IntRange("cloud_burst", f.cloudBurst, 1, 10000)
 	f.trustNamespaces = op.List("trust_namespaces", f.trustNamespaces)
 	f.trustedAuthURLs = op.List("trusted_auth_urls", f.trustedAuthURLs)
 	f.podCIDRLimit4 = op.IntRange("pod_cidr_limit_v4", f.podCIDRLimit4, 1, 32)

@@ -58,6 +58,7 @@ routegc_interval = 30
 routegc_budget = 5
 allow_local_workload = true
 workload_qps = 7
+cloud_qps = 30
 `)
 	tests := []struct {
 		name  string
@@ -84,6 +85,9 @@ workload_qps = 7
 			if o.local || o.insecure || o.qps != 20 || o.burst != 40 {
 				t.Errorf("workload access defaults: got %+v", o)
 			}
+			if o.cloudQPS != 10 || o.cloudBurst != 20 {
+				t.Errorf("cloud limits: got %g and %d, want 10 and 20", o.cloudQPS, o.cloudBurst)
+			}
 			if o.limits != remediation.DefaultLimits() || o.pauseCM != "vitals-remediation" {
 				t.Errorf("remediation %+v, pause ConfigMap %q; want the defaults", o.limits, o.pauseCM)
 			}
@@ -91,6 +95,11 @@ workload_qps = 7
 		{"workload access from the file and flags", []string{"--config", ini, "--allow-insecure-workload", "--workload-burst", "9"}, func(t *testing.T, o operatorOptionsView) {
 			if !o.local || !o.insecure || o.qps != 7 || o.burst != 9 {
 				t.Errorf("got %+v", o)
+			}
+		}},
+		{"cloud limits from the file and flags", []string{"--config", ini, "--cloud-burst", "100"}, func(t *testing.T, o operatorOptionsView) {
+			if o.cloudQPS != 30 || o.cloudBurst != 100 {
+				t.Errorf("cloud limits: got %g and %d, want 30 and 100", o.cloudQPS, o.cloudBurst)
 			}
 		}},
 		{"flag turns local access off again", []string{"--config", ini, "--allow-local-workload=false"}, func(t *testing.T, o operatorOptionsView) {
@@ -125,7 +134,7 @@ workload_qps = 7
 				t.Fatal(err)
 			}
 			v := operatorOptionsView{health: o.HealthAddr, ns: o.Namespace, leader: o.LeaderElect, interval: o.RouteGCInterval, budget: *o.RouteGCBudget,
-				local: o.AllowLocalWorkload, insecure: o.AllowInsecureWorkload, qps: o.WorkloadQPS, burst: o.WorkloadBurst,
+				local: o.AllowLocalWorkload, insecure: o.AllowInsecureWorkload, qps: o.WorkloadQPS, burst: o.WorkloadBurst, cloudQPS: o.CloudQPS, cloudBurst: o.CloudBurst,
 				limits: *o.Remediation, pauseCM: o.PauseConfigMap}
 			if o.Cloud != nil {
 				v.authURL = o.Cloud.Options.IdentityEndpoint
@@ -145,6 +154,8 @@ type operatorOptionsView struct {
 	insecure   bool
 	qps        float32
 	burst      int
+	cloudQPS   float64
+	cloudBurst int
 	limits     remediation.Limits
 	pauseCM    string
 }
@@ -206,6 +217,8 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 		{"bad log level", "", []string{"--log-level", "loud"}, []string{"--log-level"}},
 		{"bad workload qps", "[operator]\nworkload_qps = 0\n", nil, []string{"operator.conf:2", "operator.workload_qps"}},
 		{"bad workload burst flag", "", []string{"--workload-burst", "0"}, []string{"--workload-qps/--workload-burst"}},
+		{"bad cloud qps", "[operator]\ncloud_qps = 0\n", nil, []string{"operator.conf:2", "operator.cloud_qps"}},
+		{"bad cloud burst flag", "", []string{"--cloud-burst", "0"}, []string{"--cloud-qps/--cloud-burst"}},
 		{"negative routegc budget", "", []string{"--routegc-budget", "-1"}, []string{"--routegc-budget", "0 (no removals)"}},
 		{"negative remediation budget", "", []string{"--remediation-budget", "-5"}, []string{"--remediation-budget"}},
 		{"zero window", "", []string{"--remediation-window", "0s"}, []string{"--remediation-window"}},
