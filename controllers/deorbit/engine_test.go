@@ -677,7 +677,7 @@ func TestWaitLooks(t *testing.T) {
 	}{
 		{name: "nothing gone yet, early", waited: 0, wantIn: minPoll},
 		{name: "nothing gone yet, 8 s in", waited: 8 * time.Second, wantIn: 2 * time.Second},
-		{name: "nothing gone yet, an hour in", waited: 10 * time.Minute, wantIn: DefaultPoll},
+		{name: "nothing gone yet, 10 min in", waited: 10 * time.Minute, wantIn: DefaultPoll},
 		{name: "some gone, 8 s in: the rest are due", waited: 8 * time.Second, deleted: []string{"v1"}, wantIn: minPoll},
 		{name: "some gone, 10 min in", waited: 10 * time.Minute, deleted: []string{"v1", "v2"}, wantIn: minPoll},
 		{name: "all gone", waited: 8 * time.Second, deleted: []string{"v1", "v2", "v3"}, done: true},
