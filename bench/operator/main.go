@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -177,7 +178,7 @@ func main() {
 			r.Clusters, r.Passes, r.ExpectedPasses, r.PassP50, r.PassP99, r.PassMaxBucket, r.GapP50, r.GapP99, r.GapMax,
 			r.LateGaps, r.Gaps, r.RSSMiBAvg, r.RSSMiBMax, r.HeapInUseMiB, r.CPUCoresAvg, r.SimCPUCoresAvg)
 	}
-	b, _ := json.Marshal(results)
+	b, _ := json.Marshal(jsonSafe(results...))
 	fmt.Printf("\njson: %s\n", b)
 }
 
@@ -340,7 +341,7 @@ func run(ctx context.Context, o options, n int) ([]result, error) {
 			}
 			r.SetupSeconds = res.SetupSeconds
 			printResult(r, o)
-			b, _ := json.Marshal(r)
+			b, _ := json.Marshal(jsonSafe(r)[0])
 			fmt.Printf("json %d replicas %s: %s\n", reps, mode, b) // per replica, before the next run
 			shardedHeader()
 			shardedRows(r)
@@ -1102,7 +1103,7 @@ func printSharded(results []result) {
 	for _, r := range results {
 		shardedRows(r)
 	}
-	b, _ := json.Marshal(results)
+	b, _ := json.Marshal(jsonSafe(results...))
 	fmt.Printf("\njson: %s\n", b)
 }
 
@@ -1133,4 +1134,26 @@ func rates(counts map[string]float64, seconds float64) string {
 		parts = append(parts, fmt.Sprintf("%s %.1f", k, counts[k]/seconds))
 	}
 	return fmt.Sprintf("%.1f (%s)", total/seconds, strings.Join(parts, ", "))
+}
+
+// jsonSafe replaces the pass durations above the highest bucket (+Inf, which JSON cannot hold) by -1.
+func jsonSafe(rs ...result) []result {
+	finite := func(v *float64) {
+		if math.IsInf(*v, 0) {
+			*v = -1
+		}
+	}
+	out := make([]result, len(rs))
+	for i, r := range rs {
+		finite(&r.PassP50)
+		finite(&r.PassP99)
+		finite(&r.PassMaxBucket)
+		r.PerReplica = slices.Clone(r.PerReplica)
+		for k := range r.PerReplica {
+			finite(&r.PerReplica[k].PassP50)
+			finite(&r.PerReplica[k].PassP99)
+		}
+		out[i] = r
+	}
+	return out
 }
