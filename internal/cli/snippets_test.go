@@ -91,11 +91,12 @@ func docSnippets(t *testing.T) []snippet {
 	return out
 }
 
-// helpSnippets returns the INI examples of the commands' long help: the indented lines from a
-// "[section]" line to the first line that is not indented.
+// helpSnippets returns the INI examples of the commands' long help (the indented lines from a
+// "[section]" line to the first line that is not indented) and each command's Examples (command lines).
 func helpSnippets(t *testing.T) []snippet {
 	t.Helper()
 	var out []snippet
+	examples := 0
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		lines := strings.Split(c.Long, "\n")
@@ -110,14 +111,23 @@ func helpSnippets(t *testing.T) []snippet {
 			}
 			out = append(out, snippet{where: fmt.Sprintf("%s --help, line %d", c.CommandPath(), start+1), lang: "ini", body: strings.Join(body, "\n") + "\n"})
 		}
+		// The Examples section: command lines, parsed as a shell block is.
+		if c.Example != "" {
+			out = append(out, snippet{where: c.CommandPath() + " --help, Examples", lang: "sh", body: c.Example + "\n"})
+			examples++
+		}
 		for _, sub := range c.Commands() {
 			walk(sub)
 		}
 	}
 	walk(NewRootCommand(&bytes.Buffer{}, &bytes.Buffer{}))
 	walk(agentcmd.NewCommand("vitals-agent"))
-	if len(out) == 0 {
+	walk(cloudsimcmd.NewCommand(&bytes.Buffer{}, &bytes.Buffer{}))
+	if len(out) == examples {
 		t.Fatal("no INI example in any command's help: the extraction is broken")
+	}
+	if examples < 5 {
+		t.Fatalf("%d commands with examples in their help: the extraction is broken", examples)
 	}
 	return out
 }
@@ -299,6 +309,8 @@ func checkShell(t *testing.T, s snippet) error {
 				if _, err := os.Stat(filepath.Join(repoRoot(t), words[0])); err != nil {
 					return fmt.Errorf("%s: %w", line, err)
 				}
+			} else if strings.HasSuffix(s.where, "Examples") {
+				return fmt.Errorf("%s: an example of our help that runs none of our commands", line)
 			} else {
 				t.Logf("%s: not ours, not run: %s", s.where, line)
 			}

@@ -30,7 +30,7 @@ func newReportCommand(parent string) *cobra.Command {
 daemon would: one JSON line {"op":"ADD","result":"failure","pod":"ns/name","error":"..."}.
 Exit status 0 when the agent accepted it, 1 when it could not be delivered or was rejected.`,
 		Example: fmt.Sprintf(`  %[1]s report --op ADD --result failure --pod default/web-0 --error "no IP addresses available"
-  %[1]s report --op ADD --result success --pod default/web-0`, parent),
+  %[1]s report --op ADD --result success --pod default/web-0`, binaryOf(parent)),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep.Op = cnireport.Op(strings.ToUpper(op))
@@ -58,4 +58,13 @@ Exit status 0 when the agent accepted it, 1 when it could not be delivered or wa
 	clirun.CompleteValues(cmd, "op", string(cnireport.OpAdd), string(cnireport.OpDel), string(cnireport.OpCheck))
 	clirun.CompleteValues(cmd, "result", string(cnireport.Success), string(cnireport.Failure))
 	return cmd
+}
+
+// binaryOf is the command line that runs the agent command named use: the vitals-agent binary, or the
+// agent command of vitals.
+func binaryOf(use string) string {
+	if use == "vitals-agent" {
+		return use
+	}
+	return "vitals " + use
 }
