@@ -141,6 +141,11 @@ func TestOperatorChartSchema(t *testing.T) {
 		{"bad port", "agent:\n  port: 70000\n", "/agent/port"},
 		{"unknown log level", "operator:\n  logLevel: verbose\n", "/operator/logLevel"},
 		{"secrets namespaces not a list", "operator:\n  secrets:\n    namespaces: team-a\n", "/operator/secrets/namespaces"},
+		{"typo in resources", "operator:\n  resources:\n    limit: {memory: 1Gi}\n", "limit"},
+		{"typo in the agent's resources", "agent:\n  resources:\n    request: {cpu: 10m}\n", "request"},
+		{"typo in a toleration", "agent:\n  tolerations:\n    - {key: dedicated, operator: Exists, efect: NoSchedule}\n", "efect"},
+		{"unknown toleration operator", "operator:\n  tolerations:\n    - {key: dedicated, operator: In}\n", "/operator/tolerations/0/operator"},
+		{"typo in affinity", "operator:\n  affinity:\n    podAntiAfinity: {}\n", "podAntiAfinity"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
