@@ -2,14 +2,11 @@ package e2e
 
 // The chart's values as an operator uses them, rendered by real Helm: zero values stay zero, typos and wrong
 // types fail helm template (values.schema.json), the Secrets RBAC modes grant get on Secrets exactly where
-// asked, and the alert rules and the dashboard name metrics the code exports.
+// asked (chart_metrics_test.go: the alert rules and the dashboard name the metrics and labels the code exports).
 
 import (
-	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -263,110 +260,4 @@ func chartCheckMonitoring(t *testing.T, u *unstructured.Unstructured) {
 			t.Errorf("PrometheusRule %s holds no rules", u.GetName())
 		}
 	}
-}
-
-// exportedMetrics returns the metric names the code registers: string literals vitals_* in the non-test Go
-// files of the repository (with a histogram's _bucket, _sum and _count), and Prometheus' own up.
-func exportedMetrics(t *testing.T) map[string]bool {
-	t.Helper()
-	lit := regexp.MustCompile(`"(vitals_[a-z0-9_]+)"`)
-	names := map[string]bool{"up": true}
-	root := opRepoRoot()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "test" || d.Name() == "vendor") && path != root {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, m := range lit.FindAllStringSubmatch(string(data), -1) {
-			names[m[1]] = true
-			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-				names[m[1]+suffix] = true
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return names
-}
-
-// agreedMetrics are the names the deorbit and flight controllers agreed to export (their alerts are in the
-// chart and unit-tested with promtool) while their code lands: once exported, the code scan finds them.
-var agreedMetrics = map[string]bool{
-	"vitals_deorbit_start_time_seconds": true,
-	"vitals_deorbit_debris":             true,
-	"vitals_flight_unhealthy_nodes":     true,
-}
-
-// TestOperatorChartMonitoringMetricNames: every metric the PrometheusRule's expressions and the Grafana
-// dashboard's queries name is one the code exports (promtool is not run here).
-func TestOperatorChartMonitoringMetricNames(t *testing.T) {
-	helm := testenv.Helm(t)
-	known := exportedMetrics(t)
-	for _, n := range []string{"vitals_routegc_routes", "vitals_remediation_actions_total", "vitals_health_check_up", "vitals_workload_reachable"} {
-		if !known[n] {
-			t.Fatalf("the code scan found no %s: the scan is broken", n)
-		}
-	}
-	objs := chartObjects(t, helm, "agent:\n  enabled: true\nmetrics:\n  prometheusRule: {enabled: true}\n  dashboard: {enabled: true}\n")
-	var exprs []string
-	for _, u := range chartFind(objs, "PrometheusRule") {
-		groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "groups")
-		for _, g := range groups {
-			rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
-			for _, r := range rules {
-				if e, ok := r.(map[string]any)["expr"].(string); ok {
-					exprs = append(exprs, e)
-				}
-			}
-		}
-	}
-	alerts := len(exprs)
-	for _, u := range chartFind(objs, "ConfigMap") {
-		data, _, _ := unstructured.NestedString(u.Object, "data", "vitals.json")
-		if data == "" {
-			continue
-		}
-		var dash struct {
-			Panels []struct {
-				Targets []struct{ Expr string } `json:"targets"`
-			} `json:"panels"`
-		}
-		if err := json.Unmarshal([]byte(data), &dash); err != nil {
-			t.Fatalf("dashboard JSON: %v", err)
-		}
-		for _, p := range dash.Panels {
-			for _, tg := range p.Targets {
-				exprs = append(exprs, tg.Expr)
-			}
-		}
-	}
-	if alerts < 6 || len(exprs) == alerts {
-		t.Fatalf("%d alert expressions, %d dashboard queries: want both", alerts, len(exprs)-alerts)
-	}
-	// A metric name: an identifier followed by { or (, or standing alone, and not a function, a label
-	// name inside braces or by/on/without lists.
-	name := regexp.MustCompile(`\b(vitals_[a-z0-9_]+|up)\b`)
-	for _, e := range exprs {
-		for _, m := range name.FindAllString(e, -1) {
-			switch {
-			case known[m]:
-			case agreedMetrics[m]:
-				t.Logf("expression names %s, agreed with its controller but not exported yet: %s", m, e)
-			default:
-				t.Errorf("expression names %s, which the code does not export: %s", m, e)
-			}
-		}
-	}
-	t.Logf("%d alert expressions and %d dashboard queries name only exported metrics", alerts, len(exprs)-alerts)
 }
