@@ -232,7 +232,7 @@ func aggregated(e string, start, end int) string {
 				depth -= step
 			}
 			if depth == 0 {
-				return e[min(from, i):max(from, i)+1]
+				return e[min(from, i) : max(from, i)+1]
 			}
 		}
 		return ""
