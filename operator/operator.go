@@ -166,6 +166,7 @@ func New(opts Options) (*Operator, error) {
 	}
 	o.routegc = &routegc.Reconciler{
 		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
 		Tenancy:         o.tenancy,
 		Policy:          o.policy, // the access controller sets the cloud check its gate reads
 		Recorder:        mgr.GetEventRecorder("vitals-" + routegc.Name),
@@ -225,14 +226,15 @@ func (o *Operator) setupAccess() error {
 		return err
 	}
 	o.access = &access.Reconciler{
-		Client:   o.mgr.GetClient(),
-		Tenancy:  o.tenancy,
-		Checks:   o.policy.Checks(),
-		Recorder: o.mgr.GetEventRecorder("vitals-" + access.Name),
-		Clock:    opts.Clock,
-		Interval: opts.AccessInterval,
-		Progress: prog,
-		Workload: wm, WorkloadChanges: changes,
+		Client:    o.mgr.GetClient(),
+		APIReader: o.mgr.GetAPIReader(),
+		Tenancy:   o.tenancy,
+		Checks:    o.policy.Checks(),
+		Recorder:  o.mgr.GetEventRecorder("vitals-" + access.Name),
+		Clock:     opts.Clock,
+		Interval:  opts.AccessInterval,
+		Progress:  prog,
+		Workload:  wm, WorkloadChanges: changes,
 		Deorbit: true, // the deorbit controller owns the finalizer of a deleted cluster
 	}
 	if err := o.access.SetupWithManager(o.mgr); err != nil {
@@ -249,16 +251,17 @@ func (o *Operator) setupDeorbit() error {
 		return err
 	}
 	o.deorbit = &deorbit.Reconciler{
-		Client:   o.mgr.GetClient(),
-		Tenancy:  o.tenancy,
-		Workload: o.workload,
-		Policy:   o.policy,
-		Checks:   o.policy.Checks(),
-		Recorder: o.mgr.GetEventRecorder("vitals-" + deorbit.Name),
-		Clock:    o.opts.Clock,
-		Metrics:  deorbit.NewMetrics(o.opts.Registry),
-		Progress: prog,
-		Workers:  o.opts.DeorbitParallelDeletes,
+		Client:    o.mgr.GetClient(),
+		APIReader: o.mgr.GetAPIReader(),
+		Tenancy:   o.tenancy,
+		Workload:  o.workload,
+		Policy:    o.policy,
+		Checks:    o.policy.Checks(),
+		Recorder:  o.mgr.GetEventRecorder("vitals-" + deorbit.Name),
+		Clock:     o.opts.Clock,
+		Metrics:   deorbit.NewMetrics(o.opts.Registry),
+		Progress:  prog,
+		Workers:   o.opts.DeorbitParallelDeletes,
 	}
 	if err := o.deorbit.SetupWithManager(o.mgr); err != nil {
 		return fmt.Errorf("operator: set up %s: %w", deorbit.Name, err)
@@ -275,6 +278,7 @@ func (o *Operator) setupFlight() error {
 	}
 	o.flight = &flight.Reconciler{
 		Client:          o.mgr.GetClient(),
+		APIReader:       o.mgr.GetAPIReader(),
 		Tenancy:         o.tenancy,
 		Workload:        o.workload,
 		Policy:          o.policy, // the access controller and the workload access set the checks its gate reads

@@ -35,6 +35,8 @@ const DefaultInterval = time.Minute
 // Reconciler keeps every VitalsCluster's access proven.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads a cluster again after a status write conflicted (nil: Client, its cache).
+	APIReader client.Reader
 	// Tenancy resolves each cluster's cloud scope, or refuses it.
 	Tenancy tenancy.Resolver
 	// Checks receives the per-cluster checks that gate remediation (nil: none kept).
@@ -153,5 +155,5 @@ func (r *Reconciler) event(c *v1alpha1.VitalsCluster, typ, reason, action, note 
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.VitalsCluster, mutate func(*v1alpha1.ClusterStatus)) error {
-	return clusterstatus.Write(ctx, r.Client, c, mutate)
+	return clusterstatus.Write(ctx, r.Client, r.APIReader, c, mutate)
 }

@@ -43,6 +43,8 @@ const DefaultStepTimeout = 2 * time.Minute
 // gone (or it gives up), one step per reconcile, requeued at the step's next deadline.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads a cluster again after a status write conflicted (nil: Client, its cache).
+	APIReader client.Reader
 	// Tenancy gives the cluster its proven cloud (required).
 	Tenancy tenancy.Resolver
 	// Workload gives the cluster's workload cluster (nil: the Kubernetes phases count as unreachable).
@@ -184,7 +186,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.event(&c, corev1.EventTypeNormal, "DeorbitDone", "Deorbit", fmt.Sprintf("the cloud confirmed every resource of the cluster gone (%d tracked)", st.Counts.Total))
 	}
 	reason, status, msg := conditionOf(st, in)
-	err = clusterstatus.Write(ctx, r.Client, &c, func(cs *v1alpha1.ClusterStatus) {
+	err = clusterstatus.Write(ctx, r.Client, r.APIReader, &c, func(cs *v1alpha1.ClusterStatus) {
 		cs.Deorbit = st.DeepCopy()
 		cs.Actions = append(cs.Actions, pass.Lines()...)
 		if n := len(cs.Actions) - v1alpha1.MaxActions; n > 0 {
@@ -330,7 +332,7 @@ const maxNoteIDs = 5
 // releaseAt records why the finalizer goes without a deorbit, and lets the cluster go.
 func (r *Reconciler) releaseAt(ctx context.Context, c *v1alpha1.VitalsCluster, reason, msg string) error {
 	r.event(c, corev1.EventTypeNormal, "Deorbit"+reason, "Deorbit", msg)
-	if err := clusterstatus.Write(ctx, r.Client, c, func(st *v1alpha1.ClusterStatus) {
+	if err := clusterstatus.Write(ctx, r.Client, r.APIReader, c, func(st *v1alpha1.ClusterStatus) {
 		clusterstatus.SetCondition(st, c.Generation, v1alpha1.ConditionCleanedUp, metav1.ConditionFalse, reason, msg)
 	}); err != nil {
 		return fmt.Errorf("write status of cluster %s: %w", client.ObjectKeyFromObject(c), err)

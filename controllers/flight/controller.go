@@ -45,6 +45,8 @@ const (
 // Reconciler is flight over VitalsCluster resources.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads a cluster again after a status write conflicted (nil: Client, its cache).
+	APIReader client.Reader
 	// Tenancy gives each cluster its cloud, project and proven router, or refuses it.
 	Tenancy tenancy.Resolver
 	// Workload gives each cluster its workload cluster, where its Nodes are read.
@@ -421,7 +423,7 @@ func appendSkipLine(c *v1alpha1.VitalsCluster, acts []v1alpha1.Action, now time.
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.VitalsCluster, mutate func(*v1alpha1.ClusterStatus)) error {
-	return clusterstatus.Write(ctx, r.Client, c, mutate)
+	return clusterstatus.Write(ctx, r.Client, r.APIReader, c, mutate)
 }
 
 func ptrTime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }

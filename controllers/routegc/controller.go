@@ -50,6 +50,8 @@ type Cloud interface {
 // Reconciler is the route collector over VitalsCluster resources.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads a cluster again after a status write conflicted (nil: Client, its cache).
+	APIReader client.Reader
 	// Tenancy gives each cluster its cloud, project and proven router, or refuses it.
 	Tenancy tenancy.Resolver
 	// Policy decides every removal and records it (required: without one nothing is removed).
@@ -479,7 +481,7 @@ func (r *Reconciler) event(c *v1alpha1.VitalsCluster, typ, reason, action, note 
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.VitalsCluster, mutate func(*v1alpha1.ClusterStatus)) error {
-	return clusterstatus.Write(ctx, r.Client, c, mutate)
+	return clusterstatus.Write(ctx, r.Client, r.APIReader, c, mutate)
 }
 
 func ptrTime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
