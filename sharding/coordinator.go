@@ -277,23 +277,58 @@ func (c *Coordinator) Check(context.Context) error {
 // NeedLeaderElection: every replica runs its own coordinator.
 func (c *Coordinator) NeedLeaderElection() bool { return false }
 
-// Start runs rounds every RenewInterval until ctx ends; then it stops acting on every range, waits the
-// safety margin, releases its ranges and removes its membership, so that the others take over at once.
+// Start writes this replica's membership, then runs two loops every RenewInterval until ctx ends: the
+// renewals of its own Leases (its membership and the ranges it holds) and the assignment (the list of the
+// set, releases, takes).
+//   - The first assignment comes a renew interval after the membership was written, so that replicas
+//     started together see each other before any takes a range: otherwise the first would take every
+//     range, list every cluster and pass them, and give most of them up a round later.
+//   - The two loops run apart, so that a slow list or take (an API server loaded by thousands of
+//     clusters) never delays a renewal past the fenced validity, which would make the ranges lapse and
+//     the informers list every cluster again, loading the API server more (docs/benchmarks.md, issue 17).
+//
+// When ctx ends it stops acting on every range, waits the safety margin, releases its ranges and removes
+// its membership, so that the others take over at once.
 func (c *Coordinator) Start(ctx context.Context) error {
 	log := c.opts.Logger
 	log.Info("shard coordinator starting", "identity", c.opts.Identity, "ranges", c.space.Len(),
 		"leaseDuration", c.opts.LeaseDuration, "safetyMargin", c.opts.SafetyMargin)
+	c.bounded(ctx, c.renewals)
+	var loops sync.WaitGroup
+	loops.Go(func() { c.every(ctx, c.renewals) })
+	c.every(ctx, c.assignment)
+	loops.Wait()
+	c.leave()
+	return nil
+}
+
+// every runs step every RenewInterval until ctx ends (a step longer than that delays the next one,
+// never doubles it).
+func (c *Coordinator) every(ctx context.Context, step func(context.Context) error) {
 	t := c.opts.Clock.NewTicker(c.opts.RenewInterval)
 	defer t.Stop()
 	for {
-		c.Round(ctx)
 		select {
 		case <-ctx.Done():
-			c.leave()
-			return nil
+			return
 		case <-t.C():
 		}
+		c.bounded(ctx, step)
 	}
+}
+
+// bounded runs step within the fenced validity (a step longer than it is of no use), records its error,
+// and stops acting on the ranges whose fenced validity ran out.
+func (c *Coordinator) bounded(ctx context.Context, step func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.LeaseDuration-c.opts.SafetyMargin)
+	defer cancel()
+	if err := step(ctx); err != nil {
+		c.mu.Lock()
+		c.lastErr = err
+		c.mu.Unlock()
+		c.opts.Logger.Warn("shard round failed", "identity", c.opts.Identity, "err", err)
+	}
+	c.lapse()
 }
 
 // leave gives every range up and removes the membership.
@@ -324,22 +359,27 @@ func (c *Coordinator) leave() {
 	c.opts.Logger.Info("shard coordinator stopped", "identity", c.opts.Identity, "released", len(rel))
 }
 
-// Round renews the held ranges and the membership, reads every Lease of the set, and moves towards the
-// assignment: it gives up the ranges beyond its share, releases the ranges given up a safety margin ago,
-// and takes its free or expired ranges. Start calls it every RenewInterval; tests may call it directly.
+// Round renews the membership and the held ranges and, beside them, reads every Lease of the set and
+// moves towards the assignment: it gives up the ranges beyond its share, releases the ranges given up a
+// safety margin ago, and takes its free or expired ranges. Start runs the two halves on loops of their
+// own; tests may call Round directly.
 func (c *Coordinator) Round(ctx context.Context) {
-	// a round longer than the fenced validity is of no use: give up and try again at the next tick
-	ctx, cancel := context.WithTimeout(ctx, c.opts.LeaseDuration-c.opts.SafetyMargin)
-	defer cancel()
-	if err := c.round(ctx); err != nil {
-		c.mu.Lock()
-		c.lastErr = err
-		c.mu.Unlock()
-		c.opts.Logger.Warn("shard round failed", "identity", c.opts.Identity, "err", err)
-	}
+	c.bounded(ctx, func(ctx context.Context) error {
+		wait := c.renewHeld(ctx)
+		defer wait()
+		if err := c.renewMembership(ctx); err != nil {
+			return err
+		}
+		return c.assignment(ctx)
+	})
+}
+
+// lapse stops acting on the ranges whose fenced validity ran out (renewals failing) now, not only at the
+// next successful renewal.
+func (c *Coordinator) lapse() {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	now := c.opts.Clock.Now()
-	// fenced validity that ran out (renewals failing): stop acting now, not only at the next success
 	for i, u := range c.until {
 		if !now.Before(u) {
 			c.opts.Logger.Warn("shard range lapsed", "identity", c.opts.Identity, "range", i, "bounds", c.space.Bounds(i))
@@ -350,13 +390,18 @@ func (c *Coordinator) Round(ctx context.Context) {
 		}
 	}
 	c.reportLocked()
-	c.mu.Unlock()
 }
 
-func (c *Coordinator) round(ctx context.Context) error {
-	// The held ranges are renewed at once, from their Leases as this replica last wrote them, beside the
-	// membership and the list: a slow list (an API server loaded by thousands of clusters) must not make
-	// them lapse, which would make the informers list again and load it more (docs/benchmarks.md, issue 17).
+// renewals renews the membership and, beside it, every held range.
+func (c *Coordinator) renewals(ctx context.Context) error {
+	wait := c.renewHeld(ctx)
+	defer wait()
+	return c.renewMembership(ctx)
+}
+
+// renewHeld starts the renewals of every held range, all at once, from its Lease as this replica last
+// wrote it (no read first), and returns a wait for them.
+func (c *Coordinator) renewHeld(ctx context.Context) (wait func()) {
 	c.mu.Lock()
 	held := make(map[int]*coordinationv1.Lease, len(c.until))
 	for i := range c.until {
@@ -367,17 +412,18 @@ func (c *Coordinator) round(ctx context.Context) error {
 	for i, l := range held {
 		renewals.Go(func() { c.renew(ctx, i, l) })
 	}
-	err := c.assign(ctx)
-	renewals.Wait()
-	return err
+	return renewals.Wait
 }
 
-// assign renews the membership, reads every Lease of the set, and moves towards the assignment: it gives
-// up the ranges beyond its share, releases the ranges given up a safety margin ago, and takes its free or
-// expired ranges.
-func (c *Coordinator) assign(ctx context.Context) error {
-	if err := c.renewMembership(ctx); err != nil {
-		return err
+// assignment reads every Lease of the set and moves towards the assignment: it gives up the ranges
+// beyond its share, releases the ranges given up a safety margin ago, and takes its free or expired
+// ranges. Until this replica's membership is written it does nothing: the others would not count it.
+func (c *Coordinator) assignment(ctx context.Context) error {
+	c.mu.Lock()
+	member := !c.lastRound.IsZero()
+	c.mu.Unlock()
+	if !member {
+		return nil
 	}
 	list, err := c.lease.List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{LabelSet: c.opts.Name}).String()})
 	if err != nil {

@@ -2,6 +2,7 @@ package sharding_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -177,24 +178,8 @@ func TestRenewalsOutliveAFailingList(t *testing.T) {
 		renew  = 5 * time.Second
 		margin = 5 * time.Second
 	)
-	cfg := testenv.Kube(t)
-	p, pcfg, err := faultproxy.NewKube(cfg, faultproxy.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	ns, _, _ := newNamespace(t, cfg)
-	cs, err := kclient.NewForConfig(pcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	a, err := sharding.New(sharding.Options{Leases: cs.CoordinationV1(), Namespace: ns, Name: "slow", Identity: "a",
-		Ranges: 4, LeaseDuration: lease, RenewInterval: renew, SafetyMargin: margin, Clock: clk,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, p, ns := proxiedReplica(t, "slow", clk, lease, renew, margin)
 	ctx := context.Background()
 	a.Round(ctx)
 	if got := acting(a); got != 4 {
@@ -213,5 +198,102 @@ func TestRenewalsOutliveAFailingList(t *testing.T) {
 	}
 	if p.Count("list") == 0 {
 		t.Fatal("the list was never failed")
+	}
+}
+
+// TestRenewalsOutliveAHangingList: while the list of the set's Leases hangs (a loaded API server that
+// answers neither yes nor no), Start's renewals go on at their own interval and the replica keeps acting
+// on its ranges: the assignment's list no longer holds the renewals back until the fenced validity ran
+// out (the 10,000-cluster bench at four and eight replicas). The real API server, behind the fault proxy;
+// the replica's clock is a fake one, moved one renew interval at a time once the renewals of the last
+// interval arrived.
+func TestRenewalsOutliveAHangingList(t *testing.T) {
+	// A list bounded by the fenced validity (lease - margin) hangs for longer than the test waits for any
+	// renewal: the renewals must come while it hangs, not after it.
+	const (
+		lease  = 10 * time.Minute
+		renew  = 100 * time.Second
+		margin = 100 * time.Second
+	)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	a, p, ns := proxiedReplica(t, "hang", clk, lease, renew, margin)
+	leases := "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"
+	if err := p.Add(faultproxy.Rule{Name: "writes", Method: "PUT", Path: leases + "/*", Fault: faultproxy.Pass()}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		for { // leave waits a safety margin on the fake clock before its releases
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+				clk.Step(margin)
+			}
+		}
+	})
+	// Start writes the membership, then assigns a renew interval later
+	waitFor(t, "both loops waiting on the clock", func() bool { return clk.Waiters() == 2 })
+	if got := acting(a); got != 0 {
+		t.Fatalf("before the first assignment: acts on %d ranges, want 0", got)
+	}
+	clk.Step(renew)
+	waitFor(t, "the first assignment's 4 ranges", func() bool { return acting(a) == 4 })
+	// the round's list hangs from now on, for longer than the test
+	if err := p.Add(faultproxy.Rule{Name: "list", Method: "GET", Path: leases, Fault: faultproxy.Delay(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	for k := range 18 { // 1800 s: more than three times the fenced validity
+		before := p.Matched("writes")
+		// the renewals' loop waits on its ticker; the assignment's hangs in the list
+		waitFor(t, "the renewals waiting on the clock", func() bool { return clk.Waiters() >= 1 })
+		clk.Step(renew)
+		// the 4 range renewals and the membership's renewal of this interval
+		waitFor(t, fmt.Sprintf("interval %d's renewals", k), func() bool { return p.Matched("writes") >= before+5 })
+		if got := acting(a); got != 4 {
+			t.Fatalf("interval %d with the list hanging: acts on %d ranges, want 4", k, got)
+		}
+	}
+	if p.Matched("list") == 0 {
+		t.Fatal("the list was never held")
+	}
+}
+
+// proxiedReplica returns replica "a" of set name, on 4 ranges and clk, in a namespace of its own of the
+// real API server, reached through the fault proxy it also returns.
+func proxiedReplica(t *testing.T, name string, clk clock.WithTicker, lease, renew, margin time.Duration) (*sharding.Coordinator, *faultproxy.Proxy, string) {
+	t.Helper()
+	cfg := testenv.Kube(t)
+	p, pcfg, err := faultproxy.NewKube(cfg, faultproxy.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	ns, _, _ := newNamespace(t, cfg)
+	cs, err := kclient.NewForConfig(pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := sharding.New(sharding.Options{Leases: cs.CoordinationV1(), Namespace: ns, Name: name, Identity: "a",
+		Ranges: 4, LeaseDuration: lease, RenewInterval: renew, SafetyMargin: margin, Clock: clk,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, p, ns
+}
+
+// waitFor polls cond until it holds, for at most a minute of real time.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
