@@ -109,7 +109,7 @@ func TestOperatorChartServerSideDryRun(t *testing.T) {
 		alsoIn     []string // namespaces besides the release's that may hold Roles and RoleBindings
 	}{
 		{"defaults", "", []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-			"Role", "RoleBinding", "Deployment", "Service", "PodDisruptionBudget"}, []string{"DaemonSet"}, false,
+			"Role", "RoleBinding", "Deployment", "Service", "PodDisruptionBudget", "FlowSchema"}, []string{"DaemonSet"}, false,
 			[]string{"--workload-qps=20", "--sharding", "--leader-elect=false", "--shard-ranges=16"}, nil}, // two replicas: sharded
 		{"one-replica-leads", "operator:\n  replicas: 1\n", []string{"Deployment"}, nil, false, []string{"--leader-elect=true"}, nil},
 		{"sharding-client-side", "operator:\n  replicas: 4\n  sharding:\n    ranges: 32\n    clientSide: true\n", []string{"Deployment"}, nil, false,
@@ -130,6 +130,7 @@ func TestOperatorChartServerSideDryRun(t *testing.T) {
 			[]string{"--allow-local-workload", "--allow-insecure-workload", "--allow-loopback-workload", "--workload-qps=5", "--workload-burst=10"}, nil},
 		{"zero-replicas-no-pdb", "operator:\n  replicas: 0\n  podDisruptionBudget:\n    enabled: false\n",
 			[]string{"Deployment"}, []string{"PodDisruptionBudget"}, false, nil, nil},
+		{"no-flowschema", "operator:\n  apiPriority:\n    enabled: false\n", []string{"Deployment"}, []string{"FlowSchema"}, false, nil, nil},
 		{"secrets-named-namespaces", "operator:\n  secrets:\n    namespaces: [default, " + ns + "]\n",
 			[]string{"Role", "RoleBinding"}, nil, false, nil, []string{"default"}},
 		{"secrets-cluster-wide", "operator:\n  secrets:\n    clusterWide: true\n", []string{"ClusterRole"}, nil, false, nil, nil},
