@@ -62,6 +62,8 @@ type options struct {
 	replicas                              []int    // with -replicas: sharded runs, one per count
 	shardModes                            []string // server (selector sent) and/or client (--shard-client-side)
 	shardLease, shardRenew, shardMargin   time.Duration
+	asOperator                            bool
+	manifests                             string
 }
 
 // replicaResult is what one replica of a sharded run measured.
@@ -138,6 +140,9 @@ func main() {
 	flag.DurationVar(&o.shardLease, "shard-lease-duration", 10*time.Second, "--shard-lease-duration of the replicas")
 	flag.DurationVar(&o.shardRenew, "shard-renew-interval", 2*time.Second, "--shard-renew-interval of the replicas")
 	flag.DurationVar(&o.shardMargin, "shard-safety-margin", 3*time.Second, "--shard-safety-margin of the replicas")
+	flag.BoolVar(&o.asOperator, "as-operator", true, "with -replicas: the replicas act as the operator's ServiceAccount (impersonated), with the chart's FlowSchema for its Leases, "+
+		"as the chart installs them (false: as the kubeconfig's system:masters user, whom API Priority and Fairness exempts)")
+	flag.StringVar(&o.manifests, "manifests", "deploy/manifests/operator.yaml", "the chart rendered with its defaults (its FlowSchema, with -as-operator)")
 	flag.Parse()
 	o.sizes = positiveList("sizes", sizes)
 	if replicas != "" {
@@ -275,6 +280,11 @@ func run(ctx context.Context, o options, n int) ([]result, error) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return nil, fmt.Errorf("create namespace %s: %w", ns, err)
 	}
+	if len(o.replicas) > 0 && o.asOperator {
+		if err := asOperator(ctx, c, ns, o.manifests); err != nil {
+			return nil, err
+		}
+	}
 	if err := parallel(ctx, o.workers, n, func(i int) error {
 		name := clusterName(i)
 		clouds := fmt.Sprintf("clouds:\n  openstack:\n    auth:\n      auth_url: %s/v3\n      username: %s\n      password: pw\n"+
@@ -396,7 +406,11 @@ func measure(ctx context.Context, o options, c client.Client, pw *passWatch, n i
 			args = append(args, "--leader-elect=false")
 		} else {
 			// Each replica behind its own proxy, which counts the bytes the kube-apiserver sends it.
-			if r.proxy, kubeconfig, err = proxiedKubeconfig(o.kubeconfig, filepath.Join(dir, fmt.Sprintf("kubeconfig-%d", i))); err != nil {
+			as := ""
+			if o.asOperator {
+				as = ns
+			}
+			if r.proxy, kubeconfig, err = proxiedKubeconfig(o.kubeconfig, filepath.Join(dir, fmt.Sprintf("kubeconfig-%d", i)), as); err != nil {
 				return res, err
 			}
 			args = append(args, "--sharding", "--leader-election-namespace", ns,
@@ -1067,11 +1081,15 @@ func (p *countingProxy) close() {
 }
 
 // proxiedKubeconfig starts a counting proxy to the server of kubeconfig and writes a copy of kubeconfig,
-// pointing at the proxy, to path (the apiserver's certificate names 127.0.0.1, which the proxy also is).
-func proxiedKubeconfig(kubeconfig, path string) (*countingProxy, string, error) {
+// pointing at the proxy, to path (the apiserver's certificate names 127.0.0.1, which the proxy also is),
+// acting as the operator's ServiceAccount in asOperatorIn unless that is empty.
+func proxiedKubeconfig(kubeconfig, path, asOperatorIn string) (*countingProxy, string, error) {
 	cfg, err := clientcmd.LoadFromFile(kubeconfig)
 	if err != nil {
 		return nil, "", fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+	}
+	if asOperatorIn != "" {
+		impersonate(cfg, asOperatorIn)
 	}
 	var p *countingProxy
 	for _, cl := range cfg.Clusters {
