@@ -81,3 +81,41 @@ func TestDelayAndHoldUseTheInjectedClock(t *testing.T) {
 		t.Fatalf("events %+v", ev)
 	}
 }
+
+// A request held after the upstream acted: the upstream saw it once, the client never hears an answer.
+func TestTimeoutAfterUpstream(t *testing.T) {
+	seen := make(chan string, 4)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Method + " " + r.URL.Path
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer upstream.Close()
+	p, err := New(upstream.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Add(Rule{Name: "held", Method: "DELETE", Path: "/volumes/*", Fault: TimeoutAfterUpstream(0)}); err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodDelete, p.URL()+"/volumes/v1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Timeout: 300 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
+	if resp, err := c.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a held request got an answer: %s", resp.Status)
+	}
+	select {
+	case got := <-seen:
+		if got != "DELETE /volumes/v1" {
+			t.Fatalf("upstream saw %q", got)
+		}
+	default:
+		t.Fatal("the upstream never saw the request")
+	}
+	if n := p.Count("held"); n != 1 {
+		t.Fatalf("count %d, want 1", n)
+	}
+}

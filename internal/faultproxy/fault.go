@@ -37,8 +37,9 @@ type Fault struct {
 	Body    []byte
 	Header  http.Header
 
-	// AfterUpstream (KindStatus, KindReset): forward the request first and fail only the answer, so that the
-	// upstream service did act (a create that succeeded although the client saw an error).
+	// AfterUpstream (KindStatus, KindReset, KindTimeout): forward the request first and fail only the answer,
+	// so that the upstream service did act (a create that succeeded although the client saw an error, a
+	// delete whose client died before it heard the answer).
 	AfterUpstream bool
 
 	// Hold (KindTimeout): how long to hold before closing the connection without an answer; 0 = until the
@@ -69,6 +70,12 @@ func ResetAfterUpstream() Fault { return Fault{Kind: KindReset, AfterUpstream: t
 // Timeout holds the request without an answer until the client gives up; with hold > 0, the connection is
 // closed without an answer after hold.
 func Timeout(hold time.Duration) Fault { return Fault{Kind: KindTimeout, Hold: hold} }
+
+// TimeoutAfterUpstream forwards the request, discards the answer and then holds the client as Timeout does:
+// the upstream acted, the client never hears of it.
+func TimeoutAfterUpstream(hold time.Duration) Fault {
+	return Fault{Kind: KindTimeout, Hold: hold, AfterUpstream: true}
+}
 
 // Truncate forwards the request and sends only the first n bytes of the response body (n = 0: half), keeping
 // the original Content-Length, then aborts the connection: the client sees an unexpected EOF.

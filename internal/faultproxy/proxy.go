@@ -266,6 +266,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p.hangUp(w, rule, true)
 	case KindTimeout:
+		if f.AfterUpstream {
+			p.forward(discard{h: http.Header{}}, r, Pass())
+		}
 		var after <-chan time.Time
 		if f.Hold > 0 {
 			after = p.clock.After(f.Hold)
