@@ -63,6 +63,9 @@ func OwnsVolume(cluster string, v *openstack.Volume) bool {
 func volumeDeleting(status string) bool { return status == "deleting" }
 func lbDeleting(status string) bool     { return status == "PENDING_DELETE" }
 
+// lbGone: Octavia may still show a deleted load balancer, as DELETED: it is gone, never deleted again.
+func lbGone(status string) bool { return status == "DELETED" }
+
 // routes removes the routes of the cluster's router whose destination lies inside the pod CIDRs, in one
 // update, each asked of the policy first.
 func (s *step) routes(ctx context.Context, cloud Cloud) (bool, time.Time) {
@@ -228,7 +231,7 @@ func (s *step) listedAway(ctx context.Context, cloud Cloud, rs []*v1alpha1.Deorb
 		return rs
 	}
 	for i, l := range lbs {
-		if l.ProvisioningStatus != "DELETED" {
+		if !lbGone(l.ProvisioningStatus) {
 			status[v1alpha1.DeorbitLoadBalancer+"/"+l.ID] = l.ProvisioningStatus
 		}
 		if OwnsLoadBalancer(s.in.Target.ClusterName, &lbs[i]) {
@@ -286,6 +289,9 @@ func (s *step) resolveLoadBalancers(ctx context.Context, cloud Cloud) error {
 	return nil
 }
 
+// errLoadBalancerDeleted is a GET's answer of a load balancer Octavia shows DELETED.
+var errLoadBalancerDeleted = errors.New("load balancer is DELETED")
+
 // refresh asks the cloud for each resource (in parallel, bounded): 404 is gone; another project's is
 // kept (never deorbit's to delete or wait on); else its status is recorded.
 func (s *step) refresh(ctx context.Context, cloud Cloud, rs []*v1alpha1.DeorbitResource) {
@@ -316,6 +322,9 @@ func (s *step) refresh(ctx context.Context, cloud Cloud, rs []*v1alpha1.DeorbitR
 				answers[i].status = lb.ProvisioningStatus
 			}
 			answers[i].err = err
+			if err == nil && lbGone(lb.ProvisioningStatus) {
+				answers[i].err = errLoadBalancerDeleted
+			}
 		}
 	})
 	for i, r := range rs {
@@ -324,7 +333,7 @@ func (s *step) refresh(ctx context.Context, cloud Cloud, rs []*v1alpha1.DeorbitR
 		switch {
 		case a.err == nil:
 			r.Status = a.status
-		case openstack.IsNotFound(a.err):
+		case openstack.IsNotFound(a.err), errors.Is(a.err, errLoadBalancerDeleted):
 			r.State, r.Status, r.LastError, r.NextAttempt = v1alpha1.DeorbitGone, "", "", nil
 		case errors.As(a.err, &refusal):
 			r.State, r.LastError = v1alpha1.DeorbitKept, refusal.Message
@@ -368,6 +377,9 @@ func (s *step) sweep(ctx context.Context, cloud Cloud) (bool, time.Time) {
 	}
 	for i := range lbs {
 		lb := &lbs[i]
+		if lbGone(lb.ProvisioningStatus) {
+			continue // as not listed: a GET confirms it gone
+		}
 		own := OwnsLoadBalancer(cluster, lb)
 		listed[v1alpha1.DeorbitLoadBalancer+"/"+lb.ID] = seen{lb.ProvisioningStatus, own}
 		if own {

@@ -714,3 +714,57 @@ func TestWaitLooks(t *testing.T) {
 		})
 	}
 }
+
+// An operator killed while its deletes were in flight recorded none of them: the status a fresh engine
+// resumes from shows the resource pending (or not at all), and the cloud shows what the lost delete did.
+// A delete the cloud is carrying out (or has carried out) is waited on, never sent again; one the cloud
+// failed (error_deleting) is sent again.
+func TestSweepAfterKill(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	meta := map[string]string{MetadataCluster: "c1"}
+	for _, tc := range []struct {
+		name    string
+		vol     *openstack.Volume       // in the cloud (nil: none)
+		lb      *openstack.LoadBalancer // in the cloud (nil: none)
+		tracked bool                    // the status shows them Pending, never attempted
+		deletes int                     // DELETEs the fresh engine sends
+	}{
+		{name: "volume deleting, untracked", vol: &openstack.Volume{ID: "v", Status: "deleting", Metadata: meta}},
+		{name: "volume deleting, tracked", vol: &openstack.Volume{ID: "v", Status: "deleting", Metadata: meta}, tracked: true},
+		{name: "volume gone, tracked", tracked: true},
+		{name: "volume error_deleting: the cloud's delete failed, sent again", vol: &openstack.Volume{ID: "v", Status: "error_deleting", Metadata: meta}, tracked: true, deletes: 1},
+		{name: "load balancer PENDING_DELETE, untracked", lb: &openstack.LoadBalancer{ID: "lb", Name: LoadBalancerName("c1", "app", "web"), ProvisioningStatus: "PENDING_DELETE"}},
+		{name: "load balancer PENDING_DELETE, tracked", lb: &openstack.LoadBalancer{ID: "lb", Name: LoadBalancerName("c1", "app", "web"), ProvisioningStatus: "PENDING_DELETE"}, tracked: true},
+		{name: "load balancer listed DELETED, untracked", lb: &openstack.LoadBalancer{ID: "lb", Name: LoadBalancerName("c1", "app", "web"), ProvisioningStatus: "DELETED"}},
+		{name: "load balancer listed DELETED, tracked", lb: &openstack.LoadBalancer{ID: "lb", Name: LoadBalancerName("c1", "app", "web"), ProvisioningStatus: "DELETED"}, tracked: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloud := newMemCloud()
+			st := &v1alpha1.DeorbitStatus{Phase: v1alpha1.DeorbitPhaseSweep, StartTime: &metav1.Time{Time: start}, PhaseStartTime: &metav1.Time{Time: start}}
+			if tc.vol != nil {
+				cloud.vols[tc.vol.ID] = tc.vol
+			}
+			if tc.lb != nil {
+				cloud.lbs[tc.lb.ID] = tc.lb
+			}
+			if tc.tracked {
+				st.Resources = append(st.Resources, v1alpha1.DeorbitResource{Type: v1alpha1.DeorbitVolume, ID: "v", State: v1alpha1.DeorbitPending},
+					v1alpha1.DeorbitResource{Type: v1alpha1.DeorbitLoadBalancer, ID: "lb", Name: LoadBalancerName("c1", "app", "web"), State: v1alpha1.DeorbitPending})
+			}
+			clk := clocktesting.NewFakeClock(start)
+			a := &asker{}
+			in := Input{Target: target(), Settings: settings(), Workload: workloadClient(t), Cloud: cloud, Policy: a}
+			res, steps := run(t, &Engine{Clock: clk, Rand: func() float64 { return 0 }}, clk, in, st, 50, nil)
+			if !res.Release || st.Phase != v1alpha1.DeorbitPhaseDone {
+				t.Fatalf("after %d steps: phase %s, last error %q, resources %+v", steps, st.Phase, st.LastError, st.Resources)
+			}
+			n := 0
+			for _, d := range cloud.deletes {
+				n += d
+			}
+			if n != tc.deletes {
+				t.Errorf("%d DELETEs sent (%v), want %d", n, cloud.deletes, tc.deletes)
+			}
+		})
+	}
+}

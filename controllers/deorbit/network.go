@@ -83,7 +83,7 @@ func (s *step) network(ctx context.Context, cloud Cloud, lbs []openstack.LoadBal
 	}
 	alive := map[string]bool{}
 	for i := range lbs {
-		if lbs[i].ProvisioningStatus != "DELETED" {
+		if !lbGone(lbs[i].ProvisioningStatus) {
 			alive[lbs[i].ID] = true
 		}
 	}
