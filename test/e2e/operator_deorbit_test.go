@@ -6,16 +6,21 @@ package e2e
 // asserts on the cloud, with the project's own credentials, that nothing of the cluster remains and that the
 // finalizer goes. The operator reaches Cinder and Octavia, and the workload cluster, through
 // internal/faultproxy: Cinder's deletes fail, a load balancer stays in PENDING_DELETE, the workload cluster
-// goes away mid-run, the operator is killed mid-run; every DELETE the operator sends is counted there.
+// goes away mid-run, the operator (run as a process) is killed mid-run; every DELETE the operator sends is counted there.
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,6 +63,8 @@ type deorbitFixture struct {
 	octavia *faultproxy.Proxy
 	kube    *faultproxy.Proxy // in front of the workload cluster's kube-apiserver
 	opts    operator.Options
+	// kubeconfig of the operator's own (private) kube-apiserver, for an operator run as a process.
+	kubeconfig string
 
 	claims   []string // PVC names
 	services []string // Service names
@@ -88,14 +95,15 @@ func newDeorbitFixture(t *testing.T, claims, services int, snapshot bool) *deorb
 	w := wlOpen(t)
 	// The operator's own cluster is private: the shared one's VitalsCluster CRD is installed by every test
 	// package from its own checkout, and an older one would prune the deorbit status this test reads.
-	cfg := testenv.PrivateKube(t).Config()
+	kube := testenv.PrivateKube(t)
+	cfg := kube.Config()
 	cfg.QPS, cfg.Burst = 100, 200
 	opInstallCRD(t, cfg)
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: operator.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &deorbitFixture{t: t, w: w, c: c, ns: opNamespace(t, c)}
+	f := &deorbitFixture{t: t, w: w, c: c, ns: opNamespace(t, c), kubeconfig: kube.KubeconfigPath()}
 	f.emptyCluster()
 	w.Sweep()
 
@@ -298,22 +306,44 @@ func (f *deorbitFixture) networkOrphans() {
 	f.orphanFIPs = append(f.orphanFIPs, fip.ID)
 }
 
-// countDeletes adds a rule per orphan volume and load balancer that lets its DELETE pass and counts it.
-func (f *deorbitFixture) countDeletes() {
+// countDeletes adds a rule per orphan volume and load balancer, and per claim and Service in the workload
+// cluster, that lets its DELETE pass and counts it.
+func (f *deorbitFixture) countDeletes() { f.countDeletesHolding("") }
+
+// countDeletesHolding is countDeletes, but the first DELETE of the orphan held is passed to the cloud and
+// its answer held back (faultproxy.TimeoutAfterUpstream) until the client goes away; the next ones pass.
+func (f *deorbitFixture) countDeletesHolding(held string) {
 	f.t.Helper()
+	fault := func(id string) faultproxy.Fault {
+		if id == held {
+			return faultproxy.TimeoutAfterUpstream(0)
+		}
+		return faultproxy.Pass()
+	}
 	for _, id := range f.orphanVolumes {
-		if err := f.cinder.Add(faultproxy.Rule{Name: "delete-" + id, Method: "DELETE", Path: "/v3/*/volumes/" + id, Fault: faultproxy.Pass()}); err != nil {
+		if err := f.cinder.Add(faultproxy.Rule{Name: "delete-" + id, Method: "DELETE", Path: "/v3/*/volumes/" + id, Fault: fault(id), Times: 1}); err != nil {
 			f.t.Fatal(err)
 		}
 	}
 	for _, id := range f.orphanLBs {
-		if err := f.octavia.Add(faultproxy.Rule{Name: "delete-" + id, Method: "DELETE", Path: "/*/lbaas/loadbalancers/" + id, Fault: faultproxy.Pass()}); err != nil {
+		if err := f.octavia.Add(faultproxy.Rule{Name: "delete-" + id, Method: "DELETE", Path: "/*/lbaas/loadbalancers/" + id, Fault: fault(id), Times: 1}); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	for _, n := range f.claims {
+		if err := f.kube.Add(faultproxy.Rule{Name: "delete-pvc-" + n, Method: "DELETE", Path: "/api/v1/namespaces/" + f.wns + "/persistentvolumeclaims/" + n, Fault: faultproxy.Pass()}); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	for _, n := range f.services {
+		if err := f.kube.Add(faultproxy.Rule{Name: "delete-svc-" + n, Method: "DELETE", Path: "/api/v1/namespaces/" + f.wns + "/services/" + n, Fault: faultproxy.Pass()}); err != nil {
 			f.t.Fatal(err)
 		}
 	}
 }
 
-// deletes returns how many DELETE requests of each orphan the operator sent (countDeletes).
+// deletes returns how many DELETE requests of each orphan, claim and Service the operator sent
+// (countDeletes).
 func (f *deorbitFixture) deletes() map[string]int {
 	out := map[string]int{}
 	for _, id := range f.orphanVolumes {
@@ -321,6 +351,12 @@ func (f *deorbitFixture) deletes() map[string]int {
 	}
 	for _, id := range f.orphanLBs {
 		out["load balancer "+id] = f.octavia.Matched("delete-" + id)
+	}
+	for _, n := range f.claims {
+		out["PVC "+n] = f.kube.Matched("delete-pvc-" + n)
+	}
+	for _, n := range f.services {
+		out["Service "+n] = f.kube.Matched("delete-svc-" + n)
 	}
 	return out
 }
@@ -753,43 +789,106 @@ func TestOperatorDeorbitWorkloadGone(t *testing.T) {
 	}
 }
 
-// The operator is stopped while deorbit runs; a new one resumes from the status and sends no DELETE twice.
+// opProcess is `vitals operator` running as a process of its own (built from ./cmd/vitals), so that a
+// test can kill it as a node or the OOM killer does: no deferred function, no last status write.
+type opProcess struct {
+	cmd    *exec.Cmd
+	logs   *syncBuffer
+	exited chan error
+}
+
+// operatorProcess starts `vitals operator` with the fixture's options: the operator's own kube-apiserver,
+// the test's namespace, the proxies' Keystone trusted, the workload cluster on loopback over http. It
+// has no OpenStack credentials of its own (the VitalsCluster's Secret has them) and no leader election.
+func (f *deorbitFixture) operatorProcess() *opProcess {
+	f.t.Helper()
+	bin := serveBuild(f.t, opRepoRoot())
+	args := []string{"operator", "--kubeconfig", f.kubeconfig, "--namespace", f.ns, "--leader-elect=false",
+		"--health-bind-address", "127.0.0.1", "--health-port", strconv.Itoa(freePort(f.t)), "--metrics-bind-address", "0",
+		"--check-interval", f.opts.CheckInterval.String(), "--check-timeout", f.opts.CheckTimeout.String(),
+		"--allow-insecure-workload", "--allow-loopback-workload"}
+	for _, u := range f.opts.TrustedAuthURLs {
+		args = append(args, "--trusted-auth-url", u)
+	}
+	p := &opProcess{cmd: exec.Command(bin, args...), logs: &syncBuffer{}, exited: make(chan error, 1)}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OS_") && !strings.HasPrefix(kv, "KUBECONFIG=") {
+			p.cmd.Env = append(p.cmd.Env, kv)
+		}
+	}
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		f.t.Fatalf("start vitals operator: %v", err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	f.t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		if f.t.Failed() {
+			f.t.Logf("vitals operator output:\n%s", p.logs.String())
+		}
+	})
+	return p
+}
+
+// kill sends SIGKILL and waits until the process is gone.
+func (p *opProcess) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the operator: %v", err)
+	}
+	select {
+	case err := <-p.exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("the operator ended with %v before the kill; output:\n%s", err, p.logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the operator did not die on SIGKILL")
+	}
+}
+
+// The operator is killed (SIGKILL) while a DELETE is in flight: with a budget of one delete per step, each
+// step's status is written before the next delete; the proxy passes the orphan load balancer's DELETE (the
+// sweep's last) to Octavia and holds its answer, so Octavia deletes it and the operator never records that
+// it did. A new operator resumes from the status (phase Sweep, the orphan volumes' deletes recorded, the
+// load balancer's not): everything goes, the finalizer too, and the cloud and the workload cluster saw
+// exactly one DELETE of each orphan, claim and Service.
 func TestOperatorDeorbitOperatorKilled(t *testing.T) {
 	f := newDeorbitFixture(t, 2, 1, false)
 	f.orphans(2, 1)
-	f.countDeletes()
-	// Slow Cinder's and Octavia's answers so that the stop lands mid-run.
-	for _, p := range []*faultproxy.Proxy{f.cinder, f.octavia} {
-		if err := p.Add(faultproxy.Rule{Name: "slow", Method: "GET", Fault: faultproxy.Delay(2 * time.Second)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	first := f.operatorStart("deorbit-1")
-	key := f.create(nil)
+	held := f.orphanLBs[0]
+	f.countDeletesHolding(held)
+	first := f.operatorProcess()
+	key := f.create(func(vc *v1alpha1.VitalsCluster) {
+		one := int32(1)
+		vc.Spec.Controllers.Deorbit.Budget = &one
+	})
 	f.delete(key)
-	orphan := map[string]bool{}
-	for _, id := range append(append([]string(nil), f.orphanVolumes...), f.orphanLBs...) {
-		orphan[id] = true
-	}
-	opEventually(t, deorbitTimeout, "a delete of an orphan sent and recorded in the status", func() (bool, string) {
+	ctx := context.Background()
+	opEventually(t, deorbitTimeout, "the orphan load balancer's DELETE carried out by Octavia, its answer held, the status in phase Sweep without it", func() (bool, string) {
+		d := f.last().Status.Deorbit
 		for _, r := range statusResources(f.last()) {
-			if orphan[r.ID] && r.Attempts > 0 {
-				return true, ""
+			if r.ID == held && r.Attempts > 0 {
+				t.Fatalf("the DELETE of %s was recorded although its answer is held: %s", held, deorbitSummary(d))
 			}
 		}
-		return false, fmt.Sprintf("DELETEs %v, status %s", f.deletes(), deorbitSummary(f.last().Status.Deorbit))
+		st := "gone"
+		l, err := f.w.cloud.GetLoadBalancer(ctx, held)
+		switch {
+		case err == nil:
+			st = l.ProvisioningStatus
+		case !openstack.IsNotFound(err):
+			st = err.Error()
+		}
+		acted := st == "gone" || st == "PENDING_DELETE" || st == "DELETED"
+		return f.octavia.Count("delete-"+held) == 1 && acted && d != nil && d.Phase == v1alpha1.DeorbitPhaseSweep,
+			fmt.Sprintf("%d DELETEs held, Octavia says %s; status %s", f.octavia.Count("delete-"+held), st, deorbitSummary(d))
 	})
-	first.stop()
-	select {
-	case err := <-first.done:
-		first.done <- err // for opStart's cleanup
-	case <-time.After(30 * time.Second):
-		t.Fatal("the first operator did not stop")
-	}
-	t.Logf("stopped at %s; DELETEs so far %v", deorbitSummary(f.last().Status.Deorbit), f.deletes())
+	first.kill(t)
+	t.Logf("killed at %s (phases seen %v); DELETEs so far %v", deorbitSummary(f.last().Status.Deorbit), f.phases(), f.deletes())
 	var still v1alpha1.VitalsCluster
-	if err := f.c.Get(context.Background(), key, &still); err != nil {
-		t.Fatalf("the cluster after the first operator stopped: %v (deorbit ended before the stop: nothing to resume)", err)
+	if err := f.c.Get(ctx, key, &still); err != nil {
+		t.Fatalf("the cluster after the first operator died: %v (deorbit ended before the kill: nothing to resume)", err)
 	}
 	f.operatorStart("deorbit-2")
 	f.waitGone(key)
@@ -798,5 +897,8 @@ func TestOperatorDeorbitOperatorKilled(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%s: %d DELETE requests, want exactly one", what, n)
 		}
+	}
+	if d := f.last().Status.Deorbit; d == nil || d.Phase != v1alpha1.DeorbitPhaseDone || len(d.Debris) != 0 {
+		t.Errorf("last status %+v, want phase Done without debris", d)
 	}
 }
