@@ -136,9 +136,12 @@ func TestOperatorChartServerSideDryRun(t *testing.T) {
 		{"secrets-cluster-wide", "operator:\n  secrets:\n    clusterWide: true\n", []string{"ClusterRole"}, nil, false, nil, nil},
 		// The monitoring.coreos.com kinds are not served by the test apiserver (no Prometheus Operator CRDs):
 		// they are checked by chartCheckMonitoring, the rest by the dry run.
-		{"monitoring", "agent:\n  enabled: true\nmetrics:\n  serviceMonitor: {enabled: true}\n  podMonitor: {enabled: true}\n" +
+		// One kind of monitor at a time (both would scrape every target twice: the chart refuses it).
+		{"monitoring", "agent:\n  enabled: true\nmetrics:\n  serviceMonitor: {enabled: true}\n" +
 			"  prometheusRule: {enabled: true}\n  dashboard: {enabled: true}\n",
-			[]string{"ServiceMonitor", "PodMonitor", "PrometheusRule", "ConfigMap", "Service"}, nil, false, nil, []string{"default"}},
+			[]string{"ServiceMonitor", "PrometheusRule", "ConfigMap", "Service"}, []string{"PodMonitor"}, false, nil, []string{"default"}},
+		{"monitoring-pods", "agent:\n  enabled: true\nmetrics:\n  podMonitor: {enabled: true}\n  prometheusRule: {enabled: true}\n",
+			[]string{"PodMonitor", "PrometheusRule"}, []string{"ServiceMonitor"}, false, nil, []string{"default"}},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {

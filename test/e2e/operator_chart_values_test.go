@@ -142,6 +142,7 @@ func TestOperatorChartSchema(t *testing.T) {
 		{"typo in the agent's resources", "agent:\n  resources:\n    request: {cpu: 10m}\n", "request"},
 		{"typo in a toleration", "agent:\n  tolerations:\n    - {key: dedicated, operator: Exists, efect: NoSchedule}\n", "efect"},
 		{"unknown toleration operator", "operator:\n  tolerations:\n    - {key: dedicated, operator: In}\n", "/operator/tolerations/0/operator"},
+		{"both monitors", "metrics:\n  serviceMonitor: {enabled: true}\n  podMonitor: {enabled: true}\n", "not both"},
 		{"typo in affinity", "operator:\n  affinity:\n    podAntiAfinity: {}\n", "podAntiAfinity"},
 	}
 	for _, tc := range tests {
