@@ -241,7 +241,12 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 	add func(check, result, detail, reason string), skipped func(...string), rep *DoctorReport) {
 	var list v1alpha1.VitalsClusterList
 	if err := c.List(ctx, &list, client.InNamespace(f.namespace), client.Limit(1)); err != nil {
-		add("crd", "failed", fmt.Sprintf("list VitalsClusters: %v (install deploy/crds/)", err), "")
+		detail := fmt.Sprintf("list VitalsClusters: %v (install deploy/crds/)", err)
+		if meta.IsNoMatchError(err) {
+			detail = fmt.Sprintf("the API server does not serve vitalsclusters.%s: the CRD is not installed (the chart installs it; or kubectl apply --server-side -f deploy/crds/)",
+				v1alpha1.GroupVersion.Group)
+		}
+		add("crd", "failed", detail, "")
 		skipped(append([]string{"cluster", "cloud", "routes", "route-headroom"}, append(quotaCheckNames(), "workload")...)...)
 		return
 	}

@@ -259,3 +259,29 @@ func doctorSetQuotas(t *testing.T, admin *openstack.Cloud, project string) {
 	}
 	t.Cleanup(func() { _ = quotasets.Delete(context.Background(), bc, project).ExtractErr() })
 }
+
+// TestDoctorWithoutCRD: against an API server where the VitalsCluster CRD is not installed (a private
+// kube-apiserver), the crd check fails and says to install deploy/crds/, every other check is skipped,
+// and the exit code is 1 for scripts.
+func TestDoctorWithoutCRD(t *testing.T) {
+	t.Parallel()
+	k := testenv.PrivateKube(t)
+	var out, errb bytes.Buffer
+	code := cli.Main([]string{"doctor", "prod-eu", "-n", "clusters", "--kubeconfig", k.KubeconfigPath(), "--allow-loopback-workload", "-o", "json"}, &out, &errb)
+	var rep cli.DoctorReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("exit %d, output is not a report: %v\n%s\n%s", code, err, out.String(), errb.String())
+	}
+	if code != cli.ExitDoctorFailed || rep.OK || len(rep.Checks) == 0 {
+		t.Fatalf("exit %d, report %+v, want exit %d and a failed report", code, rep, cli.ExitDoctorFailed)
+	}
+	for i, ch := range rep.Checks {
+		switch {
+		case i == 0 && (ch.Name != "crd" || ch.Result != "failed" || !strings.Contains(ch.Detail, "the CRD is not installed") || !strings.Contains(ch.Detail, "deploy/crds/")):
+			t.Errorf("first check %+v, want crd failed: the CRD is not installed, naming deploy/crds/", ch)
+		case i > 0 && ch.Result != "skipped":
+			t.Errorf("check %+v after a failed crd check, want skipped", ch)
+		}
+	}
+	t.Logf("doctor without the CRD: exit %d, %+v", code, rep.Checks[0])
+}
