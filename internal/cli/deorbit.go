@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -258,19 +259,38 @@ func printProgress(out io.Writer, st *v1alpha1.DeorbitStatus, elapsed time.Durat
 	fmt.Fprintln(out, line)
 }
 
+// printResources lists the resources of rs in state ("": all) as a table under title.
 func printResources(out io.Writer, title string, rs []v1alpha1.DeorbitResource, state string) {
 	fmt.Fprintln(out, title+":")
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TYPE\tID\tNAME\tSTATUS\tNOTE")
 	n := 0
 	for _, r := range rs {
 		if state != "" && r.State != state {
 			continue
 		}
 		n++
-		fmt.Fprintf(out, "  %-22s %-40s %-30s %-15s %s\n", r.Type, r.ID, r.Name, r.Status, r.LastError)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", r.Type, r.ID, dash(r.Name), dash(r.Status), r.LastError)
 	}
+	_ = tw.Flush()
 	if n == 0 {
 		fmt.Fprintln(out, "  (nothing)")
+		return
 	}
+	for _, line := range strings.SplitAfter(b.String(), "\n") {
+		if line != "" {
+			fmt.Fprintln(out, strings.TrimRight(line, " \n"))
+		}
+	}
+}
+
+// dash is s, or "-" for an empty cell.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func writeState(path string, st *v1alpha1.DeorbitStatus) error {

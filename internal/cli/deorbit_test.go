@@ -108,3 +108,37 @@ func mustAuth(t *testing.T) openstack.Auth {
 	}
 	return a
 }
+
+// TestDeorbitResourcesTable: the plan and the debris are a table whose columns hold any name (a VIP port's
+// is 47 characters), with a header, "-" for an empty cell and no trailing blanks.
+func TestDeorbitResourcesTable(t *testing.T) {
+	rs := []v1alpha1.DeorbitResource{
+		{Type: "Route", ID: "198.19.0.0/24@10.180.0.10", Name: "198.19.0.0/24", State: v1alpha1.DeorbitWouldDelete},
+		{Type: "Port", ID: "b5da9d3f-ff19-4574-8447-804beb91ea52", Name: "octavia-lb-52a20d5f-e39a-4100-af15-842de8faf8dc",
+			Status: "DOWN", LastError: "goes with its load balancer", State: v1alpha1.DeorbitWouldDelete},
+		{Type: "Volume", ID: "391cf884", Name: "pvc-demo-2", Status: "available", State: "Deleted"},
+	}
+	var b bytes.Buffer
+	printResources(&b, "plan (dry run): would delete", rs, v1alpha1.DeorbitWouldDelete)
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 4 || lines[0] != "plan (dry run): would delete:" || !strings.HasPrefix(lines[1], "  TYPE") {
+		t.Fatalf("table:\n%s", b.String())
+	}
+	col := strings.Index(lines[1], "STATUS")
+	for _, l := range lines[1:] {
+		if strings.HasSuffix(l, " ") {
+			t.Errorf("trailing blanks: %q", l)
+		}
+		if len(l) <= col || l[col-1] != ' ' || l[col] == ' ' {
+			t.Errorf("STATUS column (at %d) not aligned in %q", col, l)
+		}
+	}
+	if !strings.HasSuffix(lines[2], " -") || strings.Contains(b.String(), "pvc-demo-2") {
+		t.Errorf("want '-' for the route's empty status and the volume (not in state WouldDelete) left out:\n%s", b.String())
+	}
+	b.Reset()
+	printResources(&b, "gave up; debris left in the cloud", nil, "")
+	if b.String() != "gave up; debris left in the cloud:\n  (nothing)\n" {
+		t.Errorf("empty table: %q", b.String())
+	}
+}
