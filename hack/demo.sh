@@ -161,8 +161,12 @@ log "the VitalsCluster (kubectl get vitalsclusters -o wide):"
 kubectl get vitalsclusters.vitals.vitalsproject.io -o wide | sed 's/^/    /'
 log "its last actions (status.actions):"
 kubectl get vitalscluster demo -o jsonpath='{range .status.actions[*]}{.action}{"\t"}{.reason}{"\t"}{.object}{"\n"}{end}' | sed 's/^/    /'
-log "events:"
-kubectl get events.events.k8s.io -n default --field-selector regarding.name=demo -o custom-columns=REASON:.reason,NOTE:.note --no-headers 2>/dev/null | sed 's/^/    /' | head -20 || true
+log "events (WorkloadLocalNotAllowed and flight's PassAborted: the cluster names no workload kubeconfig yet, so flight waits; the route collector needs only the cloud):"
+events() { # the Events of VitalsCluster demo, oldest first: name, reason, note
+  kubectl get events.events.k8s.io -n default --field-selector regarding.name=demo --sort-by=.metadata.creationTimestamp \
+    -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.reason}{"\t"}{.note}{"\n"}{end}' 2>/dev/null || true
+}
+events | awk -F'\t' '{ printf "    %-24s %s\n", $2, $3 }' | head -20
 log "metrics (vitals_routegc_*):"
 curl -s "http://127.0.0.1:$METRICS_PORT/metrics" | grep '^vitals_routegc_\(routes_removed_total\|routes_skipped_total\|passes_total\)' | sed 's/^/    /' || true
 log "the router after (vitals routes audit):"
@@ -188,6 +192,7 @@ if [ "$CLOUD" = sim ]; then
   sed 's/^/    /' "$DIR/doctor.txt"
   [ $rc = 0 ] || die "vitals doctor found a failed check (exit $rc)"
   log "deleting VitalsCluster 'demo': deorbit holds its finalizer until the cloud confirms the cluster's resources are gone"
+  events | cut -f1 >"$DIR/events-before.txt"
   kubectl delete vitalscluster demo --wait=false >/dev/null
   last=""
   for i in $(seq 1 240); do
@@ -199,7 +204,7 @@ if [ "$CLOUD" = sim ]; then
   done
   [ "$phase" = gone ] || die "deorbit did not finish; see $DIR/operator.log"
   log "events of the deletion:"
-  kubectl get events.events.k8s.io -n default --field-selector regarding.name=demo -o custom-columns=REASON:.reason,NOTE:.note --no-headers 2>/dev/null | grep -i -E 'deorbit|Delete|Remove|ActionTaken|Cleaned' | sed 's/^/    /' | tail -12 || true
+  events | grep -v -F -f "$DIR/events-before.txt" | awk -F'\t' '{ printf "    %-24s %s\n", $2, $3 }' | tail -14 || true
   log "metrics (vitals_deorbit_deletes_total):"
   curl -s "http://127.0.0.1:$METRICS_PORT/metrics" | grep '^vitals_deorbit_deletes_total' | sed 's/^/    /' || true
   log "the cloud after (vitals deorbit --dry-run again: nothing of the cluster is left):"
