@@ -215,7 +215,7 @@ func TestRateLimiterAndMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c := connect(t, openstack.Config{Auth: envAuth(t, e), QPS: 2, Burst: 1, Registerer: reg})
 	ctx := t.Context()
-	if n, _ := metric(t, reg, "vitals_openstack_requests_total", map[string]string{"service": "identity", "operation": "POST /v3/auth/tokens", "code": "201"}); n < 1 {
+	if n, _ := metric(t, reg, "vitals_openstack_requests_total", map[string]string{"openstack_service": "identity", "operation": "POST /v3/auth/tokens", "code": "201"}); n < 1 {
 		t.Errorf("token requests counted: %v, want >= 1", n)
 	}
 
@@ -234,7 +234,7 @@ func TestRateLimiterAndMetrics(t *testing.T) {
 	if err != nil || len(gs) != 3 {
 		t.Fatalf("ListSecurityGroups(page size 1) = %d groups, %v", len(gs), err)
 	}
-	after, _ := metric(t, reg, "vitals_openstack_requests_total", map[string]string{"service": "network", "operation": "GET /v2.0/security-groups", "code": "200"})
+	after, _ := metric(t, reg, "vitals_openstack_requests_total", map[string]string{"openstack_service": "network", "operation": "GET /v2.0/security-groups", "code": "200"})
 	if after-before < 3 {
 		t.Errorf("page size 1 over 3 groups took %v requests, want >= 3", after-before)
 	}
@@ -243,10 +243,10 @@ func TestRateLimiterAndMetrics(t *testing.T) {
 	if _, err := c.GetRouter(ctx, "00000000-0000-4000-8000-000000000000"); !openstack.IsNotFound(err) {
 		t.Fatalf("GetRouter(missing): %v", err)
 	}
-	if n, _ := metric(t, reg, "vitals_openstack_request_errors_total", map[string]string{"service": "network", "operation": "GET /v2.0/routers/{id}", "reason": "404"}); n != 1 {
+	if n, _ := metric(t, reg, "vitals_openstack_request_errors_total", map[string]string{"openstack_service": "network", "operation": "GET /v2.0/routers/{id}", "reason": "404"}); n != 1 {
 		t.Errorf("404 errors counted: %v, want 1", n)
 	}
-	if n, _ := metric(t, reg, "vitals_openstack_request_duration_seconds", map[string]string{"service": "network", "operation": "GET /v2.0/routers/{id}"}); n != 1 {
+	if n, _ := metric(t, reg, "vitals_openstack_request_duration_seconds", map[string]string{"openstack_service": "network", "operation": "GET /v2.0/routers/{id}"}); n != 1 {
 		t.Errorf("latency observations: %v, want 1", n)
 	}
 

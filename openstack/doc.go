@@ -27,10 +27,10 @@
 // Requests pass one http.RoundTripper per Cloud (re-authentication included) that waits for the
 // rate limiter and records, on the Registerer given:
 //
-//	vitals_openstack_requests_total{service,operation,code}
-//	vitals_openstack_request_errors_total{service,operation,reason}   reason: HTTP code, transport, rate_limiter
-//	vitals_openstack_request_duration_seconds{service,operation}
-//	vitals_openstack_rate_limiter_wait_seconds{service}
+//	vitals_openstack_requests_total{openstack_service,operation,code}
+//	vitals_openstack_request_errors_total{openstack_service,operation,reason}   reason: HTTP code, transport, rate_limiter
+//	vitals_openstack_request_duration_seconds{openstack_service,operation}
+//	vitals_openstack_rate_limiter_wait_seconds{openstack_service}
 //
 // where operation is the method and the path with IDs replaced, e.g. "PUT /v2.0/routers/{id}/remove_extraroutes".
 //

@@ -28,22 +28,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vitals_openstack_requests_total",
-			Help: "OpenStack API requests by service, operation (method and path template) and HTTP status code.",
-		}, []string{"service", "operation", "code"}),
+			Help: "OpenStack API requests by service (openstack_service), operation (method and path template) and HTTP status code.",
+		}, []string{"openstack_service", "operation", "code"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vitals_openstack_request_errors_total",
 			Help: "OpenStack API requests that failed: an HTTP status of 400 or more (reason is the code) or no answer (reason transport).",
-		}, []string{"service", "operation", "reason"}),
+		}, []string{"openstack_service", "operation", "reason"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "vitals_openstack_request_duration_seconds",
 			Help:    "Latency of OpenStack API requests, from sending to response headers, without the rate limiter's wait.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}, []string{"service", "operation"}),
+		}, []string{"openstack_service", "operation"}),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "vitals_openstack_rate_limiter_wait_seconds",
 			Help:    "Time requests waited for the client-side rate limiter.",
 			Buckets: []float64{0, .001, .01, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}, []string{"service"}),
+		}, []string{"openstack_service"}),
 	}
 	if reg != nil {
 		m.requests = register(reg, m.requests)

@@ -4,7 +4,8 @@ package e2e
 // PrometheusRule's expressions, the Grafana dashboard's queries and variables, and the series the promtool
 // unit tests (testdata/alerts) feed the rules, is one the code registers (or a label Prometheus adds to the
 // targets of the chart's monitors). A typo there is a silent alert or an empty panel: promtool's unit tests
-// cannot see it, since they are fed the series their author wrote.
+// cannot see it, since they are fed the series their author wrote. No metric of the code has a label that
+// collides with a target's (namespace, pod, ...) or with the external label cluster.
 
 import (
 	"encoding/json"
@@ -320,6 +321,17 @@ func TestChartMonitoringNamesExported(t *testing.T) {
 	}
 	if alerts < 6 || queries < 10 {
 		t.Fatalf("%d alert expressions, %d dashboard queries: the chart lost them or the extraction is broken", alerts, queries)
+	}
+
+	// No metric of the code has a label Prometheus gives its targets (the scrape's namespace, pod, ...: the
+	// target's would win, or be renamed exported_*) or cluster, the usual external label of federation and
+	// remote write: a VitalsCluster is vitalscluster.
+	for name, labels := range metrics {
+		for _, l := range labels {
+			if l == "cluster" || slices.Contains(targetLabels, l) {
+				t.Errorf("metric %s has label %s, which collides with a target's or an external label: name the VitalsCluster vitalscluster", name, l)
+			}
+		}
 	}
 
 	// The series the promtool unit tests feed the rules are the code's, with its labels.
