@@ -104,12 +104,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !c.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.release(ctx, &c)
 	}
-	if !controllerutil.ContainsFinalizer(&c, v1alpha1.FinalizerDeorbit) {
+	if err := clusterstatus.RetryOnConflict(ctx, r.APIReader, r.Client, &c, func() error {
+		if controllerutil.ContainsFinalizer(&c, v1alpha1.FinalizerDeorbit) {
+			return nil
+		}
 		patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(&c, v1alpha1.FinalizerDeorbit)
-		if err := r.Client.Patch(ctx, &c, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer to cluster %s: %w", req.NamespacedName, err)
+		return r.Client.Patch(ctx, &c, patch)
+	}); err != nil {
+		if apierrors.IsNotFound(err) { // deleted meanwhile
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
 		}
+		return ctrl.Result{}, fmt.Errorf("add finalizer to cluster %s: %w", req.NamespacedName, err)
 	}
 	cloud := r.verifyCloud(ctx, &c)
 	wl := r.reachWorkload(ctx, &c)

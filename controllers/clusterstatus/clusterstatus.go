@@ -29,17 +29,7 @@ const (
 // controller's proofs, mostly) would otherwise cost a request each, which the operator's client rate
 // limit makes every other pass wait for. A cluster deleted meanwhile is not an error.
 func Write(ctx context.Context, cl client.Client, live client.Reader, c *v1alpha1.VitalsCluster, mutate func(*v1alpha1.ClusterStatus)) error {
-	if live == nil {
-		live = cl
-	}
-	first := true
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first {
-			if err := live.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
-				return err
-			}
-		}
-		first = false
+	return RetryOnConflict(ctx, live, cl, c, func() error {
 		before := c.Status.DeepCopy()
 		mutate(&c.Status)
 		if equality.Semantic.DeepEqual(before, &c.Status) {
@@ -49,6 +39,29 @@ func Write(ctx context.Context, cl client.Client, live client.Reader, c *v1alpha
 			return err
 		}
 		return nil
+	})
+}
+
+// RetryOnConflict runs write on c, and on a conflict reads c again from live (nil: fallback, the cache)
+// and runs write again, a few times: the status writes of the other controllers change c's version, which
+// the informer cache may not show yet.
+func RetryOnConflict(ctx context.Context, live, fallback client.Reader, c *v1alpha1.VitalsCluster, write func() error) error {
+	if live == nil {
+		live = fallback
+	}
+	key := client.ObjectKeyFromObject(c)
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			// into a new object: a field the API server's answer omits must not keep what write set
+			var fresh v1alpha1.VitalsCluster
+			if err := live.Get(ctx, key, &fresh); err != nil {
+				return err
+			}
+			*c = fresh
+		}
+		first = false
+		return write()
 	})
 }
 
