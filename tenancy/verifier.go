@@ -214,6 +214,12 @@ func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (C
 		if apierrors.IsNotFound(err) {
 			return nil, "", &Refusal{Reason: ReasonMissingCredentials, Message: fmt.Sprintf("secret %s/%s not found (spec.openstack.credentialsSecretRef)", c.Namespace, ref.Name)}
 		}
+		if apierrors.IsForbidden(err) {
+			// Not an outage: the operator's RBAC does not reach this namespace's Secrets.
+			return nil, "", &Refusal{Reason: ReasonMissingCredentials, Message: fmt.Sprintf(
+				"secret %s/%s: the operator may not read Secrets in namespace %s (grant it: the chart's operator.secrets.namespaces, or operator.secrets.clusterWide)",
+				c.Namespace, ref.Name, c.Namespace)}
+		}
 		return nil, "", fmt.Errorf("read credentials secret %s/%s: %w", c.Namespace, ref.Name, err)
 	}
 	data, ok := sec.Data[secretKey]

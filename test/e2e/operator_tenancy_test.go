@@ -8,8 +8,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -455,4 +458,41 @@ func (f *tenancyFixture) mustNotLeak(cl *v1alpha1.VitalsCluster, evs []string) {
 			f.t.Fatalf("the Secret's contents reached the %s", what)
 		}
 	}
+}
+
+// TestTenancySecretForbidden: when the operator's RBAC does not reach a namespace's Secrets (the chart
+// grants get on Secrets only in the namespaces it manages), reading a VitalsCluster's credentials Secret
+// there is forbidden by the real kube-apiserver: the refusal is MissingCredentials and says how to grant it,
+// not a cloud outage (CloudUnavailable) quoting the API server's RBAC message.
+func TestTenancySecretForbidden(t *testing.T) {
+	t.Parallel()
+	admin, c, ns := opKube(t)
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
+		StringData: map[string]string{"clouds.yaml": opCloudsYAML("https://keystone.example:5000/v3", "u", "p", "proj")}}
+	if err := c.Create(context.Background(), creds); err != nil {
+		t.Fatal(err)
+	}
+	// The operator as a ServiceAccount granted nothing in this namespace.
+	cfg := rest.CopyConfig(admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":operator-elsewhere"}
+	v := tenancy.NewVerifier(tenancy.Options{
+		Secrets: opClient(t, cfg), Clusters: c,
+		Connect: func(context.Context, openstack.Auth, http.RoundTripper) (tenancy.Connection, error) {
+			t.Fatal("connected without reading the Secret")
+			return nil, nil
+		},
+	})
+	cl := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c", UID: "c"},
+		Spec: v1alpha1.ClusterSpec{OpenStack: v1alpha1.OpenStackSpec{CredentialsSecretRef: &v1alpha1.SecretKeyRef{Name: "creds"}, RouterID: "r"},
+			PodCIDRs: []v1alpha1.CIDR{"198.19.0.0/16"}}}
+	_, err := v.Resolve(t.Context(), cl)
+	var r *tenancy.Refusal
+	if !errors.As(err, &r) || r.Reason != tenancy.ReasonMissingCredentials ||
+		!strings.Contains(r.Message, "may not read Secrets in namespace "+ns) || !strings.Contains(r.Message, "operator.secrets.namespaces") {
+		t.Fatalf("Resolve: %v; want a MissingCredentials refusal saying the operator may not read Secrets in %s and how to grant it", err, ns)
+	}
+	if strings.Contains(r.Message, "system:serviceaccount") {
+		t.Errorf("the refusal quotes the API server's RBAC message: %s", r.Message)
+	}
+	t.Logf("refusal: %s: %s", r.Reason, r.Message)
 }
