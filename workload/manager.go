@@ -257,6 +257,11 @@ func (m *Manager) forLocked(ctx context.Context, s *slot, key types.NamespacedNa
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil, m.fail(s, key, ident, errorf(ReasonMissingKubeconfig, "secret %s/%s does not exist", c.Namespace, ref.Name))
+		case apierrors.IsForbidden(err):
+			// Not an outage: the operator's RBAC does not reach this namespace's Secrets.
+			return nil, m.fail(s, key, ident, errorf(ReasonMissingKubeconfig,
+				"secret %s/%s: the operator may not read Secrets in namespace %s (grant it: the chart's operator.secrets.namespaces, or operator.secrets.clusterWide)",
+				c.Namespace, ref.Name, c.Namespace))
 		case err != nil:
 			// The management API failed: keep the access there is, and say so.
 			return nil, fmt.Errorf("read kubeconfig secret %s/%s: %w", c.Namespace, ref.Name, err)

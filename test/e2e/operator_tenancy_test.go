@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,6 +41,7 @@ import (
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
+	"github.com/vitalsproject/vitals/workload"
 )
 
 // lockedBuffer collects log lines from several goroutines.
@@ -463,7 +465,8 @@ func (f *tenancyFixture) mustNotLeak(cl *v1alpha1.VitalsCluster, evs []string) {
 // TestTenancySecretForbidden: when the operator's RBAC does not reach a namespace's Secrets (the chart
 // grants get on Secrets only in the namespaces it manages), reading a VitalsCluster's credentials Secret
 // there is forbidden by the real kube-apiserver: the refusal is MissingCredentials and says how to grant it,
-// not a cloud outage (CloudUnavailable) quoting the API server's RBAC message.
+// not a cloud outage (CloudUnavailable) quoting the API server's RBAC message; its workload kubeconfig
+// Secret is MissingKubeconfig, the same way.
 func TestTenancySecretForbidden(t *testing.T) {
 	t.Parallel()
 	admin, c, ns := opKube(t)
@@ -495,4 +498,19 @@ func TestTenancySecretForbidden(t *testing.T) {
 		t.Errorf("the refusal quotes the API server's RBAC message: %s", r.Message)
 	}
 	t.Logf("refusal: %s: %s", r.Reason, r.Message)
+
+	// The workload kubeconfig Secret likewise: MissingKubeconfig, saying how to grant it.
+	wm, err := workload.NewManager(workload.Options{Secrets: opClient(t, cfg), Checks: remediation.NewChecks(clock.RealClock{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wm.Close)
+	cl.Spec.KubeconfigSecretRef = &v1alpha1.SecretKeyRef{Name: "kubeconfig"}
+	_, err = wm.For(t.Context(), cl)
+	var we *workload.Error
+	if !errors.As(err, &we) || we.Reason != workload.ReasonMissingKubeconfig ||
+		!strings.Contains(we.Message, "may not read Secrets in namespace "+ns) || strings.Contains(we.Message, "system:serviceaccount") {
+		t.Fatalf("workload access: %v; want MissingKubeconfig saying the operator may not read Secrets in %s", err, ns)
+	}
+	t.Logf("workload access: %s: %s", we.Reason, we.Message)
 }
