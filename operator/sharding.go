@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"net"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,9 +38,15 @@ type Sharding struct {
 // and nothing else of a controller has to know.
 func (o *Operator) setupSharding(mo *cache.Options) error {
 	sh := o.opts.Sharding
-	// a client of its own (its own rate limiter, as leader election's): the controllers' requests never
-	// delay a renewal
-	cs, err := kclient.NewForConfig(rest.CopyConfig(o.opts.RestConfig))
+	// A client of its own (its own rate limiter, as leader election's) on a connection of its own: the
+	// controllers' requests never delay a renewal, and neither do the informers' lists of thousands of
+	// clusters, which share one HTTP/2 connection (client-go shares one transport between clients of
+	// equal configurations; a dialer of its own makes this one apart).
+	lc := rest.CopyConfig(o.opts.RestConfig)
+	if lc.Dial == nil {
+		lc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	cs, err := kclient.NewForConfig(lc)
 	if err != nil {
 		return fmt.Errorf("operator: shard Lease client: %w", err)
 	}

@@ -485,8 +485,8 @@ func (cr *chartRBAC) leasesAt(sa, pl string) {
 	}
 	n := 0
 	for _, c := range cr.rec.callsOf(sa) {
-		if c.Group != "coordination.k8s.io" || c.Resource != "leases" {
-			continue
+		if c.Group != "coordination.k8s.io" || c.Resource != "leases" || c.Code == 0 {
+			continue // not a Lease request, or one without an answer (cancelled at the stop)
 		}
 		n++
 		if c.PriorityLevel != string(level.GetUID()) {
