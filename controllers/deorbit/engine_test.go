@@ -19,6 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/routegc"
@@ -764,6 +765,77 @@ func TestSweepAfterKill(t *testing.T) {
 			}
 			if n != tc.deletes {
 				t.Errorf("%d DELETEs sent (%v), want %d", n, cloud.deletes, tc.deletes)
+			}
+		})
+	}
+}
+
+// The Services' chain lists Services in the snapshots' and claims' steps until every Service it found is
+// deleting; then those steps list claims only, and the LoadBalancerServices phase lists afresh: a Service
+// made after the chain was issued is deleted there.
+func TestServicesChainListsUntilIssued(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		services int
+		late     bool // a Service appears after the first step
+		// wantLists: the Service lists of the whole run.
+		wantLists int
+	}{
+		// One in the first step (which issues the chain), one in the LoadBalancerServices phase.
+		{name: "Services issued at the first step", services: 2, wantLists: 2},
+		// The LoadBalancerServices phase finds it pending, deletes it, and lists again to complete.
+		{name: "a Service made later is deleted by the LoadBalancerServices phase", services: 2, late: true, wantLists: 3},
+		// Nothing tracked: nothing proves the chain issued, it lists in each of the claims' steps.
+		{name: "no Services: listed every step", services: 0, wantLists: 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloud := newMemCloud()
+			objs := boundClaims(cloud, 8)
+			for i := 0; i < tc.services; i++ {
+				id, svc := fmt.Sprintf("lb%d", i), fmt.Sprintf("web%d", i)
+				cloud.lbs[id] = &openstack.LoadBalancer{ID: id, Name: LoadBalancerName("c1", "app", svc), ProvisioningStatus: "ACTIVE"}
+				objs = append(objs, lbService("app", svc, id))
+			}
+			s := runtime.NewScheme()
+			if err := clientgoscheme.AddToScheme(s); err != nil {
+				t.Fatal(err)
+			}
+			lists := 0
+			wl := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+				List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
+					if _, ok := l.(*corev1.ServiceList); ok {
+						lists++
+					}
+					return c.List(ctx, l, opts...)
+				}}).Build()
+			set := settings()
+			set.Budget = 2
+			a := &asker{}
+			in := Input{Target: target(), Settings: set, Workload: wl, Cloud: cloud, Policy: a}
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			e := &Engine{Clock: clk, Rand: func() float64 { return 0 }}
+			st := &v1alpha1.DeorbitStatus{}
+			res, steps := run(t, e, clk, in, st, 100, func(i int, in *Input) {
+				if tc.late && i == 1 {
+					cloud.lbs["lb-late"] = &openstack.LoadBalancer{ID: "lb-late", Name: LoadBalancerName("c1", "app", "late"), ProvisioningStatus: "ACTIVE"}
+					if err := wl.Create(context.Background(), lbService("app", "late", "lb-late")); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+			if !res.Release || st.Phase != v1alpha1.DeorbitPhaseDone {
+				t.Fatalf("after %d steps: phase %s, last error %q", steps, st.Phase, st.LastError)
+			}
+			if lists != tc.wantLists {
+				t.Errorf("%d Service lists in %d steps, want %d", lists, steps, tc.wantLists)
+			}
+			if tc.late && a.asked[VerbDeleteService+" app/late"] != 1 {
+				t.Errorf("the late Service was asked %d times, want once", a.asked[VerbDeleteService+" app/late"])
+			}
+			for id, n := range cloud.deletes {
+				if n != 1 {
+					t.Errorf("%s deleted %d times", id, n)
+				}
 			}
 		})
 	}

@@ -151,9 +151,15 @@ func (s *step) claims(ctx context.Context, cl client.Client) (bool, time.Time, e
 
 // withServices runs the LoadBalancer Services' chain first, then phase: the load balancers (the slower
 // chain) start deleting at the first step, independent of the snapshots and claims. The phase completes
-// with phase alone; the LoadBalancerServices phase waits for the Services' chain after it.
+// with phase alone; the LoadBalancerServices phase waits for the Services' chain after it. Once an earlier
+// list found Services and every one of them is deleting, gone or settled, the chain is not listed again
+// until the LoadBalancerServices phase (which lists afresh before it completes): the steps of a large
+// teardown spend their requests on deletes.
 func (s *step) withServices(phase func(context.Context, client.Client) (bool, time.Time, error)) func(context.Context, client.Client) (bool, time.Time, error) {
 	return func(ctx context.Context, cl client.Client) (bool, time.Time, error) {
+		if s.servicesIssued() {
+			return phase(ctx, cl)
+		}
 		svcDone, svcNext, err := s.services(ctx, cl)
 		if err != nil {
 			return false, time.Time{}, err
@@ -164,6 +170,22 @@ func (s *step) withServices(phase func(context.Context, client.Client) (bool, ti
 		}
 		return false, minTime(next, svcNext), nil
 	}
+}
+
+// servicesIssued reports whether Services are tracked and none of them is pending.
+func (s *step) servicesIssued() bool {
+	n := 0
+	for i := range s.st.Resources {
+		r := &s.st.Resources[i]
+		if r.Type != v1alpha1.DeorbitService {
+			continue
+		}
+		if r.State == v1alpha1.DeorbitPending {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // services remembers the Octavia load balancer of every LoadBalancer Service (the ID the cloud
