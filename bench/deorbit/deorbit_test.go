@@ -91,12 +91,14 @@ func BenchmarkDeorbit(b *testing.B) {
 	}
 	auth := openstack.Auth{Source: "cloudsim", Options: gophercloud.AuthOptions{IdentityEndpoint: sim.AuthURL(),
 		Username: user, Password: password, DomainName: "Default", TenantName: project}}
-	cloud, err := openstack.Connect(ctx, openstack.Config{Auth: auth, QPS: cloudQPS})
+	tl := &timeline{}
+	cloud, err := openstack.Connect(ctx, openstack.Config{Auth: auth, QPS: cloudQPS, Transport: tl.cloud(http.DefaultTransport.(*http.Transport).Clone())})
 	if err != nil {
 		b.Fatal(err)
 	}
 	wcfg := kube.Config()
 	wcfg.QPS, wcfg.Burst = lim.QPS, lim.Burst
+	wcfg.Wrap(tl.kube)
 	wl, err := client.New(wcfg, client.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -120,10 +122,11 @@ func BenchmarkDeorbit(b *testing.B) {
 		cluster := fmt.Sprintf("bench%d", i)
 		fx := newFixture(b, sim, kc, cluster)
 		rctx, cancel := context.WithTimeout(ctx, *flagRound)
-		stop, lastDelete := standIns(rctx, b, kc, provider, fx)
+		stop, cloudDeletes := standIns(rctx, b, kc, provider, fx)
 		before := sim.Stats().Requests
 		b.StartTimer()
 		start := time.Now()
+		tl.reset(start)
 		st, steps := run(rctx, b, policy, cloud, wl, cluster, start)
 		wall := time.Since(start)
 		b.StopTimer()
@@ -134,9 +137,10 @@ func BenchmarkDeorbit(b *testing.B) {
 			b.Fatalf("after deorbit: phase %s, %d volumes and %d load balancers left; last error %q", st.Phase, left.Volumes, left.LoadBalancers, st.LastError)
 		}
 		walls = append(walls, wall)
-		b.Logf("cluster %s: %d PVCs and %d load balancers gone in %s (%.2f× the %s delete latency), the last cloud delete began at %.2fs, %d cloud API calls; steps: %s",
+		first, last := cloudDeletes()
+		b.Logf("cluster %s: %d PVCs and %d load balancers gone in %s (%.2f× the %s delete latency), the stand-ins' cloud deletes began at %.2f–%.2fs, %d cloud API calls; %s; steps: %s",
 			cluster, *flagPVCs, *flagLBs, wall.Round(time.Millisecond), float64(wall)/float64(*flagLatency), *flagLatency,
-			lastDelete().Sub(start).Seconds(), left.Requests-before, strings.Join(steps, ", "))
+			first.Sub(start).Seconds(), last.Sub(start).Seconds(), left.Requests-before, tl, strings.Join(steps, ", "))
 		fx.cleanup(b)
 	}
 	slices.Sort(walls)
@@ -144,6 +148,75 @@ func BenchmarkDeorbit(b *testing.B) {
 	b.ReportMetric(med.Seconds(), "s-wall")
 	b.ReportMetric(float64(med)/float64(*flagLatency), "x-latency")
 	b.ReportMetric(0, "ns/op")
+}
+
+// timeline records when the engine's requests went: its Kubernetes DELETEs (sent, answered) and its
+// lists of the cloud (the wait's looks), in seconds since the round's start.
+type timeline struct {
+	mu                sync.Mutex
+	start             time.Time
+	deletes, reads    int
+	firstDel, lastDel time.Duration // sent
+	lastAnswer        time.Duration
+	looks             []time.Duration
+}
+
+func (tl *timeline) reset(start time.Time) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	tl.start, tl.deletes, tl.reads, tl.firstDel, tl.lastDel, tl.lastAnswer, tl.looks = start, 0, 0, 0, 0, 0, nil
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// kube wraps the engine's transport to the workload cluster.
+func (tl *timeline) kube(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Method != http.MethodDelete {
+			tl.mu.Lock()
+			tl.reads++
+			tl.mu.Unlock()
+			return rt.RoundTrip(r)
+		}
+		tl.mu.Lock()
+		sent := time.Since(tl.start)
+		if tl.deletes == 0 {
+			tl.firstDel = sent
+		}
+		tl.deletes++
+		tl.lastDel = max(tl.lastDel, sent)
+		tl.mu.Unlock()
+		resp, err := rt.RoundTrip(r)
+		tl.mu.Lock()
+		tl.lastAnswer = max(tl.lastAnswer, time.Since(tl.start))
+		tl.mu.Unlock()
+		return resp, err
+	})
+}
+
+// cloud wraps the engine's transport to the cloud: the lists of volumes and load balancers are the looks.
+func (tl *timeline) cloud(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/volumes/detail") {
+			tl.mu.Lock()
+			tl.looks = append(tl.looks, time.Since(tl.start))
+			tl.mu.Unlock()
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+func (tl *timeline) String() string {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	looks := make([]string, len(tl.looks))
+	for i, l := range tl.looks {
+		looks[i] = fmt.Sprintf("%.2f", l.Seconds())
+	}
+	return fmt.Sprintf("%d Kubernetes DELETEs sent %.2f–%.2fs, the last answered at %.2fs, and %d other requests; cloud lists at %s s",
+		tl.deletes, tl.firstDel.Seconds(), tl.lastDel.Seconds(), tl.lastAnswer.Seconds(), tl.reads, strings.Join(looks, " "))
 }
 
 // run steps the engine until it releases the finalizer, waiting between steps as the controller requeues. It
@@ -261,9 +334,9 @@ func (fx *fixture) cleanup(b *testing.B) {
 
 // standIns plays the Cinder CSI provisioner and the OpenStack cloud controller manager until stop: a claim
 // being deleted loses its protection finalizer, its volume is deleted in Cinder and its PV goes; a deleted
-// LoadBalancer Service's load balancer is deleted in Octavia (with cascade). Each reacts at once. lastDelete
-// says when the last of their cloud deletes began.
-func standIns(ctx context.Context, b *testing.B, kc kubernetes.Interface, cloud *openstack.Cloud, fx *fixture) (stop func(), lastDelete func() time.Time) {
+// LoadBalancer Service's load balancer is deleted in Octavia (with cascade). Each reacts at once. deletes
+// says when the first and the last of their cloud deletes began.
+func standIns(ctx context.Context, b *testing.B, kc kubernetes.Interface, cloud *openstack.Cloud, fx *fixture) (stop func(), deletes func() (first, last time.Time)) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	bc, err := cloud.Client(openstack.ServiceBlockStorage)
@@ -276,11 +349,14 @@ func standIns(ctx context.Context, b *testing.B, kc kubernetes.Interface, cloud 
 	}
 	var mu sync.Mutex
 	handled := map[types.UID]bool{}
-	var last time.Time
+	var first, last time.Time
 	began := func() {
 		mu.Lock()
 		defer mu.Unlock()
 		last = time.Now()
+		if first.IsZero() {
+			first = last
+		}
 	}
 	once := func(uid types.UID) bool {
 		mu.Lock()
@@ -380,12 +456,12 @@ func standIns(ctx context.Context, b *testing.B, kc kubernetes.Interface, cloud 
 		<-svcs.Done()
 		wg.Wait()
 	}
-	lastDelete = func() time.Time {
+	deletes = func() (time.Time, time.Time) {
 		mu.Lock()
 		defer mu.Unlock()
-		return last
+		return first, last
 	}
-	return stop, lastDelete
+	return stop, deletes
 }
 
 // releasePV deletes a PV, without its protection finalizer.
