@@ -17,13 +17,17 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -99,10 +103,6 @@ func BenchmarkDeorbit(b *testing.B) {
 	wcfg := kube.Config()
 	wcfg.QPS, wcfg.Burst = lim.QPS, lim.Burst
 	wcfg.Wrap(tl.kube)
-	wl, err := client.New(wcfg, client.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
 	// The bench's own clients (fixtures, the stand-in controllers): unlimited.
 	fast := kube.Config()
 	fast.QPS, fast.Burst = -1, 0
@@ -120,6 +120,9 @@ func BenchmarkDeorbit(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		cluster := fmt.Sprintf("bench%d", i)
+		// Each cluster has its own workload client, as in the operator (one per VitalsCluster, long
+		// lived): its rate limiter starts full, its kinds are known before the deletion.
+		wl := workloadClient(b, wcfg)
 		fx := newFixture(b, sim, kc, cluster)
 		rctx, cancel := context.WithTimeout(ctx, *flagRound)
 		stop, cloudDeletes := standIns(rctx, b, kc, provider, fx)
@@ -217,6 +220,26 @@ func (tl *timeline) String() string {
 	}
 	return fmt.Sprintf("%d Kubernetes DELETEs sent %.2f–%.2fs, the last answered at %.2fs, and %d other requests; cloud lists at %s s",
 		tl.deletes, tl.firstDel.Seconds(), tl.lastDel.Seconds(), tl.lastAnswer.Seconds(), tl.reads, strings.Join(looks, " "))
+}
+
+// workloadClient is a cluster's workload client with the kinds deorbit reads already mapped (the
+// operator's is long lived), through one token bucket of the configuration's QPS and Burst for all its
+// requests, as the operator's (workload.Limits).
+func workloadClient(b *testing.B, cfg *rest.Config) client.Client {
+	cfg = rest.CopyConfig(cfg)
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	wl, err := client.New(cfg, client.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	snaps := &unstructured.UnstructuredList{}
+	snaps.SetGroupVersionKind(deorbit.VolumeSnapshotList)
+	for _, l := range []client.ObjectList{&corev1.PersistentVolumeList{}, &corev1.ServiceList{}, snaps} {
+		if err := wl.List(b.Context(), l, client.Limit(1)); err != nil && !meta.IsNoMatchError(err) {
+			b.Fatal(err)
+		}
+	}
+	return wl
 }
 
 // run steps the engine until it releases the finalizer, waiting between steps as the controller requeues. It
