@@ -156,6 +156,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.Policy == nil {
 		return ctrl.Result{}, errors.New("no remediation policy: nothing may be deleted")
 	}
+	if r.APIReader != nil {
+		// The step resumes from the status: read it from the API server, not from the cache, which
+		// may not show the last step's write yet (a step on an older status would write its result
+		// over the newer one when the write is retried on the conflict).
+		if err := r.APIReader.Get(ctx, req.NamespacedName, &c); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		if c.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(&c, v1alpha1.FinalizerDeorbit) {
+			return ctrl.Result{}, nil
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.StepTimeout)
 	defer cancel()
 	in, err := r.input(ctx, &c, settings)

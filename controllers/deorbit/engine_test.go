@@ -840,3 +840,37 @@ func TestServicesChainListsUntilIssued(t *testing.T) {
 		})
 	}
 }
+
+// An operator killed after its delete of a claim or a Service was sent, before it recorded it: the
+// status shows them pending, the workload cluster no longer shows them (the claim's PersistentVolume
+// released or gone, the Service gone). The fresh engine counts them gone and goes on, asking nothing again.
+func TestWorkloadAfterKill(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		objs []client.Object
+	}{
+		{name: "claim's volume released", objs: []client.Object{cinderPV("pv-v1", "v1", "app", "data", corev1.PersistentVolumeReclaimDelete, corev1.VolumeReleased)}},
+		{name: "claim's volume gone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloud := newMemCloud()
+			st := &v1alpha1.DeorbitStatus{Phase: v1alpha1.DeorbitPhaseClaims, StartTime: &metav1.Time{Time: start}, PhaseStartTime: &metav1.Time{Time: start},
+				Resources: []v1alpha1.DeorbitResource{
+					{Type: v1alpha1.DeorbitService, ID: "app/web", Name: "web", State: v1alpha1.DeorbitPending},
+					{Type: v1alpha1.DeorbitClaim, ID: "app/data", Name: "pv-v1", State: v1alpha1.DeorbitPending},
+					{Type: v1alpha1.DeorbitVolume, ID: "v1", Name: "pv-v1", State: v1alpha1.DeorbitPending},
+				}}
+			clk := clocktesting.NewFakeClock(start)
+			a := &asker{}
+			in := Input{Target: target(), Settings: settings(), Workload: workloadClient(t, tc.objs...), Cloud: cloud, Policy: a}
+			res, steps := run(t, &Engine{Clock: clk, Rand: func() float64 { return 0 }}, clk, in, st, 50, nil)
+			if !res.Release || st.Phase != v1alpha1.DeorbitPhaseDone {
+				t.Fatalf("after %d steps: phase %s, last error %q, resources %+v", steps, st.Phase, st.LastError, st.Resources)
+			}
+			if a.asked[VerbDeletePVC+" app/data"]+a.asked[VerbDeleteService+" app/web"] != 0 {
+				t.Errorf("asked again: %v", a.asked)
+			}
+		})
+	}
+}

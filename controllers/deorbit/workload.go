@@ -106,6 +106,20 @@ func (s *step) claims(ctx context.Context, cl client.Client) (bool, time.Time, e
 		}
 		claims = append(claims, claim{volume: vol, pv: pv})
 	}
+	// A claim still pending that no PersistentVolume shows bound any more went (or was unbound) since it
+	// was tracked: e.g. its delete was sent by an operator killed before it recorded it. It is gone, not
+	// waited on for ever.
+	bound := map[string]bool{}
+	for _, c := range claims {
+		if ref := c.pv.Spec.ClaimRef; ref != nil && c.pv.Status.Phase == corev1.VolumeBound {
+			bound[ref.Namespace+"/"+ref.Name] = true
+		}
+	}
+	for i := range s.st.Resources {
+		if r := &s.st.Resources[i]; r.Type == v1alpha1.DeorbitClaim && r.State == v1alpha1.DeorbitPending && !bound[r.ID] {
+			r.State, r.LastError, r.NextAttempt = v1alpha1.DeorbitGone, "", nil
+		}
+	}
 	// Pointers only now: tracking new resources may have moved them.
 	var ds []deletion
 	for _, c := range claims {
@@ -208,6 +222,16 @@ func (s *step) services(ctx context.Context, cl client.Client) (bool, time.Time,
 			r.State = v1alpha1.DeorbitDeleting
 		}
 		s.track(v1alpha1.DeorbitLoadBalancer, svc.Annotations[AnnotationLoadBalancerID], LoadBalancerName(s.in.Target.ClusterName, svc.Namespace, svc.Name), v1alpha1.DeorbitPending)
+	}
+	// A Service still pending that the list no longer shows went since it was tracked.
+	listed := map[string]bool{}
+	for _, svc := range ours {
+		listed[svc.Namespace+"/"+svc.Name] = true
+	}
+	for i := range s.st.Resources {
+		if r := &s.st.Resources[i]; r.Type == v1alpha1.DeorbitService && r.State == v1alpha1.DeorbitPending && !listed[r.ID] {
+			r.State, r.LastError, r.NextAttempt = v1alpha1.DeorbitGone, "", nil
+		}
 	}
 	var ds []deletion
 	for _, svc := range ours {
