@@ -199,10 +199,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	reason, status, msg := conditionOf(st, in)
 	err = clusterstatus.Write(ctx, r.Client, r.APIReader, &c, func(cs *v1alpha1.ClusterStatus) {
 		cs.Deorbit = st.DeepCopy()
-		cs.Actions = append(cs.Actions, pass.Lines()...)
-		if n := len(cs.Actions) - v1alpha1.MaxActions; n > 0 {
-			cs.Actions = append([]v1alpha1.Action(nil), cs.Actions[n:]...)
-		}
+		clusterstatus.AppendActions(cs, pass.Lines()...)
 		pass.Apply(cs)
 		clusterstatus.SetCondition(cs, c.Generation, v1alpha1.ConditionCleanedUp, status, reason, msg)
 	})
