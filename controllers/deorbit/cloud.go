@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/routes"
 	"github.com/vitalsproject/vitals/tenancy"
 )
 
@@ -81,10 +81,10 @@ func (s *step) routes(ctx context.Context, cloud Cloud) (bool, time.Time) {
 	on := map[string]openstack.Route{}
 	for _, rt := range router.Routes {
 		dst, err := netip.ParsePrefix(rt.Destination)
-		if err != nil || !routegc.Inside(dst, t.PodCIDRs) {
+		if err != nil || !routes.Inside(dst, t.PodCIDRs) {
 			continue
 		}
-		if hop, err := netip.ParseAddr(rt.NextHop); err == nil && routegc.IsProtected(dst.Masked(), hop.Unmap(), t.Protected) {
+		if hop, err := netip.ParseAddr(rt.NextHop); err == nil && routes.IsProtected(dst.Masked(), hop.Unmap(), t.Protected) {
 			continue
 		}
 		on[rt.Destination+"@"+rt.NextHop] = rt
@@ -137,7 +137,7 @@ func (s *step) routes(ctx context.Context, cloud Cloud) (bool, time.Time) {
 		if aerr != nil {
 			atomic = false
 		}
-		res, err := routegc.Remover{Routers: cloud}.Remove(ctx, t.RouterID, remove, atomic)
+		res, err := routes.Remover{Routers: cloud}.Remove(ctx, t.RouterID, remove, atomic)
 		gone := map[openstack.Route]bool{}
 		for _, rt := range append(res.Removed, res.Absent...) {
 			gone[rt] = true

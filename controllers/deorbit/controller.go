@@ -25,10 +25,10 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/clusterstatus"
-	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/health/checks/progress"
 	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/routes"
 	"github.com/vitalsproject/vitals/tenancy"
 	"github.com/vitalsproject/vitals/workload"
 )
@@ -229,7 +229,7 @@ func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Set
 		in.Target.PodCIDRs = append(in.Target.PodCIDRs, pfx.Masked())
 	}
 	if in.Target.RouterID != "" {
-		protected, err := routegc.ProtectedRoutes(c.Spec.Controllers.RouteGC.ProtectedRoutes)
+		protected, err := routes.ProtectedRoutes(c.Spec.Controllers.RouteGC.ProtectedRoutes)
 		if err != nil {
 			// The CRD refuses such a spec; without the protected list no route may be removed.
 			in.Target.RouterID = ""

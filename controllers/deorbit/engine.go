@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/routes"
 	"github.com/vitalsproject/vitals/tenancy"
 )
 
@@ -26,7 +26,7 @@ const (
 	VerbDeleteVolumeSnapshot = "DeleteVolumeSnapshot"
 	VerbDeletePVC            = "DeletePVC"
 	VerbDeleteService        = "DeleteService"
-	VerbRemoveRoute          = "RemoveRoute"
+	VerbRemoveRoute          = routes.VerbRemoveRoute
 	VerbDeleteVolume         = "DeleteVolume"
 	VerbDeleteLoadBalancer   = "DeleteLoadBalancer"
 	VerbDeletePort           = "DeletePort"
@@ -63,8 +63,8 @@ type Target struct {
 	RouterID string
 	// PodCIDRs: a route is the cluster's only if its destination lies inside one of them.
 	PodCIDRs []netip.Prefix
-	// Protected routes (spec.controllers.routegc.protectedRoutes) are never removed, even inside the pod CIDRs.
-	Protected []routegc.ProtectedRoute
+	// Protected routes (spec.controllers.routes.protectedRoutes) are never removed, even inside the pod CIDRs.
+	Protected []routes.ProtectedRoute
 }
 
 // Settings are one cluster's deorbit settings with defaults applied.

@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/routes"
 )
 
 // memCloud is an in-memory project for the phase machine's table tests (the integration tests use
@@ -328,7 +328,7 @@ func TestStep(t *testing.T) {
 			name: "a protected route inside the pod CIDRs stays (routegc's protectedRoutes)",
 			setup: func(c *memCloud, in *Input, a *asker) {
 				c.routes = append(c.routes, openstack.Route{Destination: "10.100.7.0/24", NextHop: "10.0.0.7"})
-				in.Target.Protected = []routegc.ProtectedRoute{{Destination: netip.MustParsePrefix("10.100.7.0/24")}}
+				in.Target.Protected = []routes.ProtectedRoute{{Destination: netip.MustParsePrefix("10.100.7.0/24")}}
 			},
 			wantPhase: v1alpha1.DeorbitPhaseDone, wantRelease: true,
 			wantDeleted: []string{"route 10.100.1.0/24"},

@@ -22,9 +22,9 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/clusterstatus"
-	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/health/checks/progress"
 	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/routes"
 	"github.com/vitalsproject/vitals/tenancy"
 	"github.com/vitalsproject/vitals/workload"
 )
@@ -148,7 +148,7 @@ func (r *Reconciler) SettingsOf(c *v1alpha1.VitalsCluster) (Settings, error) {
 	for i, p := range c.Spec.PodCIDRs {
 		cidrs[i] = string(p)
 	}
-	pods, err := routegc.ParsePrefixes(cidrs)
+	pods, err := routes.ParsePrefixes(cidrs)
 	if err != nil {
 		return s, fmt.Errorf("spec.podCIDRs: %w", err)
 	}

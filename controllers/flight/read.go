@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/routes"
 	"github.com/vitalsproject/vitals/tenancy"
 )
 
@@ -27,7 +27,7 @@ type Snapshot struct {
 	Ports         []openstack.Port
 	PortsByServer map[string][]openstack.Port
 	// Live holds every address of a port or server of the project (routegc's notion of a live nexthop).
-	Live *routegc.Addresses
+	Live *routes.Addresses
 	// Router is the cluster's router, read in this pass.
 	Router *openstack.Router
 	// Group is the cluster's security group; nil when GroupProblem says why there is none.
@@ -83,7 +83,7 @@ func Read(ctx context.Context, cloud tenancy.Cloud, nodes client.Reader, o ReadO
 	if err := nodes.List(ctx, &nl); err != nil {
 		return nil, fmt.Errorf("list nodes of the workload cluster: %w", err)
 	}
-	snap := &Snapshot{Router: router, Ports: ports, PortsByServer: map[string][]openstack.Port{}, Live: routegc.NewAddresses(),
+	snap := &Snapshot{Router: router, Ports: ports, PortsByServer: map[string][]openstack.Port{}, Live: routes.NewAddresses(),
 		NodeServer: map[string]string{}, ServerNode: map[string]*corev1.Node{}}
 	if snap.Group, snap.GroupProblem, err = readGroup(ctx, cloud, o); err != nil {
 		return nil, err

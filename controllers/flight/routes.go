@@ -3,28 +3,23 @@ package flight
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/routes"
 )
-
-// VerbAddRoute is the verb of re-adding a missing pod route.
-const VerbAddRoute = "AddRoute"
 
 // HeadroomPercent is the share of the route limit at which RouteHeadroom turns False.
 const HeadroomPercent = 80
 
-// Routes looks after the pod routes of the cluster's router, with the route collector's analysis
-// (package routegc: which routes are the cluster's, which nexthops are alive, which are protected):
+// Routes looks after the pod routes of the cluster's router, with the routes domain's analysis
+// (package routes: which routes are the cluster's, which nexthops are alive, which are protected):
 //   - duplicates, one destination with several nexthops, are reported (condition and Event): the
 //     device side of the router (e.g. an ASR) may keep the first and need a resync. Of a duplicate, the
 //     routes whose nexthop is no live port or server are stale: when the route collector runs for the
@@ -48,132 +43,14 @@ func (Routes) Conditions() []string {
 // Enabled implements Repair.
 func (Routes) Enabled(r *v1alpha1.FlightRepairs) bool { return enabled(r.Routes) }
 
-// Duplicate is one destination with several routes.
-type Duplicate struct {
-	Destination string
-	NextHops    []string
-	// Stale routes of it: nexthop of no live port or server, and not protected.
-	Stale []openstack.Route
-}
-
-// RoutePlan is what Routes found.
-type RoutePlan struct {
-	Routes     int
-	Duplicates []Duplicate
-	// Missing routes to re-add: a Node's pod CIDR to its InternalIP.
-	Missing []openstack.Route
-	// Conflicts and Unroutable explain Node pod CIDRs that are not re-added.
-	Conflicts, Unroutable []string
-	// Err is set when the analysis refused the read: nothing is changed.
-	Err error
-}
-
-// PlanRoutes analyses the router's routes against the Nodes (pure; table-tested).
-func PlanRoutes(routes []openstack.Route, pods []netip.Prefix, protected []routegc.ProtectedRoute, live *routegc.Addresses, nodes []corev1.Node) RoutePlan {
-	plan := RoutePlan{Routes: len(routes)}
-	an, err := routegc.Analyze(routegc.Input{Routes: routes, PodCIDRs: pods, Protected: protected, Live: live})
-	if err != nil {
-		plan.Err = err
-		return plan
-	}
-	byDst := map[string][]routegc.RouteResult{}
-	var dsts []string
-	for _, res := range an.Results {
-		if res.Verdict == routegc.Foreign || res.Verdict == routegc.Invalid {
-			continue
-		}
-		dst := netip.MustParsePrefix(res.Route.Destination).Masked().String()
-		if _, ok := byDst[dst]; !ok {
-			dsts = append(dsts, dst)
-		}
-		byDst[dst] = append(byDst[dst], res)
-	}
-	slices.Sort(dsts)
-	for _, dst := range dsts {
-		rs := byDst[dst]
-		if len(rs) < 2 {
-			continue
-		}
-		d := Duplicate{Destination: dst}
-		for _, res := range rs {
-			d.NextHops = append(d.NextHops, res.Route.NextHop)
-			if res.Verdict == routegc.Suspect || res.Verdict == routegc.Proven {
-				d.Stale = append(d.Stale, res.Route)
-			}
-		}
-		plan.Duplicates = append(plan.Duplicates, d)
-	}
-	for _, n := range nodes {
-		cidrs := n.Spec.PodCIDRs
-		if len(cidrs) == 0 && n.Spec.PodCIDR != "" {
-			cidrs = []string{n.Spec.PodCIDR}
-		}
-		for _, c := range cidrs {
-			p, err := netip.ParsePrefix(c)
-			if err != nil || !slices.ContainsFunc(pods, func(pod netip.Prefix) bool {
-				return pod.Addr().Is4() == p.Addr().Is4() && pod.Bits() <= p.Bits() && pod.Contains(p.Addr())
-			}) {
-				continue // not the cluster's to route
-			}
-			p = p.Masked()
-			ip, ok := internalIP(&n, p.Addr().Is4())
-			if !ok {
-				plan.Unroutable = append(plan.Unroutable, fmt.Sprintf("node %s has no %s InternalIP for pod CIDR %s", n.Name, family(p), p))
-				continue
-			}
-			want := openstack.Route{Destination: p.String(), NextHop: ip.String()}
-			present, taken := false, ""
-			for _, res := range byDst[p.String()] {
-				hop, err := netip.ParseAddr(res.Route.NextHop)
-				if err == nil && hop.Unmap() == ip {
-					present = true
-				} else if res.Verdict == routegc.Live || res.Verdict == routegc.Protected {
-					taken = res.Route.NextHop
-				}
-			}
-			switch {
-			case present:
-			case taken != "":
-				plan.Conflicts = append(plan.Conflicts, fmt.Sprintf("node %s's pod CIDR %s is routed to %s, a live address, not to its InternalIP %s", n.Name, p, taken, ip))
-			default:
-				if _, ok := live.Owner(ip); !ok {
-					plan.Unroutable = append(plan.Unroutable, fmt.Sprintf("node %s's InternalIP %s is no address of a port or server of the project", n.Name, ip))
-					continue
-				}
-				plan.Missing = append(plan.Missing, want)
-			}
-		}
-	}
-	return plan
-}
-
-func internalIP(n *corev1.Node, v4 bool) (netip.Addr, bool) {
-	for _, a := range n.Status.Addresses {
-		if a.Type != corev1.NodeInternalIP {
-			continue
-		}
-		if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Unmap().Is4() == v4 {
-			return ip.Unmap(), true
-		}
-	}
-	return netip.Addr{}, false
-}
-
-func family(p netip.Prefix) string {
-	if p.Addr().Is4() {
-		return "IPv4"
-	}
-	return "IPv6"
-}
-
 // Detect implements Repair.
 func (Routes) Detect(in *Input) Finding {
-	protected, err := routegc.ProtectedRoutes(in.Cluster.Spec.Controllers.RouteGC.ProtectedRoutes)
+	protected, err := routes.ProtectedRoutes(in.Cluster.Spec.Controllers.RouteGC.ProtectedRoutes)
 	if err != nil {
-		return &routesFinding{plan: RoutePlan{Err: err}}
+		return &routesFinding{plan: routes.NodePlan{Err: err}}
 	}
 	snap := in.Snapshot
-	f := &routesFinding{plan: PlanRoutes(snap.Router.Routes, in.Settings.PodCIDRs, protected, snap.Live, snap.Nodes)}
+	f := &routesFinding{plan: routes.PlanNodes(snap.Router.Routes, in.Settings.PodCIDRs, protected, snap.Live, snap.Nodes)}
 	if !in.Settings.RouteGC {
 		// Flight removes stale routes itself: keep when each was first seen.
 		first := map[openstack.Route]time.Time{}
@@ -186,7 +63,7 @@ func (Routes) Detect(in *Input) Finding {
 				if !ok {
 					t = in.Now
 				}
-				f.stale = append(f.stale, routegc.SuspectRecord{Route: rt, FirstSeen: t})
+				f.stale = append(f.stale, routes.SuspectRecord{Route: rt, FirstSeen: t})
 			}
 		}
 	}
@@ -195,8 +72,8 @@ func (Routes) Detect(in *Input) Finding {
 
 // routesFinding is what Routes found.
 type routesFinding struct {
-	plan  RoutePlan
-	stale []routegc.SuspectRecord // to remove, when flight removes stale routes
+	plan  routes.NodePlan
+	stale []routes.SuspectRecord // to remove, when flight removes stale routes
 }
 
 func (f *routesFinding) Unhealthy() []string { return nil }
@@ -213,7 +90,7 @@ func (f *routesFinding) Repair(ctx context.Context, env *Env) []Report {
 	if err != nil {
 		atomic = false // the If-Match path is safe on every Neutron with extraroute
 	}
-	rm := routegc.Remover{Routers: env.Cloud}
+	rm := routes.Remover{Routers: env.Cloud}
 	var problems, done []string
 	count := plan.Routes
 	// Stale duplicates: removed here when the route collector is off for the cluster, else left to it.
@@ -231,7 +108,7 @@ func (f *routesFinding) Repair(ctx context.Context, env *Env) []Report {
 		for _, s := range left {
 			env.Status.StaleRoutes = append(env.Status.StaleRoutes, v1alpha1.RouteSighting{Destination: s.Route.Destination, NextHop: s.Route.NextHop, FirstSeen: metav1.NewTime(s.FirstSeen)})
 		}
-	} else if env.Settings.RouteGC && slices.ContainsFunc(plan.Duplicates, func(d Duplicate) bool { return len(d.Stale) > 0 }) {
+	} else if env.Settings.RouteGC && slices.ContainsFunc(plan.Duplicates, func(d routes.Duplicate) bool { return len(d.Stale) > 0 }) {
 		done = append(done, "stale routes are left to the route collector (routegc), which removes them once proven")
 	}
 	// Duplicates: reported while more than one route to the destination is left.
@@ -291,11 +168,11 @@ func (f *routesFinding) Repair(ctx context.Context, env *Env) []Report {
 
 // removeStale asks for each stale route and removes the allowed ones in one change; it returns the
 // routes gone and the records to keep for the next pass.
-func (f *routesFinding) removeStale(ctx context.Context, env *Env, rm routegc.Remover, routerID string, atomic bool) ([]openstack.Route, []routegc.SuspectRecord) {
+func (f *routesFinding) removeStale(ctx context.Context, env *Env, rm routes.Remover, routerID string, atomic bool) ([]openstack.Route, []routes.SuspectRecord) {
 	var allowed []openstack.Route
-	var left []routegc.SuspectRecord
+	var left []routes.SuspectRecord
 	for _, rec := range f.stale {
-		if d := env.Ask(ctx, routegc.RouteAction(rec)); d.Outcome != remediation.Allowed {
+		if d := env.Ask(ctx, routes.RemoveAction(rec.Route, rec.FirstSeen)); d.Outcome != remediation.Allowed {
 			left = append(left, rec)
 			continue
 		}
@@ -322,7 +199,7 @@ func (f *routesFinding) removeStale(ctx context.Context, env *Env, rm routegc.Re
 			}
 			left = append(left, rec)
 		}
-		env.Done(ctx, routegc.RouteAction(rec), failure)
+		env.Done(ctx, routes.RemoveAction(rec.Route, rec.FirstSeen), failure)
 		if failure == nil {
 			out = append(out, rec.Route)
 		}
@@ -331,7 +208,7 @@ func (f *routesFinding) removeStale(ctx context.Context, env *Env, rm routegc.Re
 }
 
 // addMissing asks for each missing route (at most room of them) and adds the allowed ones in one change.
-func (f *routesFinding) addMissing(ctx context.Context, env *Env, rm routegc.Remover, routerID string, atomic bool, room int) (int, []string) {
+func (f *routesFinding) addMissing(ctx context.Context, env *Env, rm routes.Remover, routerID string, atomic bool, room int) (int, []string) {
 	var allowed []openstack.Route
 	var skipped []string
 	for _, rt := range f.plan.Missing {
@@ -339,7 +216,7 @@ func (f *routesFinding) addMissing(ctx context.Context, env *Env, rm routegc.Rem
 			skipped = append(skipped, fmt.Sprintf("%s via %s (the router is at its limit of %d routes)", rt.Destination, rt.NextHop, env.Settings.MaxRoutes))
 			continue
 		}
-		d := env.Ask(ctx, addAction(rt))
+		d := env.Ask(ctx, routes.AddAction(rt))
 		if d.Outcome != remediation.Allowed {
 			skipped = append(skipped, fmt.Sprintf("%s via %s (%s)", rt.Destination, rt.NextHop, d.Reason))
 			continue
@@ -351,16 +228,12 @@ func (f *routesFinding) addMissing(ctx context.Context, env *Env, rm routegc.Rem
 	}
 	added, err := rm.Add(ctx, routerID, allowed, atomic)
 	for _, rt := range allowed {
-		env.Done(ctx, addAction(rt), err)
+		env.Done(ctx, routes.AddAction(rt), err)
 		if err != nil {
 			skipped = append(skipped, fmt.Sprintf("%s via %s: %v", rt.Destination, rt.NextHop, err))
 		}
 	}
 	return len(added), skipped
-}
-
-func addAction(rt openstack.Route) remediation.Action {
-	return remediation.Action{Verb: VerbAddRoute, Kind: "route", ID: rt.Destination + "@" + rt.NextHop, Name: rt.Destination}
 }
 
 // RouteHeadroom reports a router's use of its route limit: the RouteHeadroom condition, False from

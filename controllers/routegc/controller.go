@@ -23,6 +23,7 @@ import (
 	"github.com/vitalsproject/vitals/health/checks/progress"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/routes"
 	"github.com/vitalsproject/vitals/tenancy"
 )
 
@@ -36,16 +37,6 @@ const (
 	// over its window applies on top).
 	DefaultBudget = 10
 )
-
-// VerbRemoveRoute is the verb of a route removal in the remediation policy.
-const VerbRemoveRoute = "RemoveRoute"
-
-// Cloud is what a pass reads and changes.
-type Cloud interface {
-	openstack.Routers
-	openstack.Ports
-	openstack.Servers
-}
 
 // Reconciler is the route collector over VitalsCluster resources.
 type Reconciler struct {
@@ -109,7 +100,7 @@ type settings struct {
 	budget    int
 	dryRun    bool
 	pods      []netip.Prefix
-	protected []ProtectedRoute
+	protected []routes.ProtectedRoute
 	subnetID  string
 	ports     bool
 	servers   bool
@@ -131,12 +122,12 @@ func (r *Reconciler) settingsOf(c *v1alpha1.VitalsCluster) (settings, error) {
 	for i, p := range c.Spec.PodCIDRs {
 		cidrs[i] = string(p)
 	}
-	pods, err := ParsePrefixes(cidrs)
+	pods, err := routes.ParsePrefixes(cidrs)
 	if err != nil {
 		return s, fmt.Errorf("spec.podCIDRs: %w", err)
 	}
 	s.pods = pods
-	if s.protected, err = ProtectedRoutes(sp.ProtectedRoutes); err != nil {
+	if s.protected, err = routes.ProtectedRoutes(sp.ProtectedRoutes); err != nil {
 		return s, err
 	}
 	if len(sp.AddressSources) == 0 {
@@ -151,26 +142,6 @@ func (r *Reconciler) settingsOf(c *v1alpha1.VitalsCluster) (settings, error) {
 		}
 	}
 	return s, nil
-}
-
-// ProtectedRoutes parses spec.controllers.routegc.protectedRoutes, naming the bad entry.
-func ProtectedRoutes(list []v1alpha1.ProtectedRoute) ([]ProtectedRoute, error) {
-	var out []ProtectedRoute
-	for i, p := range list {
-		dst, err := netip.ParsePrefix(string(p.Destination))
-		if err != nil {
-			return nil, fmt.Errorf("spec.controllers.routegc.protectedRoutes[%d].destination: %w", i, err)
-		}
-		pr := ProtectedRoute{Destination: dst.Masked()}
-		if p.NextHop != "" {
-			if pr.NextHop, err = netip.ParseAddr(p.NextHop); err != nil {
-				return nil, fmt.Errorf("spec.controllers.routegc.protectedRoutes[%d].nexthop: %w", i, err)
-			}
-			pr.NextHop = pr.NextHop.Unmap()
-		}
-		out = append(out, pr)
-	}
-	return out, nil
 }
 
 // Reconcile runs one pass for a Cluster when its deadline has come (or its spec changed), and
@@ -231,9 +202,9 @@ type outcome struct {
 	result   string // ok, aborted, error
 	reason   string // condition reason when not ok
 	err      error
-	counts   Counts
+	counts   routes.Counts
 	removed  []openstack.Route
-	suspects []SuspectRecord
+	suspects []routes.SuspectRecord
 	// held, wouldRemove, overBudget: proven orphans the policy held back, answered dry-run, or this
 	// pass's cap kept.
 	held, wouldRemove, overBudget int
@@ -315,22 +286,22 @@ func (r *Reconciler) pass(ctx context.Context, c *v1alpha1.VitalsCluster, s sett
 		return abort("aborted", "ReadFailed", err)
 	}
 	cloud, project, routerID := scope.Cloud, scope.ProjectID, scope.Router.ID
-	snap, err := Read(ctx, cloud, ReadOptions{RouterID: routerID, ProjectID: project, Ports: s.ports, Servers: s.servers, SubnetID: s.subnetID})
+	snap, err := routes.Read(ctx, cloud, routes.ReadOptions{RouterID: routerID, ProjectID: project, Ports: s.ports, Servers: s.servers, SubnetID: s.subnetID})
 	if err != nil {
 		return abort("aborted", "ReadFailed", err)
 	}
-	in := Input{
+	in := routes.Input{
 		Routes: snap.Router.Routes, PodCIDRs: s.pods, Protected: s.protected, Live: snap.Live, Sources: snap.Sources,
 		Now: now, Interval: s.interval,
 	}
 	if st := c.Status.RouteGC; st != nil {
 		for _, sr := range st.Suspects {
-			in.Suspects = append(in.Suspects, SuspectRecord{
+			in.Suspects = append(in.Suspects, routes.SuspectRecord{
 				Route: openstack.Route{Destination: sr.Destination, NextHop: sr.NextHop}, FirstSeen: sr.FirstSeen.Time, Passes: int(sr.Passes),
 			})
 		}
 	}
-	plan, err := Analyze(in)
+	plan, err := routes.Analyze(in)
 	if err != nil {
 		return abort("aborted", "UnsafeRead", err)
 	}
@@ -338,9 +309,9 @@ func (r *Reconciler) pass(ctx context.Context, c *v1alpha1.VitalsCluster, s sett
 	// The routes' own rules first: a first sighting, a protected route whose nexthop is gone.
 	for _, res := range plan.Results {
 		switch {
-		case res.Verdict == Suspect && res.Passes == 1:
+		case res.Verdict == routes.Suspect && res.Passes == 1:
 			o.keep(r, c, now, res.Route, res.FirstSeen, "ProofPending", res.Detail)
-		case res.Verdict == Protected && res.Orphaned:
+		case res.Verdict == routes.Protected && res.Orphaned:
 			o.keep(r, c, now, res.Route, time.Time{}, "Protected", res.Detail)
 		}
 	}
@@ -348,27 +319,27 @@ func (r *Reconciler) pass(ctx context.Context, c *v1alpha1.VitalsCluster, s sett
 	// answers count: they are the removals a pass would make).
 	o.policy = r.Policy.Begin(ctx, c, Name, []string{remediation.CheckCloud},
 		remediation.Scope{Unhealthy: plan.Counts.Orphaned, Total: plan.Counts.Ours, DryRun: s.dryRun})
-	var allowed []Candidate
+	var allowed []routes.Candidate
 	for _, cand := range plan.Proven {
 		res := &plan.Results[cand.Index]
 		if len(allowed)+o.wouldRemove >= s.budget {
-			res.Verdict, res.Detail = OverBudget, fmt.Sprintf("%s; this pass's cap of %d removals is reached", res.Detail, s.budget)
+			res.Verdict, res.Detail = routes.OverBudget, fmt.Sprintf("%s; this pass's cap of %d removals is reached", res.Detail, s.budget)
 			o.overBudget++
 			o.suspects = append(o.suspects, cand.Record)
 			o.keep(r, c, now, cand.Record.Route, cand.Record.FirstSeen, "PassBudget", res.Detail)
 			continue
 		}
-		d := o.policy.Ask(ctx, RouteAction(cand.Record))
+		d := o.policy.Ask(ctx, routes.RemoveAction(cand.Record.Route, cand.Record.FirstSeen))
 		switch d.Outcome {
 		case remediation.Allowed:
-			res.Verdict = Remove
+			res.Verdict = routes.Remove
 			allowed = append(allowed, cand)
 			continue
 		case remediation.DryRun:
-			res.Verdict = WouldRemove
+			res.Verdict = routes.WouldRemove
 			o.wouldRemove++
 		default:
-			res.Verdict = Held
+			res.Verdict = routes.Held
 			o.held++
 		}
 		res.Detail = fmt.Sprintf("%s; %s: %s", res.Detail, d.Reason, d.Message)
@@ -390,11 +361,11 @@ func (r *Reconciler) pass(ctx context.Context, c *v1alpha1.VitalsCluster, s sett
 }
 
 // remove removes the allowed routes in one update and reports each to the policy.
-func (r *Reconciler) remove(ctx context.Context, c *v1alpha1.VitalsCluster, cloud Cloud, routerID string, o *outcome, allowed []Candidate) {
+func (r *Reconciler) remove(ctx context.Context, c *v1alpha1.VitalsCluster, cloud routes.Cloud, routerID string, o *outcome, allowed []routes.Candidate) {
 	log := logf.FromContext(ctx)
-	routes := make([]openstack.Route, len(allowed))
+	rts := make([]openstack.Route, len(allowed))
 	for i, cand := range allowed {
-		routes[i] = cand.Record.Route
+		rts[i] = cand.Record.Route
 	}
 	atomic, err := cloud.AtomicRoutes(ctx)
 	if err != nil {
@@ -402,7 +373,7 @@ func (r *Reconciler) remove(ctx context.Context, c *v1alpha1.VitalsCluster, clou
 		log.Info("cannot tell whether extraroute-atomic is offered; using an If-Match update", "cluster", client.ObjectKeyFromObject(c).String(), "err", err.Error())
 		atomic = false
 	}
-	res, err := Remover{Routers: cloud, Attempts: r.Attempts, Clock: r.Clock}.Remove(ctx, routerID, routes, atomic)
+	res, err := routes.Remover{Routers: cloud, Attempts: r.Attempts, Clock: r.Clock}.Remove(ctx, routerID, rts, atomic)
 	gone := map[openstack.Route]bool{}
 	for _, rt := range res.Removed {
 		gone[rt] = true
@@ -415,7 +386,7 @@ func (r *Reconciler) remove(ctx context.Context, c *v1alpha1.VitalsCluster, clou
 	r.Metrics.Removed.WithLabelValues(client.ObjectKeyFromObject(c).String()).Add(float64(len(res.Removed)))
 	o.removed = res.Removed
 	for _, cand := range allowed {
-		a := RouteAction(cand.Record)
+		a := routes.RemoveAction(cand.Record.Route, cand.Record.FirstSeen)
 		if gone[cand.Record.Route] && err == nil {
 			o.policy.Done(ctx, a, nil)
 			continue
@@ -434,22 +405,12 @@ func (r *Reconciler) remove(ctx context.Context, c *v1alpha1.VitalsCluster, clou
 	}
 }
 
-// RouteAction is the removal of a proven orphan, as the policy sees it: excluded by its destination
-// or by "destination@nexthop", and subject to the minimum proof age from its first sighting. Flight
-// removes stale duplicate routes with the same action.
-func RouteAction(rec SuspectRecord) remediation.Action {
-	return remediation.Action{
-		Verb: VerbRemoveRoute, Kind: "route", ID: rec.Route.Destination + "@" + rec.Route.NextHop, Name: rec.Route.Destination,
-		Evidence: rec.FirstSeen, Removal: true,
-	}
-}
-
 // keep records a route kept by one of routegc's own rules: an Event, a metric and a status line (a
 // route kept for the same reason pass after pass gets one line: the history must keep room).
 func (o *outcome) keep(r *Reconciler, c *v1alpha1.VitalsCluster, now time.Time, rt openstack.Route, firstSeen time.Time, reason, msg string) {
-	obj := RouteAction(SuspectRecord{Route: rt, FirstSeen: firstSeen}).Object()
+	obj := routes.RemoveAction(rt, firstSeen).Object()
 	r.Metrics.Skipped.WithLabelValues(client.ObjectKeyFromObject(c).String(), reason).Inc()
-	r.event(c, corev1.EventTypeNormal, "RouteKept", VerbRemoveRoute, fmt.Sprintf("%s: %s: %s", obj, reason, msg))
+	r.event(c, corev1.EventTypeNormal, "RouteKept", routes.VerbRemoveRoute, fmt.Sprintf("%s: %s: %s", obj, reason, msg))
 	if hasLine(c.Status.Actions, obj, reason) || hasLine(o.actions, obj, reason) {
 		return
 	}

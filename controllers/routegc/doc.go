@@ -14,6 +14,7 @@
 // collector's own rules (proof pending, protected, the cap per pass) are Events, metrics and status
 // lines of their own.
 //
-// analysis.go holds the pure classification (table-tested); remove.go the removal with
-// extraroute-atomic or an If-Match update retried on conflict; controller.go the reconciler.
+// The route knowledge (classification, the complete read, removal with extraroute-atomic or an If-Match
+// update retried on conflict) is package routes, which flight, deorbit and the CLI use too; this package
+// holds the controller.
 package routegc

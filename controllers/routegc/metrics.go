@@ -3,6 +3,8 @@ package routegc
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vitalsproject/vitals/routes"
 )
 
 // Metrics of the route collector. A cluster is labelled vitalscluster="namespace/name" (a label named
@@ -46,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-var allVerdicts = []Verdict{Foreign, Invalid, Protected, Live, Suspect, Remove, WouldRemove, Held, OverBudget}
+var allVerdicts = []routes.Verdict{routes.Foreign, routes.Invalid, routes.Protected, routes.Live, routes.Suspect, routes.Remove, routes.WouldRemove, routes.Held, routes.OverBudget}
 
 func (m *Metrics) forget(key types.NamespacedName) {
 	l := prometheus.Labels{"vitalscluster": key.String()}

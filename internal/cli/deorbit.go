@@ -21,11 +21,11 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/config"
 	"github.com/vitalsproject/vitals/controllers/deorbit"
-	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/routes"
 	"github.com/vitalsproject/vitals/tenancy"
 )
 
@@ -125,7 +125,7 @@ func (f *deorbitFlags) validate() (deorbit.Target, error) {
 	case f.budget < 1 || f.budget > 10000:
 		return t, &config.Error{Field: "--budget", Msg: fmt.Sprintf("expected 1 to 10000, got %d", f.budget)}
 	}
-	pods, err := routegc.ParsePrefixes(f.podCIDRs)
+	pods, err := routes.ParsePrefixes(f.podCIDRs)
 	if err != nil {
 		return t, &config.Error{Field: "--pod-cidr", Msg: err.Error()}
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vitalsproject/vitals/config"
-	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/routes"
 )
 
 func newRoutesCommand() *cobra.Command {
@@ -91,7 +91,7 @@ func (f *routesAuditFlags) run(ctx context.Context, cmd *cobra.Command) error {
 	if len(f.podCIDRs) == 0 {
 		return clirun.Usagef("--pod-cidr is required (the cluster's pod network, e.g. 198.19.0.0/16)")
 	}
-	pods, err := routegc.ParsePrefixes(f.podCIDRs)
+	pods, err := routes.ParsePrefixes(f.podCIDRs)
 	if err != nil {
 		return &config.Error{Field: "--pod-cidr", Msg: err.Error()}
 	}
@@ -99,7 +99,7 @@ func (f *routesAuditFlags) run(ctx context.Context, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	ro := routegc.ReadOptions{RouterID: f.router, ProjectID: f.project, SubnetID: f.subnet}
+	ro := routes.ReadOptions{RouterID: f.router, ProjectID: f.project, SubnetID: f.subnet}
 	for _, s := range f.sources {
 		switch s {
 		case "ports":
@@ -126,11 +126,11 @@ func (f *routesAuditFlags) run(ctx context.Context, cmd *cobra.Command) error {
 	if ro.RouterID, err = resolveRouter(ctx, cloud, f.router, ro.ProjectID); err != nil {
 		return err
 	}
-	snap, err := routegc.Read(ctx, cloud, ro)
+	snap, err := routes.Read(ctx, cloud, ro)
 	if err != nil {
 		return err
 	}
-	plan, aerr := routegc.Analyze(routegc.Input{
+	plan, aerr := routes.Analyze(routes.Input{
 		Routes: snap.Router.Routes, PodCIDRs: pods, Protected: protected, Live: snap.Live, Sources: snap.Sources,
 		Now: time.Now(),
 	})
@@ -203,7 +203,7 @@ type AuditCounts struct {
 }
 
 // NewRouteAudit turns a read and its analysis into a RouteAudit.
-func NewRouteAudit(snap *routegc.Snapshot, plan routegc.Plan) RouteAudit {
+func NewRouteAudit(snap *routes.Snapshot, plan routes.Plan) RouteAudit {
 	a := RouteAudit{
 		Router:  AuditRouter{ID: snap.Router.ID, Name: snap.Router.Name, Revision: snap.Router.RevisionNumber},
 		Sources: []AuditSource{},
@@ -214,7 +214,7 @@ func NewRouteAudit(snap *routegc.Snapshot, plan routegc.Plan) RouteAudit {
 	}
 	for _, r := range plan.Results {
 		v, detail := string(r.Verdict), r.Detail
-		if r.Verdict == routegc.Suspect {
+		if r.Verdict == routes.Suspect {
 			v, detail = "orphaned", "nexthop held by no port or server"
 		}
 		a.Routes = append(a.Routes, AuditRoute{Destination: r.Route.Destination, NextHop: r.Route.NextHop, Verdict: v, Detail: detail})
@@ -225,7 +225,7 @@ func NewRouteAudit(snap *routegc.Snapshot, plan routegc.Plan) RouteAudit {
 }
 
 // WriteRouteAudit prints an analysis as a table with a summary line (text), or as a RouteAudit (json, yaml).
-func WriteRouteAudit(w io.Writer, output string, snap *routegc.Snapshot, plan routegc.Plan) error {
+func WriteRouteAudit(w io.Writer, output string, snap *routes.Snapshot, plan routes.Plan) error {
 	a := NewRouteAudit(snap, plan)
 	return clirun.WriteOutput(w, output, a, func() error {
 		fmt.Fprintf(w, "router %s (%s), revision %d, %d routes; sources:", a.Router.ID, a.Router.Name, a.Router.Revision, len(a.Routes))
@@ -270,12 +270,12 @@ func completeClouds(cmd *cobra.Command, names ...string) {
 }
 
 // parseProtect reads --protect values (DESTINATION[@NEXTHOP]) of routes and deorbit.
-func parseProtect(list []string) ([]routegc.ProtectedRoute, error) {
-	var protected []routegc.ProtectedRoute
+func parseProtect(list []string) ([]routes.ProtectedRoute, error) {
+	var protected []routes.ProtectedRoute
 	for _, p := range list {
 		bad := &config.Error{Field: "--protect", Msg: fmt.Sprintf("expected DESTINATION[@NEXTHOP] such as 198.19.7.0/24@10.0.0.5, got %q", p)}
 		dst, hop, _ := strings.Cut(p, "@")
-		var pr routegc.ProtectedRoute
+		var pr routes.ProtectedRoute
 		var err error
 		if pr.Destination, err = netip.ParsePrefix(dst); err != nil {
 			return nil, bad

@@ -10,16 +10,16 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/routes"
 )
 
 // routeAuditFixture analyses a router with a live, an orphaned, a protected and a foreign route.
-func routeAuditFixture(t *testing.T) (*routegc.Snapshot, routegc.Plan) {
+func routeAuditFixture(t *testing.T) (*routes.Snapshot, routes.Plan) {
 	t.Helper()
-	live := routegc.NewAddresses()
+	live := routes.NewAddresses()
 	live.Add("10.0.0.5", "port p1")
-	snap := &routegc.Snapshot{
+	snap := &routes.Snapshot{
 		Router: &openstack.Router{ID: "r1", Name: "cluster-router", RevisionNumber: 7, Routes: []openstack.Route{
 			{Destination: "198.19.1.0/24", NextHop: "10.0.0.5"},
 			{Destination: "198.19.2.0/24", NextHop: "10.0.0.99"},
@@ -27,11 +27,11 @@ func routeAuditFixture(t *testing.T) (*routegc.Snapshot, routegc.Plan) {
 			{Destination: "0.0.0.0/0", NextHop: "10.0.0.1"},
 		}},
 		Live:    live,
-		Sources: []routegc.SourceRead{{Name: "ports", Items: 1}},
+		Sources: []routes.SourceRead{{Name: "ports", Items: 1}},
 	}
-	plan, err := routegc.Analyze(routegc.Input{
+	plan, err := routes.Analyze(routes.Input{
 		Routes: snap.Router.Routes, PodCIDRs: []netip.Prefix{netip.MustParsePrefix("198.19.0.0/16")},
-		Protected: []routegc.ProtectedRoute{{Destination: netip.MustParsePrefix("198.19.7.0/24")}},
+		Protected: []routes.ProtectedRoute{{Destination: netip.MustParsePrefix("198.19.7.0/24")}},
 		Live:      live, Sources: snap.Sources, Now: time.Unix(1_800_000_000, 0),
 	})
 	if err != nil {

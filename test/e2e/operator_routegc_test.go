@@ -29,6 +29,7 @@ import (
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/routes"
 	"github.com/vitalsproject/vitals/tenancy"
 )
 
@@ -129,7 +130,7 @@ func (f *gcFixture) setPolicy(o remediation.Options) {
 
 // decisions is vitals_remediation_actions_total for routegc's removals with an outcome and reason.
 func (f *gcFixture) decisions(outcome, reason string) float64 {
-	return testutil.ToFloat64(f.pm.Actions.WithLabelValues(routegc.Name, routegc.VerbRemoveRoute, outcome, reason))
+	return testutil.ToFloat64(f.pm.Actions.WithLabelValues(routegc.Name, routes.VerbRemoveRoute, outcome, reason))
 }
 
 // routeObject names a route as the status lines and the exclusion annotation do.

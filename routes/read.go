@@ -1,4 +1,4 @@
-package routegc
+package routes
 
 import (
 	"context"
@@ -7,7 +7,15 @@ import (
 	"github.com/vitalsproject/vitals/openstack"
 )
 
-// ReadOptions say what one pass reads.
+// Cloud is what a read and a removal of routes need: the router, and the project's ports and servers whose
+// addresses make a nexthop live.
+type Cloud interface {
+	openstack.Routers
+	openstack.Ports
+	openstack.Servers
+}
+
+// ReadOptions say what one read takes.
 type ReadOptions struct {
 	RouterID  string
 	ProjectID string

@@ -1,4 +1,4 @@
-package routegc
+package routes
 
 import (
 	"errors"
