@@ -1,6 +1,7 @@
 package healthcheck
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,7 +11,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // These tests run the real command (cmd/healthcheck, built static) as Docker would.
@@ -178,10 +181,62 @@ func TestBinaryLinksOnlyTheStandardLibraryAndChecks(t *testing.T) {
 		"github.com/vitalsproject/vitals/healthcheck":      true,
 		"github.com/vitalsproject/vitals/health/checks":    true,
 		"github.com/vitalsproject/vitals/health/checktype": true,
+		"github.com/vitalsproject/vitals/internal/bounded": true,
 	}
 	for _, p := range strings.Fields(string(out)) {
 		if !allowed[p] && !strings.HasPrefix(p, "golang.org/x/sys/") {
 			t.Errorf("cmd/healthcheck links %s", p)
 		}
+	}
+}
+
+// A config that is not a small regular file is an invalid check, answered at once: not a process that reads
+// /dev/zero until the container's memory runs out, nor one that waits for ever on a named pipe. The command runs
+// under a 512 MiB data limit (prlimit --data), so that a build without the bound fails here instead of
+// taking the machine's memory, and is killed after a minute, so that a hang fails rather than blocks the run.
+func TestBinaryConfigThatIsNotAFile(t *testing.T) {
+	bin := binary(t)
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Fatalf("prlimit (util-linux) not found: %v", err)
+	}
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.yaml")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(8 << 30); err != nil { // 8 GiB of holes
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, tc := range []struct{ path, says string }{
+		{"/dev/zero", "not a regular file (a character device; expected a file)"},
+		{"/dev/urandom", "not a regular file (a character device; expected a file)"},
+		{fifo, "not a regular file (a named pipe; expected a file)"},
+		{dir, "not a regular file (a directory; expected a file)"},
+		{huge, "too large: 8 GiB (expected at most 1 MiB)"},
+	} {
+		t.Run(filepath.Base(tc.path), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, prlimit, "--data=536870912", bin)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HEALTHCHECK_CONFIG=" + tc.path}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, _ := cmd.Output()
+			if ctx.Err() != nil {
+				t.Fatalf("HEALTHCHECK_CONFIG=%s: still running after a minute (killed)", tc.path)
+			}
+			want := "unhealthy: invalid check: read config: " + tc.path + ": " + tc.says + "\n"
+			if code := cmd.ProcessState.ExitCode(); code != 1 || string(out) != want {
+				t.Fatalf("HEALTHCHECK_CONFIG=%s: exit %d, output %q (stderr %q); want exit 1 and %q", tc.path, code, out, stderr.String(), want)
+			}
+		})
 	}
 }

@@ -5,14 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"strings"
 	"time"
+
+	"github.com/vitalsproject/vitals/internal/bounded"
 )
 
 // DefaultConfigPath is the YAML file read when the command runs with no arguments (as
 // /openstack/healthcheck does) and HEALTHCHECK_CONFIG is not set.
 const DefaultConfigPath = "/etc/healthcheck.yaml"
+
+// The config file is read only when it is a regular file of at most MaxConfigSize bytes, read within
+// ConfigTimeout: a config pointing at /dev/zero, a named pipe or a huge file is an invalid check (exit 1), not
+// a process that grows or hangs in every container.
+const (
+	MaxConfigSize = 1 << 20
+	ConfigTimeout = 2 * time.Second
+)
 
 // Main runs the command: argv with the program name first, an environment, and the streams. It
 // returns the exit code: 0 healthy, 1 unhealthy or invalid. It writes exactly one line on stdout
@@ -25,7 +35,7 @@ func Main(ctx context.Context, argv []string, env Env, stdout, stderr io.Writer)
 			fmt.Fprintf(stderr, "healthcheck: "+format+"\n", a...)
 		}
 	}
-	cs, err := load(argv, env, logf)
+	cs, err := load(ctx, argv, env, logf)
 	if errors.Is(err, ErrHelp) {
 		fmt.Fprint(stdout, Usage())
 		return 0
@@ -61,7 +71,7 @@ func Main(ctx context.Context, argv []string, env Env, stdout, stderr io.Writer)
 
 // load finds the checks: from the arguments, from --config FILE, or, with no arguments (how
 // /openstack/healthcheck runs), from $HEALTHCHECK_CONFIG or DefaultConfigPath.
-func load(argv []string, env Env, logf func(string, ...any)) ([]Check, error) {
+func load(ctx context.Context, argv []string, env Env, logf func(string, ...any)) ([]Check, error) {
 	var args []string
 	if len(argv) > 0 {
 		args = argv[1:]
@@ -71,17 +81,18 @@ func load(argv []string, env Env, logf func(string, ...any)) ([]Check, error) {
 			if path == "" || len(args) > 2 || (len(args) == 2 && strings.Contains(args[0], "=")) {
 				return nil, errors.New("--config takes one FILE and nothing else")
 			}
-			return loadConfig(path, env, logf)
+			return loadConfig(ctx, path, env, logf)
 		}
 		return ParseArgs(args, env)
 	}
 	if path := env("HEALTHCHECK_CONFIG"); path != "" {
-		return loadConfig(path, env, logf)
+		return loadConfig(ctx, path, env, logf)
 	}
-	if _, err := os.Stat(DefaultConfigPath); err == nil {
-		return loadConfig(DefaultConfigPath, env, logf)
+	cs, err := loadConfig(ctx, DefaultConfigPath, env, logf)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errors.New("no check given and no config (" + DefaultConfigPath + " or $HEALTHCHECK_CONFIG); try: healthcheck --help")
 	}
-	return nil, errors.New("no check given and no config (" + DefaultConfigPath + " or $HEALTHCHECK_CONFIG); try: healthcheck --help")
+	return cs, err
 }
 
 func configFlag(args []string) (string, bool) {
@@ -97,9 +108,11 @@ func configFlag(args []string) (string, bool) {
 	return "", false
 }
 
-func loadConfig(path string, env Env, logf func(string, ...any)) ([]Check, error) {
+func loadConfig(ctx context.Context, path string, env Env, logf func(string, ...any)) ([]Check, error) {
 	logf("config %s", path)
-	data, err := os.ReadFile(path)
+	ctx, cancel := context.WithTimeout(ctx, ConfigTimeout)
+	defer cancel()
+	data, err := bounded.ReadFile(ctx, path, MaxConfigSize)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}

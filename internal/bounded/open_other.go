@@ -1,0 +1,5 @@
+//go:build !unix
+
+package bounded
+
+const openFlags = 0
