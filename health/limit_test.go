@@ -59,9 +59,32 @@ func TestLimitListenerEviction(t *testing.T) {
 			{conn: 0, state: http.StateActive},
 			{accept: 1, open: []bool{true, false, true}},
 		}},
-		{"idle counts from when it went idle", []step{
+		// A connection idle after its answer goes before one still waiting for its first request,
+		// however long that one has waited: under churn, the older new connection is the kubelet's
+		// probe, its request not read yet, and the idle ones the flood's (issue 27).
+		{"an idle connection goes before a new one", []step{
 			{accept: 1},
 			{accept: 1},
+			{conn: 1, state: http.StateActive},
+			{conn: 1, state: http.StateIdle},
+			{accept: 1, open: []bool{true, false, true}},
+		}},
+		{"of idle connections, the longest idle goes", []step{
+			{accept: 1},
+			{accept: 1},
+			{conn: 1, state: http.StateActive},
+			{conn: 1, state: http.StateIdle},
+			{conn: 0, state: http.StateActive},
+			{conn: 0, state: http.StateIdle},
+			{accept: 1, open: []bool{true, false, true}},
+		}},
+		{"idle again after a second request counts from then", []step{
+			{accept: 1},
+			{accept: 1},
+			{conn: 0, state: http.StateActive},
+			{conn: 0, state: http.StateIdle},
+			{conn: 1, state: http.StateActive},
+			{conn: 1, state: http.StateIdle},
 			{conn: 0, state: http.StateActive},
 			{conn: 0, state: http.StateIdle},
 			{accept: 1, open: []bool{true, false, true}},

@@ -80,7 +80,7 @@ func TestServerOptionDefaults(t *testing.T) {
 			}
 			defer s.Close()
 			got := limits{s.srv.ReadHeaderTimeout, s.srv.ReadTimeout, s.srv.WriteTimeout, s.srv.IdleTimeout,
-				s.srv.MaxHeaderBytes, s.ln.max}
+				s.srv.MaxHeaderBytes, s.ln.cap.Max()}
 			if got != tc.want {
 				t.Fatalf("limits %+v, want %+v", got, tc.want)
 			}
@@ -373,4 +373,66 @@ func rlimitFiles(t *testing.T) uint64 {
 		_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r)
 	}
 	return r.Cur
+}
+
+// TestServerProbeOutlastsKeepAliveChurn is issue 27's churn made deterministic: the kubelet's probe is
+// accepted but its request is not read yet (the machine is busy), and meanwhile more clients than the
+// cap connect, ask once, get their answer and keep their connections open. The probe must still be
+// answered: the connections idle after an answer make room, not the probe, which has had none.
+func TestServerProbeOutlastsKeepAliveChurn(t *testing.T) {
+	const capacity = 8
+	m, clk := newTest(t)
+	m.MustRegister(Check{Name: "db", Run: ok, Probes: AllProbes, Interval: time.Hour})
+	entryOf(t, m, "db").record(clk.Now(), 0, nil)
+	s, err := NewServer(ServerOptions{Addr: "127.0.0.1:0", Manager: m, Logger: quiet, MaxConnections: capacity,
+		ReadHeaderTimeout: time.Hour, IdleTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startServer(t, s)
+	addr := s.Addr().String()
+
+	kubelet, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kubelet.Close()
+	eventually(t, func() bool { return s.ln.open() == 1 })
+
+	var flood []net.Conn
+	defer func() {
+		for _, c := range flood {
+			c.Close()
+		}
+	}()
+	for i := range 3 * capacity {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("flood connection %d: %v", i, err)
+		}
+		flood = append(flood, c)
+		if _, err := c.Write([]byte("GET /livez HTTP/1.1\r\nHost: flood\r\n\r\n")); err != nil {
+			t.Fatalf("flood connection %d: %v", i, err)
+		}
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("flood connection %d: %v", i, err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		// answered and kept: the server sees it idle before the next one connects
+		eventually(t, func() bool { return s.ln.cap.Idling() >= min(i+1, capacity-1) })
+	}
+
+	if _, err := kubelet.Write([]byte("GET /livez HTTP/1.1\r\nHost: kubelet\r\nConnection: close\r\n\r\n")); err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(kubelet), nil)
+	if err != nil {
+		t.Fatalf("probe after %d keep-alive clients at a cap of %d: %v (the probe's connection was evicted)", 3*capacity, capacity, err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("probe: status %d", res.StatusCode)
+	}
 }
