@@ -15,10 +15,17 @@ import (
 	"time"
 
 	"github.com/vitalsproject/vitals/cnireport"
+	"github.com/vitalsproject/vitals/internal/conncap"
 )
 
 // MaxReportLine is the longest report line the socket server accepts.
 const MaxReportLine = cnireport.MaxLine
+
+// DefaultSocketMaxConnections caps the report socket's open connections. A CNI reporter holds one for the
+// milliseconds its reports take, one per CNI operation, so even a node starting a hundred pods at once
+// holds a few; each connection costs about 7 KiB (a goroutine and its buffers), so the cap bounds the
+// socket to well under a MiB where 10,000 connections took the agent to 76 MB (docs/benchmarks.md).
+const DefaultSocketMaxConnections = 64
 
 // Beater is a heartbeat: a *health.Component satisfies it.
 type Beater interface {
@@ -47,10 +54,16 @@ type SocketServer struct {
 	BeatPeriod time.Duration
 	// IdleTimeout closes a connection that sends nothing for this long; default 1 minute.
 	IdleTimeout time.Duration
-	Log         *slog.Logger
+	// MaxConnections caps the open connections (0: DefaultSocketMaxConnections; negative: no cap). At the
+	// cap a new connection evicts one that is waiting (idle after its reports were answered first, then
+	// silent ones, oldest first: conncap.Cap); it is refused only while every connection has a report
+	// being handled.
+	MaxConnections int
+	Log            *slog.Logger
 
 	mu       sync.Mutex
 	ln       *net.UnixListener
+	cap      *conncap.Cap
 	conns    map[net.Conn]struct{}
 	inode    uint64
 	gid      uint32
@@ -106,8 +119,15 @@ func (s *SocketServer) Listen() error {
 		ln.Close()
 		return fmt.Errorf("listen on CNI report socket: %s does not have mode %#o", s.Path, mode)
 	}
+	maxConns := s.MaxConnections
+	if maxConns == 0 {
+		maxConns = DefaultSocketMaxConnections
+	}
 	s.mu.Lock()
 	s.ln = ln
+	s.cap = conncap.New(max(maxConns, 0), func(n int) {
+		s.log().Warn("CNI report socket at its connection cap: evicting waiting connections", "path", s.Path, "maxConnections", n)
+	})
 	s.mode = mode
 	s.inode, s.gid = fileIDs(s.Path)
 	s.conns = map[net.Conn]struct{}{}
@@ -157,6 +177,10 @@ func (s *SocketServer) Serve(ctx context.Context) error {
 			}
 			break
 		}
+		if !s.cap.Admit(conn) {
+			conn.Close() // every connection has a report being handled
+			continue
+		}
 		s.mu.Lock()
 		if s.stopping {
 			s.mu.Unlock()
@@ -169,6 +193,7 @@ func (s *SocketServer) Serve(ctx context.Context) error {
 		go func() {
 			defer s.wg.Done()
 			s.handle(ctx, conn)
+			s.cap.Release(conn)
 			s.mu.Lock()
 			delete(s.conns, conn)
 			s.mu.Unlock()
@@ -253,7 +278,9 @@ func (s *SocketServer) handle(ctx context.Context, conn *net.UnixConn) {
 		_ = conn.SetReadDeadline(time.Now().Add(idle))
 		line, err := readLine(r)
 		if len(line) > 0 && (err == nil || err == io.EOF) {
+			s.cap.Busy(conn)
 			resp := s.process(ctx, line)
+			s.cap.Idle(conn) // answered: evictable again, before a write to a client that may not read
 			_ = enc.Encode(resp)
 			// Answer at once unless more lines are already buffered.
 			if r.Buffered() == 0 {

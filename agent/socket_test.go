@@ -303,3 +303,58 @@ func TestSocketHeartbeatFailsWhenLoosened(t *testing.T) {
 	}
 	waitFor(t, "recovery", func() bool { _, _, _, f := hb.snapshot(); return f == nil })
 }
+
+// TestSocketConnectionFlood: connections that send nothing, four times the default cap, as a root process
+// gone wrong (or an attacker with root) would open: the agent closes all but the cap's worth, and a CNI
+// reporter that comes after them is still answered. Each connection costs the agent a goroutine and its
+// buffers: 10,000 took it to 76 MB, above the chart's 64 Mi limit (the RSS is measured in
+// docs/benchmarks.md, not asserted here).
+func TestSocketConnectionFlood(t *testing.T) {
+	const flood = 4 * DefaultSocketMaxConnections
+	budget := &tally{}
+	s, path := startSocket(t, &BudgetReporter{Budget: budget}, nil)
+	conns := make([]net.Conn, 0, flood)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := range flood {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		conns = append(conns, c)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := cnireport.Send(ctx, path, Report{Op: OpAdd, Result: Failure, Pod: "default/web-1", Error: "no IP addresses available"}); err != nil {
+		t.Fatalf("a report after %d silent connections: %v", flood, err)
+	}
+	if f, _, _, _ := budget.snapshot(); f != 1 {
+		t.Fatalf("budget saw %d failures, want 1", f)
+	}
+	// The server closes the evicted ones: count them from the client's side.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	closed := 0
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := c.Read(make([]byte, 1)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+				mu.Lock()
+				closed++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if want := flood - DefaultSocketMaxConnections + 1; closed < want {
+		t.Errorf("the agent closed %d of %d silent connections, want at least %d (it holds %d, cap %d)", closed, flood, want, s.cap.Open(), DefaultSocketMaxConnections)
+	}
+	if held := s.cap.Open(); held > DefaultSocketMaxConnections {
+		t.Errorf("the agent holds %d connections, cap %d", held, DefaultSocketMaxConnections)
+	}
+}

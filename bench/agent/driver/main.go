@@ -1,17 +1,21 @@
 // Command driver feeds a running node agent (`vitals-agent`) with CNI results at a fixed rate, through its report
-// socket or as kubelet FailedCreatePodSandBox Events in the Kubernetes API, and samples the agent's
-// resident memory (VmRSS) while doing so. bench/agent/run.sh drives it.
+// socket or as kubelet FailedCreatePodSandBox Events in the Kubernetes API, or floods its report socket with
+// connections that send nothing (mode flood), and samples the agent's resident memory (VmRSS) while doing so.
+// bench/agent/run.sh drives it.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,7 +36,15 @@ func main() {
 	node := flag.String("node", "", "node name the events are about (mode kube)")
 	namespace := flag.String("namespace", "default", "namespace of the events (mode kube)")
 	pods := flag.Int("pods", 20, "the events name pod-0 to pod-N-1 in turn, bound to the node by nodeobj (mode kube)")
+	conns := flag.Int("conns", 10000, "connections opened and held, sending nothing (mode flood)")
 	flag.Parse()
+	if *mode == "flood" {
+		if err := flood(*pid, *conns, *duration, *socket); err != nil {
+			fmt.Fprintln(os.Stderr, "driver:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*mode, *pid, *rate, *duration, *socket, *kubeconfig, *node, *namespace, *pods); err != nil {
 		fmt.Fprintln(os.Stderr, "driver:", err)
 		os.Exit(1)
@@ -144,6 +156,67 @@ func run(mode string, pid, rate int, duration time.Duration, socket, kubeconfig,
 			}
 		}
 	}
+}
+
+// flood opens n connections to the report socket, one after the other, sends nothing on them and holds
+// them for duration while sampling the agent's RSS; then it sends one report (is the agent still
+// answering?) and counts how many of its connections the agent has closed.
+func flood(pid, n int, duration time.Duration, socket string) error {
+	var maxRSS uint64
+	sample := func() {
+		if v, err := rss(pid); err == nil {
+			maxRSS = max(maxRSS, v)
+		}
+	}
+	conns := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	start := time.Now()
+	dialErrs := 0
+	for i := range n {
+		// A full accept queue answers EAGAIN at once: wait for the agent to take the queued ones.
+		c, err := net.DialTimeout("unix", socket, 5*time.Second)
+		for try := 0; err != nil && errors.Is(err, syscall.EAGAIN) && try < 5000; try++ {
+			time.Sleep(time.Millisecond)
+			c, err = net.DialTimeout("unix", socket, 5*time.Second)
+		}
+		if err != nil {
+			dialErrs++
+			continue
+		}
+		conns = append(conns, c)
+		if i%500 == 0 {
+			sample()
+		}
+	}
+	opened := time.Since(start)
+	end := time.Now().Add(duration)
+	for time.Now().Before(end) {
+		sample()
+		time.Sleep(250 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	report := "answered"
+	if _, err := cnireport.Send(ctx, socket, cnireport.Report{Op: cnireport.OpAdd, Result: cnireport.Success, Pod: "bench/after-flood"}); err != nil {
+		report = "failed: " + err.Error()
+	}
+	sample()
+	closed := 0
+	one := make([]byte, 1)
+	for _, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
+		if _, err := c.Read(one); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			closed++
+		}
+	}
+	anon, file := rollup(pid)
+	fmt.Printf("mode=flood conns=%d dial_errors=%d opened_in=%s closed_by_agent=%d rss_max_kib=%d hwm_kib=%d anon_kib=%d file_kib=%d report=%q\n",
+		len(conns), dialErrs, opened.Round(time.Millisecond), closed, maxRSS/1024, hwm(pid)/1024, anon/1024, file/1024, report)
+	return nil
 }
 
 func statusKB(pid int, field string) (uint64, error) {
