@@ -1,0 +1,95 @@
+package fencing
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// DefaultWriteTimeout bounds one write when nothing shorter does: less than the default safety margins of
+// sharding (8s) and of leader election (lease duration 20s - renew deadline 12s = 8s).
+const DefaultWriteTimeout = 5 * time.Second
+
+// Reason says why a fence refused a write.
+type Reason string
+
+// Reasons of a refusal. Those the remediation policy also holds actions for have its names.
+const (
+	// ReasonNoFence: the write's context carries no fence (a write path that forgot it).
+	ReasonNoFence Reason = "NoFence"
+	// ReasonShardNotHeld: this replica does not hold the object's shard range (or leadership) any more.
+	ReasonShardNotHeld Reason = "ShardNotHeld"
+	// ReasonExpired: the replica's fenced validity ran out (its renewals failed or it was frozen).
+	ReasonExpired Reason = "Expired"
+	// ReasonPaused: the cluster's pause annotation is set.
+	ReasonPaused Reason = "Paused"
+	// ReasonOperatorPaused: the operator-wide pause is set.
+	ReasonOperatorPaused Reason = "OperatorPaused"
+	// ReasonExcluded: the exclusion annotation names the object.
+	ReasonExcluded Reason = "Excluded"
+	// ReasonDryRun: a dry-run setting is on.
+	ReasonDryRun Reason = "DryRun"
+	// ReasonClusterGone: the cluster is gone, or is another cluster of the same name now.
+	ReasonClusterGone Reason = "ClusterGone"
+	// ReasonUnverified: the fence could not read what it checks (the API server did not answer): nothing is
+	// proven either way, so nothing is written.
+	ReasonUnverified Reason = "Unverified"
+)
+
+// Error is a refused write.
+type Error struct {
+	Reason  Reason
+	Message string
+}
+
+func (e *Error) Error() string { return "fenced: " + string(e.Reason) + ": " + e.Message }
+
+// ReasonOf is the reason of a refusal in err's chain ("" and false when err is not one).
+func ReasonOf(err error) (Reason, bool) {
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe.Reason, true
+	}
+	return "", false
+}
+
+// Fence guards the writes of a context.
+type Fence interface {
+	// Enter re-checks, immediately before a write is sent, what the fence guards, and returns ctx bounded
+	// by how long the write may take: the replica's fenced validity left and the per-write timeout,
+	// whichever ends first. A refusal is an *Error. The returned context must have a deadline.
+	Enter(ctx context.Context) (context.Context, context.CancelFunc, error)
+}
+
+// Func adapts a function to a Fence.
+type Func func(ctx context.Context) (context.Context, context.CancelFunc, error)
+
+// Enter calls f.
+func (f Func) Enter(ctx context.Context) (context.Context, context.CancelFunc, error) { return f(ctx) }
+
+type key struct{}
+
+// With returns ctx carrying f: the writes sent with the context (or one derived from it) are guarded by
+// f. A fence attached later, on a derived context, replaces it for that context.
+func With(ctx context.Context, f Fence) context.Context {
+	return context.WithValue(ctx, key{}, f)
+}
+
+// Enter runs the fence of ctx immediately before a write is sent and returns the write's context, bounded
+// by the fence, and its cancel (call it once the write returned). Without a fence, or with one that
+// bounds nothing, the write is refused (an *Error): every write is guarded or none is sent.
+func Enter(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	f, _ := ctx.Value(key{}).(Fence)
+	if f == nil {
+		return nil, nil, &Error{Reason: ReasonNoFence, Message: "the write's context carries no fence (fencing.With): refused, as every unguarded write is"}
+	}
+	wctx, cancel, err := f.Enter(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, ok := wctx.Deadline(); !ok {
+		cancel()
+		return nil, nil, &Error{Reason: ReasonNoFence, Message: "the write's fence set no deadline: refused"}
+	}
+	return wctx, cancel, nil
+}
