@@ -38,11 +38,13 @@ const (
 	roleRange  = "range"
 )
 
-// Defaults of Options.
+// Defaults of Options: the safety margin (8s) exceeds the operator's default write timeout (5s, package
+// fencing), and the margin plus the renew interval (13s) stays under the lease duration, so that a replica
+// keeps acting through one failed renewal and stops before another may take over.
 const (
-	DefaultLeaseDuration = 15 * time.Second
+	DefaultLeaseDuration = 20 * time.Second
 	DefaultRenewInterval = 5 * time.Second
-	DefaultSafetyMargin  = 5 * time.Second
+	DefaultSafetyMargin  = 8 * time.Second
 )
 
 // Options configure a Coordinator.
@@ -172,6 +174,17 @@ func (c *Coordinator) Holds(uid types.UID) bool {
 	defer c.mu.Unlock()
 	u, ok := c.until[i]
 	return ok && now.Before(u)
+}
+
+// Validity is the end of this replica's fenced validity for the object with this UID: the send time of the
+// last successful renewal of its range, plus the lease duration, minus the safety margin. ok is false when
+// this replica does not hold the range (any more); until may lie in the past (renewals failing).
+func (c *Coordinator) Validity(uid types.UID) (until time.Time, ok bool) {
+	i := c.space.Of(uid)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	until, ok = c.until[i]
+	return until, ok
 }
 
 // Why says, for a UID this replica may not act on, why (for the remediation policy's hold message).

@@ -19,7 +19,10 @@
 //     duration on its own clock (as client-go's leader election does): clock offsets between replicas do not
 //     matter, only their rates.
 //
-// Holds(uid) is the fenced answer every action is gated on (the remediation policy asks it). The informers
+// Holds(uid) is the fenced answer every action is gated on (the remediation policy asks it), and Validity(uid)
+// the end of that fenced validity, which bounds every write (package fencing). Leader gives the single replica
+// of leader election the same: a wrapper of the elector's resource lock that records when each successful
+// renewal was sent. The informers
 // of the VitalsClusters follow the held ranges through ListWatch: they ask the API server for those ranges
 // only (ListOptions.shardSelector) where it serves the ShardedListAndWatch feature gate, and filter with the
 // same hash in any case, so that an API server without the gate (which ignores the selector) still gives
