@@ -14,6 +14,14 @@
 // operator-wide pause, the cluster's pause, the gate, the storm rule (and its cool-down), the proof age, the
 // cluster's budget, the operator's budget; then dry-run, or the action is allowed and counted.
 //
+// Decisions are made when a controller asks; the writes that carry them out are fenced when they are sent
+// (package fencing). Pass.Fence makes the fence of an allowed action's write: it re-checks the operator-wide
+// pause and dry-run, the cluster read live from the API server (its UID, pause, the action's exclusion,
+// dry-run; one read per cluster serves the writes of the next LiveMaxAge, single-flight), and last this
+// replica's fenced validity (Options.Validity: the shard range's, the leader's), and bounds the write by it
+// and by the write timeout. StatusFence fences a cluster's status and finalizer writes by the validity only.
+// A write refused at its fence reaches Done as a *fencing.Error and is recorded as a hold with its reason.
+//
 // State: a cluster's window (the times of its actions) and its last storm are kept in its status
 // (status.remediation), merged into memory on every pass, so that they survive restarts and fail-overs.
 // The operator-wide window is the sum of the clusters' windows as this replica knows them: seeded from every

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/health"
 )
 
@@ -99,6 +100,20 @@ type Options struct {
 	// acts on every cluster). Seed must then read every cluster from the API server (not a sharded
 	// cache): the window is seeded again whenever the held ranges change.
 	Shard Shard
+	// Validity bounds every write by this replica's fenced validity for its cluster: the shard coordinator
+	// with sharding, the leader election's lock (a *sharding.Leader) with leader election (nil: Shard's
+	// when it has one, as a *sharding.Coordinator does; else a single replica, whose writes are bounded
+	// by WriteTimeout only).
+	Validity Validity
+	// Live reads a cluster from the API server for the fences of its actions (an APIReader: a cache may
+	// lag a pause by seconds; nil: Seed; with neither, the fences re-check the pass's copy, for tests).
+	Live client.Reader
+	// LiveMaxAge: one live read serves the fences of the writes entered within this time of when it was
+	// sent (default DefaultLiveMaxAge).
+	LiveMaxAge time.Duration
+	// WriteTimeout bounds each write (default fencing.DefaultWriteTimeout): it must be shorter than the
+	// safety margin of Validity (the operator checks it).
+	WriteTimeout time.Duration
 	// Recorder receives an Event on the VitalsCluster per decision (nil: none).
 	Recorder events.EventRecorder
 	// Metrics (nil: unregistered metrics).
@@ -125,9 +140,13 @@ type Engine struct {
 	sw        Switch
 	seed      client.Reader
 	shard     Shard
-	recorder  events.EventRecorder
-	metrics   *Metrics
-	clock     clock.PassiveClock
+	validity  Validity
+	live      *liveReads
+	// writeTimeout bounds each write.
+	writeTimeout time.Duration
+	recorder     events.EventRecorder
+	metrics      *Metrics
+	clock        clock.PassiveClock
 
 	mu     sync.Mutex
 	seeded bool
@@ -154,8 +173,8 @@ var _ Policy = (*Engine)(nil)
 func New(o Options) (*Engine, error) {
 	e := &Engine{
 		checks: o.Checks, readiness: o.Readiness, ready: append([]string(nil), o.ReadinessChecks...),
-		sw: o.Switch, seed: o.Seed, shard: o.Shard, recorder: o.Recorder, metrics: o.Metrics, clock: o.Clock,
-		clusters: map[types.NamespacedName]*record{},
+		sw: o.Switch, seed: o.Seed, shard: o.Shard, validity: o.Validity, writeTimeout: o.WriteTimeout,
+		recorder: o.Recorder, metrics: o.Metrics, clock: o.Clock, clusters: map[types.NamespacedName]*record{},
 	}
 	e.limits = DefaultLimits()
 	if o.Limits != nil {
@@ -175,6 +194,24 @@ func New(o Options) (*Engine, error) {
 	}
 	if e.clock == nil {
 		e.clock = clock.RealClock{}
+	}
+	if e.writeTimeout <= 0 {
+		e.writeTimeout = fencing.DefaultWriteTimeout
+	}
+	if e.validity == nil {
+		if v, ok := o.Shard.(Validity); ok {
+			e.validity = v
+		}
+	}
+	if o.Live == nil {
+		o.Live = o.Seed
+	}
+	if o.Live != nil {
+		age := o.LiveMaxAge
+		if age <= 0 {
+			age = DefaultLiveMaxAge
+		}
+		e.live = &liveReads{r: o.Live, clock: e.clock, maxAge: age, timeout: e.writeTimeout, reads: map[types.NamespacedName]*liveRead{}}
 	}
 	return e, nil
 }
@@ -212,6 +249,9 @@ func (e *Engine) Begin(ctx context.Context, c *v1alpha1.VitalsCluster, controlle
 func (e *Engine) Forget(cluster types.NamespacedName) {
 	e.checks.Forget(cluster)
 	e.metrics.BudgetRemaining.DeleteLabelValues(cluster.String())
+	if e.live != nil {
+		e.live.forget(cluster)
+	}
 }
 
 // seedOnce merges every cluster's persisted action times into memory before the first decision, and
@@ -352,6 +392,12 @@ func (e *Engine) operatorBudgetText() string {
 func (e *Engine) reserveLocked(r *record, now time.Time) {
 	r.times = r.times.add(now)
 	e.all = e.all.add(now)
+}
+
+// unreserveLocked drops an action reserved at t that was never sent (its fence refused the write).
+func (e *Engine) unreserveLocked(r *record, t time.Time) {
+	r.times = r.times.remove(t)
+	e.all = e.all.remove(t)
 }
 
 // operatorPaused reports the flag and the runtime switch.

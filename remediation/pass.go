@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/health"
 )
 
@@ -34,6 +36,10 @@ type pass struct {
 	// dry counts the actions this pass would have taken in a dry run, against the budgets.
 	dry   int
 	lines []v1alpha1.Action
+	// reserved: when each allowed action (by verb and object) was counted against the budgets, to give it
+	// back when its fence refuses the write.
+	reservedMu sync.Mutex
+	reserved   map[string]time.Time
 }
 
 // Ask decides on one action and records a Held or DryRun decision.
@@ -53,9 +59,23 @@ func (p *pass) Ask(ctx context.Context, a Action) Decision {
 	return d
 }
 
-// Done records the outcome of an allowed action.
+// Done records the outcome of an allowed action. A write its fence refused (a *fencing.Error) was never
+// sent: it is recorded as a hold with the fence's reason, and gives its budget back.
 func (p *pass) Done(ctx context.Context, a Action, err error) {
 	now := p.e.clock.Now()
+	if reason, ok := fencing.ReasonOf(err); ok {
+		p.reservedMu.Lock()
+		at, counted := p.reserved[reservationKey(a)]
+		delete(p.reserved, reservationKey(a))
+		p.reservedMu.Unlock()
+		if counted {
+			p.e.mu.Lock()
+			p.e.unreserveLocked(p.e.recordLocked(p.key, p.s.window), at)
+			p.e.mu.Unlock()
+		}
+		p.record(ctx, now, a, outcomeHeld, string(reason), "refused at the write: "+err.Error(), v1alpha1.ActionSkipped)
+		return
+	}
 	if err != nil {
 		p.record(ctx, now, a, outcomeFailed, ReasonAllowed, err.Error(), v1alpha1.ActionFailed)
 		return
@@ -70,6 +90,8 @@ func (p *pass) Done(ctx context.Context, a Action, err error) {
 	}
 	p.record(ctx, now, a, outcomeTaken, ReasonAllowed, msg, kind)
 }
+
+func reservationKey(a Action) string { return a.Verb + " " + a.Object() }
 
 // Lines are the status lines of this pass.
 func (p *pass) Lines() []v1alpha1.Action { return append([]v1alpha1.Action(nil), p.lines...) }
@@ -116,6 +138,12 @@ func (p *pass) decide(now time.Time, a Action) Decision {
 		return Decision{Outcome: DryRun, Reason: ReasonDryRun, Message: "dry run (" + why + "): would " + a.Verb}
 	}
 	e.reserveLocked(r, now)
+	p.reservedMu.Lock()
+	if p.reserved == nil {
+		p.reserved = map[string]time.Time{}
+	}
+	p.reserved[reservationKey(a)] = now
+	p.reservedMu.Unlock()
 	return Decision{Outcome: Allowed, Reason: ReasonAllowed, Message: "allowed"}
 }
 
@@ -239,7 +267,7 @@ func (p *pass) record(ctx context.Context, now time.Time, a Action, outcome, rea
 			typ, evReason = corev1.EventTypeWarning, "ActionFailed"
 		case outcomeHeld:
 			switch reason {
-			case ReasonPaused, ReasonOperatorPaused, ReasonExcluded, ReasonProofPending:
+			case ReasonPaused, ReasonOperatorPaused, ReasonExcluded, ReasonProofPending, ReasonDryRun:
 			default:
 				typ = corev1.EventTypeWarning
 			}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/fencing"
 )
 
 // Action is one destructive change a controller wants to make in the cloud or the workload cluster.
@@ -104,7 +105,13 @@ type Pass interface {
 	// Ask decides on one action. A Held or DryRun decision is recorded at once; an Allowed one reserves
 	// budget and must be followed by Done.
 	Ask(ctx context.Context, a Action) Decision
-	// Done records the outcome of an allowed action (err nil: done).
+	// Fence is the fence of the write (or writes) that carry out allowed actions: put it in the write's
+	// context (fencing.With) and send the write through a fenced client (tenancy's scoped cloud, the
+	// workload cluster's client). It re-checks at the write what may have changed since Ask: the shard range
+	// (the write ends with its validity), the pauses, the exclusions of actions and dry-run, on the cluster
+	// read live. A refusal reaches Done as the write's error (a *fencing.Error) and is recorded as a hold.
+	Fence(actions ...Action) fencing.Fence
+	// Done records the outcome of an allowed action (err nil: done; a *fencing.Error: held at the write).
 	Done(ctx context.Context, a Action, err error)
 	// Lines are the status lines of this pass, newest last.
 	Lines() []v1alpha1.Action
@@ -112,8 +119,9 @@ type Pass interface {
 	Apply(st *v1alpha1.ClusterStatus)
 }
 
-// Policy opens passes.
+// Policy opens passes, and fences the writes of a cluster's status and finalizers.
 type Policy interface {
+	Fencer
 	// Begin opens a pass of controller over c. needs names the cluster checks (see Checks) that must pass
 	// for the gate to open, besides the operator's own; scope feeds the storm rule.
 	Begin(ctx context.Context, c *v1alpha1.VitalsCluster, controller string, needs []string, scope Scope) Pass

@@ -29,6 +29,15 @@ func (w window) add(t time.Time) window {
 	return slices.Insert(w, i, t)
 }
 
+// remove drops one action at t (as add stamped it), if there is one.
+func (w window) remove(t time.Time) window {
+	t = stamp(t)
+	if i, ok := slices.BinarySearchFunc(w, t, func(a, b time.Time) int { return a.Compare(b) }); ok {
+		return slices.Delete(w, i, i+1)
+	}
+	return w
+}
+
 // since counts the actions after cutoff (an action at cutoff has left the window).
 func (w window) since(cutoff time.Time) int {
 	n := 0
