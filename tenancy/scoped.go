@@ -6,13 +6,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/openstack"
 )
 
 // scoped is a Cloud limited to one project and one proven router: every list asks for the project
 // only and fails when an item of another project comes back; every write first proves that its
 // object is the project's. A controller holding a Scope cannot act outside it, by mistake or because
-// a spec pointed it elsewhere.
+// a spec pointed it elsewhere. Every write is then sent through the fence of its context
+// (fencing.Enter, right after the proof): without one, or refused by it, nothing is sent.
 type scoped struct {
 	conn    Connection
 	project string
@@ -23,6 +25,22 @@ var _ Cloud = (*scoped)(nil)
 
 func (s *scoped) foreign(kind, id string) error {
 	return &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf("%s %s is not in project %s", kind, id, s.project)}
+}
+
+// fenced sends one write through the fence of ctx, immediately before it goes out.
+func fenced[T any](ctx context.Context, write func(context.Context) (T, error)) (T, error) {
+	wctx, cancel, err := fencing.Enter(ctx)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer cancel()
+	return write(wctx)
+}
+
+func fencedErr(ctx context.Context, write func(context.Context) error) error {
+	_, err := fenced(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, write(ctx) })
+	return err
 }
 
 // opts limits a list to the project; a list asked for another project is refused.
@@ -82,21 +100,25 @@ func (s *scoped) RemoveRoutes(ctx context.Context, routerID string, routes []ope
 	if err := s.writableRouter(routerID); err != nil {
 		return nil, err
 	}
-	return s.conn.RemoveRoutes(ctx, routerID, routes)
+	return fenced(ctx, func(ctx context.Context) (*openstack.Router, error) {
+		return s.conn.RemoveRoutes(ctx, routerID, routes)
+	})
 }
 
 func (s *scoped) AddRoutes(ctx context.Context, routerID string, routes []openstack.Route) (*openstack.Router, error) {
 	if err := s.writableRouter(routerID); err != nil {
 		return nil, err
 	}
-	return s.conn.AddRoutes(ctx, routerID, routes)
+	return fenced(ctx, func(ctx context.Context) (*openstack.Router, error) { return s.conn.AddRoutes(ctx, routerID, routes) })
 }
 
 func (s *scoped) SetRoutes(ctx context.Context, routerID string, routes []openstack.Route, revision int) (*openstack.Router, error) {
 	if err := s.writableRouter(routerID); err != nil {
 		return nil, err
 	}
-	return s.conn.SetRoutes(ctx, routerID, routes, revision)
+	return fenced(ctx, func(ctx context.Context) (*openstack.Router, error) {
+		return s.conn.SetRoutes(ctx, routerID, routes, revision)
+	})
 }
 
 // Ports.
@@ -121,7 +143,9 @@ func (s *scoped) SetAllowedAddressPairs(ctx context.Context, portID string, pair
 	if !slices.ContainsFunc(ps, func(p openstack.Port) bool { return p.ID == portID }) {
 		return nil, s.foreign("port", portID)
 	}
-	return s.conn.SetAllowedAddressPairs(ctx, portID, pairs)
+	return fenced(ctx, func(ctx context.Context) (*openstack.Port, error) {
+		return s.conn.SetAllowedAddressPairs(ctx, portID, pairs)
+	})
 }
 
 func (s *scoped) GetPort(ctx context.Context, id string) (*openstack.Port, error) {
@@ -145,7 +169,7 @@ func (s *scoped) DeletePort(ctx context.Context, id string) error {
 	if strings.HasPrefix(p.DeviceOwner, "network:") {
 		return &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf("port %s is Neutron's own (device owner %s)", id, p.DeviceOwner)}
 	}
-	return s.conn.DeletePort(ctx, id)
+	return fencedErr(ctx, func(ctx context.Context) error { return s.conn.DeletePort(ctx, id) })
 }
 
 // Floating IPs.
@@ -177,7 +201,7 @@ func (s *scoped) DeleteFloatingIP(ctx context.Context, id string) error {
 	if _, err := s.GetFloatingIP(ctx, id); err != nil {
 		return err
 	}
-	return s.conn.DeleteFloatingIP(ctx, id)
+	return fencedErr(ctx, func(ctx context.Context) error { return s.conn.DeleteFloatingIP(ctx, id) })
 }
 
 // Servers.
@@ -209,28 +233,28 @@ func (s *scoped) RebootServer(ctx context.Context, id string, hard bool) error {
 	if _, err := s.GetServer(ctx, id); err != nil {
 		return err
 	}
-	return s.conn.RebootServer(ctx, id, hard)
+	return fencedErr(ctx, func(ctx context.Context) error { return s.conn.RebootServer(ctx, id, hard) })
 }
 
 func (s *scoped) DeleteServer(ctx context.Context, id string) error {
 	if _, err := s.GetServer(ctx, id); err != nil {
 		return err
 	}
-	return s.conn.DeleteServer(ctx, id)
+	return fencedErr(ctx, func(ctx context.Context) error { return s.conn.DeleteServer(ctx, id) })
 }
 
 func (s *scoped) AddSecurityGroup(ctx context.Context, serverID, group string) error {
 	if _, err := s.GetServer(ctx, serverID); err != nil {
 		return err
 	}
-	return s.conn.AddSecurityGroup(ctx, serverID, group)
+	return fencedErr(ctx, func(ctx context.Context) error { return s.conn.AddSecurityGroup(ctx, serverID, group) })
 }
 
 func (s *scoped) RemoveSecurityGroup(ctx context.Context, serverID, group string) error {
 	if _, err := s.GetServer(ctx, serverID); err != nil {
 		return err
 	}
-	return s.conn.RemoveSecurityGroup(ctx, serverID, group)
+	return fencedErr(ctx, func(ctx context.Context) error { return s.conn.RemoveSecurityGroup(ctx, serverID, group) })
 }
 
 // Security groups.
@@ -255,7 +279,9 @@ func (s *scoped) CreateSecurityGroupRule(ctx context.Context, groupID string, ru
 	if !slices.ContainsFunc(gs, func(g openstack.SecurityGroup) bool { return g.ID == groupID }) {
 		return nil, s.foreign("security group", groupID)
 	}
-	return s.conn.CreateSecurityGroupRule(ctx, groupID, rule)
+	return fenced(ctx, func(ctx context.Context) (*openstack.SecurityGroupRule, error) {
+		return s.conn.CreateSecurityGroupRule(ctx, groupID, rule)
+	})
 }
 
 func (s *scoped) DeleteSecurityGroupRule(ctx context.Context, ruleID string) error {
@@ -268,7 +294,7 @@ func (s *scoped) DeleteSecurityGroupRule(ctx context.Context, ruleID string) err
 	}) {
 		return s.foreign("security group rule", ruleID)
 	}
-	return s.conn.DeleteSecurityGroupRule(ctx, ruleID)
+	return fencedErr(ctx, func(ctx context.Context) error { return s.conn.DeleteSecurityGroupRule(ctx, ruleID) })
 }
 
 // Volumes. Cinder shows a volume's project to admins only; a volume listed with the project's
@@ -310,7 +336,7 @@ func (s *scoped) DeleteVolume(ctx context.Context, id string, cascade bool) erro
 	if _, err := s.GetVolume(ctx, id); err != nil {
 		return err
 	}
-	return s.conn.DeleteVolume(ctx, id, cascade)
+	return fencedErr(ctx, func(ctx context.Context) error { return s.conn.DeleteVolume(ctx, id, cascade) })
 }
 
 // Load balancers.
@@ -342,7 +368,7 @@ func (s *scoped) DeleteLoadBalancer(ctx context.Context, id string, cascade bool
 	if _, err := s.GetLoadBalancer(ctx, id); err != nil {
 		return err
 	}
-	return s.conn.DeleteLoadBalancer(ctx, id, cascade)
+	return fencedErr(ctx, func(ctx context.Context) error { return s.conn.DeleteLoadBalancer(ctx, id, cascade) })
 }
 
 // Quotas: the project's own only.

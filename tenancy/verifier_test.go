@@ -248,19 +248,12 @@ func TestVerifierScopeStaysInTheProject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	yes := true
-	ext, err := networks.Create(ctx, nc, external.CreateOptsExt{CreateOptsBuilder: networks.CreateOpts{Name: "public"}, External: &yes}).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := subnets.Create(ctx, nc, subnets.CreateOpts{NetworkID: ext.ID, CIDR: "203.0.113.0/24", IPVersion: gophercloud.IPv4}).Extract(); err != nil {
-		t.Fatal(err)
-	}
+	ext := externalNetwork(t, nc)
 	port, err := ports.Create(ctx, nc, ports.CreateOpts{NetworkID: f.b.NetworkID, Name: "octavia-lb-x", DeviceID: "lb-x", DeviceOwner: "Octavia", ProjectID: f.b.ProjectID}).Extract()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fip, err := floatingips.Create(ctx, nc, floatingips.CreateOpts{FloatingNetworkID: ext.ID, ProjectID: f.b.ProjectID,
+	fip, err := floatingips.Create(ctx, nc, floatingips.CreateOpts{FloatingNetworkID: ext, ProjectID: f.b.ProjectID,
 		Description: "Floating IP for Kubernetes external service app/web from cluster a"}).Extract()
 	if err != nil {
 		t.Fatal(err)
@@ -434,6 +427,20 @@ func TestVerifierOverlapReadsTheOtherClusters(t *testing.T) {
 			}
 		})
 	}
+}
+
+// externalNetwork creates an external network with a subnet (an admin's nc), for floating IPs.
+func externalNetwork(t *testing.T, nc *gophercloud.ServiceClient) string {
+	t.Helper()
+	yes := true
+	ext, err := networks.Create(t.Context(), nc, external.CreateOptsExt{CreateOptsBuilder: networks.CreateOpts{Name: "public"}, External: &yes}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := subnets.Create(t.Context(), nc, subnets.CreateOpts{NetworkID: ext.ID, CIDR: "203.0.113.0/24", IPVersion: gophercloud.IPv4}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	return ext.ID
 }
 
 func authOptions(url, user, project string) gophercloud.AuthOptions {

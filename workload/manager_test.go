@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/workload"
@@ -229,9 +231,21 @@ func TestAccessOutageOfOneClusterAndRecovery(t *testing.T) {
 	if r := f.checkReason(ka); r != workload.ReasonReachable {
 		t.Fatalf("check of a: %s", r)
 	}
-	// Writes go to the workload cluster.
+	// Writes go to the workload cluster, each through the fence of its context: none without one.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "written-by-vitals"}}
-	if err := wa.Client().Create(ctx, cm); err != nil {
+	if err := wa.Client().Create(ctx, cm.DeepCopy()); err == nil {
+		t.Fatal("a write without a fence was sent")
+	} else if r, _ := fencing.ReasonOf(err); r != fencing.ReasonNoFence {
+		t.Fatalf("a write without a fence: %v, want a refusal NoFence", err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, cm.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the refused write reached the private cluster: %v", err)
+	}
+	open := fencing.Func(func(ctx context.Context) (context.Context, context.CancelFunc, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		return ctx, cancel, nil
+	})
+	if err := wa.Client().Create(fencing.With(ctx, open), cm); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, cm.Name, metav1.GetOptions{}); err != nil {

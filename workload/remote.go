@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/vitalsproject/vitals/fencing"
 	kchecks "github.com/vitalsproject/vitals/health/checks/kubernetes"
 	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/remediation"
@@ -80,10 +81,15 @@ func start(parent context.Context, m *Manager, key types.NamespacedName, source,
 			// Informers hold what a controller reads, without the managed fields nobody reads.
 			DefaultTransform: cache.TransformStripManagedFields(),
 		}
-		// Client reads uncached; Reader is the cache.
+		// Client reads uncached; Reader is the cache. Every write is sent through the fence of its
+		// context (package fencing): one without a fence, or refused by it, is not sent.
 		o.NewClient = func(cfg *rest.Config, co client.Options) (client.Client, error) {
 			co.Cache = nil
-			return client.New(cfg, co)
+			c, err := client.NewWithWatch(cfg, co)
+			if err != nil {
+				return nil, err
+			}
+			return fencing.Client(c), nil
 		}
 	})
 	if err != nil {

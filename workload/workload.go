@@ -14,7 +14,8 @@ type Cluster interface {
 	// Reader reads through the cluster's informer cache. The informer of a kind starts on its first read
 	// and the read waits for it to sync (bounded by the context, else by the request timeout).
 	Reader() client.Reader
-	// Client writes to the workload cluster and reads uncached.
+	// Client writes to the workload cluster and reads uncached. Every write is sent through the fence of
+	// its context (fencing.Enter): without one, or refused by it, nothing is sent.
 	Client() client.Client
 	// Healthy is nil when the API answered the last probe and every informer started so far has synced;
 	// else an *Error whose Reason says why.

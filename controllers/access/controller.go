@@ -40,7 +40,10 @@ type Reconciler struct {
 	// Tenancy resolves each cluster's cloud scope, or refuses it.
 	Tenancy tenancy.Resolver
 	// Checks receives the per-cluster checks that gate remediation (nil: none kept).
-	Checks   remediation.Checks
+	Checks remediation.Checks
+	// Fencer fences the cluster's status and finalizer writes (the remediation policy; nil: none, for a
+	// client that does not fence).
+	Fencer   remediation.Fencer
 	Recorder events.EventRecorder // nil: no events
 	Clock    clock.PassiveClock   // nil: the real clock
 	// Interval between resolutions (default DefaultInterval); a spec change resolves at once.
@@ -110,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(&c, v1alpha1.FinalizerDeorbit)
-		return r.Client.Patch(ctx, &c, patch)
+		return r.Client.Patch(clusterstatus.Fenced(ctx, r.Fencer, &c), &c, patch)
 	}); err != nil {
 		if apierrors.IsNotFound(err) { // deleted meanwhile
 			r.forget(req.NamespacedName)
@@ -140,7 +143,7 @@ func (r *Reconciler) release(ctx context.Context, c *v1alpha1.VitalsCluster) err
 	}
 	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(c, v1alpha1.FinalizerDeorbit)
-	if err := r.Client.Patch(ctx, c, patch); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Client.Patch(clusterstatus.Fenced(ctx, r.Fencer, c), c, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer from cluster %s: %w", key, err)
 	}
 	logf.FromContext(ctx).Info("cluster released", "cluster", key.String())
@@ -162,5 +165,5 @@ func (r *Reconciler) event(c *v1alpha1.VitalsCluster, typ, reason, action, note 
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.VitalsCluster, mutate func(*v1alpha1.ClusterStatus)) error {
-	return clusterstatus.Write(ctx, r.Client, r.APIReader, c, mutate)
+	return clusterstatus.Write(clusterstatus.Fenced(ctx, r.Fencer, c), r.Client, r.APIReader, c, mutate)
 }

@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/fencing"
+	"github.com/vitalsproject/vitals/remediation"
 )
 
 // Bounds of what a controller writes: an Event note and a condition message.
@@ -63,6 +65,16 @@ func RetryOnConflict(ctx context.Context, live, fallback client.Reader, c *v1alp
 		first = false
 		return write()
 	})
+}
+
+// Fenced returns ctx carrying the fence of c's status and finalizer writes (remediation.Fencer: this
+// replica's fenced validity for c, no pause): the operator's client refuses a write without one. A nil
+// fencer adds none (a client that does not fence, in tests).
+func Fenced(ctx context.Context, f remediation.Fencer, c *v1alpha1.VitalsCluster) context.Context {
+	if f == nil {
+		return ctx
+	}
+	return fencing.With(ctx, f.StatusFence(c))
 }
 
 // SetCondition sets one condition of st for generation gen, its message cut to MaxConditionMessage.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/routes"
@@ -137,7 +138,11 @@ func (s *step) routes(ctx context.Context, cloud Cloud) (bool, time.Time) {
 		if aerr != nil {
 			atomic = false
 		}
-		res, err := routes.Remover{Routers: cloud}.Remove(ctx, t.RouterID, remove, atomic)
+		actions := make([]remediation.Action, len(allowed))
+		for i, r := range allowed {
+			actions[i] = routeAction(r)
+		}
+		res, err := routes.Remover{Routers: cloud}.Remove(fencing.With(ctx, s.in.Policy.Fence(actions...)), t.RouterID, remove, atomic)
 		gone := map[openstack.Route]bool{}
 		for _, rt := range append(res.Removed, res.Absent...) {
 			gone[rt] = true
@@ -156,11 +161,18 @@ func (s *step) routes(ctx context.Context, cloud Cloud) (bool, time.Time) {
 				failure = fmt.Errorf("route %s is still on router %s", r.ID, t.RouterID)
 			}
 			r.LastError = failure.Error()
+			s.in.Policy.Done(ctx, a, failure)
+			if isFenced(err) {
+				// refused at the write (a hold): asked again at the next look
+				r.Attempts--
+				r.NextAttempt = timePtr(s.now.Add(s.e.poll()))
+				s.e.Metrics.delete(r.Type, OutcomeHeld)
+				continue
+			}
 			r.NextAttempt = timePtr(s.now.Add(s.e.backoff(r.Attempts)))
 			s.e.Metrics.delete(r.Type, OutcomeFailed)
-			s.in.Policy.Done(ctx, a, failure)
 		}
-		if err != nil {
+		if err != nil && !isFenced(err) {
 			s.fail(err)
 		}
 	}

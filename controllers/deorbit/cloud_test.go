@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/internal/faultproxy"
 	"github.com/vitalsproject/vitals/internal/testenv"
@@ -165,6 +166,7 @@ func (allow) Ask(context.Context, remediation.Action) remediation.Decision {
 	return remediation.Decision{Outcome: remediation.Allowed}
 }
 func (allow) Done(context.Context, remediation.Action, error) {}
+func (allow) Fence(...remediation.Action) fencing.Fence       { return openFence }
 
 // The engine against the real Cinder and Octavia (through the fault proxy) and a real kube-apiserver as
 // the workload cluster: the claim and the Service go, Cinder's first two deletes of a swept volume

@@ -197,7 +197,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.event(&c, corev1.EventTypeNormal, "DeorbitDone", "Deorbit", fmt.Sprintf("the cloud confirmed every resource of the cluster gone (%d tracked)", st.Counts.Total))
 	}
 	reason, status, msg := conditionOf(st, in)
-	err = clusterstatus.Write(ctx, r.Client, r.APIReader, &c, func(cs *v1alpha1.ClusterStatus) {
+	err = clusterstatus.Write(r.fenced(ctx, &c), r.Client, r.APIReader, &c, func(cs *v1alpha1.ClusterStatus) {
 		cs.Deorbit = st.DeepCopy()
 		clusterstatus.AppendActions(cs, pass.Lines()...)
 		pass.Apply(cs)
@@ -340,7 +340,7 @@ const maxNoteIDs = 5
 // releaseAt records why the finalizer goes without a deorbit, and lets the cluster go.
 func (r *Reconciler) releaseAt(ctx context.Context, c *v1alpha1.VitalsCluster, reason, msg string) error {
 	r.event(c, corev1.EventTypeNormal, "Deorbit"+reason, "Deorbit", msg)
-	if err := clusterstatus.Write(ctx, r.Client, r.APIReader, c, func(st *v1alpha1.ClusterStatus) {
+	if err := clusterstatus.Write(r.fenced(ctx, c), r.Client, r.APIReader, c, func(st *v1alpha1.ClusterStatus) {
 		clusterstatus.SetCondition(st, c.Generation, v1alpha1.ConditionCleanedUp, metav1.ConditionFalse, reason, msg)
 	}); err != nil {
 		return fmt.Errorf("write status of cluster %s: %w", client.ObjectKeyFromObject(c), err)
@@ -353,12 +353,21 @@ func (r *Reconciler) release(ctx context.Context, c *v1alpha1.VitalsCluster) err
 	key := client.ObjectKeyFromObject(c)
 	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(c, v1alpha1.FinalizerDeorbit)
-	if err := r.Client.Patch(ctx, c, patch); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Client.Patch(r.fenced(ctx, c), c, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer from cluster %s: %w", key, err)
 	}
 	r.Metrics.forget(key.String())
 	logf.FromContext(ctx).Info("cluster released", "cluster", key.String())
 	return nil
+}
+
+// fenced is ctx carrying the fence of c's status and finalizer writes.
+func (r *Reconciler) fenced(ctx context.Context, c *v1alpha1.VitalsCluster) context.Context {
+	var f remediation.Fencer
+	if r.Policy != nil {
+		f = r.Policy
+	}
+	return clusterstatus.Fenced(ctx, f, c)
 }
 
 func (r *Reconciler) event(c *v1alpha1.VitalsCluster, typ, reason, action, note string) {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
@@ -78,9 +79,11 @@ type Settings struct {
 	DryRun bool
 }
 
-// Asker decides on each delete and records it: a remediation.Pass.
+// Asker decides on each delete, fences it and records it: a remediation.Pass.
 type Asker interface {
 	Ask(ctx context.Context, a remediation.Action) remediation.Decision
+	// Fence guards the write that carries out allowed actions (see remediation.Pass).
+	Fence(actions ...remediation.Action) fencing.Fence
 	Done(ctx context.Context, a remediation.Action, err error)
 }
 

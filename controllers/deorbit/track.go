@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/remediation"
 )
 
@@ -148,7 +149,8 @@ func (s *step) deleteAll(ctx context.Context, ds []deletion) {
 	g.SetLimit(s.e.workers())
 	for i, d := range allowed {
 		g.Go(func() error {
-			errs[i] = d.del(gctx)
+			// sent only through its fence: re-checked at the write (range, pauses, exclusion, dry-run)
+			errs[i] = d.del(fencing.With(gctx, s.in.Policy.Fence(d.action)))
 			return nil
 		})
 	}
@@ -161,6 +163,13 @@ func (s *step) deleteAll(ctx context.Context, ds []deletion) {
 			r.State, r.LastError, r.NextAttempt = v1alpha1.DeorbitDeleting, "", nil
 			s.e.Metrics.delete(r.Type, OutcomeDeleted)
 			s.in.Policy.Done(ctx, d.action, nil)
+		case isFenced(err):
+			// refused at the write (recorded by the policy as a hold): asked again at the next look
+			r.Attempts--
+			r.LastError = err.Error()
+			r.NextAttempt = &metav1.Time{Time: s.now.Add(s.e.poll())}
+			s.e.Metrics.delete(r.Type, OutcomeHeld)
+			s.in.Policy.Done(ctx, d.action, err)
 		case d.gone != nil && d.gone(err):
 			r.State, r.LastError, r.NextAttempt = v1alpha1.DeorbitGone, "", nil
 			s.e.Metrics.delete(r.Type, OutcomeGone)
@@ -173,6 +182,12 @@ func (s *step) deleteAll(ctx context.Context, ds []deletion) {
 			s.fail(err)
 		}
 	}
+}
+
+// isFenced: the write was refused at its fence, never sent.
+func isFenced(err error) bool {
+	_, ok := fencing.ReasonOf(err)
+	return ok
 }
 
 // parallel runs f for each item, at most Workers at a time, and returns once all have ended.

@@ -423,7 +423,11 @@ func appendSkipLine(c *v1alpha1.VitalsCluster, acts []v1alpha1.Action, now time.
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.VitalsCluster, mutate func(*v1alpha1.ClusterStatus)) error {
-	return clusterstatus.Write(ctx, r.Client, r.APIReader, c, mutate)
+	var f remediation.Fencer
+	if r.Policy != nil {
+		f = r.Policy
+	}
+	return clusterstatus.Write(clusterstatus.Fenced(ctx, f, c), r.Client, r.APIReader, c, mutate)
 }
 
 func ptrTime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/clusterstatus"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
 )
@@ -110,18 +111,22 @@ func (e *Env) Ask(ctx context.Context, a remediation.Action) remediation.Decisio
 	return d
 }
 
-// Done reports the result of an allowed action to the policy and counts it.
+// Done reports the result of an allowed action to the policy and counts it (a write refused at its fence
+// as held).
 func (e *Env) Done(ctx context.Context, a remediation.Action, err error) {
 	e.Pass.Done(ctx, a, err)
 	outcome := OutcomeDone
-	if err != nil {
+	if _, fenced := fencing.ReasonOf(err); fenced {
+		outcome = OutcomeHeld
+	} else if err != nil {
 		outcome = OutcomeFailed
 	}
 	e.r.Metrics.Repairs.WithLabelValues(e.repair, outcome).Inc()
 }
 
-// Act asks the policy for a, runs do when allowed and reports its result (Ask, then Done). It returns
-// the outcome (OutcomeDone, OutcomeFailed, OutcomeHeld, OutcomeDryRun), the decision and do's error.
+// Act asks the policy for a, runs do when allowed, its writes fenced by the policy (Pass.Fence), and
+// reports its result (Ask, then Done). It returns the outcome (OutcomeDone, OutcomeFailed, OutcomeHeld,
+// OutcomeDryRun), the decision and do's error; a write refused at its fence is OutcomeHeld.
 func (e *Env) Act(ctx context.Context, a remediation.Action, do func(context.Context) error) (string, remediation.Decision, error) {
 	d := e.Ask(ctx, a)
 	switch d.Outcome {
@@ -131,8 +136,12 @@ func (e *Env) Act(ctx context.Context, a remediation.Action, do func(context.Con
 	default:
 		return OutcomeHeld, d, nil
 	}
-	err := do(ctx)
+	// do's writes are sent only through the fence of a (fencing.With): it re-checks at each write
+	err := do(fencing.With(ctx, e.Pass.Fence(a)))
 	e.Done(ctx, a, err)
+	if reason, ok := fencing.ReasonOf(err); ok {
+		return OutcomeHeld, remediation.Decision{Outcome: remediation.Held, Reason: string(reason), Message: err.Error()}, nil
+	}
 	if err != nil {
 		return OutcomeFailed, d, err
 	}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/routes"
@@ -170,6 +171,7 @@ func (f *routesFinding) Repair(ctx context.Context, env *Env) []Report {
 // routes gone and the records to keep for the next pass.
 func (f *routesFinding) removeStale(ctx context.Context, env *Env, rm routes.Remover, routerID string, atomic bool) ([]openstack.Route, []routes.SuspectRecord) {
 	var allowed []openstack.Route
+	var actions []remediation.Action
 	var left []routes.SuspectRecord
 	for _, rec := range f.stale {
 		if d := env.Ask(ctx, routes.RemoveAction(rec.Route, rec.FirstSeen)); d.Outcome != remediation.Allowed {
@@ -177,11 +179,12 @@ func (f *routesFinding) removeStale(ctx context.Context, env *Env, rm routes.Rem
 			continue
 		}
 		allowed = append(allowed, rec.Route)
+		actions = append(actions, routes.RemoveAction(rec.Route, rec.FirstSeen))
 	}
 	if len(allowed) == 0 {
 		return nil, left
 	}
-	res, err := rm.Remove(ctx, routerID, allowed, atomic)
+	res, err := rm.Remove(fencing.With(ctx, env.Pass.Fence(actions...)), routerID, allowed, atomic)
 	var out []openstack.Route
 	gone := map[openstack.Route]bool{}
 	for _, rt := range append(res.Removed, res.Absent...) {
@@ -210,6 +213,7 @@ func (f *routesFinding) removeStale(ctx context.Context, env *Env, rm routes.Rem
 // addMissing asks for each missing route (at most room of them) and adds the allowed ones in one change.
 func (f *routesFinding) addMissing(ctx context.Context, env *Env, rm routes.Remover, routerID string, atomic bool, room int) (int, []string) {
 	var allowed []openstack.Route
+	var actions []remediation.Action
 	var skipped []string
 	for _, rt := range f.plan.Missing {
 		if len(allowed) >= room {
@@ -222,11 +226,12 @@ func (f *routesFinding) addMissing(ctx context.Context, env *Env, rm routes.Remo
 			continue
 		}
 		allowed = append(allowed, rt)
+		actions = append(actions, routes.AddAction(rt))
 	}
 	if len(allowed) == 0 {
 		return 0, skipped
 	}
-	added, err := rm.Add(ctx, routerID, allowed, atomic)
+	added, err := rm.Add(fencing.With(ctx, env.Pass.Fence(actions...)), routerID, allowed, atomic)
 	for _, rt := range allowed {
 		env.Done(ctx, routes.AddAction(rt), err)
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/clusterstatus"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/health/checks/progress"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
@@ -373,7 +374,14 @@ func (r *Reconciler) remove(ctx context.Context, c *v1alpha1.VitalsCluster, clou
 		log.Info("cannot tell whether extraroute-atomic is offered; using an If-Match update", "cluster", client.ObjectKeyFromObject(c).String(), "err", err.Error())
 		atomic = false
 	}
-	res, err := routes.Remover{Routers: cloud, Attempts: r.Attempts, Clock: r.Clock}.Remove(ctx, routerID, rts, atomic)
+	actions := make([]remediation.Action, len(allowed))
+	for i, cand := range allowed {
+		actions[i] = routes.RemoveAction(cand.Record.Route, cand.Record.FirstSeen)
+	}
+	// the update is sent only through the fence: the range still held, no pause, exclusion or dry-run since
+	fctx := fencing.With(ctx, o.policy.Fence(actions...))
+	res, err := routes.Remover{Routers: cloud, Attempts: r.Attempts, Clock: r.Clock}.Remove(fctx, routerID, rts, atomic)
+	_, fenced := fencing.ReasonOf(err)
 	gone := map[openstack.Route]bool{}
 	for _, rt := range res.Removed {
 		gone[rt] = true
@@ -396,11 +404,15 @@ func (r *Reconciler) remove(ctx context.Context, c *v1alpha1.VitalsCluster, clou
 			failure = fmt.Errorf("route %s via %s is still on router %s", cand.Record.Route.Destination, cand.Record.Route.NextHop, routerID)
 		}
 		o.policy.Done(ctx, a, failure)
-		r.Metrics.Failed.WithLabelValues(client.ObjectKeyFromObject(c).String()).Inc()
 		// The proof still holds: keep it for the next pass.
 		o.suspects = append(o.suspects, cand.Record)
+		if fenced {
+			o.held++ // refused at the write: recorded by the policy as a hold
+			continue
+		}
+		r.Metrics.Failed.WithLabelValues(client.ObjectKeyFromObject(c).String()).Inc()
 	}
-	if err != nil {
+	if err != nil && !fenced {
 		o.result, o.reason, o.err = "error", "RemovalFailed", err
 	}
 }
@@ -442,7 +454,11 @@ func (r *Reconciler) event(c *v1alpha1.VitalsCluster, typ, reason, action, note 
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, c *v1alpha1.VitalsCluster, mutate func(*v1alpha1.ClusterStatus)) error {
-	return clusterstatus.Write(ctx, r.Client, r.APIReader, c, mutate)
+	var f remediation.Fencer
+	if r.Policy != nil {
+		f = r.Policy
+	}
+	return clusterstatus.Write(clusterstatus.Fenced(ctx, f, c), r.Client, r.APIReader, c, mutate)
 }
 
 func ptrTime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }

@@ -21,6 +21,7 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/config"
 	"github.com/vitalsproject/vitals/controllers/deorbit"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/openstack"
@@ -186,9 +187,12 @@ func (f *deorbitFlags) run(ctx context.Context, stdout, stderr io.Writer) error 
 		if err != nil {
 			return &config.Error{File: f.kubeconfig, Field: "--kubeconfig", Msg: err.Error()}
 		}
-		if in.Workload, err = client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme}); err != nil {
+		// every delete goes through the fence the engine puts in its context (Fence below)
+		if wc, err := client.NewWithWatch(cfg, client.Options{Scheme: clientgoscheme.Scheme}); err != nil {
 			// The API could not be asked for its kinds: unreachable for now.
 			in.WorkloadErr = err
+		} else {
+			in.Workload = fencing.Client(wc)
 		}
 	}
 	auth, err := cliAuth(f.cloud)
@@ -328,6 +332,25 @@ func (p *cliPolicy) Ask(_ context.Context, a remediation.Action) remediation.Dec
 		return remediation.Decision{Outcome: remediation.DryRun, Reason: remediation.ReasonDryRun, Message: "dry run (--dry-run): would " + a.Verb}
 	}
 	return remediation.Decision{Outcome: remediation.Allowed, Reason: remediation.ReasonAllowed, Message: "allowed by the command"}
+}
+
+// Fence is the command's open fence: no shard range or leader to lose (the command is the only actor it
+// knows of), so it re-checks its own --dry-run and --exclude and bounds each write by the write timeout.
+func (p *cliPolicy) Fence(actions ...remediation.Action) fencing.Fence {
+	return fencing.Func(func(ctx context.Context) (context.Context, context.CancelFunc, error) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, a := range actions {
+			if p.exclude[a.ID] || (a.Name != "" && p.exclude[a.Name]) {
+				return nil, nil, &fencing.Error{Reason: fencing.ReasonExcluded, Message: a.Object() + " excluded by --exclude"}
+			}
+		}
+		if p.dryRun {
+			return nil, nil, &fencing.Error{Reason: fencing.ReasonDryRun, Message: "dry run (--dry-run)"}
+		}
+		ctx, cancel := context.WithTimeout(ctx, fencing.DefaultWriteTimeout)
+		return ctx, cancel, nil
+	})
 }
 
 func (p *cliPolicy) Done(_ context.Context, a remediation.Action, err error) {
