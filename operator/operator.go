@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -31,6 +32,7 @@ import (
 	"github.com/vitalsproject/vitals/controllers/deorbit"
 	"github.com/vitalsproject/vitals/controllers/flight"
 	"github.com/vitalsproject/vitals/controllers/routegc"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/health"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/sharding"
@@ -53,6 +55,7 @@ type Operator struct {
 	deorbit  *deorbit.Reconciler
 	flight   *flight.Reconciler
 	shard    *sharding.Coordinator
+	leader   *sharding.Leader
 
 	log logr.Logger // for controller-runtime parts
 
@@ -77,6 +80,9 @@ func New(opts Options) (*Operator, error) {
 	}
 	if opts.Sharding != nil && opts.LeaderElect {
 		return nil, errors.New("operator: sharding and leader election exclude each other: with sharding every replica acts, on its own clusters")
+	}
+	if err := opts.checkFencing(); err != nil {
+		return nil, err
 	}
 	if opts.RestConfig.QPS == 0 && opts.RestConfig.RateLimiter == nil {
 		// client-go's default (5 requests/s) would hold every pass of every controller: each writes its
@@ -118,6 +124,8 @@ func New(opts Options) (*Operator, error) {
 		RenewDeadline:                 &o.opts.RenewDeadline,
 		RetryPeriod:                   &o.opts.RetryPeriod,
 		Controller:                    config.Controller{SkipNameValidation: ptr(true)},
+		// every write of the controllers (status, finalizers) goes through the fence of its context
+		NewClient: fencedClient,
 	}
 	if opts.Namespace != "" {
 		mo.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}}
@@ -134,7 +142,12 @@ func New(opts Options) (*Operator, error) {
 		if err != nil {
 			return nil, fmt.Errorf("operator: leader election lock: %w", err)
 		}
-		mo.LeaderElectionResourceLockInterface = lock
+		// the leader acts until its last renewal's send time + the renew deadline (fencing)
+		o.leader, err = sharding.NewLeader(lock, o.opts.LeaseDuration, o.opts.LeaseDuration-o.opts.RenewDeadline, opts.Clock)
+		if err != nil {
+			return nil, fmt.Errorf("operator: %w", err)
+		}
+		mo.LeaderElectionResourceLockInterface = o.leader
 	}
 	mgr, err := ctrl.NewManager(opts.RestConfig, mo)
 	if err != nil {
@@ -230,6 +243,7 @@ func (o *Operator) setupAccess() error {
 		APIReader: o.mgr.GetAPIReader(),
 		Tenancy:   o.tenancy,
 		Checks:    o.policy.Checks(),
+		Fencer:    o.policy,
 		Recorder:  o.mgr.GetEventRecorder("vitals-" + access.Name),
 		Clock:     opts.Clock,
 		Interval:  opts.AccessInterval,
@@ -387,6 +401,16 @@ func (o *Operator) Start(ctx context.Context) error {
 		return fmt.Errorf("operator: %w", err)
 	}
 	return nil
+}
+
+// fencedClient is the manager's client (reads from the cache as controller-runtime's own) with every
+// write entered through the fence of its context (package fencing).
+func fencedClient(cfg *rest.Config, co client.Options) (client.Client, error) {
+	c, err := client.NewWithWatch(cfg, co)
+	if err != nil {
+		return nil, err
+	}
+	return fencing.Client(c), nil
 }
 
 func inClusterNamespace() string {

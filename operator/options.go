@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -8,10 +9,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/health"
 	oschecks "github.com/vitalsproject/vitals/health/checks/openstack"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/sharding"
 )
 
 // Options configure the operator. The zero value of each field takes the default noted.
@@ -43,8 +47,15 @@ type Options struct {
 	LeaderElectionID string
 	// Identity of this replica in the Lease (default: hostname_random).
 	Identity string
-	// LeaseDuration, RenewDeadline, RetryPeriod (default 15s, 10s, 2s).
+	// LeaseDuration, RenewDeadline, RetryPeriod of leader election (default 20s, 12s, 2s). The leader acts
+	// until the send time of its last successful renewal plus RenewDeadline: a safety margin of
+	// LeaseDuration - RenewDeadline before another replica may take over (see WriteTimeout).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// WriteTimeout bounds every write (cloud and Kubernetes) besides the fenced validity (package
+	// fencing). It must be shorter than the safety margin in force: the shard safety margin with
+	// sharding, LeaseDuration - RenewDeadline with leader election (default fencing.DefaultWriteTimeout,
+	// or half that margin when it is shorter).
+	WriteTimeout time.Duration
 
 	// Cloud is the operator's default OpenStack credentials, used by Clusters without their own and
 	// by the Keystone and Neutron readiness checks (nil: none).
@@ -145,6 +156,13 @@ type Options struct {
 	Registry *prometheus.Registry
 }
 
+// Defaults of leader election: the leader's safety margin (LeaseDuration - RenewDeadline, 8s) exceeds
+// the default write timeout (5s), and RetryPeriod (2s) leaves room for several renewals within it.
+const (
+	DefaultLeaseDuration = 20 * time.Second
+	DefaultRenewDeadline = 12 * time.Second
+)
+
 // DefaultRouteGCWorkers is the default of Options.RouteGCWorkers.
 const DefaultRouteGCWorkers = 10
 
@@ -188,10 +206,10 @@ func (o *Options) defaults() {
 		o.LeaderElectionID = "vitals-operator"
 	}
 	if o.LeaseDuration == 0 {
-		o.LeaseDuration = 15 * time.Second
+		o.LeaseDuration = DefaultLeaseDuration
 	}
 	if o.RenewDeadline == 0 {
-		o.RenewDeadline = 10 * time.Second
+		o.RenewDeadline = DefaultRenewDeadline
 	}
 	if o.RetryPeriod == 0 {
 		o.RetryPeriod = 2 * time.Second
@@ -253,4 +271,52 @@ func (o *Options) defaults() {
 	if o.Connect == nil {
 		o.Connect = DefaultConnect(o.Registry, o.Logger, o.CloudQPS, o.CloudBurst)
 	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = fencing.DefaultWriteTimeout
+		if m, ok := o.safetyMargin(); ok && m > 0 {
+			o.WriteTimeout = min(o.WriteTimeout, m/2)
+		}
+	}
+}
+
+// safetyMargin is the time between the end of this replica's fenced validity and the earliest moment
+// another replica may act on the same cluster: the shard safety margin with sharding, LeaseDuration -
+// RenewDeadline with leader election; ok is false with one replica (nobody else acts).
+func (o *Options) safetyMargin() (time.Duration, bool) {
+	switch {
+	case o.Sharding != nil:
+		m := o.Sharding.SafetyMargin
+		if m == 0 {
+			m = sharding.DefaultSafetyMargin
+		}
+		return m, true
+	case o.LeaderElect:
+		return o.LeaseDuration - o.RenewDeadline, true
+	}
+	return 0, false
+}
+
+// checkFencing refuses timeouts that would let a write outlive the replica's right to send it: every
+// write ends within WriteTimeout, which must be shorter than the safety margin; with leader election
+// RetryPeriod < RenewDeadline < LeaseDuration (client-go renews every RetryPeriod and gives up at
+// RenewDeadline). The sharding package checks its own rule (safety margin + renew interval < lease
+// duration). The error is a *config.Error: the command exits with code 2.
+func (o *Options) checkFencing() error {
+	if o.WriteTimeout <= 0 {
+		return &config.Error{Field: "--write-timeout", Msg: fmt.Sprintf("expected a positive duration such as 5s, got %s", o.WriteTimeout)}
+	}
+	if o.LeaderElect && o.Sharding == nil && (o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline || o.RenewDeadline >= o.LeaseDuration) {
+		return &config.Error{Field: "leader election", Msg: fmt.Sprintf("expected 0 < retry period (%s) < renew deadline (%s) < lease duration (%s)",
+			o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)}
+	}
+	m, ok := o.safetyMargin()
+	if !ok || o.WriteTimeout < m {
+		return nil
+	}
+	what := fmt.Sprintf("--shard-safety-margin (%s)", m)
+	if o.Sharding == nil {
+		what = fmt.Sprintf("the leader's safety margin, lease duration (%s) - renew deadline (%s) = %s", o.LeaseDuration, o.RenewDeadline, m)
+	}
+	return &config.Error{Field: "--write-timeout", Msg: fmt.Sprintf("expected a write timeout (%s) shorter than %s: a write allowed just before this replica's fenced validity ends must end before another replica may take its clusters over (docs/operator.md, \"Fencing\")",
+		o.WriteTimeout, what)}
 }

@@ -28,8 +28,8 @@ type Sharding struct {
 	// without the ShardedListAndWatch feature gate, which ignore the selector anyway; default: the
 	// informers ask the API server for their ranges, and filter too).
 	ClientSide bool
-	// LeaseDuration, RenewInterval and SafetyMargin of the shard Leases (default 15s, 5s, 5s; see
-	// sharding.Options).
+	// LeaseDuration, RenewInterval and SafetyMargin of the shard Leases (default 20s, 5s, 8s; see
+	// sharding.Options). SafetyMargin must exceed Options.WriteTimeout.
 	LeaseDuration, RenewInterval, SafetyMargin time.Duration
 }
 

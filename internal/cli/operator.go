@@ -79,6 +79,7 @@ type operatorFlags struct {
 	shardLeaseDuration      time.Duration
 	shardRenewInterval      time.Duration
 	shardSafetyMargin       time.Duration
+	writeTimeout            time.Duration
 	log                     *clirun.LogFlags
 }
 
@@ -181,10 +182,12 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   # filter by hash only (API servers without ShardedListAndWatch)
   shard_client_side = false
   # seconds
-  shard_lease_duration = 15
+  shard_lease_duration = 20
   shard_renew_interval = 5
   # a replica stops acting this long before its range Lease could expire
-  shard_safety_margin = 5
+  shard_safety_margin = 8
+  # seconds: every write ends within it, shorter than the safety margin (0: 5, or half the margin)
+  write_timeout = 5
 
 With --sharding (the chart sets it when replicas > 1) there is no leader: every replica holds Leases of
 hash ranges of the VitalsClusters' UIDs, sees and acts on the clusters of its ranges only, and spends its
@@ -260,7 +263,8 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.BoolVar(&f.shardClientSide, "shard-client-side", false, "list and watch every VitalsCluster and filter by hash (default: also ask the API server for the held ranges, feature gate ShardedListAndWatch)")
 	fl.DurationVar(&f.shardLeaseDuration, "shard-lease-duration", sharding.DefaultLeaseDuration, "a shard range Lease not renewed for this long may be taken over")
 	fl.DurationVar(&f.shardRenewInterval, "shard-renew-interval", sharding.DefaultRenewInterval, "interval of the shard rounds (renewals, membership, assignment)")
-	fl.DurationVar(&f.shardSafetyMargin, "shard-safety-margin", sharding.DefaultSafetyMargin, "a replica stops acting on a range this long before its Lease could expire; more than the longest single action")
+	fl.DurationVar(&f.shardSafetyMargin, "shard-safety-margin", sharding.DefaultSafetyMargin, "a replica stops acting on a range this long before its Lease could expire; more than --write-timeout")
+	fl.DurationVar(&f.writeTimeout, "write-timeout", 0, "every cloud and Kubernetes write ends within this and within the replica's fenced validity; shorter than the safety margin (0: 5s, at most half the margin)")
 	f.log = clirun.AddLogFlags(cmd, "text")
 	clirun.CompleteFiles(cmd, "config", "conf", "ini")
 	clirun.CompleteFiles(cmd, "kubeconfig")
@@ -360,6 +364,10 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	o.DrainDelay = f.drainDelay
 	o.MetricsAddr = f.metricsAddr
 	o.LeaderElect, o.LeaderElectionNamespace, o.LeaderElectionID = f.leaderElect, f.leaderElectionNamespace, f.leaderElectionID
+	if f.writeTimeout < 0 {
+		return o, &config.Error{Field: "--write-timeout", Msg: fmt.Sprintf("expected a positive duration such as 5s (0: the default), got %s", f.writeTimeout)}
+	}
+	o.WriteTimeout = f.writeTimeout
 	routegcBudget := f.routegcBudget
 	o.RouteGCInterval, o.RouteGCBudget, o.RouteGCWorkers = f.routegcInterval, &routegcBudget, f.routegcWorkers
 	flightBudget := f.flightBudget
@@ -434,7 +442,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 		"allow_local_workload", "allow_insecure_workload", "allow_loopback_workload", "workload_qps", "workload_burst", "cloud_qps", "cloud_burst",
 		"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap",
 		"trust_namespaces", "trusted_auth_urls", "pod_cidr_limit_v4", "pod_cidr_limit_v6", "access_interval", "access_workers",
-		"sharding", "shard_ranges", "shard_client_side", "shard_lease_duration", "shard_renew_interval", "shard_safety_margin")
+		"sharding", "shard_ranges", "shard_client_side", "shard_lease_duration", "shard_renew_interval", "shard_safety_margin", "write_timeout")
 	f.metricsAddr = op.String("metrics_bind_address", f.metricsAddr)
 	f.leaderElect = op.Bool("leader_elect", f.leaderElect)
 	f.leaderElectionNamespace = op.String("leader_election_namespace", f.leaderElectionNamespace)
@@ -477,6 +485,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.shardLeaseDuration = op.Seconds("shard_lease_duration", f.shardLeaseDuration)
 	f.shardRenewInterval = op.Seconds("shard_renew_interval", f.shardRenewInterval)
 	f.shardSafetyMargin = op.Seconds("shard_safety_margin", f.shardSafetyMargin)
+	f.writeTimeout = op.Seconds("write_timeout", f.writeTimeout)
 	return k.String("api_root", ""), k.String("token_file", ""), k.String("ssl_ca_crt_file", ""), ignored
 }
 

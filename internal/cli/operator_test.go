@@ -230,7 +230,11 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 		{"sharding with leader election", "", []string{"--sharding", "--leader-elect=true"}, []string{"--sharding", "--leader-elect"}},
 		{"shard ranges not a power of two", "", []string{"--sharding", "--shard-ranges", "12"}, []string{"--shard-ranges", "power of two"}},
 		{"shard ranges in the file", "[operator]\nsharding = true\nshard_ranges = 4096\n", nil, []string{"operator.conf:3", "operator.shard_ranges"}},
-		{"shard margin too wide", "", []string{"--sharding", "--shard-safety-margin", "12s"}, []string{"--shard-lease-duration", "safety-margin"}},
+		{"shard margin too wide", "", []string{"--sharding", "--shard-safety-margin", "16s"}, []string{"--shard-lease-duration", "safety-margin"}},
+		{"write timeout beyond the shard margin", "", []string{"--sharding", "--write-timeout", "8s"}, []string{"--write-timeout", "shorter than --shard-safety-margin (8s)"}},
+		{"write timeout beyond the leader's margin", "", []string{"--write-timeout", "10s"}, []string{"--write-timeout", "the leader's safety margin", "= 8s"}},
+		{"write timeout in the file", "[operator]\nsharding = true\nshard_safety_margin = 6\nwrite_timeout = 6\n", nil, []string{"--write-timeout", "(6s)"}},
+		{"negative write timeout", "", []string{"--write-timeout", "-1s"}, []string{"--write-timeout", "positive"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -396,9 +400,9 @@ func TestOperatorShardingOptions(t *testing.T) {
 	}{
 		{"off by default", []string{"--kubeconfig", kc}, nil, true},
 		{"flag: leader election off", []string{"--kubeconfig", kc, "--sharding"},
-			&operator.Sharding{Ranges: 16, LeaseDuration: 15 * time.Second, RenewInterval: 5 * time.Second, SafetyMargin: 5 * time.Second}, false},
+			&operator.Sharding{Ranges: 16, LeaseDuration: 20 * time.Second, RenewInterval: 5 * time.Second, SafetyMargin: 8 * time.Second}, false},
 		{"file, and a flag wins", []string{"--kubeconfig", kc, "--config", ini, "--shard-client-side"},
-			&operator.Sharding{Ranges: 32, ClientSide: true, LeaseDuration: 30 * time.Second, RenewInterval: 5 * time.Second, SafetyMargin: 5 * time.Second}, false},
+			&operator.Sharding{Ranges: 32, ClientSide: true, LeaseDuration: 30 * time.Second, RenewInterval: 5 * time.Second, SafetyMargin: 8 * time.Second}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
