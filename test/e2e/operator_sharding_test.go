@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/internal/faultproxy"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/operator"
@@ -67,8 +68,13 @@ func (g *orphanGC) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			return ctrl.Result{RequeueAfter: 300 * time.Millisecond}, nil
 		}
 		time.Sleep(g.took)
-		err := g.client.Delete(ctx, cm, client.Preconditions{UID: &cm.UID})
+		// the delete is sent through the action's fence, as every controller's write (the operator's
+		// client refuses one without)
+		err := g.client.Delete(fencing.With(ctx, p.Fence(a)), cm, client.Preconditions{UID: &cm.UID})
 		p.Done(ctx, a, err)
+		if _, fenced := fencing.ReasonOf(err); fenced {
+			return ctrl.Result{RequeueAfter: 300 * time.Millisecond}, nil
+		}
 		if err != nil && !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
