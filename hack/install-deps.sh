@@ -20,6 +20,9 @@ PKGS=(
   docker.io
   # the second container engine (test/e2e TestHealthcheckUnderPodman; runs with runc, no systemd)
   podman
+  # the test nodes' runtime (hack/node.sh): containerd 1.6 (CRI) with runc, the CNI plugins (bridge,
+  # host-local, portmap) and iptables (kube-proxy)
+  containerd runc containernetworking-plugins iptables
   # tools for scripts, tests and benchmarks
   bc curl openssl wrk hyperfine iproute2 libcap2-bin
   # the CA bundle the release image carries (make ca-bundle, deploy/Dockerfile)
