@@ -13,7 +13,7 @@ import (
 // Anything else (anchors, tags, block scalars, flow mappings, multi-line scalars) is refused with
 // the line number. It exists because a general YAML library costs this binary, which runs every
 // few seconds in every container, about 0.4 ms of package init and 0.4 MB; a differential fuzz
-// test checks that whatever it accepts, gopkg.in/yaml.v3 reads the same way.
+// test checks that whatever it accepts, go.yaml.in/yaml/v3 reads the same way.
 
 type nodeKind uint8
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/vitalsproject/vitals/config"
 )

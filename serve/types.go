@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/vitalsproject/vitals/config"
 	"github.com/vitalsproject/vitals/health/checks/kubernetes"
