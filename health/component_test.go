@@ -175,7 +175,7 @@ func TestDrain(t *testing.T) {
 	if rep.Healthy || !rep.Draining {
 		t.Fatalf("readiness while draining: %+v", rep)
 	}
-	if !m.Evaluate(Readiness, drainName).Healthy {
+	if !m.Evaluate(Readiness, DrainName).Healthy {
 		t.Fatal("readiness excluding the drain failed")
 	}
 	// Liveness holds during the delay, even when a component fails (shutting down).

@@ -21,36 +21,43 @@ const (
 // path and a stat costs a system call.
 const fileStatInterval = time.Second
 
-// fileGate disables a handler by the presence (or absence) of files, as oslo.middleware's
-// disable_by_file_path, disable_by_file_paths and enable_by_file_paths do.
-type fileGate struct {
+// FileGate disables a handler by the presence (or absence) of files, as oslo.middleware's
+// disable_by_file_path, disable_by_file_paths and enable_by_file_paths do. The probe handler has one
+// (HandlerOptions); the oslo.middleware application (package health/oslo) makes its own from the same
+// options. Its methods are safe for concurrent use.
+type FileGate struct {
 	clock   clock.PassiveClock
 	disable []string // any of these present: disabled
 	enable  string   // this one absent: disabled
 	stat    func(string) error
 
 	mu    sync.Mutex
-	state atomic.Pointer[gateState]
+	state atomic.Pointer[GateState]
 }
 
-type gateState struct {
-	at     time.Time
-	reason string // "" when enabled
-	// path is the file that decided (the first disable file, when enabled by none), for details.
-	path, enable string
+// GateState is what a FileGate saw at one look.
+type GateState struct {
+	at time.Time
+	// Reason is why the gate is closed (ReasonDisabledByFile, ReasonFilePathMissing), "" when open.
+	Reason string
+	// Path is the file that decided (the first disable file, when none disabled), for Details.
+	Path   string
+	enable string
 }
 
-// details says what decided, as oslo's disable_by_file backend does in its detailed mode.
-func (st *gateState) details() string {
-	if st.reason == ReasonDisabledByFile || (st.reason == "" && st.path != "" && st.path == st.enable) {
-		return "Path '" + st.path + "' was found"
+// Details says what decided, as oslo's disable_by_file backend does in its detailed mode.
+func (st *GateState) Details() string {
+	if st.Reason == ReasonDisabledByFile || (st.Reason == "" && st.Path != "" && st.Path == st.enable) {
+		return "Path '" + st.Path + "' was found"
 	}
-	return "Path '" + st.path + "' was not found"
+	return "Path '" + st.Path + "' was not found"
 }
 
-// newFileGate returns nil when no option asks for a file.
-func newFileGate(clk clock.PassiveClock, o HandlerOptions) (*fileGate, []string) {
-	g := &fileGate{clock: clk, stat: func(p string) error { _, err := os.Stat(p); return err }}
+// NewFileGate returns the gate of o's DisableByFilePath, DisableByFilePaths and EnableByFilePaths for
+// o.Port, or nil when no option asks for a file; the second result lists the "port:path" values that do
+// not parse (ignored).
+func NewFileGate(clk clock.PassiveClock, o HandlerOptions) (*FileGate, []string) {
+	g := &FileGate{clock: clk, stat: func(p string) error { _, err := os.Stat(p); return err }}
 	var bad []string
 	if o.DisableByFilePath != "" {
 		g.disable = append(g.disable, o.DisableByFilePath)
@@ -95,15 +102,19 @@ func parsePortPath(s string) (int, string, bool) {
 }
 
 // reason returns why the handler is disabled at now, or "" when it is enabled.
-func (g *fileGate) reason(now time.Time) string {
+func (g *FileGate) reason(now time.Time) string {
 	if g == nil {
 		return ""
 	}
-	return g.look(now).reason
+	return g.State(now).Reason
 }
 
-// look returns the gate's state at now, looking at the files at most once per fileStatInterval.
-func (g *fileGate) look(now time.Time) *gateState {
+// State returns the gate's state at now (the gate's clock's now when zero), looking at the files at
+// most once per second.
+func (g *FileGate) State(now time.Time) *GateState {
+	if now.IsZero() {
+		now = g.clock.Now()
+	}
 	if st := g.state.Load(); st != nil {
 		if age := now.Sub(st.at); age >= 0 && age < fileStatInterval {
 			return st
@@ -116,20 +127,20 @@ func (g *fileGate) look(now time.Time) *gateState {
 			return st
 		}
 	}
-	st := &gateState{at: now, enable: g.enable}
+	st := &GateState{at: now, enable: g.enable}
 	for _, p := range g.disable {
 		if g.stat(p) == nil {
-			st.reason, st.path = ReasonDisabledByFile, p
+			st.Reason, st.Path = ReasonDisabledByFile, p
 			break
 		}
 	}
-	if st.reason == "" && g.enable != "" {
-		st.path = g.enable
+	if st.Reason == "" && g.enable != "" {
+		st.Path = g.enable
 		if g.stat(g.enable) != nil {
-			st.reason = ReasonFilePathMissing
+			st.Reason = ReasonFilePathMissing
 		}
-	} else if st.reason == "" && len(g.disable) > 0 {
-		st.path = g.disable[0]
+	} else if st.Reason == "" && len(g.disable) > 0 {
+		st.Path = g.disable[0]
 	}
 	g.state.Store(st)
 	return st

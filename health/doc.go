@@ -43,8 +43,9 @@
 // body). Failure reasons are withheld unless HandlerOptions.Details is set, except on a per-check
 // path asked from a loopback address. A handler can be disabled by files as oslo.middleware's
 // healthcheck is (disable_by_file_path, disable_by_file_paths, enable_by_file_paths); the files are
-// looked at no more than once a second. /healthcheck answers from readiness as oslo.middleware's
-// healthcheck application does (status codes, text/HTML/JSON by Accept, its detailed mode).
+// looked at no more than once a second (FileGate). oslo.middleware's healthcheck application
+// (/healthcheck from readiness: status codes, text/HTML/JSON by Accept, its detailed mode) is package
+// health/oslo, mounted beside the probes through ServerOptions.Handlers.
 //
 // After Drain, readiness fails at once (a "shutdown" pseudo-check, as in the apiserver) while
 // liveness keeps passing for the drain delay, so that Kubernetes stops sending traffic before the

@@ -9,9 +9,9 @@ import (
 // ErrDraining is the reason readiness fails after Drain.
 var ErrDraining = errors.New("draining")
 
-// drainName is the pseudo-check shown in readiness output while draining (as the apiserver's
+// DrainName is the pseudo-check shown in readiness output while draining (as the apiserver's
 // "shutdown" check).
-const drainName = "shutdown"
+const DrainName = "shutdown"
 
 type drainState struct {
 	mu   sync.Mutex

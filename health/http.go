@@ -22,9 +22,6 @@ type HandlerOptions struct {
 	EnableByFilePaths []string
 	// Port this handler serves on, for the port:path options.
 	Port int
-	// OsloDetailed answers /healthcheck as oslo.middleware's "detailed" mode does (host, time,
-	// version, platform, and each backend's kind and details).
-	OsloDetailed bool
 }
 
 // Endpoint paths and the probe each serves.
@@ -66,15 +63,15 @@ var (
 // status codes (200 or 500); reasons only with Details, or on a per-check path asked from a loopback
 // address. HEAD answers 204
 // when healthy and 503 when not, without a body, as oslo.middleware does. A disabled handler (see
-// HandlerOptions) answers 503 with the reason. /healthcheck answers as oslo.middleware's healthcheck
-// application, from readiness (see serveOslo). Other paths get 404.
+// HandlerOptions) answers 503 with the reason. Other paths get 404 (oslo.middleware's /healthcheck
+// is package health/oslo's handler, mounted beside this one: ServerOptions.Handlers).
 func (m *Manager) Handler(opts HandlerOptions) http.Handler {
 	h := &handler{m: m, opts: opts}
 	if opts.Details {
 		h.det = 1
 	}
 	var bad []string
-	h.gate, bad = newFileGate(m.clock, opts)
+	h.gate, bad = NewFileGate(m.clock, opts)
 	for _, b := range bad {
 		m.log.Warn("health handler option ignored", "value", b, "expected", "port:path")
 	}
@@ -85,7 +82,7 @@ type handler struct {
 	m    *Manager
 	opts HandlerOptions
 	det  int
-	gate *fileGate
+	gate *FileGate
 }
 
 // query is what a probe request asks for.
@@ -96,10 +93,6 @@ type query struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == OsloPath {
-		h.serveOslo(w, r)
-		return
-	}
 	path, check, ok := route(r.URL.Path)
 	if !ok {
 		http.NotFound(w, r)
@@ -236,7 +229,7 @@ func (h *handler) serveCheck(w http.ResponseWriter, r *http.Request, s *snapshot
 		e = &s.entries[i]
 		failed = e.fails[pi] || e.excused[pi] == "degraded"
 		reason = e.reason
-	} else if name == drainName && pi == readyIdx && s.draining {
+	} else if name == DrainName && pi == readyIdx && s.draining {
 		failed, reason = true, ErrDraining.Error()
 	} else {
 		http.NotFound(w, nil)

@@ -374,7 +374,7 @@ func (m *Manager) Evaluate(p Probe, exclude ...string) Report {
 	}
 	if pi == readyIdx && s.draining {
 		rep.Draining = true
-		if !ex.has(drainName) {
+		if !ex.has(DrainName) {
 			rep.Healthy = false
 		}
 	}

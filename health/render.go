@@ -81,7 +81,7 @@ func renderText(s *snapshot, path int, details bool, ex *exclusions) *response {
 		line(e.Name, ex.has(e.Name), e.fails[pi], e.excused[pi], e.reason, e.Detail)
 	}
 	if pi == readyIdx && s.draining {
-		line(drainName, ex.has(drainName), true, "", ErrDraining.Error(), "")
+		line(DrainName, ex.has(DrainName), true, "", ErrDraining.Error(), "")
 	}
 	if un := ex.unmatched(); len(un) > 0 {
 		b.WriteString("warn: some health checks cannot be excluded: no matches for ")
@@ -191,7 +191,7 @@ func renderJSON(s *snapshot, pi int, details bool, ex *exclusions) *response {
 	}
 	if pi == readyIdx && s.draining {
 		rep.Draining = true
-		if !ex.has(drainName) {
+		if !ex.has(DrainName) {
 			healthy = false
 		}
 	}
@@ -213,7 +213,7 @@ func checkJSON(e *snapEntry, pi int, failed bool, reason string, details bool) [
 	if e != nil {
 		c = toJSONCheck(e, pi, details)
 	} else {
-		c = jsonCheck{Name: drainName, Kind: KindCheck, Severity: Critical.String(),
+		c = jsonCheck{Name: DrainName, Kind: KindCheck, Severity: Critical.String(),
 			Probes: Readiness.String(), Status: StatusFailed}
 		if details {
 			c.Error = reason

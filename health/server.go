@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,6 +41,10 @@ type ServerOptions struct {
 	Manager *Manager
 	// Probes configure the probe handler; Port defaults to the listener's port.
 	Probes HandlerOptions
+	// Handlers, when set, adds handlers beside the probes: it is called once, with Probes as the probe
+	// handler gets them (Port filled in), and returns handlers by path, such as package health/oslo's
+	// oslo.middleware application on /healthcheck. A path of the probes or /metrics is refused.
+	Handlers func(probes HandlerOptions) map[string]http.Handler
 	// Metrics, when set, is served on /metrics.
 	Metrics prometheus.Gatherer
 	// Logger (default slog.Default()).
@@ -112,12 +117,21 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		s.mux.Handle("/metrics", promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}))
 	}
+	hopts := opts.Probes
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && hopts.Port == 0 {
+		hopts.Port = a.Port
+	}
 	if opts.Manager != nil {
-		hopts := opts.Probes
-		if a, ok := ln.Addr().(*net.TCPAddr); ok && hopts.Port == 0 {
-			hopts.Port = a.Port
-		}
 		s.mux.Handle("/", opts.Manager.Handler(hopts))
+	}
+	if opts.Handlers != nil {
+		for path, h := range opts.Handlers(hopts) {
+			if _, _, ok := route(path); ok || path == "/metrics" || !strings.HasPrefix(path, "/") {
+				_ = ln.Close()
+				return nil, fmt.Errorf("%s server: handler path %q: expected an absolute path that is not a probe's or /metrics", opts.Name, path)
+			}
+			s.mux.Handle(path, h)
+		}
 	}
 	s.srv = &http.Server{
 		Handler:           s.mux,

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -118,6 +120,12 @@ func TestServerPaths(t *testing.T) {
 		{"no metrics", ServerOptions{Manager: m}, "/metrics", 404, "404 page not found\n"},
 		{"metrics", ServerOptions{Manager: m, Metrics: reg}, "/metrics", 200, "test_total 0"},
 		{"metrics only", ServerOptions{Metrics: reg}, "/readyz", 404, "404 page not found\n"},
+		{"no /healthcheck of its own", ServerOptions{Manager: m}, "/healthcheck", 404, "404 page not found\n"},
+		{"a handler beside the probes, told the port", ServerOptions{Manager: m, Handlers: func(p HandlerOptions) map[string]http.Handler {
+			return map[string]http.Handler{"/healthcheck": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				fmt.Fprintf(w, "port set: %v", p.Port != 0)
+			})}
+		}}, "/healthcheck", 200, "port set: true"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,6 +143,19 @@ func TestServerPaths(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestServerHandlersRefused: a handler on a probe's path or /metrics is refused, with the path.
+func TestServerHandlersRefused(t *testing.T) {
+	m, _ := newTest(t)
+	for _, path := range []string{"/readyz", "/livez/db", "/metrics", "healthcheck"} {
+		_, err := NewServer(ServerOptions{Addr: "127.0.0.1:0", Manager: m, Logger: quiet, Handlers: func(HandlerOptions) map[string]http.Handler {
+			return map[string]http.Handler{path: http.NotFoundHandler()}
+		}})
+		if err == nil || !strings.Contains(err.Error(), strconv.Quote(path)) {
+			t.Errorf("handler on %s: %v, want a refusal naming it", path, err)
+		}
 	}
 }
 

@@ -222,6 +222,10 @@ checks:
 	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "go_goroutines") {
 		t.Errorf("/metrics: %d", code)
 	}
+	// oslo.middleware's healthcheck application (package health/oslo), mounted beside the probes.
+	if code, body := get("/healthcheck"); code != 200 || body != "OK\nOK" {
+		t.Errorf("/healthcheck: %d %q, want 200 and one OK per readiness check", code, body)
+	}
 
 	cancel()
 	// During the drain readiness fails and liveness passes.

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/vitalsproject/vitals/health"
+	"github.com/vitalsproject/vitals/health/oslo"
 )
 
 // Options are what Run takes besides the config.
@@ -77,10 +79,13 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 		Manager:  m,
 		Probes: health.HandlerOptions{
 			Details:            cfg.Details,
-			OsloDetailed:       cfg.HealthcheckDetailed,
 			DisableByFilePath:  cfg.DisableByFilePath,
 			DisableByFilePaths: cfg.DisableByFilePaths,
 			EnableByFilePaths:  cfg.EnableByFilePaths,
+		},
+		// oslo.middleware's healthcheck application, from readiness, with the same gate and details.
+		Handlers: func(probes health.HandlerOptions) map[string]http.Handler {
+			return map[string]http.Handler{oslo.Path: oslo.Handler(m, oslo.Options{Probes: probes, Detailed: cfg.HealthcheckDetailed})}
 		},
 		Metrics:           metricsOf(cfg, reg),
 		Logger:            log,

@@ -1,4 +1,4 @@
-package health
+package oslo
 
 import (
 	"bufio"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/vitalsproject/vitals/health"
 	"github.com/vitalsproject/vitals/internal/testenv"
 )
 
@@ -57,7 +61,7 @@ func startOslo(t *testing.T, py string, backends int, detailed bool, disable str
 	if _, serr := fmt.Sscanf(line, "port %d", &port); err != nil || serr != nil {
 		t.Fatalf("oslo app did not start: %q %v %v", line, err, serr)
 	}
-	a.url = fmt.Sprintf("http://127.0.0.1:%d%s", port, OsloPath)
+	a.url = fmt.Sprintf("http://127.0.0.1:%d%s", port, Path)
 	return a
 }
 
@@ -167,16 +171,17 @@ func TestOsloCompatibility(t *testing.T) {
 					disable = filepath.Join(t.TempDir(), "disabled")
 				}
 				m, clk := newTest(t)
-				m.MustRegister(Check{Name: "db", Run: ok, Interval: time.Hour}, Check{Name: "cache", Run: ok, Interval: time.Hour})
-				ours := httptest.NewServer(m.Handler(HandlerOptions{Details: true, OsloDetailed: detailed, DisableByFilePath: disable}))
+				db, cache := component(t, m, "db"), component(t, m, "cache")
+				ours := httptest.NewServer(Handler(m, Options{Probes: health.HandlerOptions{Details: true, DisableByFilePath: disable},
+					Detailed: detailed, Clock: clk}))
 				defer ours.Close()
 				theirs := startOslo(t, py, 2, detailed, disable)
 				for _, st := range states {
 					if st.disableOn && !gate {
 						continue
 					}
-					entryOf(t, m, "db").record(clk.Now(), 0, st.db)
-					entryOf(t, m, "cache").record(clk.Now(), 0, st.cache)
+					set(db, st.db)
+					set(cache, st.cache)
 					if gate {
 						if st.disableOn {
 							if err := os.WriteFile(disable, nil, 0o600); err != nil {
@@ -185,7 +190,7 @@ func TestOsloCompatibility(t *testing.T) {
 						} else {
 							_ = os.Remove(disable)
 						}
-						clk.Step(2 * fileStatInterval)
+						clk.Step(2 * time.Second) // past the gate's look at the files
 					}
 					// The same states for oslo's backends: what Vitals reports for each check.
 					var rs []osloResult
@@ -193,17 +198,17 @@ func TestOsloCompatibility(t *testing.T) {
 						name string
 						err  error
 					}{{"db", st.db}, {"cache", st.cache}} {
-						r := osloResult{available: c.err == nil, reason: "OK", details: "check " + c.name + ": ok"}
+						r := osloResult{available: c.err == nil, reason: "OK", details: "component " + c.name + ": ok"}
 						if c.err != nil {
 							r.reason = c.name + " failed: " + c.err.Error()
-							r.details = "check " + c.name + ": failed: " + c.err.Error()
+							r.details = "component " + c.name + ": failed: " + c.err.Error()
 						}
 						rs = append(rs, r)
 					}
 					theirs.set(t, rs)
 					for _, method := range []string{"GET", "POST", "HEAD"} {
 						for _, accept := range osloAccepts {
-							a := comparable(t, osloDo(t, method, ours.URL+OsloPath, accept), detailed)
+							a := comparable(t, osloDo(t, method, ours.URL+Path, accept), detailed)
 							b := comparable(t, osloDo(t, method, theirs.url, accept), detailed)
 							if !reflect.DeepEqual(a, b) {
 								t.Errorf("%s: %s Accept %q:\nvitals:  %d %q\n%s\noslo:    %d %q\n%s", st.name, method, accept,
@@ -217,13 +222,39 @@ func TestOsloCompatibility(t *testing.T) {
 	}
 	t.Run("no backends", func(t *testing.T) {
 		m, _ := newTest(t)
-		ours := httptest.NewServer(m.Handler(HandlerOptions{}))
+		ours := httptest.NewServer(Handler(m, Options{}))
 		defer ours.Close()
 		theirs := startOslo(t, py, 0, false, "")
 		for _, accept := range osloAccepts {
-			if a, b := osloDo(t, "GET", ours.URL+OsloPath, accept), osloDo(t, "GET", theirs.url, accept); a != b {
+			if a, b := osloDo(t, "GET", ours.URL+Path, accept), osloDo(t, "GET", theirs.url, accept); a != b {
 				t.Errorf("Accept %q:\nvitals: %+v\noslo:   %+v", accept, a, b)
 			}
 		}
 	})
+}
+
+func newTest(t *testing.T) (*health.Manager, *testingclock.FakeClock) {
+	t.Helper()
+	clk := testingclock.NewFakeClock(time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC))
+	m := health.NewManager(health.WithClock(clk), health.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	t.Cleanup(m.Stop)
+	return m, clk
+}
+
+// component registers a readiness component: its state is set at once by Fail and Recover.
+func component(t *testing.T, m *health.Manager, name string) *health.Component {
+	t.Helper()
+	c, err := m.Component(name, health.ComponentOptions{Probes: health.Readiness})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func set(c *health.Component, err error) {
+	if err != nil {
+		c.Fail(err)
+		return
+	}
+	c.Recover()
 }

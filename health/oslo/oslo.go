@@ -1,4 +1,4 @@
-package health
+package oslo
 
 import (
 	"bytes"
@@ -12,10 +12,48 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"k8s.io/utils/clock"
+
+	"github.com/vitalsproject/vitals/health"
 )
 
-// OsloPath is where the handler answers as oslo.middleware's healthcheck application does.
-const OsloPath = "/healthcheck"
+// Path is where oslo.middleware's healthcheck application answers.
+const Path = "/healthcheck"
+
+// Options configure the handler.
+type Options struct {
+	// Probes are the probe handler's options this one shares: Details (show each failing backend's
+	// reason) and the disable/enable-by-file gate (DisableByFilePath, DisableByFilePaths,
+	// EnableByFilePaths, Port), which becomes oslo's disable_by_file backend.
+	Probes health.HandlerOptions
+	// Detailed answers as oslo.middleware's "detailed" mode does (host, time, version, platform, and each
+	// backend's kind and details).
+	Detailed bool
+	// Clock gives the detailed mode's time and the gate's (default: the real clock).
+	Clock clock.PassiveClock
+}
+
+// Handler answers as oslo.middleware's healthcheck application (5.x) does, from m's readiness. Mount it
+// on Path, beside m's probe handler (health.ServerOptions.Handlers).
+func Handler(m *health.Manager, opts Options) http.Handler {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	gate, _ := health.NewFileGate(opts.Clock, opts.Probes) // bad values: the probe handler logs them
+	return &handler{m: m, opts: opts, gate: gate}
+}
+
+type handler struct {
+	m    *health.Manager
+	opts Options
+	gate *health.FileGate
+}
+
+var (
+	hdrTypeKey = "Content-Type"
+	hdrJSON    = []string{"application/json"}
+)
 
 // osloResult is one backend's result, as oslo.middleware's HealthcheckResult.
 type osloResult struct {
@@ -28,53 +66,54 @@ type osloResult struct {
 // results. Vitals' kind of entry is in the details.
 const osloClass = "HealthcheckResult"
 
-// serveOslo answers /healthcheck as oslo.middleware's healthcheck (5.x) does, with readiness as its
-// backends: the disable-by-file gate first when configured (its reasons are oslo's own), then every
-// check, component and budget feeding readiness, then the drain. A backend that does not fail
-// readiness says "OK"; one that does says "<name> failed", with ": <reason>" when Details is set.
-// Any method but HEAD answers 200 or 503 with a body negotiated from Accept (text/plain, text/html,
-// application/json, in oslo's order of preference; text/plain when nothing matches); HEAD answers
-// 204 or 503 without a body. HandlerOptions.OsloDetailed adds oslo's "detailed" fields.
-func (h *handler) serveOslo(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers with readiness as oslo's backends: the disable-by-file gate first when configured
+// (its reasons are oslo's own), then every check, component and budget feeding readiness, then the
+// drain. A backend that does not fail readiness says "OK"; one that does says "<name> failed", with
+// ": <reason>" when Details is set. Any method but HEAD answers 200 or 503 with a body negotiated from
+// Accept (text/plain, text/html, application/json, in oslo's order of preference; text/plain when
+// nothing matches); HEAD answers 204 or 503 without a body. Options.Detailed adds oslo's "detailed"
+// fields.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var results []osloResult
+	now := h.opts.Clock.Now()
 	if h.gate != nil {
-		st := h.gate.look(h.m.clock.Now()) // oslo's disable_by_file backend
-		res := osloResult{available: st.reason == "", reason: "OK"}
+		st := h.gate.State(now) // oslo's disable_by_file backend
+		res := osloResult{available: st.Reason == "", reason: "OK"}
 		if !res.available {
-			res.reason = st.reason
+			res.reason = st.Reason
 		}
-		if h.opts.OsloDetailed {
-			res.details = st.details()
+		if h.opts.Detailed {
+			res.details = st.Details()
 		}
 		results = append(results, res)
 	}
-	s := h.m.current()
+	rep := h.m.Evaluate(health.Readiness)
 	healthy := true
-	for i := range s.entries {
-		e := &s.entries[i]
-		if e.Probes&Readiness == 0 {
-			continue
+	for _, e := range rep.Results {
+		reason := ""
+		if e.Err != nil {
+			reason = e.Err.Error()
 		}
-		res := osloResult{available: !e.fails[readyIdx], reason: "OK"}
+		res := osloResult{available: !e.Failing(health.Readiness), reason: "OK"}
 		if !res.available {
 			res.reason = e.Name + " failed"
-			if h.opts.Details {
-				res.reason += ": " + e.reason
+			if h.opts.Probes.Details {
+				res.reason += ": " + reason
 			}
 		}
-		if h.opts.OsloDetailed {
+		if h.opts.Detailed {
 			res.details = string(e.Kind) + " " + e.Name + ": " + string(e.Status)
-			if e.reason != "" {
-				res.details += ": " + e.reason
+			if reason != "" {
+				res.details += ": " + reason
 			}
-			if why := e.excused[readyIdx]; why != "" {
-				res.details += " (" + why + ")"
+			if e.Status != health.StatusOK && e.Severity == health.Degraded {
+				res.details += " (degraded)" // readiness excuses nothing else
 			}
 		}
 		results = append(results, res)
 	}
-	if s.draining {
-		results = append(results, osloResult{reason: drainName + " failed", details: ErrDraining.Error()})
+	if rep.Draining {
+		results = append(results, osloResult{reason: health.DrainName + " failed", details: health.ErrDraining.Error()})
 	}
 	for _, res := range results {
 		healthy = healthy && res.available
@@ -93,10 +132,10 @@ func (h *handler) serveOslo(w http.ResponseWriter, r *http.Request) {
 	switch osloAccept(r.Header.Values("Accept")) {
 	case "text/html":
 		hdr[hdrTypeKey] = []string{"text/html; charset=UTF-8"}
-		body = osloHTML(results, h.opts.OsloDetailed, h.m.clock.Now())
+		body = osloHTML(results, h.opts.Detailed, now)
 	case "application/json":
 		hdr[hdrTypeKey] = hdrJSON
-		body = osloJSON(results, h.opts.OsloDetailed, h.m.clock.Now())
+		body = osloJSON(results, h.opts.Detailed, now)
 	default:
 		hdr[hdrTypeKey] = []string{"text/plain; charset=UTF-8"}
 		var b strings.Builder
