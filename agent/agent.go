@@ -206,11 +206,15 @@ func (a *Agent) registerChecks() error {
 	timeout := min(5*time.Second, o.CheckInterval)
 	var list []health.Check
 	if a.deps.Kube != nil {
-		rc := a.deps.Kube.REST()
+		readyz, err := kubecheck.Readyz(kubecheck.ReadyzOptions{Client: a.deps.Kube.REST(),
+			Options: kubecheck.Options{Clock: a.deps.Clock, MinInterval: o.CheckInterval / 2}})
+		if err != nil {
+			return err
+		}
 		list = append(list, health.Check{
 			Name:     CheckKubernetesAPI,
 			Probes:   health.Readiness,
-			Run:      health.Func(kubecheck.Readyz(rc, kubecheck.Options{Clock: a.deps.Clock, MinInterval: o.CheckInterval / 2})),
+			Run:      readyz,
 			Interval: o.CheckInterval,
 			Timeout:  timeout,
 		})
@@ -220,13 +224,21 @@ func (a *Agent) registerChecks() error {
 		if err != nil {
 			return &config.Error{Field: "capabilities", Msg: err.Error()}
 		}
-		list = append(list, health.Check{Name: CheckCapabilities, Probes: health.Readiness, Run: health.Func(run), Interval: o.CheckInterval, Timeout: timeout})
+		list = append(list, health.Check{Name: CheckCapabilities, Probes: health.Readiness, Run: run, Interval: o.CheckInterval, Timeout: timeout})
+	}
+	nl, err := netlink.Check(netlink.Options{NetnsPath: o.Netns})
+	if err != nil {
+		return &config.Error{Field: "netns", Msg: err.Error()}
+	}
+	cni, err := cniconfig.Check(cniconfig.Options{Dir: o.CNIConfDir})
+	if err != nil {
+		return &config.Error{Field: "cni-conf-dir", Msg: err.Error()}
 	}
 	list = append(list,
 		health.Check{
 			Name:     CheckNetlink,
 			Probes:   health.Liveness,
-			Run:      netlink.Check(netlink.Options{NetnsPath: o.Netns}),
+			Run:      nl,
 			Interval: o.CheckInterval,
 			Timeout:  timeout,
 			// One slow answer from a busy kernel is no reason to restart.
@@ -235,7 +247,7 @@ func (a *Agent) registerChecks() error {
 		health.Check{
 			Name:     CheckCNIConfig,
 			Probes:   health.Liveness,
-			Run:      cniconfig.Check(o.CNIConfDir),
+			Run:      cni,
 			Interval: o.CheckInterval,
 			Timeout:  timeout,
 			// The CNI's own DaemonSet may write its configuration after the agent starts.

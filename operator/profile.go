@@ -40,28 +40,33 @@ func (o *Operator) healthProfile(cs kclient.Interface) (*progress.Controller, er
 		return health.Check{Name: name, Probes: p, Run: run, Interval: opts.CheckInterval, Timeout: opts.CheckTimeout}
 	}
 	// The list+watch check holds its watch open for one second (the server closes it): give it room.
-	kube := check(CheckKubernetes, health.Readiness, kchecks.ListWatch(cs.CoreV1().Namespaces(), kchecks.ListWatchOptions{
+	listWatch, err := kchecks.ListWatch(kchecks.ListWatchOptions{Namespaces: cs.CoreV1().Namespaces(),
 		Options: kchecks.Options{MinInterval: opts.CheckInterval / 2, Clock: opts.Clock}, Namespace: opts.LeaderElectionNamespace,
-		WatchTimeout: time.Second}))
+		WatchTimeout: time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("operator: health checks: %w", err)
+	}
+	synced, err := kchecks.CacheSynced(kchecks.CacheSyncedOptions{Cache: o.mgr.GetCache()})
+	if err != nil {
+		return nil, fmt.Errorf("operator: health checks: %w", err)
+	}
+	kube := check(CheckKubernetes, health.Readiness, listWatch)
 	kube.Timeout = max(kube.Timeout, 3*time.Second)
 	kube.Interval = max(kube.Interval, kube.Timeout)
-	checks := []health.Check{
-		kube,
-		check(CheckInformers, health.Readiness, kchecks.CacheSynced(o.mgr.GetCache())),
-	}
+	checks := []health.Check{kube, check(CheckInformers, health.Readiness, synced)}
 	if o.cloud != nil {
-		ks := &cloudCheck{cloud: o.cloud, build: func(c *openstack.Cloud) health.Func {
-			return oschecks.Keystone(c, oschecks.Options{MinInterval: opts.CheckInterval / 2, Clock: opts.Clock})
+		ks := &cloudCheck{cloud: o.cloud, build: func(c *openstack.Cloud) (health.Func, error) {
+			return oschecks.Keystone(oschecks.Options{Cloud: c, MinInterval: opts.CheckInterval / 2, Clock: opts.Clock})
 		}}
-		nt := &cloudCheck{cloud: o.cloud, build: func(c *openstack.Cloud) health.Func {
-			return oschecks.Neutron(c, oschecks.Options{MinInterval: opts.CheckInterval / 2, Clock: opts.Clock})
+		nt := &cloudCheck{cloud: o.cloud, build: func(c *openstack.Cloud) (health.Func, error) {
+			return oschecks.Neutron(oschecks.Options{Cloud: c, MinInterval: opts.CheckInterval / 2, Clock: opts.Clock})
 		}}
 		checks = append(checks, check(CheckKeystone, health.Readiness, ks.run), check(CheckNeutron, health.Readiness, nt.run))
 		// Quota headroom of the operator's project (ports, subnets, networks, security groups, and
 		// routes per router): degraded unless configured critical.
-		qt := &cloudCheck{cloud: o.cloud, build: func(c *openstack.Cloud) health.Func {
-			return oschecks.QuotaHeadroom(c, oschecks.QuotaOptions{MaxRoutes: opts.MaxRoutes,
-				Options: oschecks.Options{MinInterval: max(opts.CheckInterval/2, opts.QuotaInterval/2), Clock: opts.Clock}})
+		qt := &cloudCheck{cloud: o.cloud, build: func(c *openstack.Cloud) (health.Func, error) {
+			return oschecks.QuotaHeadroom(oschecks.QuotaOptions{MaxRoutes: opts.MaxRoutes,
+				Options: oschecks.Options{Cloud: c, MinInterval: max(opts.CheckInterval/2, opts.QuotaInterval/2), Clock: opts.Clock}})
 		}}
 		q := check(CheckQuota, health.Readiness, qt.run)
 		q.Interval = max(q.Interval, opts.QuotaInterval)
@@ -71,11 +76,15 @@ func (o *Operator) healthProfile(cs kclient.Interface) (*progress.Controller, er
 		checks = append(checks, q)
 	}
 	if opts.LeaderElect {
-		c := check(CheckLeaderLease, health.Liveness, kchecks.LeaderLease(cs.CoordinationV1().Leases(opts.LeaderElectionNamespace), kchecks.LeaseOptions{
+		lease, err := kchecks.LeaderLease(kchecks.LeaseOptions{Leases: cs.CoordinationV1().Leases(opts.LeaderElectionNamespace),
 			Options:   kchecks.Options{MinInterval: opts.CheckInterval / 2, Clock: opts.Clock},
 			Namespace: opts.LeaderElectionNamespace, Name: opts.LeaderElectionID, Identity: o.identity,
 			IsLeader: o.elected.Load,
-		}))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("operator: health checks: %w", err)
+		}
+		c := check(CheckLeaderLease, health.Liveness, lease)
 		// A leader that cannot see its Lease for a few rounds has stopped renewing it too.
 		c.FailureThreshold = 2
 		checks = append(checks, c)
@@ -84,9 +93,12 @@ func (o *Operator) healthProfile(cs kclient.Interface) (*progress.Controller, er
 		return nil, fmt.Errorf("operator: health checks: %w", err)
 	}
 	// Liveness from progress: the informer's run loop, and each controller's workers and queue.
-	inf := progress.InformerRunning("vitalsclusters", func(ctx context.Context) (progress.Informer, error) {
+	inf, err := progress.InformerRunning(progress.InformerOptions{Name: "vitalsclusters", Get: func(ctx context.Context) (progress.Informer, error) {
 		return o.mgr.GetCache().GetInformer(ctx, &v1alpha1.VitalsCluster{}, cache.BlockUntilSynced(false))
-	})
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("operator: health checks: %w", err)
+	}
 	if err := o.health.Register(check(ComponentInformer, health.Liveness, inf)); err != nil {
 		return nil, fmt.Errorf("operator: health checks: %w", err)
 	}
@@ -110,7 +122,7 @@ func (o *Operator) observe(name string, workers int) (*progress.Controller, erro
 // cloudCheck connects lazily and builds its check once per cloud.
 type cloudCheck struct {
 	cloud *lazyCloud
-	build func(*openstack.Cloud) health.Func
+	build func(*openstack.Cloud) (health.Func, error)
 
 	mu    sync.Mutex
 	built *openstack.Cloud
@@ -124,7 +136,12 @@ func (c *cloudCheck) run(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	if c.built != cl {
-		c.built, c.fn = cl, c.build(cl)
+		fn, err := c.build(cl)
+		if err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		c.built, c.fn = cl, fn
 	}
 	fn := c.fn
 	c.mu.Unlock()

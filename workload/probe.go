@@ -29,7 +29,7 @@ func newProbe(c *connection, minInterval time.Duration, clk clock.PassiveClock) 
 	if err != nil {
 		return nil, errorf(ReasonInvalidKubeconfig, "build the probe of the workload cluster")
 	}
-	return kchecks.Readyz(dc.RESTClient(), kchecks.Options{MinInterval: minInterval, Clock: clk}), nil
+	return kchecks.Readyz(kchecks.ReadyzOptions{Client: dc.RESTClient(), Options: kchecks.Options{MinInterval: minInterval, Clock: clk}})
 }
 
 // describe turns a probe error into an *Error whose message holds no address, name or certificate field

@@ -288,7 +288,11 @@ func (t *trackingReader) synced(ctx context.Context) error {
 		}
 		synced[gvk.Kind] = inf.HasSynced
 	}
-	if err := kchecks.InformersSynced(synced)(ctx); err != nil {
+	check, err := kchecks.InformersSynced(kchecks.InformersSyncedOptions{Informers: synced})
+	if err == nil {
+		err = check(ctx)
+	}
+	if err != nil {
 		return errorf(ReasonNotSynced, "%s", err.Error())
 	}
 	return nil

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// Func is the body of a check: nil means healthy. It has the underlying type of health.Func, so
-// health.Func(f) converts it; this package does not import health.
-type Func func(ctx context.Context) error
+// Func is the body of a check: nil means healthy. It is the unnamed func(context.Context) error, so a
+// Func is assignable to health.Func (health.Check's Run) as it is; this package does not import health.
+type Func = func(ctx context.Context) error
 
 // Observation receives what a check saw when it passed (e.g. "200" for an HTTP check), for
 // callers that print a one-line summary such as the container healthcheck. A check writes it only

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"os"
 	"testing"
 )
@@ -41,4 +42,16 @@ func builtTool(t testing.TB, name, env, script string) string {
 		unavailable(t, "%s not available at %s (from %s): not an executable file (%v); run %s", name, bin, from, err, script)
 	}
 	return bin
+}
+
+// MustCheck returns what a health check constructor of package health/checks (and the packages under it)
+// built, failing t when it refused its options: testenv.MustCheck(t)(checks.HTTP(opts)).
+func MustCheck(t testing.TB) func(func(context.Context) error, error) func(context.Context) error {
+	return func(f func(context.Context) error, err error) func(context.Context) error {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("build the check: %v", err)
+		}
+		return f
+	}
 }

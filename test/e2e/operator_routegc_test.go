@@ -563,7 +563,11 @@ func keystoneHealth(t *testing.T, k *testenv.Keystone) *health.Manager {
 	auth := opAuth(t, k.OpenStack())
 	cloud := opConnect(t, auth, nil)
 	m := health.NewManager()
-	m.MustRegister(health.Check{Name: "keystone", Run: oschecks.Keystone(cloud, oschecks.Options{}), Interval: 2 * time.Second, Timeout: 2 * time.Second})
+	keystone, err := oschecks.Keystone(oschecks.Options{Cloud: cloud})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.MustRegister(health.Check{Name: "keystone", Run: keystone, Interval: 2 * time.Second, Timeout: 2 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	m.Start(ctx)
 	t.Cleanup(func() { cancel(); m.Stop() })

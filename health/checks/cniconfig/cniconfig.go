@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/vitalsproject/vitals/health"
+	"github.com/vitalsproject/vitals/health/checks"
 )
 
 // DefaultDir is where kubelet's container runtime looks for CNI network configurations.
@@ -29,12 +29,21 @@ type Network struct {
 	Plugins []string
 }
 
-// Check returns a health.Func that fails unless Load(dir) succeeds.
-func Check(dir string) health.Func {
-	return func(ctx context.Context) error {
-		_, err := Load(ctx, dir)
-		return err
+// Options configure the check.
+type Options struct {
+	// Dir is the CNI configuration directory (default DefaultDir); absolute.
+	Dir string
+}
+
+// Check returns the check: it fails unless Load(opts.Dir) succeeds.
+func Check(opts Options) (checks.Func, error) {
+	if opts.Dir != "" && !filepath.IsAbs(opts.Dir) {
+		return nil, fmt.Errorf("cni configuration check: Dir %q: expected an absolute path such as %s", opts.Dir, DefaultDir)
 	}
+	return func(ctx context.Context) error {
+		_, err := Load(ctx, opts.Dir)
+		return err
+	}, nil
 }
 
 // Load finds the configuration file the runtime would use in dir and validates it.

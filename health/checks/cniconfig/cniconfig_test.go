@@ -96,7 +96,11 @@ func TestLoad(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
 				}
-				if cerr := Check(dir)(context.Background()); cerr == nil {
+				check, cerr := Check(Options{Dir: dir})
+				if cerr != nil {
+					t.Fatal(cerr)
+				}
+				if cerr := check(context.Background()); cerr == nil {
 					t.Fatal("Check passed where Load failed")
 				}
 				return
@@ -116,5 +120,11 @@ func TestLoadMissingDirectory(t *testing.T) {
 	_, err := Load(context.Background(), filepath.Join(t.TempDir(), "absent"))
 	if err == nil || !strings.Contains(err.Error(), "read CNI configuration directory") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCheckRefusesARelativeDir(t *testing.T) {
+	if _, err := Check(Options{Dir: "etc/cni/net.d"}); err == nil || !strings.Contains(err.Error(), `"etc/cni/net.d"`) {
+		t.Errorf("Check with a relative Dir: %v, want a refusal naming it", err)
 	}
 }

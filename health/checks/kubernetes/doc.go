@@ -1,6 +1,7 @@
 // Package kubernetes holds health checks of the Kubernetes API as a controller depends on it: the
 // API server's /readyz, a list followed by a watch, informer caches synced, and a leader election
-// Lease held and fresh. Each constructor returns a func(ctx) error, assignable to health.Func.
+// Lease held and fresh. Each constructor has the one shape of package checks: Name(NameOptions)
+// (checks.Func, error), the clients in the options.
 //
 // Every check coalesces: it sends at most one round of requests per MinInterval and answers the
 // calls in between with the last result, so probes never hammer the API server.

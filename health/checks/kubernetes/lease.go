@@ -2,11 +2,14 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vitalsproject/vitals/health/checks"
 )
 
 // LeaseGetter reads Leases of one namespace: client-go's CoordinationV1().Leases(namespace) is one.
@@ -17,6 +20,8 @@ type LeaseGetter interface {
 // LeaseOptions configure LeaderLease.
 type LeaseOptions struct {
 	Options
+	// Leases reads the Leases of Namespace (required): client-go's CoordinationV1().Leases(namespace).
+	Leases LeaseGetter
 	// Namespace of the Lease, for messages (leases reads that namespace).
 	Namespace string
 	Name      string
@@ -30,7 +35,14 @@ type LeaseOptions struct {
 // LeaderLease checks the leader election Lease: held by Identity, and renewed recently enough that
 // renewTime + leaseDurationSeconds is not past (by the injected clock). A leader that stopped
 // renewing, or lost the lease without noticing, fails.
-func LeaderLease(leases LeaseGetter, opts LeaseOptions) func(context.Context) error {
+func LeaderLease(opts LeaseOptions) (checks.Func, error) {
+	leases := opts.Leases
+	switch {
+	case leases == nil:
+		return nil, errors.New("leader lease check: no Leases client")
+	case opts.Name == "" || opts.Identity == "":
+		return nil, fmt.Errorf("leader lease check: Name %q and Identity %q: expected both", opts.Name, opts.Identity)
+	}
 	co := opts.coalescer()
 	clk := opts.clock()
 	return func(ctx context.Context) error {
@@ -60,5 +72,5 @@ func LeaderLease(leases LeaseGetter, opts LeaseOptions) func(context.Context) er
 			}
 			return nil
 		})
-	}
+	}, nil
 }

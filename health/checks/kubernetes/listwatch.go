@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/vitalsproject/vitals/health/checks"
 )
 
 // NamespaceLister lists and watches Namespaces: client-go's CoreV1().Namespaces() is one.
@@ -21,6 +24,8 @@ type NamespaceLister interface {
 // ListWatchOptions configure ListWatch.
 type ListWatchOptions struct {
 	Options
+	// Namespaces lists and watches Namespaces (required): client-go's CoreV1().Namespaces().
+	Namespaces NamespaceLister
 	// Namespace whose Namespace object is listed and watched ("": "default"). One object, so
 	// the check costs the same in any cluster.
 	Namespace string
@@ -31,7 +36,14 @@ type ListWatchOptions struct {
 // ListWatch checks what an informer does: a list (here of one Namespace, by field selector), then a
 // watch from the list's resourceVersion that must run until the server closes it without an error
 // event (an expired or too-large resourceVersion, a broken watch cache, a proxy that cuts streams).
-func ListWatch(namespaces NamespaceLister, opts ListWatchOptions) func(context.Context) error {
+func ListWatch(opts ListWatchOptions) (checks.Func, error) {
+	namespaces := opts.Namespaces
+	if namespaces == nil {
+		return nil, errors.New("list+watch check: no Namespaces client")
+	}
+	if opts.WatchTimeout < 0 {
+		return nil, fmt.Errorf("list+watch check: WatchTimeout %s: expected 0 (1s) or more", opts.WatchTimeout)
+	}
 	co := opts.coalescer()
 	ns := opts.Namespace
 	if ns == "" {
@@ -68,5 +80,5 @@ func ListWatch(namespaces NamespaceLister, opts ListWatchOptions) func(context.C
 				}
 			}
 		})
-	}
+	}, nil
 }

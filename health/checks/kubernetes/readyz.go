@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -9,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
+
+	"github.com/vitalsproject/vitals/health/checks"
 )
 
 // RESTClientFor builds, once, the plain REST client that Readyz uses from a client configuration. It
@@ -27,9 +30,20 @@ func RESTClientFor(cfg *rest.Config) (rest.Interface, error) {
 	return rc, nil
 }
 
+// ReadyzOptions configure Readyz.
+type ReadyzOptions struct {
+	Options
+	// Client is the API server's REST client (required): RESTClientFor builds one.
+	Client rest.Interface
+}
+
 // Readyz checks the API server's GET /readyz (etcd reachable, informers synced, ...). On failure it
 // reports the checks the API server lists as failed.
-func Readyz(client rest.Interface, opts Options) func(context.Context) error {
+func Readyz(opts ReadyzOptions) (checks.Func, error) {
+	client := opts.Client
+	if client == nil {
+		return nil, errors.New("kube-apiserver /readyz check: no Client")
+	}
 	co := opts.coalescer()
 	return func(ctx context.Context) error {
 		return co.Do(ctx, func(ctx context.Context) error {
@@ -45,7 +59,7 @@ func Readyz(client rest.Interface, opts Options) func(context.Context) error {
 			}
 			return nil
 		})
-	}
+	}, nil
 }
 
 // failedLines extracts the "[-]name failed: ..." lines of a health answer.

@@ -42,13 +42,13 @@ func clients(t *testing.T, cfg *rest.Config) (rest.Interface, kclient.Interface)
 func TestReadyzAndListWatch(t *testing.T) {
 	t.Parallel()
 	rc, cs := clients(t, testenv.Kube(t))
-	if err := run(t, checks.Readyz(rc, checks.Options{})); err != nil {
+	if err := run(t, testenv.MustCheck(t)(checks.Readyz(checks.ReadyzOptions{Client: rc}))); err != nil {
 		t.Errorf("readyz: %v", err)
 	}
-	if err := run(t, checks.ListWatch(cs.CoreV1().Namespaces(), checks.ListWatchOptions{})); err != nil {
+	if err := run(t, testenv.MustCheck(t)(checks.ListWatch(checks.ListWatchOptions{Namespaces: cs.CoreV1().Namespaces()}))); err != nil {
 		t.Errorf("list+watch: %v", err)
 	}
-	err := run(t, checks.ListWatch(cs.CoreV1().Namespaces(), checks.ListWatchOptions{Namespace: "no-such-namespace"}))
+	err := run(t, testenv.MustCheck(t)(checks.ListWatch(checks.ListWatchOptions{Namespaces: cs.CoreV1().Namespaces(), Namespace: "no-such-namespace"})))
 	if err != nil {
 		t.Errorf("list+watch of an absent namespace (an empty list, then a watch): %v", err)
 	}
@@ -63,8 +63,8 @@ func TestAPIServerRestart(t *testing.T) {
 	cfg.Timeout = 5 * time.Second
 	rc, cs := clients(t, cfg)
 	const interval = 100 * time.Millisecond
-	readyz := checks.Readyz(rc, checks.Options{MinInterval: interval})
-	lw := checks.ListWatch(cs.CoreV1().Namespaces(), checks.ListWatchOptions{Options: checks.Options{MinInterval: interval}})
+	readyz := testenv.MustCheck(t)(checks.Readyz(checks.ReadyzOptions{Client: rc, Options: checks.Options{MinInterval: interval}}))
+	lw := testenv.MustCheck(t)(checks.ListWatch(checks.ListWatchOptions{Namespaces: cs.CoreV1().Namespaces(), Options: checks.Options{MinInterval: interval}}))
 	for name, f := range map[string]func(context.Context) error{"readyz": readyz, "list+watch": lw} {
 		if err := run(t, f); err != nil {
 			t.Fatalf("%s before the stop: %v", name, err)
@@ -131,8 +131,8 @@ func TestLeaderLease(t *testing.T) {
 			if name == "" {
 				name = "vitals-operator"
 			}
-			check := checks.LeaderLease(cs.CoordinationV1().Leases(ns), checks.LeaseOptions{Namespace: ns, Name: name, Identity: tc.identity, IsLeader: tc.isLeader,
-				Options: checks.Options{Clock: clocktesting.NewFakePassiveClock(tc.now)}})
+			check := testenv.MustCheck(t)(checks.LeaderLease(checks.LeaseOptions{Leases: cs.CoordinationV1().Leases(ns), Namespace: ns, Name: name, Identity: tc.identity, IsLeader: tc.isLeader,
+				Options: checks.Options{Clock: clocktesting.NewFakePassiveClock(tc.now)}}))
 			err := run(t, check)
 			if tc.wantErr == "" {
 				if err != nil {

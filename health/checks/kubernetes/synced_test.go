@@ -13,7 +13,10 @@ func TestInformersSynced(t *testing.T) {
 	for n := range synced {
 		funcs[n] = func() bool { return synced[n] }
 	}
-	check := InformersSynced(funcs)
+	check, err := InformersSynced(InformersSyncedOptions{Informers: funcs})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := check(context.Background()); err == nil || err.Error() != "informers not synced: clusters, nodes" {
 		t.Fatalf("err = %v", err)
 	}
@@ -28,11 +31,17 @@ type syncer bool
 func (s syncer) WaitForCacheSync(context.Context) bool { return bool(s) }
 
 func TestCacheSynced(t *testing.T) {
-	if err := CacheSynced(syncer(true))(context.Background()); err != nil {
-		t.Error(err)
+	for _, synced := range []bool{true, false} {
+		check, err := CacheSynced(CacheSyncedOptions{Cache: syncer(synced)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := check(context.Background()); (err == nil) != synced {
+			t.Errorf("cache synced %v: %v", synced, err)
+		}
 	}
-	if err := CacheSynced(syncer(false))(context.Background()); err == nil {
-		t.Error("unsynced cache passed")
+	if _, err := CacheSynced(CacheSyncedOptions{}); err == nil {
+		t.Error("CacheSynced without a Cache accepted")
 	}
 }
 

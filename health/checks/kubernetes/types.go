@@ -29,7 +29,7 @@ func Types() []checktype.Type {
 			if err != nil {
 				return nil, err
 			}
-			return Readyz(rc, Options{}), nil
+			return Readyz(ReadyzOptions{Client: rc})
 		},
 	}}
 }

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	vnl "github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/vitalsproject/vitals/health"
+	"github.com/vitalsproject/vitals/health/checks"
 )
 
 // DefaultSocketTimeout bounds each send and receive on the netlink socket when the context has no
@@ -33,12 +34,18 @@ type Stats struct {
 	Routes int
 }
 
-// Check returns a health.Func that runs Probe with opts.
-func Check(opts Options) health.Func {
+// Check returns the check: Probe with opts. NetnsPath must be absolute and SocketTimeout not negative.
+func Check(opts Options) (checks.Func, error) {
+	if opts.NetnsPath != "" && !filepath.IsAbs(opts.NetnsPath) {
+		return nil, fmt.Errorf("netlink check: NetnsPath %q: expected an absolute path such as /var/run/netns/probe", opts.NetnsPath)
+	}
+	if opts.SocketTimeout < 0 {
+		return nil, fmt.Errorf("netlink check: SocketTimeout %s: expected 0 (the default) or more", opts.SocketTimeout)
+	}
 	return func(ctx context.Context) error {
 		_, err := Probe(ctx, opts)
 		return err
-	}
+	}, nil
 }
 
 // Probe opens a routing netlink socket, lists links and routes, and returns how many it saw. It returns

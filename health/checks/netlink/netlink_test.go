@@ -83,7 +83,11 @@ func TestProbeInCreatedNamespace(t *testing.T) {
 	if s.Routes < 2 {
 		t.Errorf("routes = %d, want at least 2", s.Routes)
 	}
-	if err := Check(Options{NetnsPath: path})(ctx); err != nil {
+	check, err := Check(Options{NetnsPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check(ctx); err != nil {
 		t.Errorf("Check: %v", err)
 	}
 }
@@ -145,5 +149,13 @@ func TestProbeWithReducedCapabilities(t *testing.T) {
 				t.Fatalf("child: err=%v output=%q; want ok=%v and output containing %q", err, out, tt.wantOK, tt.want)
 			}
 		})
+	}
+}
+
+func TestCheckRefusesBadOptions(t *testing.T) {
+	for _, o := range []Options{{NetnsPath: "var/run/netns/x"}, {SocketTimeout: -time.Second}} {
+		if _, err := Check(o); err == nil {
+			t.Errorf("Check(%+v) accepted", o)
+		}
 	}
 }

@@ -1,7 +1,7 @@
 // Package openstack holds health checks of the OpenStack services a Vitals process depends on:
 // Keystone (a token can be validated or renewed), Neutron (one cheap authenticated request) and
-// Neutron quota headroom (a degraded check). Each constructor returns a func(ctx) error, assignable
-// to health.Func (the package does not import health, so that it builds on its own).
+// Neutron quota headroom (a degraded check). Each constructor has the one shape of package checks:
+// Name(NameOptions) (checks.Func, error), the cloud connection in the options.
 //
 // Every check coalesces: however often it is called, it sends at most one round of requests per
 // MinInterval and answers the calls in between with the last result. The health manager's interval

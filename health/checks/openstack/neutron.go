@@ -7,6 +7,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 
+	"github.com/vitalsproject/vitals/health/checks"
 	vos "github.com/vitalsproject/vitals/openstack"
 )
 
@@ -21,28 +22,25 @@ const NeutronProbePath = "networks?limit=1&fields=id"
 
 // Neutron checks that Neutron answers one cheap authenticated request (NeutronProbePath).
 // Default MinInterval: 5s.
-func Neutron(c *vos.Cloud, opts Options) func(context.Context) error {
-	co := opts.coalescer(5 * time.Second)
-	return func(ctx context.Context) error {
-		return co.Do(ctx, func(ctx context.Context) error {
-			nc, err := c.Client(vos.ServiceNetworking)
-			if err != nil {
-				return err
-			}
-			url := nc.ServiceURL() + NeutronProbePath
-			var body struct {
-				Networks []struct {
-					ID string `json:"id"`
-				} `json:"networks"`
-			}
-			_, err = nc.Get(ctx, url, &body, &gophercloud.RequestOpts{OkCodes: []int{200}})
-			if err != nil {
-				return fmt.Errorf("neutron at %s: %w", nc.Endpoint, err)
-			}
-			if body.Networks == nil {
-				return fmt.Errorf("neutron at %s: GET %s answered without a networks list", nc.Endpoint, NeutronProbePath)
-			}
-			return nil
-		})
-	}
+func Neutron(opts Options) (checks.Func, error) {
+	return opts.build("neutron", 5*time.Second, func(ctx context.Context, c *vos.Cloud) error {
+		nc, err := c.Client(vos.ServiceNetworking)
+		if err != nil {
+			return err
+		}
+		url := nc.ServiceURL() + NeutronProbePath
+		var body struct {
+			Networks []struct {
+				ID string `json:"id"`
+			} `json:"networks"`
+		}
+		_, err = nc.Get(ctx, url, &body, &gophercloud.RequestOpts{OkCodes: []int{200}})
+		if err != nil {
+			return fmt.Errorf("neutron at %s: %w", nc.Endpoint, err)
+		}
+		if body.Networks == nil {
+			return fmt.Errorf("neutron at %s: GET %s answered without a networks list", nc.Endpoint, NeutronProbePath)
+		}
+		return nil
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vitalsproject/vitals/health/checks"
 	vos "github.com/vitalsproject/vitals/openstack"
 )
 
@@ -38,56 +39,59 @@ var watchedQuotas = map[string]string{"port": "ports", "subnet": "subnets", "net
 // before creation starts failing, or as critical where running out must stop the service from
 // taking work. A failed read fails the check too. It reads the quota details (one request) and the
 // project's routers (all pages), so its default MinInterval is 60s.
-func QuotaHeadroom(c *vos.Cloud, opts QuotaOptions) func(context.Context) error {
-	co := opts.coalescer(60 * time.Second)
+func QuotaHeadroom(opts QuotaOptions) (checks.Func, error) {
+	switch {
+	case opts.Threshold < 0 || opts.Threshold > 1:
+		return nil, fmt.Errorf("quota headroom check: Threshold %g: expected a fraction from 0 (the default, 0.8) to 1", opts.Threshold)
+	case opts.MaxRoutes < 0:
+		return nil, fmt.Errorf("quota headroom check: MaxRoutes %d: expected 0 (the default, %d) or more", opts.MaxRoutes, DefaultMaxRoutes)
+	}
 	if opts.Threshold <= 0 {
 		opts.Threshold = 0.8
 	}
 	if opts.MaxRoutes <= 0 {
 		opts.MaxRoutes = DefaultMaxRoutes
 	}
-	return func(ctx context.Context) error {
-		return co.Do(ctx, func(ctx context.Context) error {
-			project := opts.ProjectID
-			if project == "" {
-				project = c.ProjectID()
+	return opts.build("quota headroom", 60*time.Second, func(ctx context.Context, c *vos.Cloud) error {
+		project := opts.ProjectID
+		if project == "" {
+			project = c.ProjectID()
+		}
+		if project == "" {
+			return errors.New("quota headroom: no project: the token is not project-scoped and no project was configured")
+		}
+		qs, err := c.Quotas(ctx, vos.ServiceNetworking, project)
+		if err != nil {
+			return err
+		}
+		var over []string
+		for _, q := range qs {
+			name, watched := watchedQuotas[q.Resource]
+			if !watched {
+				continue
 			}
-			if project == "" {
-				return errors.New("quota headroom: no project: the token is not project-scoped and no project was configured")
+			if msg := overQuota(name, q.Used+q.Reserved, q.Limit, opts.Threshold); msg != "" {
+				over = append(over, msg)
 			}
-			qs, err := c.Quotas(ctx, vos.ServiceNetworking, project)
-			if err != nil {
-				return err
+		}
+		ro := opts.Routers
+		if ro.ProjectID == "" {
+			ro.ProjectID = project
+		}
+		routers, err := c.ListRouters(ctx, ro)
+		if err != nil {
+			return fmt.Errorf("quota headroom: %w", err)
+		}
+		for _, r := range routers {
+			if msg := overQuota(fmt.Sprintf("routes of router %s (%s)", r.ID, r.Name), len(r.Routes), opts.MaxRoutes, opts.Threshold); msg != "" {
+				over = append(over, msg)
 			}
-			var over []string
-			for _, q := range qs {
-				name, watched := watchedQuotas[q.Resource]
-				if !watched {
-					continue
-				}
-				if msg := overQuota(name, q.Used+q.Reserved, q.Limit, opts.Threshold); msg != "" {
-					over = append(over, msg)
-				}
-			}
-			ro := opts.Routers
-			if ro.ProjectID == "" {
-				ro.ProjectID = project
-			}
-			routers, err := c.ListRouters(ctx, ro)
-			if err != nil {
-				return fmt.Errorf("quota headroom: %w", err)
-			}
-			for _, r := range routers {
-				if msg := overQuota(fmt.Sprintf("routes of router %s (%s)", r.ID, r.Name), len(r.Routes), opts.MaxRoutes, opts.Threshold); msg != "" {
-					over = append(over, msg)
-				}
-			}
-			if len(over) > 0 {
-				return fmt.Errorf("project %s near its limits: %s", project, strings.Join(over, "; "))
-			}
-			return nil
-		})
-	}
+		}
+		if len(over) > 0 {
+			return fmt.Errorf("project %s near its limits: %s", project, strings.Join(over, "; "))
+		}
+		return nil
+	})
 }
 
 // overQuota describes used/limit when it passes threshold; "" otherwise (and for unlimited, -1).

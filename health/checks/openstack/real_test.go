@@ -44,8 +44,8 @@ func TestKeystoneAndNeutronChecks(t *testing.T) {
 	t.Parallel()
 	c := connect(t, authOf(testenv.OpenStack(t)))
 	for name, f := range map[string]func(context.Context) error{
-		"keystone": checks.Keystone(c, checks.Options{}),
-		"neutron":  checks.Neutron(c, checks.Options{}),
+		"keystone": testenv.MustCheck(t)(checks.Keystone(checks.Options{Cloud: c})),
+		"neutron":  testenv.MustCheck(t)(checks.Neutron(checks.Options{Cloud: c})),
 	} {
 		if err := run(t, f); err != nil {
 			t.Errorf("%s check: %v", name, err)
@@ -61,10 +61,10 @@ func TestKeystoneStopped(t *testing.T) {
 	k := testenv.PrivateKeystone(t)
 	c := connect(t, authOf(k.OpenStack()))
 	const interval = 200 * time.Millisecond
-	direct := checks.Keystone(c, checks.Options{MinInterval: interval})
+	direct := testenv.MustCheck(t)(checks.Keystone(checks.Options{Cloud: c, MinInterval: interval}))
 
 	m := health.NewManager()
-	m.MustRegister(health.Check{Name: "keystone", Run: checks.Keystone(c, checks.Options{MinInterval: time.Second}),
+	m.MustRegister(health.Check{Name: "keystone", Run: testenv.MustCheck(t)(checks.Keystone(checks.Options{Cloud: c, MinInterval: time.Second})),
 		Interval: 2 * time.Second, Timeout: 2 * time.Second})
 	m.Start(t.Context())
 	t.Cleanup(m.Stop)
@@ -98,7 +98,7 @@ func TestKeystoneStopped(t *testing.T) {
 	}
 	t.Logf("keystone down: %v", err)
 	// Neutron keeps working: it validates tokens with the shared Keystone.
-	if err := run(t, checks.Neutron(c, checks.Options{})); err != nil {
+	if err := run(t, testenv.MustCheck(t)(checks.Neutron(checks.Options{Cloud: c}))); err != nil {
 		t.Errorf("neutron check with the private keystone down: %v", err)
 	}
 	t.Logf("manager saw keystone fail %s after the stop (check interval 2s)", waitStatus(health.StatusFailed).Sub(stopped).Round(time.Millisecond))
@@ -167,7 +167,8 @@ func TestQuotaHeadroom(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := run(t, checks.QuotaHeadroom(c, tc.opts))
+			tc.opts.Options.Cloud = c
+			err := run(t, testenv.MustCheck(t)(checks.QuotaHeadroom(tc.opts)))
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -181,3 +182,19 @@ func TestQuotaHeadroom(t *testing.T) {
 		})
 	}
 }
+
+// TestConstructorsRefuse: without a cloud, or with options out of range, the constructors refuse.
+func TestConstructorsRefuse(t *testing.T) {
+	for name, err := range map[string]error{
+		"keystone":        second(checks.Keystone(checks.Options{})),
+		"neutron":         second(checks.Neutron(checks.Options{})),
+		"quota no cloud":  second(checks.QuotaHeadroom(checks.QuotaOptions{})),
+		"quota threshold": second(checks.QuotaHeadroom(checks.QuotaOptions{Options: checks.Options{Cloud: &vos.Cloud{}}, Threshold: 1.5})),
+	} {
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func second(_ func(context.Context) error, err error) error { return err }

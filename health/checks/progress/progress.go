@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vitalsproject/vitals/health/checks"
 )
 
 // Defaults of Options.
@@ -256,10 +258,21 @@ type Informer interface {
 // ErrInformerStopped is wrapped by InformerRunning's error.
 var ErrInformerStopped = errors.New("informer stopped")
 
-// InformerRunning fails when the informer that get returns has stopped. get must not wait for the
-// informer to sync (with controller-runtime: cache.BlockUntilSynced(false)); an error from get
-// fails the check.
-func InformerRunning(name string, get func(context.Context) (Informer, error)) func(context.Context) error {
+// InformerOptions configure InformerRunning.
+type InformerOptions struct {
+	// Name of the informer, for messages (such as "vitalsclusters").
+	Name string
+	// Get returns the informer (required). It must not wait for the informer to sync (with
+	// controller-runtime: cache.BlockUntilSynced(false)); an error from it fails the check.
+	Get func(context.Context) (Informer, error)
+}
+
+// InformerRunning fails when the informer that opts.Get returns has stopped.
+func InformerRunning(opts InformerOptions) (checks.Func, error) {
+	name, get := opts.Name, opts.Get
+	if get == nil || name == "" {
+		return nil, fmt.Errorf("informer running check: Name %q and Get: expected both", name)
+	}
 	return func(ctx context.Context) error {
 		i, err := get(ctx)
 		if err != nil {
@@ -269,5 +282,5 @@ func InformerRunning(name string, get func(context.Context) (Informer, error)) f
 			return fmt.Errorf("informer %s: %w: its watch loop ended while the process runs", name, ErrInformerStopped)
 		}
 		return nil
-	}
+	}, nil
 }

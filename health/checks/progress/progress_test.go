@@ -200,7 +200,10 @@ func TestInformerRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := progress.InformerRunning("configmaps", func(context.Context) (progress.Informer, error) { return inf, nil })
+	check, err := progress.InformerRunning(progress.InformerOptions{Name: "configmaps", Get: func(context.Context) (progress.Informer, error) { return inf, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := check(t.Context()); err != nil {
 		t.Fatalf("running informer: %v", err)
 	}
