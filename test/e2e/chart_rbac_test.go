@@ -415,14 +415,16 @@ func testChartRBACOperator(t *testing.T, values string, sharded bool) {
 	o := operator.Options{
 		RestConfig: cr.token(sa), Namespace: ns, Identity: "rbac",
 		LeaderElect: true, LeaderElectionNamespace: ns, LeaderElectionID: "vitals-operator",
-		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
-		Cloud: &auth, CheckInterval: time.Second, CheckTimeout: 10 * time.Second,
+		// a safety margin (lease duration - renew deadline) of 5 s: every write may take the 4 s of
+		// WriteTimeout on a loaded test machine
+		LeaseDuration: 8 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
+		WriteTimeout: 4 * time.Second, Cloud: &auth, CheckInterval: time.Second, CheckTimeout: 10 * time.Second,
 	}
 	// used only when the replica leaves (it deletes its member Lease): checked after the stop
 	atStop := map[rbacPerm]string{}
 	if sharded {
 		o.LeaderElect = false
-		o.Sharding = &operator.Sharding{LeaseDuration: 4 * time.Second, RenewInterval: 500 * time.Millisecond, SafetyMargin: time.Second}
+		o.Sharding = &operator.Sharding{LeaseDuration: 8 * time.Second, RenewInterval: 500 * time.Millisecond, SafetyMargin: 5 * time.Second}
 		atStop[rbacPerm{"coordination.k8s.io", "leases", "delete"}] = "a leaving replica deletes its member Lease"
 	}
 	whileRunning := maps.Clone(unexercised)

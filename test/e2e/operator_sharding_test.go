@@ -110,9 +110,13 @@ func testShardedReplicas(t *testing.T, cfg *rest.Config, gate bool) {
 		replicas = 4
 		clusters = 32
 		orphans  = 3
-		lease    = 10 * time.Second
-		renew    = 2 * time.Second
-		margin   = 3 * time.Second
+		// every write ends within the write timeout, shorter than the margin: 6 s leaves the replicas'
+		// status writes and deletes room on a loaded test machine (a write cut short and sent again
+		// would show as a second delete)
+		lease  = 12 * time.Second
+		renew  = 2 * time.Second
+		margin = 8 * time.Second
+		writes = 6 * time.Second
 	)
 	opInstallCRD(t, cfg)
 	c := opClient(t, cfg)
@@ -157,6 +161,7 @@ func testShardedReplicas(t *testing.T, cfg *rest.Config, gate bool) {
 			RestConfig: pcfg, Namespace: ns, HealthAddr: "0", MetricsAddr: "0",
 			LeaderElectionNamespace: ns, Identity: r.id, Remediation: &limits,
 			Sharding:      &operator.Sharding{Ranges: 16, ClientSide: false, LeaseDuration: lease, RenewInterval: renew, SafetyMargin: margin},
+			WriteTimeout:  writes,
 			CheckInterval: 500 * time.Millisecond, CheckTimeout: 500 * time.Millisecond,
 			Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("replica", r.id),
 		}, func(op *operator.Operator) {
