@@ -54,6 +54,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Clock (nil: the real one); used for latency metrics only.
 	Clock clock.PassiveClock
+	// UserAgent goes before "vitals" in each request's User-Agent, e.g. the operator replica's identity,
+	// so that the cloud's logs tell who sent a request ("": "vitals" only).
+	UserAgent string
 }
 
 // Cloud is an authenticated connection to one OpenStack cloud. It implements Routers, Ports,
@@ -140,6 +143,9 @@ func Connect(ctx context.Context, cfg Config) (*Cloud, error) {
 	}
 	pc.HTTPClient = http.Client{Transport: tr, Timeout: timeout}
 	pc.UserAgent.Prepend("vitals")
+	if cfg.UserAgent != "" {
+		pc.UserAgent.Prepend(cfg.UserAgent)
+	}
 	tr.setEndpoint(string(ServiceIdentity), pc.IdentityBase)
 
 	opts := a.Options

@@ -130,10 +130,11 @@ func (l *lazyCloud) connection(ctx context.Context) (tenancy.Connection, error) 
 }
 
 // tenantConnect connects with a cluster's own credentials, over the transport tenancy chose, at most
-// qps requests a second (burst), registering request metrics on reg.
-func tenantConnect(reg prometheus.Registerer, log *slog.Logger, qps float64, burst int) tenancy.ConnectFunc {
+// qps requests a second (burst), registering request metrics on reg; every request names the replica in
+// its User-Agent, so that the cloud's logs tell which replica acted.
+func tenantConnect(reg prometheus.Registerer, log *slog.Logger, qps float64, burst int, userAgent string) tenancy.ConnectFunc {
 	return func(ctx context.Context, a openstack.Auth, tr http.RoundTripper) (tenancy.Connection, error) {
-		c, err := openstack.Connect(ctx, openstack.Config{Auth: a, Transport: tr, QPS: qps, Burst: burst, Registerer: reg, Logger: log})
+		c, err := openstack.Connect(ctx, openstack.Config{Auth: a, Transport: tr, QPS: qps, Burst: burst, Registerer: reg, Logger: log, UserAgent: userAgent})
 		if err != nil {
 			return nil, err
 		}

@@ -212,7 +212,7 @@ func (o *Operator) setupAccess() error {
 	to := tenancy.Options{
 		Secrets:           o.mgr.GetAPIReader(), // single GETs: the operator never lists or watches Secrets
 		Clusters:          o.mgr.GetClient(),
-		Connect:           tenantConnect(opts.Registry, opts.Logger, opts.CloudQPS, opts.CloudBurst),
+		Connect:           tenantConnect(opts.Registry, opts.Logger, opts.CloudQPS, opts.CloudBurst, "vitals-operator/"+o.identity),
 		TrustedNamespaces: opts.TrustedNamespaces,
 		TrustedAuthURLs:   opts.TrustedAuthURLs,
 		Limits:            tenancy.Limits{MaxPodPrefix4: opts.MaxPodPrefix4, MaxPodPrefix6: opts.MaxPodPrefix6},
