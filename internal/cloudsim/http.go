@@ -122,6 +122,17 @@ func (s *Sim) api(service string, auth bool, h handlerFunc) http.Handler {
 		c := &call{s: s, w: w, r: r, service: service}
 		s.requests.Add(1)
 		start := s.clock.Now()
+		var fault string
+		defer func() {
+			if s.reqLog != nil {
+				rec := &Request{Time: start, Service: service, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
+					Status: c.status, UserAgent: r.UserAgent(), Fault: fault}
+				if c.tok != nil {
+					rec.Project = c.tok.ProjectID
+				}
+				s.reqLog.write(rec)
+			}
+		}()
 		defer func() {
 			if p := recover(); p != nil {
 				s.log.Error("handler panicked", "service", service, "method", r.Method, "path", r.URL.Path,
@@ -138,6 +149,7 @@ func (s *Sim) api(service string, auth bool, h handlerFunc) http.Handler {
 			}
 		}
 		if f := s.matchFault(service, r.Method, r.URL.Path, r.URL.RawQuery); f != nil {
+			fault = f.ID
 			s.log.Info("fault injected", "fault", f.ID, "service", service, "method", r.Method,
 				"path", r.URL.Path, "status", f.Status)
 			if err := s.sleep(r.Context(), time.Duration(f.Latency)); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -53,6 +54,8 @@ type Options struct {
 	StatePath string
 	// SaveInterval is how often Start saves the state to StatePath (default 1 minute).
 	SaveInterval time.Duration
+	// RequestLog receives a JSON line per API call (Request), the admin API aside (nil: none).
+	RequestLog io.Writer
 }
 
 // Sim is a running OpenStack simulator. All methods are safe for concurrent use.
@@ -76,6 +79,7 @@ type Sim struct {
 	handler  http.Handler
 	baseURL  atomic.Value // string
 	requests atomic.Int64 // API calls served
+	reqLog   *requestLog
 
 	srvMu sync.Mutex
 	srv   *http.Server
@@ -117,6 +121,7 @@ func New(opts Options) (*Sim, error) {
 	cl := newCloud(co, id)
 	s := &Sim{cloud: cl, opts: opts, id: id, neutron: &neutron{cl}, nova: &nova{cl}, cinder: &cinder{cl},
 		octavia: &octavia{cl}}
+	s.reqLog = newRequestLog(opts.RequestLog)
 	s.baseURL.Store(strings.TrimRight(opts.PublicURL, "/"))
 	if opts.StatePath != "" {
 		if err := s.load(opts.StatePath); err != nil {

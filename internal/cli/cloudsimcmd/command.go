@@ -40,6 +40,7 @@ type cloudsimOptions struct {
 	maxRoutes     int
 	deleteLatency time.Duration
 	saveInterval  time.Duration
+	requestLog    string
 	log           *clirun.LogFlags
 }
 
@@ -82,8 +83,10 @@ and --demo create resources at start. See docs/cloudsim.md.`,
 	f.IntVar(&o.maxRoutes, "max-routes", 30, "Neutron max_routes: more routes on a router answer 400 RoutesExhausted")
 	f.DurationVar(&o.deleteLatency, "delete-latency", 0, "how long Nova, Cinder and Octavia take to delete a server, volume or load balancer (each has its own knob under /_sim/knobs)")
 	f.DurationVar(&o.saveInterval, "save-interval", time.Minute, "how often to save the state with --state")
+	f.StringVar(&o.requestLog, "request-log", "", "append a JSON line per API call to this file (time, method, path, status, project, user agent, fault)")
 	o.log = clirun.AddLogFlags(cmd, "text")
 	clirun.CompleteFiles(cmd, "state", "json")
+	clirun.CompleteFiles(cmd, "request-log", "jsonl", "json")
 	clirun.CompleteFiles(cmd, "seed-file", "yaml", "yml", "json")
 	return cmd
 }
@@ -121,8 +124,17 @@ func runCloudsim(cmd *cobra.Command, o *cloudsimOptions) error {
 	knobs.TokenTTL = cloudsim.Duration(o.tokenTTL)
 	knobs.MaxRoutes = o.maxRoutes
 	setDeleteLatency(&knobs, o.deleteLatency)
+	var reqLog io.Writer
+	if o.requestLog != "" {
+		f, err := os.OpenFile(o.requestLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return &config.Error{File: o.requestLog, Field: "--request-log", Msg: err.Error()}
+		}
+		defer func() { _ = f.Close() }()
+		reqLog = f
+	}
 	sim, err := cloudsim.New(cloudsim.Options{Seed: o.seed, Logger: log, Region: o.region, PublicURL: o.publicURL,
-		Knobs: &knobs, StatePath: o.state, SaveInterval: o.saveInterval})
+		Knobs: &knobs, StatePath: o.state, SaveInterval: o.saveInterval, RequestLog: reqLog})
 	if err != nil {
 		return err
 	}
