@@ -66,3 +66,22 @@ wait_http() {
   done
   log "$name did not answer at $url within $tmo s"; return 1
 }
+
+# bgproc NAME CMD...: start a long-running process in the background, its log in $DIR/NAME.log and its PID in
+# $DIR/NAME.pid (DIR: the calling script's state directory).
+bgproc() {
+  local name=$1; shift
+  nohup "$@" < /dev/null >> "$DIR/$name.log" 2>&1 &
+  echo $! > "$DIR/$name.pid"
+}
+
+# wait_for NAME TIMEOUT_S CMD...: until CMD succeeds, failing early when NAME's process (bgproc) died.
+wait_for() {
+  local name=$1 tmo=$2 i; shift 2
+  for i in $(seq 1 $((tmo * 10))); do
+    "$@" && { log "$name ready"; return 0; }
+    alive "$(cat "$DIR/$name.pid")" || { tail -20 "$DIR/$name.log" >&2; die "$name died; see $DIR/$name.log"; }
+    sleep 0.1
+  done
+  tail -20 "$DIR/$name.log" >&2; die "$name not ready after $tmo s; see $DIR/$name.log"
+}

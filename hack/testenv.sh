@@ -2,14 +2,16 @@
 # One entry point for the real services the tests use (make testenv-up / make testenv-down).
 # Usage: hack/testenv.sh up [fast|full]   install what is missing, start kube-apiserver+etcd, OpenStack and a
 #                                         private dockerd (in parallel), with the full tier also the workload
-#                                         cluster of the deorbit tests (hack/workload.sh), write $TESTENV_DIR/env
+#                                         cluster of the deorbit tests (hack/workload.sh) and the Cluster API
+#                                         management cluster (hack/capi.sh), write $TESTENV_DIR/env
 #        hack/testenv.sh down             stop them all (by PID) and remove the env file
 #        hack/testenv.sh status
 # The OpenStack tier defaults to $VITALS_OPENSTACK_TIER, else full (fast = Keystone + Neutron only).
 # `up` is idempotent: a component that already runs (and answers) is kept, not restarted; a running full
 # OpenStack also serves a fast request.
 # After `up`:  source .testenv/env   (VITALS_TEST_KUBECONFIG, KUBEBUILDER_ASSETS, OS_*, VITALS_TEST_OPENSTACK,
-#              VITALS_TEST_DOCKER_HOST, VITALS_TEST_HELM, VITALS_TEST_PROMTOOL; full tier: VITALS_TEST_WORKLOAD_*)
+#              VITALS_TEST_DOCKER_HOST, VITALS_TEST_HELM, VITALS_TEST_PROMTOOL; full tier: VITALS_TEST_WORKLOAD_*,
+#              VITALS_TEST_CAPI_*)
 # Env: VITALS_TESTENV_DIR (state, default <repo>/.testenv), VITALS_CACHE (built binaries), VITALS_SKIP_INSTALL=1.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -32,6 +34,7 @@ openstack_ok() { # WANTED_TIER
   curl -s -o /dev/null -m 3 http://127.0.0.1:5000/v3 && curl -s -o /dev/null -m 3 http://127.0.0.1:9696/
 }
 workload_ok() { [ -f "$TESTENV_DIR/openstack/openrc" ] && "$H/workload.sh" check 2>/dev/null; }
+capi_ok() { [ -f "$TESTENV_DIR/openstack/openrc" ] && "$H/capi.sh" check 2>/dev/null; }
 docker_ok() {
   local d=$TESTENV_DIR/docker
   [ -f "$d/dockerd.launcher.pid" ] && alive "$(cat "$d/dockerd.launcher.pid")" && \
@@ -39,7 +42,7 @@ docker_ok() {
 }
 
 up() {
-  local tier=${1:-${VITALS_OPENSTACK_TIER:-full}} kb_pid hb_pid pb_pid cb_pid= os_pid dk_pid assets helm promtool kubeconfig rc=0
+  local tier=${1:-${VITALS_OPENSTACK_TIER:-full}} kb_pid hb_pid pb_pid cb_pid= ab_pid= ap_pid= os_pid dk_pid assets helm promtool kubeconfig rc=0
   [ "$tier" = fast ] || [ "$tier" = full ] || die "tier must be fast or full, not $tier"
   rm -f "$ENVF"
   # The kube-apiserver build is CPU-bound and the package installation network/disk-bound: overlap them.
@@ -55,6 +58,9 @@ up() {
   if [ "$tier" = full ]; then
     "$H/cloud-build.sh" > "$TESTENV_DIR/logs/cloud-build.out" 2> "$TESTENV_DIR/logs/cloud-build.log" &
     cb_pid=$!
+    # the Cluster API core manager and CAPO (hack/capi.sh), likewise
+    "$H/capi-build.sh" > "$TESTENV_DIR/logs/capi-build.out" 2> "$TESTENV_DIR/logs/capi-build.log" &
+    ab_pid=$!
   fi
   [ "${VITALS_SKIP_INSTALL:-}" = 1 ] || VITALS_SKIP_GO_TOOLS=1 step "install dependencies" "$H/install-deps.sh"
 
@@ -87,6 +93,15 @@ up() {
   fi
   if [ -n "$cb_pid" ]; then
     step "workload cluster binaries" wait $cb_pid || { tail -20 "$TESTENV_DIR/logs/cloud-build.log" >&2; die "cloud-build failed; see $TESTENV_DIR/logs/cloud-build.log"; }
+    # the Cluster API management cluster, beside the workload cluster
+    step "Cluster API binaries" wait $ab_pid || { tail -20 "$TESTENV_DIR/logs/capi-build.log" >&2; die "capi-build failed; see $TESTENV_DIR/logs/capi-build.log"; }
+    if [ -z "$os_pid" ] && capi_ok; then log "Cluster API management cluster already running: kept"; else
+      "$H/capi.sh" stop >/dev/null 2>&1 || true
+      ( . "$TESTENV_DIR/openstack/openrc"
+        KUBE_BIN_DIR=$assets CAPI_BIN_DIR=$(tail -1 "$TESTENV_DIR/logs/capi-build.out") "$H/capi.sh" start ) \
+        > "$TESTENV_DIR/logs/capi.out" 2> "$TESTENV_DIR/logs/capi.log" &
+      ap_pid=$!
+    fi
     # a freshly started OpenStack knows nothing of the cluster's project: start the cluster again then
     if [ -z "$os_pid" ] && workload_ok; then log "workload cluster already running: kept"; else
       "$H/workload.sh" stop >/dev/null 2>&1 || true
@@ -95,6 +110,10 @@ up() {
         > "$TESTENV_DIR/logs/workload.out" 2> "$TESTENV_DIR/logs/workload.log" \
         || { tail -20 "$TESTENV_DIR/logs/workload.log" >&2; die "the workload cluster did not start; see $TESTENV_DIR/logs/workload.log"; }
       grep -v '^[IWE][0-9]\{4\} ' "$TESTENV_DIR/logs/workload.log" >&2 || true
+    fi
+    if [ -n "$ap_pid" ]; then
+      wait "$ap_pid" || { tail -20 "$TESTENV_DIR/logs/capi.log" >&2; die "the Cluster API management cluster did not start; see $TESTENV_DIR/logs/capi.log"; }
+      grep -v '^[IWE][0-9]\{4\} ' "$TESTENV_DIR/logs/capi.log" >&2 || true
     fi
   fi
   step "helm binary" wait $hb_pid || { tail -20 "$TESTENV_DIR/logs/helm-build.log" >&2; die "helm-build failed; see $TESTENV_DIR/logs/helm-build.log"; }
@@ -118,6 +137,7 @@ write_env() { # ASSETS KUBECONFIG HELM PROMTOOL
     echo "export VITALS_TEST_HELM=$3"
     echo "export VITALS_TEST_PROMTOOL=$4"
     if [ "$(cat "$os/tier")" = full ] && [ -f "$TESTENV_DIR/workload/env" ]; then cat "$TESTENV_DIR/workload/env"; fi
+    if [ "$(cat "$os/tier")" = full ] && [ -f "$TESTENV_DIR/capi/env" ]; then cat "$TESTENV_DIR/capi/env"; fi
   } > "$ENVF.tmp"
   mv "$ENVF.tmp" "$ENVF"
 }
@@ -125,8 +145,9 @@ write_env() { # ASSETS KUBECONFIG HELM PROMTOOL
 down() {
   local p1 p2 p3
   rm -f "$ENVF"
-  # first: its controllers talk to the OpenStack services stopped below
+  # first: their controllers talk to the OpenStack services stopped below
   "$H/workload.sh" stop || true
+  "$H/capi.sh" stop || true
   "$H/kube.sh" stop & p1=$!
   "$H/openstack.sh" stop & p2=$!
   "$H/docker.sh" stop & p3=$!
@@ -140,6 +161,7 @@ case ${1:-} in
     kube_ok && echo "kube-apiserver running" || echo "kube-apiserver stopped"
     docker_ok && echo "dockerd running" || echo "dockerd stopped"
     workload_ok && echo "workload cluster running" || echo "workload cluster stopped"
+    capi_ok && echo "Cluster API management cluster running" || echo "Cluster API management cluster stopped"
     "$H/openstack.sh" status
     [ -f "$ENVF" ] && echo "env file: $ENVF" || echo "no env file" ;;
   *) echo "usage: $0 up [fast|full] | down | status" >&2; exit 2 ;;

@@ -111,23 +111,6 @@ print(project.id, sub["id"], router["id"])
 EOF
 }
 
-# bgproc NAME CMD...: start a controller in the background, its log and PID in DIR.
-bgproc() {
-  local name=$1; shift
-  nohup "$@" < /dev/null >> "$DIR/$name.log" 2>&1 &
-  echo $! > "$DIR/$name.pid"
-}
-
-# wait_for NAME TIMEOUT_S CMD...: until CMD succeeds, failing early when NAME's process died.
-wait_for() {
-  local name=$1 tmo=$2 i; shift 2
-  for i in $(seq 1 $((tmo * 10))); do
-    "$@" && { log "$name ready"; return 0; }
-    alive "$(cat "$DIR/$name.pid")" || { tail -20 "$DIR/$name.log" >&2; die "$name died; see $DIR/$name.log"; }
-    sleep 0.1
-  done
-  tail -20 "$DIR/$name.log" >&2; die "$name not ready after $tmo s; see $DIR/$name.log"
-}
 healthz() { [ "$(curl -sk -m 1 "https://127.0.0.1:$1/healthz" 2>/dev/null)" = ok ]; }
 
 start() {

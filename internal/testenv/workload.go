@@ -89,17 +89,25 @@ func Workload(t testing.TB) WorkloadEnv {
 // Config returns a client configuration for the workload cluster's kube-apiserver; each call returns a new copy.
 func (w WorkloadEnv) Config(t testing.TB) *rest.Config {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", w.Kubeconfig)
+	cfg := kubeconfigAt(t, w.Kubeconfig, "workload cluster")
+	cfg.QPS, cfg.Burst = 100, 200
+	return cfg
+}
+
+// kubeconfigAt loads the kubeconfig at path of a cluster the harness runs (what names it in messages) and checks
+// that its server answers: it skips t (fails it when services are required) when it does not.
+func kubeconfigAt(t testing.TB, path, what string) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
-		t.Fatalf("load kubeconfig %s: %v", w.Kubeconfig, err)
+		t.Fatalf("load kubeconfig %s: %v", path, err)
 	}
 	u, err := url.Parse(cfg.Host)
 	if err != nil {
-		t.Fatalf("kubeconfig %s: server %q: %v", w.Kubeconfig, cfg.Host, err)
+		t.Fatalf("kubeconfig %s: server %q: %v", path, cfg.Host, err)
 	}
 	if err := reachable(u.Host); err != nil {
-		unavailable(t, "workload cluster not available at %s (kubeconfig %s): %v; %s", cfg.Host, w.Kubeconfig, err, makeHint)
+		unavailable(t, "%s not available at %s (kubeconfig %s): %v; %s", what, cfg.Host, path, err, makeHint)
 	}
-	cfg.QPS, cfg.Burst = 100, 200
 	return cfg
 }
