@@ -11,7 +11,11 @@ type Error struct {
 	Line  int    // 1-based line, 0 when unknown
 	Field string // dotted field path, e.g. "checks[2].interval"
 	Msg   string // what is wrong and what was expected
+	Err   error  // the cause, when there is one (for errors.Is); Msg already says it
 }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	var b strings.Builder

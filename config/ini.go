@@ -3,12 +3,14 @@ package config
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vitalsproject/vitals/internal/bounded"
 )
 
 // INI is an oslo.config-style INI file (kuryr.conf, neutron.conf): [section] headers, "key = value"
@@ -50,11 +52,12 @@ type iniValue struct {
 // DefaultSection is the section every other section inherits keys from.
 const DefaultSection = "DEFAULT"
 
-// LoadINI reads and parses the INI file at path. Syntax errors are returned as Errors.
+// LoadINI reads and parses the INI file at path: a regular file of at most bounded.ConfigSize, read
+// within bounded.Timeout. Syntax errors are returned as Errors.
 func LoadINI(path string) (*INI, error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(context.Background(), path, bounded.ConfigSize)
 	if err != nil {
-		return nil, &Error{File: path, Msg: fmt.Sprintf("read config: %v", err)}
+		return nil, &Error{File: path, Msg: fmt.Sprintf("read config: %v", err), Err: err}
 	}
 	return ParseINI(path, data)
 }

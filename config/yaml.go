@@ -1,10 +1,10 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"sort"
 	"strconv"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/vitalsproject/vitals/internal/bounded"
 )
 
 // Port is a TCP or UDP port number: 1-65535 in YAML.
@@ -29,12 +31,12 @@ var (
 	nodeType     = reflect.TypeOf(yaml.Node{})
 )
 
-// LoadYAML reads the YAML file at path and decodes it strictly into out, a pointer to a struct.
-// See DecodeYAML for the rules.
+// LoadYAML reads the YAML file at path (a regular file of at most bounded.ConfigSize, read within
+// bounded.Timeout) and decodes it strictly into out, a pointer to a struct. See DecodeYAML for the rules.
 func LoadYAML(path string, out any) error {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(context.Background(), path, bounded.ConfigSize)
 	if err != nil {
-		return &Error{File: path, Msg: fmt.Sprintf("read config: %v", err)}
+		return &Error{File: path, Msg: fmt.Sprintf("read config: %v", err), Err: err}
 	}
 	return DecodeYAML(path, data, out)
 }

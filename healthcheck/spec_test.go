@@ -23,7 +23,7 @@ func TestParseArgs(t *testing.T) {
 		{"http http://127.0.0.1:8080/health", "http", ""},
 		{"http 127.0.0.1:8080/health --status 200-299 --contains ok --timeout 3s --insecure --proxy", "http", ""},
 		{"http http://[::1]:8080/ --status=2xx --timeout=0.5 -k", "http", ""},
-		{"http https://x/ --header 'X-A: b' -H X-C:d --method HEAD --cacert /dev/null", "", "CA file /dev/null holds no PEM certificate"},
+		{"http https://x/ --header 'X-A: b' -H X-C:d --method HEAD --cacert /dev/null", "", "read CA file: /dev/null: not a regular file (a character device; expected a file)"},
 		{"http https://x/ --header Xb", "", `--header: "Xb": expected 'Name: value'`},
 		{"http", "", "http: expected URL"},
 		{"http a b", "", `http: unexpected argument "b" (expected URL)`},

@@ -5,13 +5,15 @@ package openstack
 // that an error can say which file or variables to fix.
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
+
+	"github.com/vitalsproject/vitals/internal/bounded"
 )
 
 // Auth is everything needed to authenticate to one cloud.
@@ -171,7 +173,7 @@ func tlsConfig(caFile, caPEM string, insecure bool) (*tls.Config, *fieldError) {
 	t := &tls.Config{InsecureSkipVerify: insecure} //nolint:gosec // only when the user asks for it
 	pem, name := []byte(caPEM), "the inline CA bundle"
 	if caFile != "" {
-		b, err := os.ReadFile(caFile)
+		b, err := bounded.ReadFile(context.Background(), caFile, bounded.CertSize)
 		if err != nil {
 			return nil, &fieldError{"cafile", fmt.Sprintf("read CA bundle: %v", err)}
 		}

@@ -1,8 +1,11 @@
 package openstack
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/internal/bounded"
 )
 
 // CloudsYAMLOptions select a cloud in a clouds.yaml file.
@@ -42,7 +46,7 @@ func AuthFromCloudsYAML(o CloudsYAMLOptions) (Auth, error) {
 	if name == "" {
 		return Auth{}, &config.Error{Field: "OS_CLOUD", Msg: "no cloud name given: set OS_CLOUD or --os-cloud"}
 	}
-	path, cloudsByName, err := readCloudsYAML(o.Paths, getenv)
+	path, data, cloudsByName, err := readCloudsYAML(o.Paths, getenv)
 	if err != nil {
 		return Auth{}, err
 	}
@@ -53,7 +57,19 @@ func AuthFromCloudsYAML(o CloudsYAMLOptions) (Auth, error) {
 	if err != nil {
 		return Auth{}, err
 	}
-	ao, eo, tlsConfig, err := clouds.Parse(append(opts, clouds.WithCloudName(name), clouds.WithLocations(path))...)
+	// gophercloud is given the bytes read here, and secure.yaml read the same way; the certificate
+	// files it reads itself are checked first (regular, bounded in size).
+	opts = append(opts, clouds.WithCloudName(name), clouds.WithCloudsYAML(bytes.NewReader(data)))
+	securePath := filepath.Join(filepath.Dir(path), "secure.yaml")
+	if secure, err := bounded.ReadFile(context.Background(), securePath, bounded.ConfigSize); err == nil {
+		opts = append(opts, clouds.WithSecureYAML(bytes.NewReader(secure)))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Auth{}, &config.Error{File: securePath, Msg: fmt.Sprintf("read secure.yaml: %v", err), Err: err}
+	}
+	if err := checkTLSFiles(cloudsByName[name], getenv); err != nil {
+		return Auth{}, &config.Error{File: path, Field: "clouds." + name, Msg: err.Error(), Err: err}
+	}
+	ao, eo, tlsConfig, err := clouds.Parse(opts...)
 	if err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
@@ -84,16 +100,16 @@ func CloudNames(o CloudsYAMLOptions) ([]string, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	_, cs, err := readCloudsYAML(o.Paths, getenv)
+	_, _, cs, err := readCloudsYAML(o.Paths, getenv)
 	if err != nil {
 		return nil, err
 	}
 	return cloudNames(cs), nil
 }
 
-// readCloudsYAML reads the first clouds.yaml of paths (empty: the default ones) that exists, and
-// returns its path and its clouds by name.
-func readCloudsYAML(paths []string, getenv func(string) string) (string, map[string]yaml.Node, error) {
+// readCloudsYAML reads the first clouds.yaml of paths (empty: the default ones) that exists (a regular
+// file of at most bounded.ConfigSize), and returns its path, its contents and its clouds by name.
+func readCloudsYAML(paths []string, getenv func(string) string) (string, []byte, map[string]yaml.Node, error) {
 	if len(paths) == 0 {
 		paths = defaultCloudsPaths(getenv)
 	}
@@ -105,20 +121,20 @@ func readCloudsYAML(paths []string, getenv func(string) string) (string, map[str
 		}
 	}
 	if path == "" {
-		return "", nil, &config.Error{Msg: fmt.Sprintf("no clouds.yaml found (looked at %s)", strings.Join(paths, ", "))}
+		return "", nil, nil, &config.Error{Msg: fmt.Sprintf("no clouds.yaml found (looked at %s)", strings.Join(paths, ", "))}
 	}
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(context.Background(), path, bounded.ConfigSize)
 	if err != nil {
-		return "", nil, &config.Error{File: path, Msg: fmt.Sprintf("read clouds.yaml: %v", err)}
+		return "", nil, nil, &config.Error{File: path, Msg: fmt.Sprintf("read clouds.yaml: %v", err), Err: err}
 	}
 	var doc struct {
 		Clouds map[string]yaml.Node `yaml:"clouds"`
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		// The parser's message may quote the file: say where, not what.
-		return "", nil, &config.Error{File: path, Line: yamlErrorLine(err), Msg: "not a clouds.yaml (expected a YAML mapping with a clouds section)"}
+		return "", nil, nil, &config.Error{File: path, Line: yamlErrorLine(err), Msg: "not a clouds.yaml (expected a YAML mapping with a clouds section)"}
 	}
-	return path, doc.Clouds, nil
+	return path, data, doc.Clouds, nil
 }
 
 func cloudNames(cs map[string]yaml.Node) []string {
@@ -145,6 +161,27 @@ func cloudsTLSOptions(getenv func(string) string) ([]clouds.ParseOption, error) 
 		opts = append(opts, clouds.WithInsecure(b))
 	}
 	return opts, nil
+}
+
+// checkTLSFiles checks the certificate files gophercloud will read for a cloud (OS_CACERT, OS_CERT and
+// OS_KEY, else the entry's cacert, cert and key): each a regular file of at most bounded.CertSize. A
+// missing one is left to gophercloud's own error.
+func checkTLSFiles(entry yaml.Node, getenv func(string) string) error {
+	for _, f := range []struct{ env, key string }{{"OS_CACERT", "cacert"}, {"OS_CERT", "cert"}, {"OS_KEY", "key"}} {
+		p := getenv(f.env)
+		if p == "" {
+			if n := config.ValueNode(&entry, f.key); n != nil && n.Kind == yaml.ScalarNode {
+				p = n.Value
+			}
+		}
+		if p == "" || strings.HasPrefix(p, "~") {
+			continue
+		}
+		if err := bounded.Check(p, bounded.CertSize); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: %w", f.key, err)
+		}
+	}
+	return nil
 }
 
 func defaultCloudsPaths(getenv func(string) string) []string {

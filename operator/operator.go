@@ -34,6 +34,7 @@ import (
 	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/health"
+	"github.com/vitalsproject/vitals/internal/bounded"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/sharding"
 	"github.com/vitalsproject/vitals/tenancy"
@@ -414,7 +415,7 @@ func fencedClient(cfg *rest.Config, co client.Options) (client.Client, error) {
 }
 
 func inClusterNamespace() string {
-	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	b, err := bounded.ReadFile(context.Background(), "/var/run/secrets/kubernetes.io/serviceaccount/namespace", 4<<10)
 	if err == nil && strings.TrimSpace(string(b)) != "" {
 		return strings.TrimSpace(string(b))
 	}

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vitalsproject/vitals/internal/bounded"
 )
 
 // HTTPOptions configure HTTP.
@@ -167,7 +169,7 @@ func HTTP(opts HTTPOptions) (Func, error) {
 func httpTLSConfig(opts HTTPOptions) (*tls.Config, error) {
 	c := &tls.Config{InsecureSkipVerify: opts.Insecure, ServerName: opts.ServerName} //nolint:gosec // asked for
 	if opts.CAFile != "" {
-		pem, err := os.ReadFile(opts.CAFile)
+		pem, err := bounded.ReadFile(context.Background(), opts.CAFile, bounded.CertSize)
 		if err != nil {
 			return nil, fmt.Errorf("read CA file: %w", err)
 		}
@@ -181,7 +183,15 @@ func httpTLSConfig(opts HTTPOptions) (*tls.Config, error) {
 		return nil, errors.New("a client certificate needs both a certificate and a key file")
 	}
 	if opts.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(opts.CertFile, opts.KeyFile)
+		certPEM, err := bounded.ReadFile(context.Background(), opts.CertFile, bounded.CertSize)
+		if err != nil {
+			return nil, fmt.Errorf("load client certificate: %w", err)
+		}
+		keyPEM, err := bounded.ReadFile(context.Background(), opts.KeyFile, bounded.CertSize)
+		if err != nil {
+			return nil, fmt.Errorf("load client certificate: %w", err)
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("load client certificate: %w", err)
 		}

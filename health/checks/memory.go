@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/vitalsproject/vitals/internal/bounded"
 )
 
 // MemorySource selects what Memory measures.
@@ -109,7 +111,9 @@ func readVmRSS(path string) (uint64, error) {
 func readCgroupMemory(dir string) (uint64, string, error) {
 	for _, name := range []string{"memory.current", "memory.memsw.usage_in_bytes", "memory.usage_in_bytes"} {
 		path := filepath.Join(dir, name)
-		data, err := os.ReadFile(path)
+		// The directory may come from the configuration: a file there that is no cgroup's (a named
+		// pipe, /dev/zero behind a link) must not hang or fill the check.
+		data, err := bounded.ReadFile(context.Background(), path, 64<<10)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

@@ -140,3 +140,14 @@ func Size(n int64) string {
 	}
 	return s + " " + [...]string{"KiB", "MiB", "GiB", "TiB"}[i]
 }
+
+// Check stats path and returns the error ReadFile would for it without reading it: for a file that another
+// library reads itself (a kubeconfig's certificates, gophercloud's CA bundle). A missing path is an error
+// wrapping fs.ErrNotExist, for the caller to ignore when the file is optional.
+func Check(path string, limit int64) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	return check(path, fi, limit)
+}

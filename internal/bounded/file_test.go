@@ -3,6 +3,7 @@ package bounded
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -103,5 +104,48 @@ func TestSize(t *testing.T) {
 		if got := Size(n); got != want {
 			t.Errorf("Size(%d) = %q; want %q", n, got, want)
 		}
+	}
+}
+
+func TestReadCloser(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		tooLarge   bool
+	}{
+		{"under", "abc", false},
+		{"at the limit", "abcd", false},
+		{"over", "abcde", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := ReadCloser(io.NopCloser(strings.NewReader(tc.body)), 4, "response of GET /x")
+			data, err := io.ReadAll(rc)
+			if tc.tooLarge {
+				if !errors.Is(err, ErrTooLarge) || err.Error() != "response of GET /x: too large: more than 4 bytes" {
+					t.Fatalf("ReadAll = %q, %v; want too large", data, err)
+				}
+				return
+			}
+			if err != nil || string(data) != tc.body {
+				t.Fatalf("ReadAll = %q, %v; want %q", data, err, tc.body)
+			}
+		})
+	}
+	// An endless body ends at the limit.
+	data, err := io.ReadAll(ReadCloser(io.NopCloser(zeros{}), 1<<20, "endless"))
+	if !errors.Is(err, ErrTooLarge) || len(data) != 1<<20 {
+		t.Fatalf("endless body: %d bytes, %v", len(data), err)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+func TestCheck(t *testing.T) {
+	if err := Check("/dev/zero", 64); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("Check(/dev/zero) = %v", err)
+	}
+	if err := Check(filepath.Join(t.TempDir(), "missing"), 64); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Check(missing) = %v", err)
 	}
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/vitalsproject/vitals/controllers/deorbit"
 	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/internal/backoff"
+	"github.com/vitalsproject/vitals/internal/bounded"
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
@@ -153,6 +153,9 @@ const (
 	DeorbitGaveUp  = "gaveUp"
 )
 
+// maxDeorbitState bounds the --state file a previous run wrote (its status, debris report included).
+const maxDeorbitState = 16 << 20
+
 func (f *deorbitFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 	target, err := f.validate()
 	if err != nil {
@@ -165,12 +168,12 @@ func (f *deorbitFlags) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	st := &v1alpha1.DeorbitStatus{}
 	if f.state != "" {
-		if b, err := os.ReadFile(f.state); err == nil {
+		if b, err := bounded.ReadFile(ctx, f.state, maxDeorbitState); err == nil {
 			if err := json.Unmarshal(b, st); err != nil {
 				return &config.Error{File: f.state, Field: "--state", Msg: "expected the JSON a previous run wrote: " + err.Error()}
 			}
 		} else if !errors.Is(err, os.ErrNotExist) {
-			return &config.Error{File: f.state, Field: "--state", Msg: err.Error()}
+			return &config.Error{File: f.state, Field: "--state", Msg: err.Error(), Err: err}
 		}
 	}
 	rep := DeorbitReport{Cluster: f.clusterName}
@@ -183,9 +186,9 @@ func (f *deorbitFlags) run(ctx context.Context, stdout, stderr io.Writer) error 
 	if f.kubeconfig == "" {
 		in.SkipWorkload = "no --kubeconfig given"
 	} else {
-		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		cfg, err := clirun.KubeconfigFile(f.kubeconfig)
 		if err != nil {
-			return &config.Error{File: f.kubeconfig, Field: "--kubeconfig", Msg: err.Error()}
+			return &config.Error{File: f.kubeconfig, Field: "--kubeconfig", Msg: err.Error(), Err: err}
 		}
 		// every delete goes through the fence the engine puts in its context (Fence below)
 		if wc, err := client.NewWithWatch(cfg, client.Options{Scheme: clientgoscheme.Scheme}); err != nil {

@@ -494,23 +494,25 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 func restConfig(kubeconfig, apiRoot, tokenFile, caFile string) (*rest.Config, error) {
 	switch {
 	case kubeconfig != "":
-		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		c, err := clirun.KubeconfigFile(kubeconfig)
 		if err != nil {
-			return nil, &config.Error{File: kubeconfig, Msg: fmt.Sprintf("read kubeconfig: %v", err)}
+			return nil, &config.Error{File: kubeconfig, Msg: fmt.Sprintf("read kubeconfig: %v", err), Err: err}
 		}
 		return c, nil
 	case apiRoot != "":
 		c := &rest.Config{Host: apiRoot, BearerTokenFile: tokenFile}
 		c.TLSClientConfig.CAFile = caFile
+		if err := clirun.CheckRESTFiles(c); err != nil {
+			return nil, &config.Error{Field: "[kubernetes]", Msg: err.Error(), Err: err}
+		}
 		return c, nil
 	}
 	if c, err := rest.InClusterConfig(); err == nil {
 		return c, nil
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	c, err := clirun.Kubeconfig(clientcmd.NewDefaultClientConfigLoadingRules())
 	if err != nil {
-		return nil, &config.Error{Field: "--kubeconfig", Msg: "no Kubernetes configuration: not in a cluster, and no --kubeconfig, [kubernetes] kubeconfig or KUBECONFIG: " + strings.TrimSpace(err.Error())}
+		return nil, &config.Error{Field: "--kubeconfig", Msg: "no Kubernetes configuration: not in a cluster, and no --kubeconfig, [kubernetes] kubeconfig or KUBECONFIG: " + strings.TrimSpace(err.Error()), Err: err}
 	}
 	return c, nil
 }

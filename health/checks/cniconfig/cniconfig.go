@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/vitalsproject/vitals/health/checks"
+	"github.com/vitalsproject/vitals/internal/bounded"
 )
 
 // DefaultDir is where kubelet's container runtime looks for CNI network configurations.
@@ -70,7 +71,7 @@ func Load(ctx context.Context, dir string) (Network, error) {
 		return Network{}, err
 	}
 	path := filepath.Join(dir, files[0])
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(ctx, path, bounded.ConfigSize)
 	if err != nil {
 		return Network{}, fmt.Errorf("read CNI network configuration: %w", err)
 	}

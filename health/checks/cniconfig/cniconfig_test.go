@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 const flannel = `{
@@ -126,5 +128,40 @@ func TestLoadMissingDirectory(t *testing.T) {
 func TestCheckRefusesARelativeDir(t *testing.T) {
 	if _, err := Check(Options{Dir: "etc/cni/net.d"}); err == nil || !strings.Contains(err.Error(), `"etc/cni/net.d"`) {
 		t.Errorf("Check with a relative Dir: %v, want a refusal naming it", err)
+	}
+}
+
+// TestLoadNamedPipe: a named pipe (or /dev/zero behind a link) where the runtime's first configuration
+// file is looked for fails the check at once with the reason, instead of hanging it (or filling it).
+func TestLoadNamedPipe(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(path string) error
+		says string
+	}{
+		{"named pipe", func(p string) error { return syscall.Mkfifo(p, 0o600) }, "not a regular file (a named pipe"},
+		{"link to /dev/zero", func(p string) error { return os.Symlink("/dev/zero", p) }, "not a regular file (a character device"},
+	} {
+		// stop at the first failure: a reader without the bound would fill the memory from /dev/zero
+		if !t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := tc.make(filepath.Join(dir, "10-pods.conflist")); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { _, err := Load(ctx, dir); done <- err }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tc.says) {
+					t.Fatalf("Load = %v; want %q", err, tc.says)
+				}
+			case <-time.After(2 * time.Minute):
+				t.Fatal("Load still reading after two minutes")
+			}
+		}) {
+			return
+		}
 	}
 }

@@ -156,9 +156,9 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 	if o.WatchEvents || o.NodeConditions || o.Kubeconfig != "" {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = o.Kubeconfig
-		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		cfg, err := clirun.Kubeconfig(rules)
 		if err != nil {
-			return &config.Error{File: o.Kubeconfig, Field: "kubeconfig", Msg: fmt.Sprintf("load Kubernetes client configuration: %v", err)}
+			return &config.Error{File: o.Kubeconfig, Field: "kubeconfig", Msg: fmt.Sprintf("load Kubernetes client configuration: %v", err), Err: err}
 		}
 		cfg.UserAgent = "vitals-agent/" + version.Version
 		// One agent per node: keep each one's share of the API server small.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/internal/bounded"
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/internal/cloudsim"
 )
@@ -199,10 +199,13 @@ func setDeleteLatency(k *cloudsim.Knobs, d time.Duration) {
 	k.LBDeleteLatency = cloudsim.Duration(d)
 }
 
+// maxSeedFile bounds a --seed-file (projects, networks and servers to start with).
+const maxSeedFile = 64 << 20
+
 func loadCloudsimSeeds(path string) (*cloudsimSeedFile, error) {
-	b, err := os.ReadFile(path)
+	b, err := bounded.ReadFile(context.Background(), path, maxSeedFile)
 	if err != nil {
-		return nil, &config.Error{File: path, Msg: fmt.Sprintf("cannot read: %v", err)}
+		return nil, &config.Error{File: path, Msg: fmt.Sprintf("cannot read: %v", err), Err: err}
 	}
 	j, err := yaml.YAMLToJSON(b)
 	if err != nil {
