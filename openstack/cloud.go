@@ -31,6 +31,9 @@ const (
 	ServiceLoadBalancer Service = "load-balancer"
 )
 
+// DefaultMaxResponseBytes bounds one response body: a Neutron list of 50,000 ports is about 75 MB.
+const DefaultMaxResponseBytes = 128 << 20
+
 // Config configures Connect.
 type Config struct {
 	// Auth says how to authenticate (see AuthFromCloudsYAML, AuthFromEnv, AuthFromINI).
@@ -48,6 +51,9 @@ type Config struct {
 	ComputeMicroversion string
 	// HTTPTimeout bounds each HTTP request (0: 60s). Contexts bound calls too.
 	HTTPTimeout time.Duration
+	// MaxResponseBytes bounds each response body (0: DefaultMaxResponseBytes): the endpoints come from a
+	// tenant's Secret and its Keystone's catalog, and an endless body must not take the operator's memory.
+	MaxResponseBytes int64
 	// Transport is the base HTTP transport (nil: a clone of http.DefaultTransport with Auth.TLS).
 	Transport http.RoundTripper
 	// Logger (nil: slog.Default()).
@@ -131,7 +137,11 @@ func Connect(ctx context.Context, cfg Config) (*Cloud, error) {
 		}
 		limiter = rate.NewLimiter(rate.Limit(qps), burst)
 	}
-	tr := &transport{base: base, limiter: limiter, metrics: newMetrics(cfg.Registerer), clock: clk}
+	maxBody := cfg.MaxResponseBytes
+	if maxBody <= 0 {
+		maxBody = DefaultMaxResponseBytes
+	}
+	tr := &transport{base: base, limiter: limiter, metrics: newMetrics(cfg.Registerer), clock: clk, maxBody: maxBody}
 
 	pc, err := gcos.NewClient(url)
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
+
+	"github.com/vitalsproject/vitals/internal/bounded"
 )
 
 // metrics are the request metrics, shared by every Cloud registered on the same Registerer.
@@ -76,6 +78,7 @@ type transport struct {
 	limiter *rate.Limiter
 	metrics *metrics
 	clock   clock.PassiveClock
+	maxBody int64 // bytes of one response body (0: no limit)
 
 	mu        sync.RWMutex
 	endpoints []endpoint // longest URL first
@@ -144,6 +147,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.metrics.requests.WithLabelValues(service, op, code).Inc()
 	if resp.StatusCode >= 400 {
 		t.metrics.errors.WithLabelValues(service, op, code).Inc()
+	}
+	if t.maxBody > 0 {
+		what := service + " response to " + op
+		if resp.ContentLength > t.maxBody {
+			resp.Body.Close()
+			t.metrics.errors.WithLabelValues(service, op, "too_large").Inc()
+			return nil, fmt.Errorf("%s: %w: %s (expected at most %s)", what, bounded.ErrTooLarge, bounded.Size(resp.ContentLength), bounded.Size(t.maxBody))
+		}
+		resp.Body = bounded.ReadCloser(resp.Body, t.maxBody, what)
 	}
 	return resp, nil
 }
