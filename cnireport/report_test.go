@@ -1,8 +1,14 @@
 package cnireport
 
 import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestValidateAndNormalize(t *testing.T) {
@@ -39,4 +45,40 @@ func TestValidateAndNormalize(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSendBoundsTheAnswer: whatever listens on the socket cannot make the reporter (a CNI plugin, run for
+// every pod) read more than MaxLine bytes of answer per report.
+func TestSendBoundsTheAnswer(t *testing.T) {
+	path := filepath.Join(shortDir(t), "agent.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(io.Discard, c) // the report, up to the client's CloseWrite
+		_, _ = c.Write([]byte(`{"ok":true,"error":"` + strings.Repeat("x", 4<<20) + `"}` + "\n"))
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = Send(ctx, path, Report{Op: OpAdd, Result: Success})
+	if err == nil || !strings.Contains(err.Error(), "answers longer than 65536 bytes for 1 reports") {
+		t.Fatalf("Send = %v; want the 4 MiB answer refused", err)
+	}
+}
+
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cnireport")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"time"
 )
@@ -43,13 +44,18 @@ func Send(ctx context.Context, path string, reports ...Report) ([]Response, erro
 	if uc, ok := conn.(*net.UnixConn); ok {
 		_ = uc.CloseWrite()
 	}
-	dec := json.NewDecoder(bufio.NewReader(conn))
+	// An answer is one short line: whatever listens on the socket gets MaxLine bytes per report to say it.
+	answers := &io.LimitedReader{R: bufio.NewReader(conn), N: int64(len(reports)) * MaxLine}
+	dec := json.NewDecoder(answers)
 	out := make([]Response, 0, len(reports))
 	for range reports {
 		var resp Response
 		if err := dec.Decode(&resp); err != nil {
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				err = ctx.Err()
+			case answers.N <= 0:
+				err = fmt.Errorf("answers longer than %d bytes for %d reports", int64(len(reports))*MaxLine, len(reports))
 			}
 			return out, fmt.Errorf("read agent answer %d of %d: %w", len(out)+1, len(reports), err)
 		}

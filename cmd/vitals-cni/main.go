@@ -87,9 +87,12 @@ func run(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) 
 		_ = json.NewEncoder(stdout).Encode(map[string]any{"cniVersion": "1.1.0", "supportedVersions": supportedVersions})
 		return 0
 	}
-	conf, err := io.ReadAll(stdin)
+	conf, err := io.ReadAll(io.LimitReader(stdin, maxConf+1))
 	if err != nil {
 		return fail(stdout, 11, "read network configuration from stdin", err)
+	}
+	if len(conf) > maxConf {
+		return fail(stdout, 7, "invalid vitals-cni configuration", fmt.Errorf("network configuration on stdin larger than %d bytes", maxConf))
 	}
 	delegate, socket, delegateConf, err := delegateConfig(conf)
 	if err != nil {
@@ -101,8 +104,8 @@ func run(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) 
 	}
 	cmd := exec.Command(bin)
 	cmd.Stdin = strings.NewReader(string(delegateConf))
-	var out strings.Builder
-	cmd.Stdout = io.MultiWriter(stdout, &out)
+	out := &head{max: maxResult}
+	cmd.Stdout = io.MultiWriter(stdout, out)
 	cmd.Stderr = stderr
 	code := 0
 	if err := cmd.Run(); err != nil {
@@ -117,6 +120,29 @@ func run(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) 
 	}
 	return code
 }
+
+// Bounds of what vitals-cni reads: the network configuration the runtime gives (a CNI configuration is a
+// few KiB; a Kubernetes ConfigMap holds 1 MiB at most), and the part of the delegate's result kept to
+// read its error from (the delegate's whole result still goes to the runtime).
+const (
+	maxConf   = 1 << 20
+	maxResult = 64 << 10
+)
+
+// head keeps the first max bytes written to it and drops the rest, without failing the write.
+type head struct {
+	max int
+	b   strings.Builder
+}
+
+func (h *head) Write(p []byte) (int, error) {
+	if room := h.max - h.b.Len(); room > 0 {
+		h.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (h *head) String() string { return h.b.String() }
 
 // delegateConfig reads the delegate's type and the socket from conf and returns the configuration the
 // delegate gets: conf with "type" set to the delegate and vitals-cni's own keys removed. Every other

@@ -164,6 +164,7 @@ func TestReporterWithoutAgent(t *testing.T) {
 		{`{"type":"vitals-cni","delegate":"../../bin/sh"}`, "is a path"},
 		{`{"type":"vitals-cni","delegate":"absent"}`, `plugin \"absent\" not found`},
 		{`not json`, "network configuration"},
+		{`{"type":"vitals-cni","delegate":"fake-cni","padding":"` + strings.Repeat("x", 1<<20) + `"}`, "larger than 1048576 bytes"},
 	} {
 		out, _, code := rt.exec(t, "ADD", tt.conf)
 		if code != 1 || !strings.Contains(out, tt.want) || !strings.Contains(out, `"code":`) {
