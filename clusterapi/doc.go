@@ -1,7 +1,10 @@
 // Package clusterapi is what Vitals knows of Cluster API and its OpenStack provider (CAPO): which
 // VitalsCluster a Cluster on an OpenStackCluster gets (Spec: credentials from CAPO's identity Secret, the
 // router, network, subnet and nodes' security group from the OpenStackCluster's status, the pod CIDRs from the
-// Cluster's network, the workload kubeconfig from Cluster API's <cluster>-kubeconfig Secret).
+// Cluster's network, the workload kubeconfig from Cluster API's <cluster>-kubeconfig Secret), and how deletion
+// waits for deorbit inside Cluster API's lifecycle: the answer to the BeforeClusterDelete hook of a Cluster with a
+// topology (BeforeClusterDelete), and the Machine deletion hook that holds a Cluster without one
+// (MachineDeletionHook).
 //
 // It uses Cluster API's and CAPO's own API types (sigs.k8s.io/cluster-api/api/core/v1beta2,
 // sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1), of the versions hack/tools/capi builds the managers

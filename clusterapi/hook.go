@@ -1,0 +1,68 @@
+package clusterapi
+
+import (
+	"fmt"
+	"time"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+)
+
+// Retry intervals of the answers to Cluster API's BeforeClusterDelete hook.
+const (
+	// RetryNotStarted: the VitalsCluster is not deleting yet (the enrolment deletes it once its Cluster is).
+	RetryNotStarted = 5 * time.Second
+	// RetryMin and RetryMax bound the wait until deorbit's next step.
+	RetryMin = 2 * time.Second
+	RetryMax = 30 * time.Second
+)
+
+// MachineDeletionHook is the pre-drain deletion hook (annotation) Vitals puts on a cluster's control-plane Machines
+// of a Cluster without a topology: Cluster API neither drains nor deletes such a Machine while it is there, so
+// the workload API stays up while deorbit deletes claims and Services, and CAPO, which tears the network down
+// only after every Machine is gone, waits with it.
+const MachineDeletionHook = clusterv1.PreDrainDeleteHookAnnotationPrefix + "/vitals-deorbit"
+
+// BeforeClusterDelete answers Cluster API's BeforeClusterDelete lifecycle hook for a Cluster whose VitalsCluster
+// is vcl (nil: it has none, or it is gone): Success with RetryAfterSeconds while deorbit has not released the
+// VitalsCluster, so that Cluster API deletes nothing of the cluster meanwhile (the workload API stays up while
+// claims and Services are deleted), and Success without a retry when there is nothing to wait for. Deorbit that
+// gave up lets the deletion go on: its debris report stays on the VitalsCluster's Events and on the Cluster's
+// condition, and holding the deletion for ever would not clean it up. now is the clock's time.
+func BeforeClusterDelete(vcl *v1alpha1.VitalsCluster, now time.Time, resp *runtimehooksv1.BeforeClusterDeleteResponse) {
+	resp.Status = runtimehooksv1.ResponseStatusSuccess
+	retry := func(d time.Duration, format string, args ...any) {
+		resp.RetryAfterSeconds = int32(d / time.Second)
+		resp.Message = fmt.Sprintf(format, args...)
+	}
+	if vcl == nil {
+		resp.RetryAfterSeconds, resp.Message = 0, "no VitalsCluster: nothing for Vitals to clean up"
+		return
+	}
+	key := vcl.Namespace + "/" + vcl.Name
+	if vcl.DeletionTimestamp.IsZero() {
+		retry(RetryNotStarted, "VitalsCluster %s is not deleting yet: deorbit has not started", key)
+		return
+	}
+	st := vcl.Status.Deorbit
+	if st == nil || st.Phase == "" {
+		retry(RetryNotStarted, "VitalsCluster %s is deleting: deorbit is starting", key)
+		return
+	}
+	switch st.Phase {
+	case v1alpha1.DeorbitPhaseDone:
+		resp.RetryAfterSeconds, resp.Message = 0, fmt.Sprintf("VitalsCluster %s: deorbit done, the cloud confirmed %d resources gone", key, st.Counts.Total)
+		return
+	case v1alpha1.DeorbitPhaseGaveUp:
+		resp.RetryAfterSeconds, resp.Message = 0, fmt.Sprintf("VitalsCluster %s: deorbit gave up with %d resources left (its debris report)", key, len(st.Debris))
+		return
+	}
+	wait := RetryMin
+	if st.NextAttemptTime != nil {
+		wait = st.NextAttemptTime.Sub(now)
+	}
+	wait = min(max(wait, RetryMin), RetryMax)
+	retry(wait, "VitalsCluster %s: deorbit in phase %s, %d of %d resources done", key, st.Phase, st.Counts.Done, st.Counts.Total)
+}

@@ -1,0 +1,51 @@
+package clusterapi
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+)
+
+func TestBeforeClusterDelete(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	deleting := metav1.NewTime(now.Add(-time.Minute))
+	vcl := func(st *v1alpha1.DeorbitStatus, del bool) *v1alpha1.VitalsCluster {
+		c := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "prod"}}
+		if del {
+			c.DeletionTimestamp = &deleting
+		}
+		c.Status.Deorbit = st
+		return c
+	}
+	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
+	for _, tc := range []struct {
+		name  string
+		vcl   *v1alpha1.VitalsCluster
+		retry int32
+		msg   string
+	}{
+		{"no VitalsCluster", nil, 0, "nothing for Vitals to clean up"},
+		{"not deleting", vcl(nil, false), 5, "not deleting yet"},
+		{"deleting, no status yet", vcl(nil, true), 5, "deorbit is starting"},
+		{"in a phase, next step in 12s", vcl(&v1alpha1.DeorbitStatus{Phase: v1alpha1.DeorbitPhaseClaims, NextAttemptTime: at(12 * time.Second),
+			Counts: v1alpha1.DeorbitCounts{Total: 9, Done: 4}}, true), 12, "phase PersistentVolumeClaims, 4 of 9 resources done"},
+		{"next step overdue", vcl(&v1alpha1.DeorbitStatus{Phase: v1alpha1.DeorbitPhaseSweep, NextAttemptTime: at(-time.Minute)}, true), 2, "phase Sweep"},
+		{"next step far", vcl(&v1alpha1.DeorbitStatus{Phase: v1alpha1.DeorbitPhaseWaitForCloud, NextAttemptTime: at(time.Hour)}, true), 30, "phase WaitForCloud"},
+		{"no next step time", vcl(&v1alpha1.DeorbitStatus{Phase: v1alpha1.DeorbitPhaseRoutes}, true), 2, "phase Routes"},
+		{"done", vcl(&v1alpha1.DeorbitStatus{Phase: v1alpha1.DeorbitPhaseDone, Counts: v1alpha1.DeorbitCounts{Total: 7, Done: 7}}, true), 0, "deorbit done, the cloud confirmed 7"},
+		{"gave up", vcl(&v1alpha1.DeorbitStatus{Phase: v1alpha1.DeorbitPhaseGaveUp, Debris: make([]v1alpha1.DeorbitResource, 2)}, true), 0, "gave up with 2 resources left"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var resp runtimehooksv1.BeforeClusterDeleteResponse
+			BeforeClusterDelete(tc.vcl, now, &resp)
+			if resp.Status != runtimehooksv1.ResponseStatusSuccess || resp.RetryAfterSeconds != tc.retry || !strings.Contains(resp.Message, tc.msg) {
+				t.Errorf("got %s retry %d %q, want Success retry %d and a message containing %q", resp.Status, resp.RetryAfterSeconds, resp.Message, tc.retry, tc.msg)
+			}
+		})
+	}
+}
