@@ -28,7 +28,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -49,6 +48,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/internal/benchproc"
 )
 
 type options struct {
@@ -239,12 +239,12 @@ func run(ctx context.Context, o options, n int) ([]result, error) {
 		return nil, err
 	}
 	simURL := fmt.Sprintf("http://127.0.0.1:%d", simPort)
-	sim, err := startProcess(dir, "cloudsim", o.cloudsim, nil, "--listen", fmt.Sprintf("127.0.0.1:%d", simPort),
+	sim, err := benchproc.Start(dir, "cloudsim", o.cloudsim, nil, "--listen", fmt.Sprintf("127.0.0.1:%d", simPort),
 		"--seed", "1", "--log-level", "warn")
 	if err != nil {
 		return nil, err
 	}
-	defer sim.stop()
+	defer sim.Stop(15 * time.Second)
 	if err := waitHTTP(ctx, simURL+"/_sim/healthz", 30*time.Second); err != nil {
 		return nil, fmt.Errorf("simulator: %w", err)
 	}
@@ -363,7 +363,7 @@ func run(ctx context.Context, o options, n int) ([]result, error) {
 
 // replica is one operator process and its proxy to the kube-apiserver.
 type replica struct {
-	op         *process
+	op         *benchproc.Process
 	proxy      *countingProxy
 	metricsURL string
 	rss        []float64
@@ -373,7 +373,7 @@ type replica struct {
 
 // measure runs reps operators with --sharding (0: one without) on the VitalsClusters of ns, waits for every
 // cluster's first pass, then measures a window.
-func measure(ctx context.Context, o options, c client.Client, pw *passWatch, n int, ns, simURL string, sim *process, dir string, reps int, mode string) (result, error) {
+func measure(ctx context.Context, o options, c client.Client, pw *passWatch, n int, ns, simURL string, sim *benchproc.Process, dir string, reps int, mode string) (result, error) {
 	res := result{Clusters: n, Replicas: reps, ShardMode: mode}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, err
@@ -386,12 +386,12 @@ func measure(ctx context.Context, o options, c client.Client, pw *passWatch, n i
 		var wg sync.WaitGroup
 		for _, r := range rs {
 			wg.Add(1)
-			go func() { defer wg.Done(); r.op.stop(); r.proxy.close() }()
+			go func() { defer wg.Done(); r.op.Stop(15 * time.Second); r.proxy.close() }()
 		}
 		wg.Wait()
 	}()
 	for i := range max(reps, 1) {
-		ports, err := freePorts(2)
+		ports, err := benchproc.FreePorts(2)
 		if err != nil {
 			return res, err
 		}
@@ -422,7 +422,7 @@ func measure(ctx context.Context, o options, c client.Client, pw *passWatch, n i
 			}
 		}
 		args = append(args, "--kubeconfig", kubeconfig)
-		op, err := startProcess(dir, fmt.Sprintf("operator-%d", i), o.vitals, env, append(args, workersFlag(o.routegcWorkers)...)...)
+		op, err := benchproc.Start(dir, fmt.Sprintf("operator-%d", i), o.vitals, env, append(args, workersFlag(o.routegcWorkers)...)...)
 		if err != nil {
 			if r.proxy != nil {
 				r.proxy.close()
@@ -450,8 +450,8 @@ func measure(ctx context.Context, o options, c client.Client, pw *passWatch, n i
 			break
 		}
 		for _, r := range rs {
-			if r.op.exited() {
-				return res, fmt.Errorf("operator exited; log %s", r.op.logPath)
+			if r.op.Exited() {
+				return res, fmt.Errorf("operator exited; log %s", r.op.LogPath)
 			}
 		}
 		time.Sleep(time.Second)
@@ -465,13 +465,13 @@ func measure(ctx context.Context, o options, c client.Client, pw *passWatch, n i
 		if m0[i], err = scrape(ctx, r.metricsURL); err != nil {
 			return res, err
 		}
-		r.cpu0, r.bytes0 = procCPU(r.op.pid()), r.proxy.received()
+		r.cpu0, r.bytes0 = procCPU(r.op.PID()), r.proxy.received()
 	}
 	sim0, _ := getJSONMap(ctx, simURL+"/_sim/stats")
-	simCPU0, w0 := procCPU(sim.pid()), time.Now()
+	simCPU0, w0 := procCPU(sim.PID()), time.Now()
 	for time.Since(w0) < o.window {
 		for _, r := range rs {
-			if v := procRSS(r.op.pid()); v > 0 {
+			if v := procRSS(r.op.PID()); v > 0 {
 				r.rss = append(r.rss, v)
 			}
 		}
@@ -499,7 +499,7 @@ func measure(ctx context.Context, o options, c client.Client, pw *passWatch, n i
 	}
 	res.Gaps = len(gaps)
 	elapsed := time.Since(w0).Seconds()
-	simCPU1 := procCPU(sim.pid())
+	simCPU1 := procCPU(sim.PID())
 	sim1, _ := getJSONMap(ctx, simURL+"/_sim/stats")
 	res.LoadAvgDuring = loadAvg()
 	res.WindowSeconds = elapsed
@@ -512,7 +512,7 @@ func measure(ctx context.Context, o options, c client.Client, pw *passWatch, n i
 		if err != nil {
 			return res, err
 		}
-		rr := replicaResult{CPUCoresAvg: (procCPU(r.op.pid()) - r.cpu0) / elapsed,
+		rr := replicaResult{CPUCoresAvg: (procCPU(r.op.PID()) - r.cpu0) / elapsed,
 			APIBytesTotal: r.proxy.received(), APIBytesWin: r.proxy.received() - r.bytes0,
 			RangesHeld: m1.value("vitals_shard_ranges_held", nil), HeapMiB: m1.value("go_memstats_heap_inuse_bytes", nil) / (1 << 20)}
 		for _, v := range r.rss {
@@ -640,61 +640,6 @@ func parallel(ctx context.Context, workers, n int, f func(int) error) error {
 	return context.Cause(ctx)
 }
 
-// process is a child process with its output in a log file.
-type process struct {
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
-	once    sync.Once
-}
-
-func startProcess(dir, name, path string, env []string, args ...string) (*process, error) {
-	lp := filepath.Join(dir, name+".log")
-	lf, err := os.Create(lp)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		lf.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &process{cmd: cmd, logPath: lp, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		lf.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *process) pid() int { return p.cmd.Process.Pid }
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends SIGTERM, waits up to 15 s, then kills.
-func (p *process) stop() {
-	p.once.Do(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(15 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-}
-
 // procRSS is a process's resident set in MiB (0 when unknown).
 func procRSS(pid int) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -737,30 +682,11 @@ func loadAvg() string {
 }
 
 func freePort() (int, error) {
-	ps, err := freePorts(1)
+	ps, err := benchproc.FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
 	return ps[0], nil
-}
-
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var out []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }
 
 func waitHTTP(ctx context.Context, url string, timeout time.Duration) error {
