@@ -129,6 +129,8 @@ func (s *Sim) api(service string, auth bool, h handlerFunc) http.Handler {
 					Status: c.status, UserAgent: r.UserAgent(), Fault: fault}
 				if c.tok != nil {
 					rec.Project = c.tok.ProjectID
+				} else if tok, err := s.id.authenticate(r.Header.Get("X-Auth-Token")); auth && err == nil {
+					rec.Project = tok.ProjectID // a call a fault answered before its token was checked
 				}
 				s.reqLog.write(rec)
 			}

@@ -17,7 +17,8 @@ type Request struct {
 	Query   string    `json:"query,omitempty"`
 	// Status answered (0: the client went away first).
 	Status int `json:"status"`
-	// Project of the caller's token ("" for calls without one, or refused before).
+	// Project of the caller's token, also for a call a fault answered before the token was checked ("" for
+	// calls without a valid one).
 	Project string `json:"project,omitempty"`
 	// UserAgent of the call: the operator names its replica there.
 	UserAgent string `json:"userAgent,omitempty"`

@@ -94,7 +94,9 @@ func TestRequestLog(t *testing.T) {
 			t.Errorf("PUT %d: %+v, want status %d, fault %q, the router's path, a time and the user agent", i, r, want.status, want.fault)
 		}
 	}
-	if puts[1].Project != c.ProjectID {
-		t.Errorf("the update's project %q, want %q", puts[1].Project, c.ProjectID)
+	for i, r := range puts {
+		if r.Project != c.ProjectID {
+			t.Errorf("PUT %d's project %q, want %q", i, r.Project, c.ProjectID)
+		}
 	}
 }
