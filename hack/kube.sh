@@ -6,13 +6,20 @@
 # Auth: a static token in group system:masters; the apiserver's self-signed serving cert is the kubeconfig's
 # CA. No controller-manager runs, so the ServiceAccount admission plugin is disabled.
 # Env: KUBE_BIN_DIR (default: output of hack/kube-build.sh), KUBE_API_PORT (26443), ETCD_PORT (22379),
-#      ETCD_PEER_PORT (22380), KUBE_APISERVER_EXTRA_ARGS (word-split, appended).
+#      ETCD_PEER_PORT (22380), KUBE_APISERVER_EXTRA_ARGS (word-split, appended; for a list flag such as
+#      --enable-admission-plugins, only one not set here).
+#      For a cluster with nodes (hack/node.sh): KUBE_BIND_ADDRESS (127.0.0.1: the address it listens on and
+#      advertises, and the kubeconfig's server), KUBE_AUTHORIZATION_MODE (RBAC), KUBE_DISABLE_ADMISSION
+#      (ServiceAccount; empty: none). A tokens.csv already in STATE_DIR is kept: its first line is the admin's.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 CMD=${1:-}; DIR=${2:-$TESTENV_DIR/kube}
 API_PORT=${KUBE_API_PORT:-26443}
 ETCD_PORT=${ETCD_PORT:-22379}
 ETCD_PEER_PORT=${ETCD_PEER_PORT:-22380}
+BIND=${KUBE_BIND_ADDRESS:-127.0.0.1}
+AUTHZ=${KUBE_AUTHORIZATION_MODE:-RBAC}
+DISABLE_ADMISSION=${KUBE_DISABLE_ADMISSION-ServiceAccount}
 
 stop() {
   stop_pidfile 10 kube-apiserver "$DIR/kube-apiserver.pid"
@@ -28,13 +35,15 @@ start() {
   done
   mkdir -p "$DIR/etcd-data" "$DIR/certs"
   DIR=$(cd "$DIR" && pwd)
-  if [ ! -f "$DIR/tokens.csv" ]; then
+  if [ ! -f "$DIR/sa.key" ]; then
     openssl genrsa -out "$DIR/sa.key" 2048 2>/dev/null
     openssl rsa -in "$DIR/sa.key" -pubout -out "$DIR/sa.pub" 2>/dev/null
+  fi
+  if [ ! -f "$DIR/tokens.csv" ]; then
     tok=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
     echo "$tok,admin,admin-uid,system:masters" > "$DIR/tokens.csv"
   fi
-  tok=$(cut -d, -f1 "$DIR/tokens.csv")
+  tok=$(head -1 "$DIR/tokens.csv" | cut -d, -f1)
 
   "$bin/etcd" --name=vitals --data-dir="$DIR/etcd-data" \
     --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
@@ -53,26 +62,26 @@ start() {
   # shellcheck disable=SC2086
   "$bin/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
+    --bind-address="$BIND" --advertise-address="$BIND" --secure-port="$API_PORT" \
     --cert-dir="$DIR/certs" \
     --token-auth-file="$DIR/tokens.csv" \
-    --authorization-mode=RBAC \
+    --authorization-mode="$AUTHZ" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$DIR/sa.pub" --service-account-signing-key-file="$DIR/sa.key" \
     --service-cluster-ip-range=10.0.0.0/24 \
-    --disable-admission-plugins=ServiceAccount \
+    ${DISABLE_ADMISSION:+--disable-admission-plugins=$DISABLE_ADMISSION} \
     --allow-privileged=true \
     --endpoint-reconciler-type=none \
     ${KUBE_APISERVER_EXTRA_ARGS:-} \
     >>"$DIR/kube-apiserver.log" 2>&1 &
   echo $! > "$DIR/kube-apiserver.pid"
   for i in $(seq 1 1200); do
-    [ "$(curl -sk -m 2 -H "Authorization: Bearer $tok" "https://127.0.0.1:$API_PORT/readyz" 2>/dev/null)" = ok ] && break
+    [ "$(curl -sk -m 2 -H "Authorization: Bearer $tok" "https://$BIND:$API_PORT/readyz" 2>/dev/null)" = ok ] && break
     alive "$(cat "$DIR/kube-apiserver.pid")" || { tail -20 "$DIR/kube-apiserver.log" >&2; stop; die "kube-apiserver died; see $DIR/kube-apiserver.log"; }
     [ "$i" = 1200 ] && { stop; die "kube-apiserver not ready after 120 s; see $DIR/kube-apiserver.log"; }
     sleep 0.1
   done
-  log "kube-apiserver $("$bin/kube-apiserver" --version | awk '{print $2}') ready on https://127.0.0.1:$API_PORT"
+  log "kube-apiserver $("$bin/kube-apiserver" --version | awk '{print $2}') ready on https://$BIND:$API_PORT"
 
   cat > "$DIR/kubeconfig" <<KC
 apiVersion: v1
@@ -80,7 +89,7 @@ kind: Config
 clusters:
 - name: vitals-test
   cluster:
-    server: https://127.0.0.1:$API_PORT
+    server: https://$BIND:$API_PORT
     certificate-authority: $DIR/certs/apiserver.crt
 users:
 - name: admin
