@@ -2,8 +2,9 @@
 # One entry point for the real services the tests use (make testenv-up / make testenv-down).
 # Usage: hack/testenv.sh up [fast|full]   install what is missing, start kube-apiserver+etcd, OpenStack and a
 #                                         private dockerd (in parallel), with the full tier also the workload
-#                                         cluster of the deorbit tests (hack/workload.sh) and the Cluster API
-#                                         management cluster (hack/capi.sh), write $TESTENV_DIR/env
+#                                         cluster of the deorbit tests (hack/workload.sh), the Cluster API
+#                                         management cluster (hack/capi.sh) and the node cluster (hack/node.sh:
+#                                         kubelets, containerd, CNI), write $TESTENV_DIR/env
 #        hack/testenv.sh down             stop them all (by PID) and remove the env file
 #        hack/testenv.sh status
 # The OpenStack tier defaults to $VITALS_OPENSTACK_TIER, else full (fast = Keystone + Neutron only).
@@ -11,7 +12,7 @@
 # OpenStack also serves a fast request.
 # After `up`:  source .testenv/env   (VITALS_TEST_KUBECONFIG, KUBEBUILDER_ASSETS, OS_*, VITALS_TEST_OPENSTACK,
 #              VITALS_TEST_DOCKER_HOST, VITALS_TEST_HELM, VITALS_TEST_PROMTOOL; full tier: VITALS_TEST_WORKLOAD_*,
-#              VITALS_TEST_CAPI_*)
+#              VITALS_TEST_CAPI_*, VITALS_TEST_NODE_*)
 # Env: VITALS_TESTENV_DIR (state, default <repo>/.testenv), VITALS_CACHE (built binaries), VITALS_SKIP_INSTALL=1.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -35,6 +36,7 @@ openstack_ok() { # WANTED_TIER
 }
 workload_ok() { [ -f "$TESTENV_DIR/openstack/openrc" ] && "$H/workload.sh" check 2>/dev/null; }
 capi_ok() { [ -f "$TESTENV_DIR/openstack/openrc" ] && "$H/capi.sh" check 2>/dev/null; }
+node_ok() { "$H/node.sh" check 2>/dev/null; }
 docker_ok() {
   local d=$TESTENV_DIR/docker
   [ -f "$d/dockerd.launcher.pid" ] && alive "$(cat "$d/dockerd.launcher.pid")" && \
@@ -42,7 +44,7 @@ docker_ok() {
 }
 
 up() {
-  local tier=${1:-${VITALS_OPENSTACK_TIER:-full}} kb_pid hb_pid pb_pid cb_pid= ab_pid= ap_pid= os_pid dk_pid assets helm promtool kubeconfig rc=0
+  local tier=${1:-${VITALS_OPENSTACK_TIER:-full}} kb_pid hb_pid pb_pid cb_pid= ab_pid= ap_pid= nb_pid= os_pid dk_pid assets helm promtool kubeconfig rc=0
   [ "$tier" = fast ] || [ "$tier" = full ] || die "tier must be fast or full, not $tier"
   rm -f "$ENVF"
   # The kube-apiserver build is CPU-bound and the package installation network/disk-bound: overlap them.
@@ -61,6 +63,9 @@ up() {
     # the Cluster API core manager and CAPO (hack/capi.sh), likewise
     "$H/capi-build.sh" > "$TESTENV_DIR/logs/capi-build.out" 2> "$TESTENV_DIR/logs/capi-build.log" &
     ab_pid=$!
+    # and the node cluster's kubelet, kube-proxy and kube-scheduler
+    "$H/node-build.sh" > "$TESTENV_DIR/logs/node-build.out" 2> "$TESTENV_DIR/logs/node-build.log" &
+    nb_pid=$!
   fi
   [ "${VITALS_SKIP_INSTALL:-}" = 1 ] || VITALS_SKIP_GO_TOOLS=1 step "install dependencies" "$H/install-deps.sh"
 
@@ -116,6 +121,17 @@ up() {
       grep -v '^[IWE][0-9]\{4\} ' "$TESTENV_DIR/logs/capi.log" >&2 || true
     fi
   fi
+  if [ -n "$nb_pid" ]; then
+    step "node cluster binaries" wait $nb_pid || { tail -20 "$TESTENV_DIR/logs/node-build.log" >&2; die "node-build failed; see $TESTENV_DIR/logs/node-build.log"; }
+    if node_ok; then log "node cluster already running: kept"; else
+      "$H/node.sh" stop >/dev/null 2>&1 || true
+      KUBE_BIN_DIR=$assets CLOUD_BIN_DIR=$(tail -1 "$TESTENV_DIR/logs/cloud-build.out") \
+        NODE_BIN_DIR=$(tail -1 "$TESTENV_DIR/logs/node-build.out") "$H/node.sh" start \
+        > "$TESTENV_DIR/logs/node.out" 2> "$TESTENV_DIR/logs/node.log" \
+        || { tail -20 "$TESTENV_DIR/logs/node.log" >&2; die "the node cluster did not start; see $TESTENV_DIR/logs/node.log"; }
+      grep -v '^[IWE][0-9]\{4\} ' "$TESTENV_DIR/logs/node.log" >&2 || true
+    fi
+  fi
   step "helm binary" wait $hb_pid || { tail -20 "$TESTENV_DIR/logs/helm-build.log" >&2; die "helm-build failed; see $TESTENV_DIR/logs/helm-build.log"; }
   helm=$(tail -1 "$TESTENV_DIR/logs/helm-build.out")
   step "promtool binary" wait $pb_pid || { tail -20 "$TESTENV_DIR/logs/promtool-build.log" >&2; die "promtool-build failed; see $TESTENV_DIR/logs/promtool-build.log"; }
@@ -138,6 +154,7 @@ write_env() { # ASSETS KUBECONFIG HELM PROMTOOL
     echo "export VITALS_TEST_PROMTOOL=$4"
     if [ "$(cat "$os/tier")" = full ] && [ -f "$TESTENV_DIR/workload/env" ]; then cat "$TESTENV_DIR/workload/env"; fi
     if [ "$(cat "$os/tier")" = full ] && [ -f "$TESTENV_DIR/capi/env" ]; then cat "$TESTENV_DIR/capi/env"; fi
+    if [ "$(cat "$os/tier")" = full ] && [ -f "$TESTENV_DIR/node/env" ]; then cat "$TESTENV_DIR/node/env"; fi
   } > "$ENVF.tmp"
   mv "$ENVF.tmp" "$ENVF"
 }
@@ -148,6 +165,7 @@ down() {
   # first: their controllers talk to the OpenStack services stopped below
   "$H/workload.sh" stop || true
   "$H/capi.sh" stop || true
+  "$H/node.sh" stop || true
   "$H/kube.sh" stop & p1=$!
   "$H/openstack.sh" stop & p2=$!
   "$H/docker.sh" stop & p3=$!
@@ -162,6 +180,7 @@ case ${1:-} in
     docker_ok && echo "dockerd running" || echo "dockerd stopped"
     workload_ok && echo "workload cluster running" || echo "workload cluster stopped"
     capi_ok && echo "Cluster API management cluster running" || echo "Cluster API management cluster stopped"
+    node_ok && echo "node cluster running" || echo "node cluster stopped"
     "$H/openstack.sh" status
     [ -f "$ENVF" ] && echo "env file: $ENVF" || echo "no env file" ;;
   *) echo "usage: $0 up [fast|full] | down | status" >&2; exit 2 ;;
