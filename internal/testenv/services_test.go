@@ -212,3 +212,28 @@ func TestPrivateKubeKeepsDataAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNode reads the node cluster's description and enters a node: read-only, since test/node stops kubelets
+// while other packages run.
+func TestNode(t *testing.T) {
+	c := testenv.Node(t)
+	cs := c.Client(t)
+	if len(c.Nodes) == 0 {
+		t.Fatal("no node names")
+	}
+	for _, n := range c.Nodes {
+		node, err := cs.CoreV1().Nodes().Get(ctxFor(t), n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get Node %s: %v", n, err)
+		}
+		var ip string
+		for _, a := range node.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				ip = a.Address
+			}
+		}
+		if out := c.Exec(t, n, "ip", "-4", "-o", "addr", "show", "dev", "eth0"); ip == "" || !strings.Contains(out, ip+"/") {
+			t.Errorf("%s: InternalIP %q; eth0 in its namespace: %s", n, ip, out)
+		}
+	}
+}
