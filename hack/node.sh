@@ -68,24 +68,6 @@ anchor() { cat "$DIR/$(node_name "$1")/anchor.pid"; }
 NS() { local i=$1; shift; nsenter -t "$(anchor "$i")" -n -m -- "$@"; }
 SW() { nsenter -t "$(cat "$DIR/switch.pid")" -n -- "$@"; }
 
-# bgproc NAME LOG CMD...: start CMD in the background, detached from this shell's session; PID in DIR/NAME.pid
-bgproc() {
-  local name=$1 logf=$2; shift 2
-  setsid "$@" < /dev/null >> "$logf" 2>&1 &
-  echo $! > "$DIR/$name.pid"
-}
-
-# wait_for NAME PIDFILE TIMEOUT_S CMD...: until CMD succeeds, failing early when the process died.
-wait_for() {
-  local name=$1 pidf=$2 tmo=$3 i; shift 3
-  for i in $(seq 1 $((tmo * 10))); do
-    "$@" 2>/dev/null && return 0
-    alive "$(cat "$pidf")" || { tail -20 "${pidf%.pid}.log" >&2 2>/dev/null || true; die "$name died; see ${pidf%.pid}.log"; }
-    sleep 0.1
-  done
-  tail -20 "${pidf%.pid}.log" >&2 2>/dev/null || true; die "$name not ready after $tmo s; see ${pidf%.pid}.log"
-}
-
 # kapi METHOD PATH [BODY] [CONTENT-TYPE]: a request to the cluster's apiserver as admin; 409 is fine.
 kapi() {
   local code
@@ -300,9 +282,9 @@ register() {
 }
 
 node_ready() { # I
-  curl -sS -m 5 --cacert "$DIR/kube/certs/apiserver.crt" -H "Authorization: Bearer $ADMIN_TOKEN" \
+  curl -s -m 5 --cacert "$DIR/kube/certs/apiserver.crt" -H "Authorization: Bearer $ADMIN_TOKEN" \
     "https://$HOST_IP:$API_PORT/api/v1/nodes/$(node_name "$1")" 2>/dev/null |
-    python3 -c 'import json,sys; c=[x for x in json.load(sys.stdin)["status"].get("conditions",[]) if x["type"]=="Ready"]; sys.exit(0 if c and c[0]["status"]=="True" else 1)'
+    python3 -c 'import json,sys; c=[x for x in json.load(sys.stdin)["status"].get("conditions",[]) if x["type"]=="Ready"]; sys.exit(0 if c and c[0]["status"]=="True" else 1)' 2>/dev/null
 }
 
 pause_image() {
@@ -359,13 +341,13 @@ start() {
   kubeconfig "$DIR/kube-proxy.kubeconfig" "$(cat "$DIR/kube-proxy.token")"
   for i in $(seq 1 "$COUNT"); do kubeconfig "$DIR/$(node_name "$i")/kubelet.kubeconfig" "$(cat "$DIR/node-$i.token")"; done
 
-  bgproc kube-controller-manager "$DIR/kube-controller-manager.log" "$cbin/kube-controller-manager" \
+  bgproc kube-controller-manager "$cbin/kube-controller-manager" \
     --kubeconfig="$DIR/kubeconfig" --leader-elect=false --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
     --cert-dir="$DIR/kcm-certs" --service-account-private-key-file="$DIR/kube/sa.key" \
     --root-ca-file="$DIR/kube/certs/apiserver.crt" --service-cluster-ip-range="$SVC_CIDR" \
     --use-service-account-credentials=false --cluster-name="$CLUSTER_NAME" \
     --node-monitor-period=2s --node-monitor-grace-period="${NODE_MONITOR_GRACE:-20s}" --v=1
-  bgproc kube-scheduler "$DIR/kube-scheduler.log" "$nbin/kube-scheduler" --kubeconfig="$DIR/kubeconfig" \
+  bgproc kube-scheduler "$nbin/kube-scheduler" --kubeconfig="$DIR/kubeconfig" \
     --leader-elect=false --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --cert-dir="$DIR/scheduler-certs"
 
   wait $pause_pid || { cat "$DIR/images.log" >&2; die "could not build the pause image; see $DIR/images.log"; }
@@ -375,12 +357,9 @@ start() {
     start_kubelet "$i"
     start_kube_proxy "$i"
   done
-  for i in $(seq 1 "$COUNT"); do
-    s=$DIR/$(node_name "$i")
-    wait_for "kubelet of $(node_name "$i")" "$s/kubelet.pid" 120 node_ready "$i"
-  done
-  wait_for kube-controller-manager "$DIR/kube-controller-manager.pid" 60 curl -skf -m 1 "https://127.0.0.1:$KCM_PORT/healthz" -o /dev/null
-  wait_for kube-scheduler "$DIR/kube-scheduler.pid" 60 curl -skf -m 1 "https://127.0.0.1:$SCHED_PORT/healthz" -o /dev/null
+  for i in $(seq 1 "$COUNT"); do wait_for "$(node_name "$i")/kubelet" 120 node_ready "$i"; done
+  wait_for kube-controller-manager 60 curl -skf -m 1 "https://127.0.0.1:$KCM_PORT/healthz" -o /dev/null
+  wait_for kube-scheduler 60 curl -skf -m 1 "https://127.0.0.1:$SCHED_PORT/healthz" -o /dev/null
   log "$COUNT nodes Ready after $(awk "BEGIN{printf \"%.1f\", $(_now) - $t0}") s"
   {
     echo "export VITALS_TEST_NODE_KUBECONFIG=$DIR/kubeconfig"
@@ -477,8 +456,7 @@ kubelet_start() {
   if [ -f "$s/kubelet.pid" ] && alive "$(cat "$s/kubelet.pid")"; then die "the kubelet of $(node_name "$i") runs (pid $(cat "$s/kubelet.pid"))"; fi
   ADMIN_TOKEN=$(head -1 "$DIR/kube/tokens.csv" | cut -d, -f1)
   start_kubelet "$i"
-  wait_for "kubelet of $(node_name "$i")" "$s/kubelet.pid" 120 node_ready "$i"
-  log "$(node_name "$i") Ready"
+  wait_for "$(node_name "$i")/kubelet" 120 node_ready "$i"
 }
 
 case $CMD in
