@@ -2,7 +2,8 @@ package node
 
 // The Helm chart deploy/chart/vitals installed by real Helm on the real nodes, with the operator and the agent
 // from images built here: their pods turn Ready through their own probes; the agent's pod network
-// connectivity check sees real pods on the pod network, and a node cut off from them; the CNI reporter
+// connectivity check, probing from a pod's network namespace on each node (agent.connectivity.netns), sees real
+// pods on both nodes and the kubernetes Service, and a node whose pod network is cut off from them; the CNI reporter
 // (vitals-cni, installed by the chart's init container) chained before Debian's bridge plugin counts the
 // node's real ADDs, and a failing delegate as failures; and the agent's liveness probe restarts an agent
 // that is wedged (stopped with SIGSTOP).
@@ -33,6 +34,9 @@ import (
 
 const agentPort = 8090
 
+// probeNetns is where each node has the network namespace the agent's connectivity check probes from.
+const probeNetns = "/run/netns/probe"
+
 func TestChartOnNodes(t *testing.T) {
 	c := testenv.Node(t)
 	img := nodeImages(t, c)
@@ -58,6 +62,11 @@ func TestChartOnNodes(t *testing.T) {
 	for _, n := range c.Nodes {
 		p := waitPodReady(t, cs, ns, "peer-"+n, 2*time.Minute)
 		peers = append(peers, net.JoinHostPort(p.Status.PodIP, "8080"))
+		// the agent probes from a network namespace on the pod network: this node's peer pod's, at
+		// /run/netns/probe (the node's own /run/netns), mounted before the agent starts
+		pid := c.ContainerPID(t, n, p.Status.ContainerStatuses[0].ContainerID)
+		c.Exec(t, n, "sh", "-c", fmt.Sprintf("touch %[1]s && mount --bind /proc/%[2]d/ns/net %[1]s", probeNetns, pid))
+		t.Cleanup(func() { c.Exec(t, n, "sh", "-c", fmt.Sprintf("umount %[1]s; rm -f %[1]s", probeNetns)) })
 	}
 
 	repo := func(ref string) (string, string) { i := strings.LastIndexByte(ref, ':'); return ref[:i], ref[i+1:] }
@@ -71,11 +80,12 @@ agent:
   # a tripped CNI budget shows in the node condition only: the wedge test restarts the agent on purpose
   cniFailuresFailLiveness: false
   connectivity:
+    netns: %s
     pods: [%s]
     services: [10.96.0.1:443]
     interval: 2s
     timeout: 1s
-`, vRepo, vTag, aRepo, aTag, strings.Join(peers, ", "))
+`, vRepo, vTag, aRepo, aTag, probeNetns, strings.Join(peers, ", "))
 	vf := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(vf, []byte(values), 0o600); err != nil {
 		t.Fatal(err)
@@ -127,7 +137,7 @@ agent:
 		for _, n := range c.Nodes {
 			waitCondition(t, cs, n, "PodNetworkConnectivity", corev1.ConditionTrue, "PodNetworkReachable", 2*time.Minute)
 		}
-		// cut the first node off from every peer, as a security group that lost its rule would
+		// cut the first node's pod network off from every peer, as a security group that lost its rule would
 		cut := c.Nodes[0]
 		var ips []string
 		for _, p := range peers {
@@ -135,11 +145,12 @@ agent:
 			ips = append(ips, h)
 		}
 		rule := []string{"OUTPUT", "-p", "tcp", "-d", strings.Join(ips, ","), "--dport", "8080", "-m", "comment", "--comment", "vitals-node-test", "-j", "DROP"}
-		c.Exec(t, cut, append([]string{"iptables", "-w", "-I"}, rule...)...)
+		inProbe := []string{"nsenter", "--net=" + probeNetns, "iptables", "-w"}
+		c.Exec(t, cut, append(append(inProbe, "-I"), rule...)...)
 		removed := false
 		unblock := func() {
 			if !removed {
-				c.Exec(t, cut, append([]string{"iptables", "-w", "-D"}, rule...)...)
+				c.Exec(t, cut, append(append(inProbe, "-D"), rule...)...)
 				removed = true
 			}
 		}
