@@ -6,12 +6,12 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X github.com/vitalsproject/vitals/internal/version.Version=$(VERSION) -X github.com/vitalsproject/vitals/internal/version.Commit=$(COMMIT)
 
-.PHONY: help build ca-bundle vitals vitals-agent vitals-cni healthcheck cloudsim test test-short lint demo testenv-up testenv-down testenv-status clean
+.PHONY: help build ca-bundle vitals vitals-agent vitals-cni vitals-canary healthcheck cloudsim test test-short lint demo testenv-up testenv-down testenv-status clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
 
-build: vitals vitals-agent vitals-cni healthcheck ## build the binaries into bin/
+build: vitals vitals-agent vitals-cni vitals-canary healthcheck ## build the binaries into bin/
 
 vitals: ## build bin/vitals
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/vitals ./cmd/vitals
@@ -21,6 +21,9 @@ vitals-agent: ## build bin/vitals-agent (the node agent alone: no operator, no O
 
 vitals-cni: ## build bin/vitals-cni (the CNI reporter: a delegating CNI plugin, standard library only)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/vitals-cni ./cmd/vitals-cni
+
+vitals-canary: ## build bin/vitals-canary (the agent's pod network canary: standard library and the probes only)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/vitals-canary ./cmd/vitals-canary
 
 healthcheck: ## build bin/healthcheck (static, small)
 	CGO_ENABLED=0 $(GO) build -trimpath -tags nethttpomithttp2 -ldflags '-s -w' -o $(BIN)/healthcheck ./cmd/healthcheck
