@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/vitalsproject/vitals/health/checks/cniconfig"
 	kubecheck "github.com/vitalsproject/vitals/health/checks/kubernetes"
 	"github.com/vitalsproject/vitals/health/checks/netlink"
+	"github.com/vitalsproject/vitals/netprobe"
 )
 
 // Names of the agent's checks, components and budget (the /readyz/<name> and /livez/<name> paths).
@@ -55,6 +57,11 @@ type Deps struct {
 	Registry *prometheus.Registry
 	// Listener for the health server; nil: listen on Options.BindAddress:Port.
 	Listener net.Listener
+	// HostDialer dials from the node's own address for the peer check's second opinion; nil: the
+	// agent's own network namespace (the node's, with host networking).
+	HostDialer netprobe.Dialer
+	// Rand seeds the order in which the peer check walks its peers; nil: math/rand/v2.
+	Rand interface{ Uint64() uint64 }
 }
 
 // Agent is a wired node agent. Build it with New, run it with Run.
@@ -70,6 +77,9 @@ type Agent struct {
 	events   *EventSource
 	pods     *PodIndex
 	conds    *NodeConditions
+	canary   *CanaryLink
+	peers    *PeerIndex
+	conn     *connectivitySet
 	reports  *prometheus.CounterVec
 	verdicts *prometheus.CounterVec
 	memory   string
@@ -90,6 +100,9 @@ func New(opts Options, deps Deps) (*Agent, error) {
 	if deps.Kube == nil && (opts.WatchEvents || opts.NodeConditions) {
 		return nil, errors.New("agent: a Kubernetes client is required to watch events or write node conditions")
 	}
+	if deps.Kube == nil && opts.Connectivity.PeerService != "" {
+		return nil, errors.New("agent: a Kubernetes client is required to discover the connectivity check's peers")
+	}
 	if deps.Clock == nil {
 		deps.Clock = clock.RealClock{}
 	}
@@ -99,7 +112,19 @@ func New(opts Options, deps Deps) (*Agent, error) {
 	if deps.Registry == nil {
 		deps.Registry = prometheus.NewRegistry()
 	}
+	if deps.Rand == nil {
+		deps.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
 	a := &Agent{opts: opts, deps: deps, log: deps.Logger}
+	if c := opts.Connectivity; c.Enabled() {
+		if c.Canary != "" {
+			a.canary = &CanaryLink{Path: c.Canary, Mode: c.CanaryMode, Log: deps.Logger}
+		}
+		if c.PeerService != "" {
+			ns, name := c.PeerServiceName()
+			a.peers = NewPeerIndex(deps.Kube, ns, name, opts.NodeName)
+		}
+	}
 	a.nodeRef = &corev1.ObjectReference{Kind: "Node", Name: opts.NodeName, UID: types.UID(opts.NodeName)}
 	if opts.NodeConditions {
 		a.conds = &NodeConditions{
@@ -148,7 +173,7 @@ func ConditionSpecs(opts Options) []ConditionSpec {
 func ConnectivityConditionSpec(o ConnectivityOptions) ConditionSpec {
 	return ConditionSpec{
 		Type:      ConditionPodNetworkConnectivity,
-		Results:   []string{CheckConnectivityPod, CheckConnectivityService, CheckConnectivityDNS},
+		Results:   []string{CheckConnectivityPod, CheckConnectivityService, CheckConnectivityDNS, CheckConnectivityPeers},
 		Optional:  true,
 		OKReason:  "PodNetworkReachable",
 		OKMessage: "pods on other nodes, Services and the cluster DNS answer from the pod network",
@@ -156,11 +181,13 @@ func ConnectivityConditionSpec(o ConnectivityOptions) ConditionSpec {
 			CheckConnectivityPod:     "PodToPodFailing",
 			CheckConnectivityService: "PodToServiceFailing",
 			CheckConnectivityDNS:     "ClusterDNSFailing",
+			CheckConnectivityPeers:   "PodToPodFailing",
 		},
 		FailMessages: map[string]string{
 			CheckConnectivityPod:     "no pod on another node answers",
 			CheckConnectivityService: "no Service answers",
 			CheckConnectivityDNS:     "the cluster DNS does not resolve",
+			CheckConnectivityPeers:   "this node's pods are cut off",
 		},
 		FailReason:        "PodNetworkUnreachable",
 		CountDegraded:     true,
@@ -255,11 +282,26 @@ func (a *Agent) registerChecks() error {
 			FailureThreshold: 3,
 		},
 	)
-	conn, err := connectivityChecks(o.Connectivity, a.deps.Registry)
+	src := connectivitySources{host: a.deps.HostDialer, seed: a.deps.Rand.Uint64(), log: a.log}
+	if a.canary != nil {
+		src.canary = a.canary
+	}
+	if a.peers != nil {
+		src.peers = a.peers
+	}
+	conn, err := connectivityChecks(o.Connectivity, a.deps.Registry, src)
 	if err != nil {
 		return err
 	}
-	list = append(list, conn...)
+	a.conn = conn
+	list = append(list, conn.checks...)
+	if a.conds != nil {
+		for i := range a.conds.Specs {
+			if a.conds.Specs[i].Type == ConditionPodNetworkConnectivity {
+				a.conds.Specs[i].Undecided = conn.undecided
+			}
+		}
+	}
 	mem, source, err := memoryCheck(o)
 	if err != nil {
 		return &config.Error{Field: "max-memory-usage", Msg: err.Error()}
@@ -463,6 +505,12 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if a.canary != nil {
+		if err := a.canary.Listen(); err != nil {
+			srv.Close()
+			return err
+		}
+	}
 	if a.broadcaster != nil {
 		a.broadcaster.StartRecordingToSink(eventSink{a.deps.Kube})
 		defer a.broadcaster.Shutdown()
@@ -488,6 +536,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.conds != nil {
 		wg.Go(func() { _ = a.conds.Run(runCtx) })
+	}
+	if a.canary != nil {
+		wg.Go(func() {
+			if err := a.canary.Serve(runCtx); err != nil {
+				a.log.Error("canary socket stopped", "err", err)
+			}
+		})
+	}
+	if a.peers != nil {
+		wg.Go(func() { a.peers.Run(runCtx) })
 	}
 	a.log.Info("node agent started", "node", a.opts.NodeName, "addr", srv.Addr().String(), "socket", a.opts.SocketPath,
 		"memory", a.memory, "failure_mode", a.opts.FailureMode, "failures_count", a.opts.FailuresCount)

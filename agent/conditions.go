@@ -58,6 +58,10 @@ type ConditionSpec struct {
 	// MinChangeInterval: once the condition changed, a further change of its status, reason or message
 	// waits this long (the heartbeat still refreshes it). Zero: changes are written at once.
 	MinChangeInterval time.Duration
+	// Undecided, when set, says why a passing result has no verdict (a check that found too little
+	// to judge): while nothing fails, the condition is then Unknown with that reason, and the result's
+	// name and message.
+	Undecided func(result string) (reason, message string, ok bool)
 }
 
 // NodeClient reads a Node and patches its status (*Kube is one).
@@ -202,8 +206,8 @@ func Desired(specs []ConditionSpec, results []health.Result, prev map[corev1.Nod
 	out := make([]corev1.NodeCondition, 0, len(specs))
 	for _, s := range specs {
 		c := corev1.NodeCondition{Type: s.Type, Status: corev1.ConditionTrue, Reason: s.OKReason, Message: s.OKMessage}
-		var failing, pending []string
-		var firstFailing string
+		var failing, pending, undecided []string
+		var firstFailing, undecidedReason string
 		present := 0
 		for _, name := range s.Results {
 			r, ok := byName[name]
@@ -227,6 +231,13 @@ func Desired(specs []ConditionSpec, results []health.Result, prev map[corev1.Nod
 					msg = m + ": " + msg
 				}
 				failing = append(failing, msg)
+			case r.Status == health.StatusOK && s.Undecided != nil:
+				if reason, msg, ok := s.Undecided(name); ok {
+					if undecidedReason == "" {
+						undecidedReason = reason
+					}
+					undecided = append(undecided, name+": "+msg)
+				}
 			}
 		}
 		if present == 0 && s.Optional {
@@ -244,6 +255,10 @@ func Desired(specs []ConditionSpec, results []health.Result, prev map[corev1.Nod
 			c.Status = corev1.ConditionUnknown
 			c.Reason = "NoResultYet"
 			c.Message = "waiting for the first result of " + strings.Join(pending, ", ")
+		case len(undecided) > 0:
+			c.Status = corev1.ConditionUnknown
+			c.Reason = undecidedReason
+			c.Message = "no verdict: " + strings.Join(undecided, "; ")
 		}
 		if len(c.Message) > maxConditionMessage {
 			c.Message = c.Message[:maxConditionMessage-3] + "..."

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vitalsproject/vitals/config"
 	"github.com/vitalsproject/vitals/health/checks/cniconfig"
+	"github.com/vitalsproject/vitals/netprobe"
 )
 
 // Defaults, equal to Kuryr's where Kuryr has the option.
@@ -109,7 +110,8 @@ func DefaultOptions() Options {
 		CheckInterval:        DefaultCheckInterval,
 		HeartbeatPeriod:      DefaultHeartbeatPeriod,
 		ComponentTimeout:     DefaultComponentTimeout,
-		Connectivity:         ConnectivityOptions{Interval: DefaultConnectivityInterval, Timeout: DefaultConnectivityTimeout},
+		Connectivity: ConnectivityOptions{Interval: DefaultConnectivityInterval, Timeout: DefaultConnectivityTimeout,
+			CanaryMode: 0o600, PeerSample: DefaultPeerSample, PeerMin: DefaultPeerMin},
 	}
 }
 
@@ -125,7 +127,8 @@ var KuryrKeys = map[string][]string{
 const ConnectivitySection = "pod_network_connectivity"
 
 // connectivityKeys are the options of ConnectivitySection.
-var connectivityKeys = []string{"netns", "pods", "services", "dns_server", "dns_names", "interval", "timeout"}
+var connectivityKeys = []string{"netns", "pods", "services", "dns_server", "dns_names", "interval", "timeout",
+	"canary_socket", "peers_service", "peers_sample", "peers_min"}
 
 // ApplyKuryrINI reads a kuryr.conf-style file and sets the options it holds:
 //
@@ -179,6 +182,10 @@ func ApplyKuryrINI(path string, o *Options) error {
 //	dns_names = kubernetes.default.svc.cluster.local -> DNSNames
 //	interval = 30                              -> Interval (seconds)
 //	timeout = 3                                -> Timeout (seconds)
+//	canary_socket = /run/vitals/canary/canary.sock -> Canary
+//	peers_service = vitals/vitals-agent-canary -> PeerService
+//	peers_sample = 10                          -> PeerSample
+//	peers_min = 3                              -> PeerMin
 //
 // Each value is checked where it stands, so that an error names its line; checks across options
 // (a DNS server for the names, a timeout within the interval) are Validate's, after the flags.
@@ -192,7 +199,7 @@ func applyConnectivityINI(s *config.Section, c *ConnectivityOptions) {
 	}
 	for _, key := range []string{"pods", "services"} {
 		for _, t := range s.List(key, nil) {
-			if _, err := parseTarget(t); err != nil {
+			if _, err := netprobe.ParseTarget(t); err != nil {
 				s.Errorf(key, "%v", err)
 			}
 		}
@@ -201,13 +208,31 @@ func applyConnectivityINI(s *config.Section, c *ConnectivityOptions) {
 	c.Services = s.List("services", c.Services)
 	if s.Has("dns_server") {
 		c.DNSServer = s.String("dns_server", c.DNSServer)
-		if _, err := parseDNSServer(c.DNSServer); err != nil {
+		if _, err := netprobe.ParseDNSServer(c.DNSServer); err != nil {
 			s.Errorf("dns_server", "%v", err)
 		}
 	}
 	c.DNSNames = s.List("dns_names", c.DNSNames)
+	if s.Has("canary_socket") {
+		c.Canary = s.String("canary_socket", c.Canary)
+		if !strings.HasPrefix(c.Canary, "/") {
+			s.Errorf("canary_socket", "expected an absolute path to a unix socket, got %q", c.Canary)
+		}
+	}
+	if s.Has("peers_service") {
+		c.PeerService = s.String("peers_service", c.PeerService)
+		if ns, name, ok := strings.Cut(c.PeerService, "/"); !ok || ns == "" || name == "" {
+			s.Errorf("peers_service", "expected namespace/name of the canaries' headless Service, got %q", c.PeerService)
+		}
+	}
+	if s.Has("peers_sample") {
+		c.PeerSample = s.IntRange("peers_sample", c.PeerSample, 1, MaxPeerSample)
+	}
+	if s.Has("peers_min") {
+		c.PeerMin = s.IntRange("peers_min", c.PeerMin, 1, MaxPeerSample)
+	}
 	for _, n := range c.DNSNames {
-		if err := validDNSName(n); err != nil {
+		if err := netprobe.ValidDNSName(n); err != nil {
 			s.Errorf("dns_names", "%v", err)
 		}
 	}

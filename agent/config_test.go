@@ -83,6 +83,9 @@ timeout = 2.5
 		{name: "connectivity: a bad name", ini: "[pod_network_connectivity]\ndns_names = a..b\n", wantErr: ":2: pod_network_connectivity.dns_names: expected a DNS name"},
 		{name: "connectivity: a zero interval", ini: "[pod_network_connectivity]\ninterval = 0\n", wantErr: ":2: pod_network_connectivity.interval: expected a positive number of seconds"},
 		{name: "connectivity: a relative netns", ini: "[pod_network_connectivity]\nnetns = probe\n", wantErr: ":2: pod_network_connectivity.netns: expected an absolute path"},
+		{name: "connectivity: a service without its namespace", ini: "[pod_network_connectivity]\npeers_service = canary\n", wantErr: ":2: pod_network_connectivity.peers_service: expected namespace/name"},
+		{name: "connectivity: a sample over the limit", ini: "[pod_network_connectivity]\npeers_sample = 1000\n", wantErr: ":2: pod_network_connectivity.peers_sample:"},
+		{name: "connectivity: a relative canary socket", ini: "[pod_network_connectivity]\ncanary_socket = c.sock\n", wantErr: ":2: pod_network_connectivity.canary_socket: expected an absolute path"},
 		{name: "connectivity: a typo", ini: "[pod_network_connectivity]\npod = 10.1.1.1:80\n", wantErr: ":2: pod_network_connectivity.pod: unknown option"},
 	}
 	for _, tt := range tests {

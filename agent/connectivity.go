@@ -4,21 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netns"
-	"golang.org/x/net/dns/dnsmessage"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/vitalsproject/vitals/health"
+	"github.com/vitalsproject/vitals/netprobe"
 )
 
 // Names of the pod network connectivity checks (the /livez/<name> paths). Each is registered only when
@@ -56,11 +56,32 @@ type ConnectivityOptions struct {
 	DNSNames []string
 	// Interval between passes and Timeout of one pass (each kind of target has its own).
 	Interval, Timeout time.Duration
+	// Canary is the unix socket the pod network canary of this node connects to (package canary); ""
+	// is none. With it, and without Netns, every probe is made from the canary's pod: no namespace
+	// needs to be made or entered by hand.
+	Canary string
+	// CanaryMode of the socket file: 0600 (root's only) or 0660 (and its group: the chart's canary
+	// runs as a non-root user of group 0).
+	CanaryMode os.FileMode
+	// PeerService is namespace/name of the headless Service that selects the canaries: the ready
+	// endpoints of its EndpointSlices on other nodes are the peers of the pod-network-peers check. It
+	// needs Canary or Netns (probing peers from the node's own address would prove nothing about its
+	// pods).
+	PeerService string
+	// PeerSample peers are probed per pass, rotating through all of them; PeerMin ready peers at least
+	// are needed for a verdict.
+	PeerSample, PeerMin int
 }
 
-// Enabled reports whether the check has any target.
+// Enabled reports whether the check has any target, configured or discovered.
 func (c ConnectivityOptions) Enabled() bool {
-	return len(c.Pods) > 0 || len(c.Services) > 0 || len(c.DNSNames) > 0
+	return len(c.Pods) > 0 || len(c.Services) > 0 || len(c.DNSNames) > 0 || c.PeerService != ""
+}
+
+// PeerServiceName splits PeerService into its namespace and name.
+func (c ConnectivityOptions) PeerServiceName() (namespace, name string) {
+	namespace, name, _ = strings.Cut(c.PeerService, "/")
+	return namespace, name
 }
 
 // validate returns the problems as (field, message) pairs; field is the flag's name without
@@ -78,7 +99,7 @@ func (c ConnectivityOptions) validate() [][2]string {
 			add(kind.field, "expected at most %d targets, got %d", MaxConnectivityTargets, len(kind.targets))
 		}
 		for _, t := range kind.targets {
-			if _, err := parseTarget(t); err != nil {
+			if _, err := netprobe.ParseTarget(t); err != nil {
 				add(kind.field, "%v", err)
 			}
 		}
@@ -87,7 +108,7 @@ func (c ConnectivityOptions) validate() [][2]string {
 		add("dns-name", "expected at most %d names, got %d", MaxConnectivityTargets, len(c.DNSNames))
 	}
 	for _, n := range c.DNSNames {
-		if err := validDNSName(n); err != nil {
+		if err := netprobe.ValidDNSName(n); err != nil {
 			add("dns-name", "%v", err)
 		}
 	}
@@ -95,12 +116,37 @@ func (c ConnectivityOptions) validate() [][2]string {
 	case len(c.DNSNames) > 0 && c.DNSServer == "":
 		add("dns-server", "required with DNS names to resolve (the cluster DNS Service's ClusterIP)")
 	case c.DNSServer != "":
-		if _, err := parseDNSServer(c.DNSServer); err != nil {
+		if _, err := netprobe.ParseDNSServer(c.DNSServer); err != nil {
 			add("dns-server", "%v", err)
 		}
 	}
 	if c.Netns != "" && !strings.HasPrefix(c.Netns, "/") {
 		add("netns", "expected an absolute path to a network namespace, got %q", c.Netns)
+	}
+	if c.Canary != "" && !strings.HasPrefix(c.Canary, "/") {
+		add("canary-socket", "expected an absolute path to a unix socket, got %q", c.Canary)
+	} else if len(c.Canary) > 107 {
+		add("canary-socket", "unix socket paths are limited to 107 bytes, got %d", len(c.Canary))
+	}
+	if c.Canary != "" && c.CanaryMode != 0o600 && c.CanaryMode != 0o660 {
+		add("canary-socket-mode", "expected 0600 or 0660, got %#o", c.CanaryMode)
+	}
+	if c.PeerService != "" {
+		ns, name := c.PeerServiceName()
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 || !strings.Contains(c.PeerService, "/") {
+			add("peers-service", "expected namespace/name of the canaries' headless Service, got %q", c.PeerService)
+		} else if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
+			add("peers-service", "expected namespace/name of the canaries' headless Service, got %q", c.PeerService)
+		}
+		if c.Canary == "" && c.Netns == "" {
+			add("peers-service", "needs --connectivity-canary-socket (or --connectivity-netns): probed from the node's own address, peers would prove nothing about its pods")
+		}
+		if c.PeerSample < 1 || c.PeerSample > MaxPeerSample {
+			add("peers-sample", "expected 1 to %d peers per pass, got %d", MaxPeerSample, c.PeerSample)
+		}
+		if c.PeerMin < 1 || c.PeerMin > c.PeerSample {
+			add("peers-min", "expected 1 to the sample (%d), got %d", c.PeerSample, c.PeerMin)
+		}
 	}
 	if c.Interval <= 0 {
 		add("interval", "expected a positive duration, got %s", c.Interval)
@@ -111,84 +157,58 @@ func (c ConnectivityOptions) validate() [][2]string {
 	return bad
 }
 
-// parseTarget parses ip:port (a name would need DNS, which is what the DNS target checks).
-func parseTarget(s string) (netip.AddrPort, error) {
-	ap, err := netip.ParseAddrPort(s)
-	if err != nil || ap.Port() == 0 {
-		return netip.AddrPort{}, fmt.Errorf("expected ip:port (such as 10.96.0.1:443 or [fd00::1]:443), got %q", s)
-	}
-	return ap, nil
+// verdictState is what a connectivity check's last pass could not decide: a check without a
+// verdict passes (it has no evidence against the node) and its condition says Unknown, with why.
+type verdictState struct {
+	p atomic.Pointer[[2]string]
 }
 
-// parseDNSServer parses ip or ip:port, port 53 by default.
-func parseDNSServer(s string) (netip.AddrPort, error) {
-	if a, err := netip.ParseAddr(s); err == nil {
-		return netip.AddrPortFrom(a, 53), nil
+func (s *verdictState) undecided(reason, message string) { s.p.Store(&[2]string{reason, message}) }
+func (s *verdictState) decided()                         { s.p.Store(nil) }
+
+// get returns the reason and message of the last pass without a verdict.
+func (s *verdictState) get() (reason, message string, ok bool) {
+	if v := s.p.Load(); v != nil {
+		return v[0], v[1], true
 	}
-	ap, err := netip.ParseAddrPort(s)
-	if err != nil || ap.Port() == 0 {
-		return netip.AddrPort{}, fmt.Errorf("expected an IP address, optionally with a port (such as 10.96.0.10 or 10.96.0.10:53), got %q", s)
-	}
-	return ap, nil
+	return "", "", false
 }
 
-func validDNSName(n string) error {
-	fq := strings.TrimSuffix(n, ".")
-	if fq == "" || len(fq) > 253 {
-		return fmt.Errorf("expected a DNS name (such as kubernetes.default.svc.cluster.local), got %q", n)
-	}
-	for _, label := range strings.Split(fq, ".") {
-		if len(label) == 0 || len(label) > 63 {
-			return fmt.Errorf("expected a DNS name (such as kubernetes.default.svc.cluster.local), got %q", n)
-		}
-		for _, r := range label {
-			if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-				return fmt.Errorf("expected a DNS name (such as kubernetes.default.svc.cluster.local), got %q", n)
-			}
-		}
-	}
-	return nil
-}
-
-// connectivity runs the probes of one kind of target and keeps their metrics.
+// connectivity runs the probes of one kind of configured target and keeps their metrics.
 type connectivity struct {
-	netns   string
 	kind    string // pod, service, dns
 	targets []string
-	server  netip.AddrPort // dns
+	probes  []netprobe.Probe
+	src     prober
 	// probeTimeout is shorter than the check's timeout, so that a probe that times out says so in
 	// its own words rather than being cut off by the health manager.
 	probeTimeout time.Duration
-	probes       *prometheus.CounterVec
+	probeCount   *prometheus.CounterVec
 	up           *prometheus.GaugeVec
+	state        *verdictState
 }
 
 // run probes every target at once, each within probeTimeout. The check fails when every target
 // fails: this node is cut off. One unreachable target among reachable ones is more likely that
-// target's node's problem; it shows in the metrics, not in this node's condition.
+// target's node's problem; it shows in the metrics, not in this node's condition. Without a canary
+// to probe from, there is no verdict.
 func (c *connectivity) run(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.probeTimeout)
 	defer cancel()
-	errs := make([]error, len(c.targets))
-	var wg sync.WaitGroup
-	for i, t := range c.targets {
-		wg.Go(func() {
-			if c.kind == "dns" {
-				errs[i] = resolve(ctx, c.netns, c.server, t)
-			} else {
-				errs[i] = connectTCP(ctx, c.netns, t)
-			}
-		})
+	errs, err := c.src.probe(ctx, c.probes)
+	if err != nil {
+		c.state.undecided(ReasonNoCanary, "nothing was probed from the pod network: "+netprobe.Word(err).Error())
+		return nil
 	}
-	wg.Wait()
+	c.state.decided()
 	var failed []string
 	for i, t := range c.targets {
 		result, up := "success", 1.0
 		if errs[i] != nil {
 			result, up = "failure", 0
-			failed = append(failed, t+": "+errs[i].Error())
+			failed = append(failed, t+": "+netprobe.Word(errs[i]).Error())
 		}
-		c.probes.WithLabelValues(c.kind, result).Inc()
+		c.probeCount.WithLabelValues(c.kind, result).Inc()
 		c.up.WithLabelValues(c.kind, t).Set(up)
 	}
 	if len(failed) == len(c.targets) {
@@ -197,129 +217,15 @@ func (c *connectivity) run(ctx context.Context) error {
 	return nil
 }
 
-// connectTCP opens a TCP connection to target from the namespace and closes it.
-func connectTCP(ctx context.Context, nsPath, target string) error {
-	conn, err := dialIn(ctx, nsPath, "tcp", target)
-	if err != nil {
-		return err
-	}
-	_ = conn.Close()
-	return nil
-}
+// netnsDialer dials from the network namespace at path ("" for the calling process's). The socket is
+// created on a thread switched into that namespace and stays bound to it; the thread is never handed
+// back to other goroutines (its goroutine ends locked, and Go then ends the thread).
+type netnsDialer struct{ path string }
 
-// resolve asks server for name's A record (and AAAA if there is none) over UDP from the namespace.
-// Only the answer's code and record count are read: what the server says never reaches a message.
-func resolve(ctx context.Context, nsPath string, server netip.AddrPort, name string) error {
-	fqdn := name
-	if !strings.HasSuffix(fqdn, ".") {
-		fqdn += "."
-	}
-	var last error
-	for _, typ := range []dnsmessage.Type{dnsmessage.TypeA, dnsmessage.TypeAAAA} {
-		n, err := queryDNS(ctx, nsPath, server, fqdn, typ)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			return nil
-		}
-		last = errors.New("no address in the answer")
-	}
-	return last
-}
-
-// queryDNS sends one query and returns how many answers of typ came back.
-func queryDNS(ctx context.Context, nsPath string, server netip.AddrPort, fqdn string, typ dnsmessage.Type) (int, error) {
-	qname, err := dnsmessage.NewName(fqdn)
-	if err != nil {
-		return 0, errors.New("invalid name")
-	}
-	id := uint16(time.Now().UnixNano())
-	q := dnsmessage.Message{
-		Header:    dnsmessage.Header{ID: id, RecursionDesired: true},
-		Questions: []dnsmessage.Question{{Name: qname, Type: typ, Class: dnsmessage.ClassINET}},
-	}
-	packet, err := q.Pack()
-	if err != nil {
-		return 0, errors.New("invalid name")
-	}
-	conn, err := dialIn(ctx, nsPath, "udp", server.String())
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
-	defer stop()
-	if _, err := conn.Write(packet); err != nil {
-		return 0, netError(err)
-	}
-	buf := make([]byte, 1232)
-	for {
-		n, err := conn.Read(buf)
-		if err != nil {
-			return 0, netError(err)
-		}
-		var p dnsmessage.Parser
-		h, err := p.Start(buf[:n])
-		if err != nil || h.ID != id || !h.Response {
-			continue // not the answer to our query: wait for it
-		}
-		if h.RCode != dnsmessage.RCodeSuccess {
-			return 0, fmt.Errorf("the server answered %s", rcodeName(h.RCode))
-		}
-		if err := p.SkipAllQuestions(); err != nil {
-			return 0, errors.New("malformed answer")
-		}
-		count := 0
-		for {
-			ah, err := p.AnswerHeader()
-			if errors.Is(err, dnsmessage.ErrSectionDone) {
-				return count, nil
-			}
-			if err != nil {
-				return 0, errors.New("malformed answer")
-			}
-			if ah.Type == typ {
-				count++
-			}
-			if err := p.SkipAnswer(); err != nil {
-				return 0, errors.New("malformed answer")
-			}
-		}
-	}
-}
-
-// rcodeName names the codes a server answers with; others by number.
-func rcodeName(c dnsmessage.RCode) string {
-	switch c {
-	case dnsmessage.RCodeFormatError:
-		return "FORMERR"
-	case dnsmessage.RCodeServerFailure:
-		return "SERVFAIL"
-	case dnsmessage.RCodeNameError:
-		return "NXDOMAIN"
-	case dnsmessage.RCodeNotImplemented:
-		return "NOTIMP"
-	case dnsmessage.RCodeRefused:
-		return "REFUSED"
-	}
-	return "rcode " + strconv.Itoa(int(c))
-}
-
-// dialIn dials address from the network namespace at nsPath ("" for the calling process's). The
-// socket is created on a thread switched into that namespace and stays bound to it; the thread is
-// never handed back to other goroutines (its goroutine ends locked, and Go then ends the thread).
-func dialIn(ctx context.Context, nsPath, network, address string) (net.Conn, error) {
+func (n netnsDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	var d net.Dialer
-	if nsPath == "" {
-		c, err := d.DialContext(ctx, network, address)
-		if err != nil {
-			return nil, netError(err)
-		}
-		return c, nil
+	if n.path == "" {
+		return d.DialContext(ctx, network, address)
 	}
 	type dialed struct {
 		conn net.Conn
@@ -328,20 +234,17 @@ func dialIn(ctx context.Context, nsPath, network, address string) (net.Conn, err
 	done := make(chan dialed, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		ns, err := netns.GetFromPath(nsPath)
+		ns, err := netns.GetFromPath(n.path)
 		if err != nil {
-			done <- dialed{err: errors.New("cannot open the network namespace")}
+			done <- dialed{err: netprobe.NetnsOpenFailed}
 			return
 		}
 		defer ns.Close()
 		if err := netns.Set(ns); err != nil {
-			done <- dialed{err: errors.New("cannot enter the network namespace")}
+			done <- dialed{err: netprobe.NetnsEnterFailed}
 			return
 		}
 		c, err := d.DialContext(ctx, network, address)
-		if err != nil {
-			err = netError(err)
-		}
 		done <- dialed{c, err}
 	}()
 	select {
@@ -354,70 +257,130 @@ func dialIn(ctx context.Context, nsPath, network, address string) (net.Conn, err
 				_ = r.conn.Close()
 			}
 		}()
-		return nil, netError(ctx.Err())
+		return nil, ctx.Err()
 	}
 }
 
-// netError says what went wrong in a few fixed words, so that a condition's message only changes
-// when the failure does (and carries no text from the network).
-func netError(err error) error {
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
-		errors.As(err, &ne) && ne.Timeout():
-		return errors.New("timed out")
-	case errors.Is(err, context.Canceled):
-		return errors.New("canceled")
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return errors.New("connection refused")
-	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return errors.New("no route")
-	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
-		return errors.New("not permitted")
-	}
-	return errors.New("failed")
+// connectivitySources are where the connectivity checks probe from and what they probe.
+type connectivitySources struct {
+	// canary, when set, runs the probes from the pod network (unless Netns is set).
+	canary *CanaryLink
+	// peers lists the discovered peers (nil without PeerService).
+	peers peerSource
+	// host dials from the node's own address; nil: the agent's namespace.
+	host netprobe.Dialer
+	// seed orders the peers' rotation.
+	seed uint64
+	log  *slog.Logger
 }
 
-// connectivityChecks builds the checks of the targets o names, and registers their metrics.
-func connectivityChecks(o ConnectivityOptions, reg prometheus.Registerer) ([]health.Check, error) {
+// connectivitySet is the connectivity checks and what their last passes left undecided.
+type connectivitySet struct {
+	checks []health.Check
+	states map[string]*verdictState
+}
+
+// undecided says why the check name has no verdict (ConditionSpec.Undecided).
+func (s *connectivitySet) undecided(name string) (reason, message string, ok bool) {
+	if st, found := s.states[name]; found {
+		return st.get()
+	}
+	return "", "", false
+}
+
+// connectivityChecks builds the checks of the targets o names and of the peers, and registers their
+// metrics.
+func connectivityChecks(o ConnectivityOptions, reg prometheus.Registerer, src connectivitySources) (*connectivitySet, error) {
+	set := &connectivitySet{states: map[string]*verdictState{}}
 	if !o.Enabled() {
-		return nil, nil
+		return set, nil
 	}
 	probes := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vitals_agent_connectivity_probes_total",
-		Help: "Pod network connectivity probes by kind of target (pod, service, dns) and result.",
+		Help: "Pod network connectivity probes by kind of target (pod, service, dns, peer) and result.",
 	}, []string{"kind", "result"})
 	up := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "vitals_agent_connectivity_target_up",
-		Help: "1 when the last probe of a pod network connectivity target succeeded, else 0.",
+		Help: "1 when the last probe of a configured pod network connectivity target succeeded, else 0.",
 	}, []string{"kind", "target"})
-	for _, c := range []prometheus.Collector{probes, up} {
+	collectors := []prometheus.Collector{probes, up}
+	var peers *prometheus.GaugeVec
+	if o.PeerService != "" {
+		peers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vitals_agent_connectivity_peers",
+			Help: "Peers of the last pass of pod-network-peers: known (ready, on other nodes), sampled, reached (from the pod network), pod_only_failed (answered the node's address only), unanswered, gone (no longer ready at the end).",
+		}, []string{"state"})
+		collectors = append(collectors, peers)
+	}
+	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register connectivity metrics: %w", err)
 		}
 	}
-	server, _ := parseDNSServer(o.DNSServer)
-	var list []health.Check
-	add := func(name, kind string, targets []string) {
-		if len(targets) == 0 {
-			return
-		}
-		c := &connectivity{netns: o.Netns, kind: kind, targets: targets, server: server, probes: probes, up: up,
-			probeTimeout: o.Timeout * 4 / 5}
-		list = append(list, health.Check{
+	var pod prober = dialProber{netnsDialer{o.Netns}}
+	if o.Netns == "" && src.canary != nil {
+		pod = src.canary
+	}
+	server, _ := netprobe.ParseDNSServer(o.DNSServer)
+	check := func(name string, run health.Func) health.Check {
+		return health.Check{
 			Name:     name,
 			Probes:   health.Liveness,
 			Severity: health.Degraded, // the network's problem, not the agent's: never restart the agent
-			Run:      c.run,
+			Run:      run,
 			Interval: o.Interval,
 			Timeout:  o.Timeout,
 			// Hysteresis: a lost packet does not flip the condition.
 			FailureThreshold: 3,
 			SuccessThreshold: 2,
-		})
+		}
+	}
+	add := func(name, kind string, targets []string) {
+		if len(targets) == 0 {
+			return
+		}
+		c := &connectivity{kind: kind, targets: targets, src: pod, probeCount: probes, up: up,
+			probeTimeout: o.Timeout * 4 / 5, state: &verdictState{}}
+		for _, t := range targets {
+			if kind == "dns" {
+				c.probes = append(c.probes, netprobe.Probe{DNS: t, Server: server.String()})
+			} else {
+				c.probes = append(c.probes, netprobe.Probe{TCP: t})
+			}
+		}
+		set.states[name] = c.state
+		set.checks = append(set.checks, check(name, c.run))
 	}
 	add(CheckConnectivityPod, "pod", o.Pods)
 	add(CheckConnectivityService, "service", o.Services)
 	add(CheckConnectivityDNS, "dns", o.DNSNames)
-	return list, nil
+	if o.PeerService != "" {
+		if src.peers == nil {
+			return nil, errors.New("connectivity: peers to discover but no peer source")
+		}
+		host := src.host
+		if host == nil {
+			host = &net.Dialer{}
+		}
+		log := src.log
+		if log == nil {
+			log = slog.Default()
+		}
+		pc := &peerCheck{source: src.peers, pod: pod, host: host, sample: o.PeerSample, min: o.PeerMin,
+			rot: rotation{seed: src.seed}, probeTimeout: o.Timeout * 4 / 5, state: &verdictState{}, log: log,
+			metrics: peerMetrics{probes: probes, peers: peers}}
+		if pod == prober(src.canary) {
+			pc.self = func() netip.Addr {
+				h, ok := src.canary.Canary()
+				if !ok {
+					return netip.Addr{}
+				}
+				a, _ := netip.ParseAddr(h.PodIP)
+				return a.Unmap()
+			}
+		}
+		set.states[CheckConnectivityPeers] = pc.state
+		set.checks = append(set.checks, check(CheckConnectivityPeers, pc.run))
+	}
+	return set, nil
 }

@@ -258,12 +258,12 @@ func TestConnectivityInNetworkNamespaces(t *testing.T) {
 				t.Fatalf("options: %v", bad)
 			}
 			reg := prometheus.NewRegistry()
-			list, err := connectivityChecks(o, reg)
+			set, err := connectivityChecks(o, reg, connectivitySources{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := map[string]string{}
-			for _, c := range list {
+			for _, c := range set.checks {
 				if c.Probes != health.Liveness || c.Severity != health.Degraded {
 					t.Errorf("%s: probes %v severity %v: it must never fail a probe", c.Name, c.Probes, c.Severity)
 				}
@@ -355,6 +355,24 @@ func TestConnectivityOptionsValidate(t *testing.T) {
 		{"a bad name", func(c *ConnectivityOptions) { c.DNSServer, c.DNSNames = "10.96.0.10", []string{"a..b"} }, "connectivity-dns-name: expected a DNS name"},
 		{"relative netns", func(c *ConnectivityOptions) { c.Netns = "probe" }, "connectivity-netns: expected an absolute path"},
 		{"timeout over interval", func(c *ConnectivityOptions) { c.Interval, c.Timeout = time.Second, 2*time.Second }, "connectivity-timeout: expected a positive duration no longer than the interval"},
+		{"peers through the canary", func(c *ConnectivityOptions) {
+			c.Canary, c.PeerService = "/run/vitals/canary/canary.sock", "vitals/vitals-agent-canary"
+		}, ""},
+		{"peers from a namespace", func(c *ConnectivityOptions) { c.Netns, c.PeerService = "/var/run/netns/probe", "vitals/canary" }, ""},
+		{"peers from the node's own address", func(c *ConnectivityOptions) { c.PeerService = "vitals/canary" },
+			"connectivity-peers-service: needs --connectivity-canary-socket"},
+		{"a service without its namespace", func(c *ConnectivityOptions) { c.Canary, c.PeerService = "/run/c.sock", "canary" },
+			"connectivity-peers-service: expected namespace/name"},
+		{"a service name that is no name", func(c *ConnectivityOptions) { c.Canary, c.PeerService = "/run/c.sock", "vitals/Canary_1" },
+			"connectivity-peers-service: expected namespace/name"},
+		{"a relative canary socket", func(c *ConnectivityOptions) { c.Canary = "canary.sock" }, "connectivity-canary-socket: expected an absolute path"},
+		{"a loose canary socket", func(c *ConnectivityOptions) { c.Canary, c.CanaryMode = "/run/c.sock", 0o666 }, "connectivity-canary-socket-mode: expected 0600 or 0660"},
+		{"a sample over the canary's limit", func(c *ConnectivityOptions) {
+			c.Canary, c.PeerService, c.PeerSample = "/run/c.sock", "vitals/canary", MaxPeerSample+1
+		}, "connectivity-peers-sample: expected 1 to 256"},
+		{"a minimum over the sample", func(c *ConnectivityOptions) {
+			c.Canary, c.PeerService, c.PeerSample, c.PeerMin = "/run/c.sock", "vitals/canary", 5, 6
+		}, "connectivity-peers-min: expected 1 to the sample (5), got 6"},
 		{"too many targets", func(c *ConnectivityOptions) {
 			for i := range MaxConnectivityTargets + 1 {
 				c.Pods = append(c.Pods, fmt.Sprintf("10.0.0.%d:80", i+1))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -16,15 +17,17 @@ import (
 	kubecheck "github.com/vitalsproject/vitals/health/checks/kubernetes"
 )
 
-// Kube is the agent's client of the Kubernetes API: core/v1 Nodes, Events and Pods, and the API
-// server's /readyz, over client-go's REST client. It is not client-go's clientset, whose scheme
+// Kube is the agent's client of the Kubernetes API: core/v1 Nodes, Events and Pods, discovery/v1
+// EndpointSlices (the connectivity check's peers), and the API server's /readyz, over client-go's REST
+// client. It is not client-go's clientset, whose scheme
 // registers every API group when the process starts: the agent runs on every node, and that
 // registration alone cost it several MiB of resident memory (docs/benchmarks.md).
 type Kube struct {
-	core   rest.Interface
-	readyz rest.Interface
-	params runtime.ParameterCodec
-	scheme *runtime.Scheme
+	core      rest.Interface
+	discovery rest.Interface
+	readyz    rest.Interface
+	params    runtime.ParameterCodec
+	scheme    *runtime.Scheme
 }
 
 // kubeRequestTimeout bounds each request the agent makes outside a watch.
@@ -36,11 +39,15 @@ func NewKube(cfg *rest.Config) (*Kube, error) {
 	if err := corev1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("register core/v1 types: %w", err)
 	}
+	if err := discoveryv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("register discovery/v1 types: %w", err)
+	}
 	metav1.AddToGroupVersion(scheme, corev1.SchemeGroupVersion)
+	codecs := serializer.NewCodecFactory(scheme).WithoutConversion()
 	c := rest.CopyConfig(cfg)
 	c.APIPath = "/api"
 	c.GroupVersion = &corev1.SchemeGroupVersion
-	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	c.NegotiatedSerializer = codecs
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
@@ -48,11 +55,19 @@ func NewKube(cfg *rest.Config) (*Kube, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build Kubernetes client for %s: %w", cfg.Host, err)
 	}
+	dc := rest.CopyConfig(c)
+	dc.APIPath = "/apis"
+	dc.GroupVersion = &discoveryv1.SchemeGroupVersion
+	// The same HTTP client: one connection to the API server for every request of the agent.
+	discovery, err := rest.RESTClientForConfigAndClient(dc, core.Client)
+	if err != nil {
+		return nil, fmt.Errorf("build Kubernetes discovery/v1 client for %s: %w", cfg.Host, err)
+	}
 	readyz, err := kubecheck.RESTClientFor(c)
 	if err != nil {
 		return nil, err
 	}
-	return &Kube{core: core, readyz: readyz, params: runtime.NewParameterCodec(scheme), scheme: scheme}, nil
+	return &Kube{core: core, discovery: discovery, readyz: readyz, params: runtime.NewParameterCodec(scheme), scheme: scheme}, nil
 }
 
 // Scheme knows the core/v1 types (for the event recorder).
@@ -98,6 +113,20 @@ func (k *Kube) ListPods(ctx context.Context, opts metav1.ListOptions) (*corev1.P
 func (k *Kube) WatchPods(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
 	return k.core.Get().Resource("pods").VersionedParams(&opts, k.params).Watch(ctx)
+}
+
+// ListEndpointSlices lists the EndpointSlices of a namespace.
+func (k *Kube) ListEndpointSlices(ctx context.Context, namespace string, opts metav1.ListOptions) (*discoveryv1.EndpointSliceList, error) {
+	var l discoveryv1.EndpointSliceList
+	err := k.discovery.Get().Namespace(namespace).Resource("endpointslices").VersionedParams(&opts, k.params).
+		Timeout(kubeRequestTimeout).Do(ctx).Into(&l)
+	return &l, err
+}
+
+// WatchEndpointSlices watches the EndpointSlices of a namespace.
+func (k *Kube) WatchEndpointSlices(ctx context.Context, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	return k.discovery.Get().Namespace(namespace).Resource("endpointslices").VersionedParams(&opts, k.params).Watch(ctx)
 }
 
 // eventSink writes the event recorder's Events (record.EventSink).

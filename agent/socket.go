@@ -74,50 +74,13 @@ type SocketServer struct {
 
 // Listen creates the socket (replacing a stale one) so that clients can connect once it returns.
 func (s *SocketServer) Listen() error {
-	if s.Path == "" {
-		return errors.New("listen on CNI report socket: no path")
-	}
 	mode := s.Mode
 	if mode == 0 {
 		mode = 0o600
 	}
-	if mode != 0o600 && mode != 0o660 {
-		return fmt.Errorf("listen on CNI report socket: mode %#o, expected 0600 or 0660", mode)
-	}
-	dir := filepath.Dir(s.Path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create directory of CNI report socket: %w", err)
-	}
-	if fi, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("check directory of CNI report socket: %w", err)
-	} else if fi.Mode().Perm()&0o002 != 0 {
-		return fmt.Errorf("listen on CNI report socket: directory %s is writable by others (mode %#o): anyone could replace the socket", dir, fi.Mode().Perm())
-	}
-	if fi, err := os.Lstat(s.Path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return fmt.Errorf("listen on CNI report socket: %s exists and is not a socket", s.Path)
-		}
-		// A socket left by a previous run: nobody can be listening on it if dialing fails.
-		if c, err := net.DialTimeout("unix", s.Path, time.Second); err == nil {
-			c.Close()
-			return fmt.Errorf("listen on CNI report socket: %s is in use by another process", s.Path)
-		}
-		if err := os.Remove(s.Path); err != nil {
-			return fmt.Errorf("remove stale CNI report socket: %w", err)
-		}
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: s.Path, Net: "unix"})
+	ln, err := listenUnix("CNI report socket", s.Path, mode)
 	if err != nil {
-		return fmt.Errorf("listen on CNI report socket: %w", err)
-	}
-	ln.SetUnlinkOnClose(true)
-	if err := os.Chmod(s.Path, mode); err != nil {
-		ln.Close()
-		return fmt.Errorf("set mode of CNI report socket: %w", err)
-	}
-	if fi, err := os.Lstat(s.Path); err != nil || fi.Mode().Perm() != mode {
-		ln.Close()
-		return fmt.Errorf("listen on CNI report socket: %s does not have mode %#o", s.Path, mode)
+		return err
 	}
 	maxConns := s.MaxConnections
 	if maxConns == 0 {
@@ -133,6 +96,54 @@ func (s *SocketServer) Listen() error {
 	s.conns = map[net.Conn]struct{}{}
 	s.mu.Unlock()
 	return nil
+}
+
+// listenUnix creates the unix socket what at path with mode (0600 or 0660), replacing a stale one. It
+// refuses a directory writable by others (who could replace the socket with theirs) and a path in use
+// by another process.
+func listenUnix(what, path string, mode os.FileMode) (*net.UnixListener, error) {
+	if path == "" {
+		return nil, fmt.Errorf("listen on %s: no path", what)
+	}
+	if mode != 0o600 && mode != 0o660 {
+		return nil, fmt.Errorf("listen on %s: mode %#o, expected 0600 or 0660", what, mode)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create directory of %s: %w", what, err)
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("check directory of %s: %w", what, err)
+	} else if fi.Mode().Perm()&0o002 != 0 {
+		return nil, fmt.Errorf("listen on %s: directory %s is writable by others (mode %#o): anyone could replace the socket", what, dir, fi.Mode().Perm())
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("listen on %s: %s exists and is not a socket", what, path)
+		}
+		// A socket left by a previous run: nobody can be listening on it if dialing fails.
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("listen on %s: %s is in use by another process", what, path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale %s: %w", what, err)
+		}
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", what, err)
+	}
+	ln.SetUnlinkOnClose(true)
+	if err := os.Chmod(path, mode); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("set mode of %s: %w", what, err)
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode().Perm() != mode {
+		ln.Close()
+		return nil, fmt.Errorf("listen on %s: %s does not have mode %#o", what, path, mode)
+	}
+	return ln, nil
 }
 
 // Serve accepts connections until ctx is done, then closes the listener and every connection and

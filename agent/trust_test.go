@@ -151,6 +151,12 @@ func TestForgedSandboxEventsAreNotEvidence(t *testing.T) {
 // and options.
 func startAgent(t *testing.T, node string, mutate func(*Options)) (*Agent, string, Options) {
 	t.Helper()
+	return startAgentWith(t, node, mutate, Deps{})
+}
+
+// startAgentWith is startAgent with deps (its Kube and Listener are the test's).
+func startAgentWith(t *testing.T, node string, mutate func(*Options), deps Deps) (*Agent, string, Options) {
+	t.Helper()
 	dir := testenv.ShortDir(t, "vagent")
 	cniDir := filepath.Join(dir, "net.d")
 	testenv.WriteFile(t, filepath.Join(cniDir, "10-kuryr.conf"), []byte(kuryr), 0o644)
@@ -170,7 +176,8 @@ func startAgent(t *testing.T, node string, mutate func(*Options)) (*Agent, strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(o, Deps{Kube: agentKube(t), Listener: ln})
+	deps.Kube, deps.Listener = agentKube(t), ln
+	a, err := New(o, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 type agentFlags struct {
 	configFile string
 	socketMode string
+	canaryMode string
 	log        *clirun.LogFlags
 	opts       agent.Options
 }
@@ -49,8 +50,9 @@ subcommand). kubelet's FailedCreatePodSandBox Events for this node count in a bu
 when they are evidence (their pod is on this node, not running, the failure is the network's, the
 Event is recent), and never fail a probe. The agent writes the node conditions CNIHealthy and
 PodNetworkHealthy, and PodNetworkConnectivity when the pod network connectivity check has targets
-(--connectivity-*: pods on other nodes, Services, names through the cluster DNS, probed from a network
-namespace on the pod network; it never fails a probe).
+(--connectivity-*: the canaries of other nodes, found through their Service's EndpointSlices, pods on
+other nodes, Services, names through the cluster DNS, probed from the pod network through this node's
+canary or from a network namespace; it never fails a probe).
 
 Options are read from a kuryr.conf-style file ([cni_health_server] port, max_memory_usage, cg_path;
 [cni_daemon] cni_failures_count; the agent's own [pod_network_connectivity]) given with --config-file,
@@ -94,6 +96,11 @@ then from flags, which win.`,
 	fs.StringSliceVar(&c.DNSNames, "connectivity-dns-name", c.DNSNames, "a name to resolve through the cluster DNS (repeatable)")
 	fs.DurationVar(&c.Interval, "connectivity-interval", c.Interval, "interval of the pod network connectivity check")
 	fs.DurationVar(&c.Timeout, "connectivity-timeout", c.Timeout, "timeout of one pass of the pod network connectivity check, per kind of target")
+	fs.StringVar(&c.Canary, "connectivity-canary-socket", c.Canary, "unix socket the pod network canary of this node connects to; with it (and no --connectivity-netns) every probe is made from the canary's pod (empty: off)")
+	fs.StringVar(&f.canaryMode, "connectivity-canary-socket-mode", "0600", "mode of the canary socket: 0600 (root only) or 0660 (and its group)")
+	fs.StringVar(&c.PeerService, "connectivity-peers-service", c.PeerService, "namespace/name of the canaries' headless Service: its EndpointSlices' ready endpoints on other nodes are the peers probed (empty: off)")
+	fs.IntVar(&c.PeerSample, "connectivity-peers-sample", c.PeerSample, "peers probed per pass, rotating through all of them")
+	fs.IntVar(&c.PeerMin, "connectivity-peers-min", c.PeerMin, "ready peers needed for a verdict (fewer: the condition is Unknown)")
 	f.log = clirun.AddLogFlags(cmd, "json")
 	clirun.CompleteFiles(cmd, "config-file", "conf", "ini")
 	clirun.CompleteValues(cmd, "memory-source", agent.MemoryAuto, agent.MemoryCgroup, agent.MemoryRSS)
@@ -106,6 +113,8 @@ then from flags, which win.`,
 	clirun.CompleteValues(cmd, "capabilities", checks.CapabilityNames()...)
 	clirun.CompleteFiles(cmd, "kubeconfig")
 	clirun.CompleteFiles(cmd, "connectivity-netns")
+	clirun.CompleteFiles(cmd, "connectivity-canary-socket")
+	clirun.CompleteValues(cmd, "connectivity-canary-socket-mode", "0600", "0660")
 	cmd.AddCommand(newReportCommand(use))
 	return cmd
 }
@@ -123,6 +132,11 @@ func (f *agentFlags) options(fs *pflag.FlagSet) (agent.Options, error) {
 		return f.opts, &config.Error{Field: "socket-mode", Msg: fmt.Sprintf("expected an octal mode, 0600 or 0660, got %q", f.socketMode)}
 	}
 	f.opts.SocketMode = os.FileMode(mode)
+	cmode, err := strconv.ParseUint(f.canaryMode, 8, 32)
+	if err != nil {
+		return f.opts, &config.Error{Field: "connectivity-canary-socket-mode", Msg: fmt.Sprintf("expected an octal mode, 0600 or 0660, got %q", f.canaryMode)}
+	}
+	f.opts.Connectivity.CanaryMode = os.FileMode(cmode)
 	return f.opts, f.opts.Validate()
 }
 
@@ -153,7 +167,7 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 	}
 	var deps agent.Deps
 	deps.Logger = log
-	if o.WatchEvents || o.NodeConditions || o.Kubeconfig != "" {
+	if o.WatchEvents || o.NodeConditions || o.Kubeconfig != "" || o.Connectivity.PeerService != "" {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = o.Kubeconfig
 		cfg, err := clirun.Kubeconfig(rules)

@@ -26,6 +26,9 @@ cni_failures_count = 5
 dns_server = 10.96.0.53
 dns_names = kubernetes.default.svc.cluster.local
 pods = 10.100.1.7:8080
+canary_socket = /run/vitals/canary/canary.sock
+peers_service = vitals/vitals-agent-canary
+peers_sample = 20
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +54,13 @@ pods = 10.100.1.7:8080
 				c := o.Connectivity
 				return c.DNSServer == "10.96.0.10" && len(c.DNSNames) == 1 && len(c.Pods) == 2 && c.Pods[0] == "10.100.2.9:8080" &&
 					c.Interval == agent.DefaultConnectivityInterval
+			}},
+		{"peers: the service and the sample from the file, the minimum and the socket's mode from flags", []string{"--node-name", "n",
+			"--config-file", conf, "--connectivity-peers-min", "5", "--connectivity-canary-socket-mode", "0660"},
+			func(o agent.Options) bool {
+				c := o.Connectivity
+				return c.Canary == "/run/vitals/canary/canary.sock" && c.PeerService == "vitals/vitals-agent-canary" && c.PeerSample == 20 &&
+					c.PeerMin == 5 && c.CanaryMode == 0o660
 			}},
 		{"a flag equal to its default still wins", []string{"--node-name", "n", "--config-file", conf, "--port", "8090"},
 			func(o agent.Options) bool { return o.Port == 8090 && o.FailuresCount == 5 }},
