@@ -49,7 +49,11 @@ func TestChartNotes(t *testing.T) {
 			"Monitoring: ServiceMonitor off, PodMonitor off, PrometheusRule off, Grafana dashboard on",
 		}, nil},
 		{"agent alone", "operator:\n  enabled: false\nagent:\n  enabled: true\n", []string{"The node agent: DaemonSet vitals-agent"},
-			[]string{"The operator:", "Secrets"}},
+			[]string{"The operator:", "Secrets", "Peers discovered"}},
+		{"agent with peers", "agent:\n  enabled: true\n  connectivity:\n    peers:\n      enabled: true\n", []string{
+			"Peers discovered: canary DaemonSet vitals-agent-canary on the pod network",
+			`CONNECTIVITY:.status.conditions[?(@.type=="PodNetworkConnectivity")].status`,
+		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"install", "vitals", chartDir(), "--namespace", "vitals-system", "--dry-run=client", "--kubeconfig", kubeconfig}

@@ -502,13 +502,26 @@ func (cr *chartRBAC) leasesAt(sa, pl string) {
 
 // TestChartRBACAgent runs the agent's binary as the chart's agent ServiceAccount on a Node object: it
 // reads its Node, writes its conditions, follows kubelet Events and the pods of its node, and records the
-// Events of failed CNI ADDs (twice the same one: the second is a patch of the first's count).
+// Events of failed CNI ADDs (twice the same one: the second is a patch of the first's count). With the
+// discovered peers on, it also lists and watches the canaries' EndpointSlices in the release's namespace.
 func TestChartRBACAgent(t *testing.T) {
+	for _, tc := range []struct {
+		name, values string
+		peers        bool
+	}{
+		{"defaults", "agent:\n  enabled: true\n", false},
+		{"peers", "agent:\n  enabled: true\n  connectivity:\n    peers:\n      enabled: true\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testChartRBACAgent(t, tc.values, tc.peers) })
+	}
+}
+
+func testChartRBACAgent(t *testing.T, values string, peers bool) {
 	helm := testenv.Helm(t)
 	admin := testenv.Kube(t)
 	c := opClient(t, admin)
 	ns := opNamespace(t, c)
-	cr := applyChartRBAC(t, admin, helm, ns, "agent:\n  enabled: true\n")
+	cr := applyChartRBAC(t, admin, helm, ns, values)
 	sa := cr.release + "-agent"
 	cs, err := kubernetes.NewForConfig(admin)
 	if err != nil {
@@ -517,7 +530,13 @@ func TestChartRBACAgent(t *testing.T) {
 	node := "rbac-" + opRandHex(4)
 	agentCreateNode(t, cs, node)
 
-	p := startAgentProcess(t, node, "", "--kubeconfig", cr.kubeconfig(cr.token(sa)), "--cni-failure-mode", "consecutive")
+	args := []string{"--kubeconfig", cr.kubeconfig(cr.token(sa)), "--cni-failure-mode", "consecutive"}
+	if peers {
+		// As the chart's DaemonSet passes them (agent-daemonset.yaml); no canary needs to connect.
+		args = append(args, "--connectivity-canary-socket", filepath.Join(agentTempDir(t), "canary.sock"),
+			"--connectivity-peers-service", ns+"/"+cr.release+"-agent-canary")
+	}
+	p := startAgentProcess(t, node, "", args...)
 	p.waitStatus(t, "/alive", http.StatusOK)
 	bin := agentBinary(t)
 	for i := 0; i < 2; i++ {

@@ -76,6 +76,7 @@ func decodeAll(t *testing.T, data []byte) []*unstructured.Unstructured {
 func TestOperatorChartLint(t *testing.T) {
 	helm := testenv.Helm(t)
 	for _, set := range [][]string{nil, {"--set", "agent.enabled=true"}, {"--set", "agent.enabled=true,agent.requireNetAdmin=true"},
+		{"--set", "agent.enabled=true,agent.connectivity.peers.enabled=true"},
 		{"--set", "agent.enabled=true,agent.cniReporter.install=true,agent.cniFailuresFailLiveness=false"}} {
 		out := runHelm(t, helm, append([]string{"lint", "--strict", chartDir()}, set...)...)
 		t.Logf("helm lint %v: %s", set, strings.TrimSpace(out))
@@ -120,6 +121,8 @@ func TestOperatorChartServerSideDryRun(t *testing.T) {
 		{"agent-connectivity", "agent:\n  enabled: true\n  connectivity:\n    netns: /var/run/netns/probe\n    pods: [10.100.1.7:8080]\n" +
 			"    services: [10.96.0.1:443]\n    dnsServer: 10.96.0.10\n    dnsNames: [kubernetes.default.svc.cluster.local]\n    interval: 20s\n",
 			[]string{"DaemonSet"}, nil, false, nil, []string{"default"}},
+		{"agent-peers", "agent:\n  enabled: true\n  connectivity:\n    peers:\n      enabled: true\n      sample: 20\n      minPeers: 4\n",
+			[]string{"DaemonSet", "Service", "Role", "RoleBinding"}, nil, false, nil, []string{"default"}},
 		{"watch-namespace-credentials", "operator:\n  watchNamespace: " + ns + "\n  cloudsSecret: os-creds\n" +
 			"  config: |\n    [neutron]\n    timeout = 30\nmetrics:\n  service: false\n",
 			[]string{"Deployment", "ConfigMap"}, []string{"Service", "DaemonSet"}, false, nil, nil},
@@ -233,6 +236,10 @@ func chartCheckObject(t *testing.T, u *unstructured.Unstructured, netAdmin bool)
 		return
 	}
 	c, _ := containers[0].(map[string]any)
+	if u.GetLabels()["app.kubernetes.io/component"] == "agent-canary" {
+		chartCheckCanary(t, u, c)
+		return
+	}
 	live, _, _ := unstructured.NestedString(c, "livenessProbe", "httpGet", "path")
 	ready, _, _ := unstructured.NestedString(c, "readinessProbe", "httpGet", "path")
 	// The operator serves /livez and /readyz; the agent keeps Kuryr's CNI health server paths.
@@ -261,6 +268,37 @@ func chartCheckObject(t *testing.T, u *unstructured.Unstructured, netAdmin bool)
 		}
 		if !found || !nonRoot {
 			t.Errorf("operator Deployment does not set runAsNonRoot: true")
+		}
+	}
+}
+
+// chartCheckCanary: the pod network canary runs on the pod network, without a token, capabilities or root,
+// probed on its TCP port, and mounts from the host only the directory of the agent's canary socket.
+func chartCheckCanary(t *testing.T, u *unstructured.Unstructured, c map[string]any) {
+	t.Helper()
+	spec, _, _ := unstructured.NestedMap(u.Object, "spec", "template", "spec")
+	if hn, _, _ := unstructured.NestedBool(spec, "hostNetwork"); hn {
+		t.Errorf("canary %s is on the host network: it must be on the pod network", u.GetName())
+	}
+	if mount, found, _ := unstructured.NestedBool(spec, "automountServiceAccountToken"); !found || mount {
+		t.Errorf("canary %s mounts a service account token", u.GetName())
+	}
+	for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+		if port, _, _ := unstructured.NestedString(c, probe, "tcpSocket", "port"); port != "probe" {
+			t.Errorf("canary %s %s: want tcpSocket on port probe, got %v", u.GetName(), probe, c[probe])
+		}
+	}
+	if caps, _, _ := unstructured.NestedStringSlice(c, "securityContext", "capabilities", "add"); len(caps) > 0 {
+		t.Errorf("canary %s adds capabilities %v", u.GetName(), caps)
+	}
+	if nonRoot, _, _ := unstructured.NestedBool(c, "securityContext", "runAsNonRoot"); !nonRoot {
+		t.Errorf("canary %s may run as root", u.GetName())
+	}
+	vols, _, _ := unstructured.NestedSlice(spec, "volumes")
+	for _, v := range vols {
+		vm, _ := v.(map[string]any)
+		if p, found, _ := unstructured.NestedString(vm, "hostPath", "path"); found && p != "/run/vitals/canary" {
+			t.Errorf("canary %s mounts the host's %s", u.GetName(), p)
 		}
 	}
 }

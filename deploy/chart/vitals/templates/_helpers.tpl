@@ -64,3 +64,15 @@ app.kubernetes.io/component: agent
 {{- end -}}
 {{- $total -}}
 {{- end -}}
+
+{{/* Name of the pod network canary's DaemonSet and headless Service. */}}
+{{- define "vitals.canary.name" -}}
+{{- printf "%s-agent-canary" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Whether the agent discovers its peers through the canaries ("true" or ""). */}}
+{{- define "vitals.canary.enabled" -}}
+{{- $agent := .Values.agent | default dict -}}
+{{- $peers := ($agent.connectivity | default dict).peers | default dict -}}
+{{- if and (eq (toString $agent.enabled) "true") (eq (toString $peers.enabled) "true") }}true{{ end -}}
+{{- end -}}
