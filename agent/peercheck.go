@@ -205,6 +205,9 @@ type peerCheck struct {
 // run is one pass. It fails only on the evidence decidePeers asks for; without a verdict it passes and
 // says why in the condition (Unknown).
 func (c *peerCheck) run(ctx context.Context) error {
+	for _, state := range []string{"sampled", "reached", "pod_only_failed", "unanswered", "gone"} {
+		c.metrics.peers.WithLabelValues(state).Set(0) // a pass without a verdict leaves none of the last
+	}
 	if !c.source.HasSynced() {
 		if err := c.source.Err(); err != nil {
 			c.state.undecided(ReasonPeerDiscoveryFailing, "cannot list the peers' EndpointSlices: "+err.Error())

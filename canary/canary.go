@@ -25,8 +25,8 @@ type Options struct {
 	Hello Hello
 	// Dialer makes the probes' sockets; nil: a net.Dialer (the canary's own namespace, the pod's).
 	Dialer netprobe.Dialer
-	// MinBackoff and MaxBackoff space the attempts to reach the agent (defaults 1s and 30s; each wait
-	// lengthened by up to half at random, so that the canaries of every node do not retry in step).
+	// MinBackoff and MaxBackoff space the attempts to reach the agent (defaults 1s and 10s: the socket
+	// is local, an attempt costs nothing; each wait lengthened by up to half at random).
 	MinBackoff, MaxBackoff time.Duration
 	Log                    *slog.Logger
 }
@@ -83,7 +83,7 @@ func Link(ctx context.Context, o Options) {
 		minB = time.Second
 	}
 	if maxB < minB {
-		maxB = max(30*time.Second, minB)
+		maxB = max(10*time.Second, minB)
 	}
 	wait := minB
 	log := o.log()
