@@ -252,8 +252,9 @@ func (l *CanaryLink) probe(ctx context.Context, probes []netprobe.Probe) ([]erro
 	}
 	timeout := canary.MaxTimeout
 	if dl, ok := ctx.Deadline(); ok {
-		// The canary answers a little before the deadline: its own timeouts say "timed out" per probe.
-		timeout = min(timeout, time.Until(dl)*9/10)
+		// The canary's probes end at three quarters of the time left, so that its answer (each probe
+		// that did not complete: "timed out") arrives before the deadline on a busy node too.
+		timeout = min(timeout, time.Until(dl)*3/4)
 	}
 	if timeout < time.Millisecond {
 		return nil, netprobe.TimedOut

@@ -194,7 +194,7 @@ func TestPeerConnectivityAgainstKubeAPIServer(t *testing.T) {
 	sock := filepath.Join(testenv.ShortDir(t, "vpeer"), "canary.sock")
 	_, base, _ := startAgentWith(t, node, func(o *Options) {
 		o.Connectivity = ConnectivityOptions{Canary: sock, CanaryMode: 0o600, PeerService: ns + "/canary", PeerSample: 4, PeerMin: 3,
-			Interval: time.Second, Timeout: 800 * time.Millisecond}
+			Interval: time.Second, Timeout: time.Second}
 	}, Deps{HostDialer: netnsDialer{pn.nodePath}})
 	// The canary of this node: its probes are made in the pod's namespace.
 	cctx, ccancel := context.WithCancel(context.Background())
@@ -233,7 +233,8 @@ func TestPeerConnectivityAgainstKubeAPIServer(t *testing.T) {
 			s.Endpoints[i].Addresses = []string{fmt.Sprintf("198.19.2.%d", i+1)}
 		}
 	})
-	waitFor(t, "PodNetworkConnectivity Unknown for stale peers", func() bool {
+	// An Unknown condition is not written in the agent's first 30 seconds (NodeConditions.StartGrace).
+	waitForWithin(t, 45*time.Second, "PodNetworkConnectivity Unknown for stale peers", func() bool {
 		cond, _ = nodeCondition(t, c, node, ConditionPodNetworkConnectivity)
 		if cond.Status == corev1.ConditionFalse {
 			t.Fatalf("stale endpoints turned the node False: %+v", cond)
@@ -258,11 +259,10 @@ func TestPeerConnectivityAgainstKubeAPIServer(t *testing.T) {
 	})
 	waitFor(t, "PodNetworkConnectivity Unknown for too few peers", func() bool {
 		cond, _ = nodeCondition(t, c, node, ConditionPodNetworkConnectivity)
-		return cond.Status == corev1.ConditionUnknown && cond.Reason == ReasonTooFewPeers
+		// (A pass that began before the change finds its sampled peers gone at its end: too few too.)
+		return cond.Status == corev1.ConditionUnknown && cond.Reason == ReasonTooFewPeers &&
+			strings.Contains(cond.Message, "2 ready peers on other nodes are known, 3 needed")
 	})
-	if !strings.Contains(cond.Message, "2 ready peers on other nodes are known, 3 needed") {
-		t.Errorf("PodNetworkConnectivity = %+v", cond)
-	}
 	if code, _ := httpGet(t, base+"/alive"); code != http.StatusOK {
 		t.Errorf("/alive = %d", code)
 	}
