@@ -19,12 +19,21 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/vitalsproject/vitals/canary"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Getenv, os.Stderr)) }
+
+// Memory defaults, unless GOGC or GOMEMLIMIT say otherwise: the canary runs on every node, and each
+// pass starts a goroutine per probe whose stacks the collector gives back sooner at 50% growth under a
+// 4 MiB soft limit (docs/benchmarks.md, "Pod network peers": 7.2 MiB resident without them, 5.0 with).
+const (
+	defaultGCPercent   = 50
+	defaultMemoryLimit = 4 << 20
+)
 
 // Exit codes, as the other binaries': 2 for a configuration error.
 const (
@@ -72,6 +81,12 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 			return exitConfig
 		}
 		o.Hello.PodIP = ip
+	}
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
 	}
 	o.Log = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
