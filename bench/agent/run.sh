@@ -63,19 +63,7 @@ if [[ -n "${CONNECTIVITY:-}" ]]; then
 	responders+=($!)
 	ip netns exec "$netns_peer" python3 -m http.server 443 --bind 198.19.0.1 >/dev/null 2>&1 &
 	responders+=($!)
-	ip netns exec "$netns_peer" python3 -c '
-import socket, struct
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("198.19.0.10", 53))
-while True:
-    q, a = s.recvfrom(512)
-    end = 12
-    while q[end] != 0:
-        end += 1 + q[end]
-    qtype = struct.unpack(">H", q[end + 1:end + 3])[0]
-    an = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 5, 4) + bytes([198, 19, 0, 1]) if qtype == 1 else b""
-    s.sendto(q[:2] + struct.pack(">HHHHH", 0x8180, 1, 1 if an else 0, 0, 0) + q[12:end + 5] + an, a)
-' &
+	ip netns exec "$netns_peer" python3 bench/agent/dnsresponder.py 198.19.0.10 198.19.0.1 &
 	responders+=($!)
 	connectivity_args=(--connectivity-netns "/var/run/netns/$netns_pod" --connectivity-pod 198.18.1.3:8080
 		--connectivity-service 198.19.0.1:443 --connectivity-dns-server 198.19.0.10
