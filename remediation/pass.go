@@ -87,6 +87,9 @@ func (p *pass) Done(ctx context.Context, a Action, err error) {
 	msg := "allowed by the remediation policy"
 	if !a.Evidence.IsZero() {
 		msg += "; evidence first seen " + a.Evidence.UTC().Format(time.RFC3339)
+		if a.Removal && p.s.shortProofAge && now.Sub(a.Evidence) < MinProofAgeFloor {
+			msg += fmt.Sprintf(" (%s ago, UNSAFE: below the %s floor, by annotation %s)", now.Sub(a.Evidence).Round(time.Second), MinProofAgeFloor, AnnotationUnsafeShortProofAge)
+		}
 	}
 	p.record(ctx, now, a, outcomeTaken, ReasonAllowed, msg, kind)
 }
@@ -333,6 +336,9 @@ func (p *pass) Apply(st *v1alpha1.ClusterStatus) {
 		status, reason, msg = metav1.ConditionFalse, ReasonOperatorBudget, e.operatorBudgetText()+" is spent"
 	} else if why := p.dryRunWhy(); why != "" {
 		status, reason, msg = metav1.ConditionFalse, ReasonDryRun, "dry run ("+why+"): controllers report and change nothing"
+	}
+	if p.s.proofAgeNote != "" {
+		msg += "; " + p.s.proofAgeNote
 	}
 	if len(msg) > 32000 {
 		msg = msg[:32000]

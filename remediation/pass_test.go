@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -158,8 +159,17 @@ func TestDecisions(t *testing.T) {
 			actions: seq(1), want: "InvalidPolicy"},
 		{name: "young evidence waits for the proof age", actions: []Action{route("198.19.1.0/24", "10.0.0.1", t0.Add(-4*time.Minute)), route("198.19.2.0/24", "10.0.0.2", t0.Add(-5*time.Minute))},
 			want: "ProofPending,Allowed"},
-		{name: "proof age set to 0", cluster: fns(func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.MinProofAge = &metav1.Duration{} }),
+		// minProofAge 0s once removed a route 2 s old (issue 27): below the floor, the floor applies.
+		{name: "proof age set to 0: the floor applies", cluster: fns(func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.MinProofAge = &metav1.Duration{} }),
+			actions: []Action{route("198.19.1.0/24", "10.0.0.1", t0.Add(-2*time.Second)), route("198.19.2.0/24", "10.0.0.2", t0.Add(-MinProofAgeFloor))}, want: "ProofPending,Allowed"},
+		{name: "proof age 30s: the floor applies", cluster: fns(func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.MinProofAge = &metav1.Duration{Duration: 30 * time.Second} }),
+			actions: []Action{route("198.19.1.0/24", "10.0.0.1", t0.Add(-45*time.Second))}, want: "ProofPending"},
+		{name: "proof age 0 with the unsafe annotation", cluster: fns(func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.MinProofAge = &metav1.Duration{} }, annotate(AnnotationUnsafeShortProofAge, "true")),
 			actions: []Action{route("198.19.1.0/24", "10.0.0.1", t0)}, want: "Allowed"},
+		{name: "the unsafe annotation other than true does not lower the floor", cluster: fns(func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.MinProofAge = &metav1.Duration{} }, annotate(AnnotationUnsafeShortProofAge, "yes")),
+			actions: []Action{route("198.19.1.0/24", "10.0.0.1", t0)}, want: "ProofPending"},
+		{name: "the unsafe annotation does not shorten a longer proof age", cluster: fns(annotate(AnnotationUnsafeShortProofAge, "true")),
+			actions: []Action{route("198.19.1.0/24", "10.0.0.1", t0.Add(-4*time.Minute))}, want: "ProofPending"},
 		{name: "no proof age without evidence", actions: []Action{{Verb: "DeleteVolume", Kind: "volume", ID: "v1", Removal: true}}, want: "Allowed"},
 		{name: "gate before proof age and budget", cluster: fns(budget(0, time.Hour)), setup: func(v *env) { v.checks.Set(key1, CheckCloud, fail) }, needs: []string{CheckCloud},
 			actions: []Action{route("198.19.1.0/24", "10.0.0.1", old)}, want: "GateClosed"},
@@ -265,6 +275,47 @@ func TestTeardownOutsideTheBudgets(t *testing.T) {
 			}
 			if tc.wantOutcome == Allowed && len(p.Lines()) != 25 {
 				t.Errorf("%d status lines, want one per delete", len(p.Lines()))
+			}
+		})
+	}
+}
+
+// TestShortProofAgeIsLoud: below the floor the RemediationAllowed condition says which proof age applies,
+// and with the unsafe annotation that it is in force, and so does the Event of each removal it lets
+// through early.
+func TestShortProofAgeIsLoud(t *testing.T) {
+	zero := func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.MinProofAge = &metav1.Duration{} }
+	for _, tc := range []struct {
+		name      string
+		cluster   []func(*v1alpha1.VitalsCluster)
+		condition string // in the RemediationAllowed message
+		event     string // in the removal's Event ("" when none is expected)
+	}{
+		{"floor applies", fns(zero), "minProofAge 0s is below the 1m0s floor: 1m0s applies", ""},
+		{"unsafe annotation", fns(zero, annotate(AnnotationUnsafeShortProofAge, "true")),
+			"UNSAFE: minProofAge 0s is below the 1m0s floor, allowed by annotation " + AnnotationUnsafeShortProofAge,
+			"(2s ago, UNSAFE: below the 1m0s floor, by annotation " + AnnotationUnsafeShortProofAge + ")"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newEnv(t, nil)
+			c := newCluster(tc.cluster...)
+			p := v.e.Begin(context.Background(), c, "routegc", nil, Scope{})
+			a := route("198.19.1.0/24", "10.0.0.1", t0.Add(-2*time.Second))
+			if d := p.Ask(context.Background(), a); d.Outcome == Allowed {
+				p.Done(context.Background(), a, nil)
+			}
+			var st v1alpha1.ClusterStatus
+			p.Apply(&st)
+			cd := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionRemediationAllowed)
+			if cd == nil || !strings.Contains(cd.Message, tc.condition) {
+				t.Fatalf("RemediationAllowed %+v; want its message to say %q", cd, tc.condition)
+			}
+			ev := <-v.events.Events
+			if tc.event != "" && (!strings.Contains(ev, "ActionTaken") || !strings.Contains(ev, tc.event)) {
+				t.Fatalf("Event %q; want ActionTaken saying %q", ev, tc.event)
+			}
+			if tc.event == "" && !strings.Contains(ev, ReasonProofPending) {
+				t.Fatalf("Event %q; want ProofPending", ev)
 			}
 		})
 	}

@@ -16,7 +16,20 @@ const (
 	DefaultClusterWindow  = time.Hour
 	DefaultMaxUnhealthy   = "40%"
 	DefaultMinProofAge    = 5 * time.Minute
+	// MinProofAgeFloor is the least proof age a removal waits for, whatever spec.remediation.minProofAge
+	// says, unless AnnotationUnsafeShortProofAge allows less. The evidence must outlast what passes for an
+	// orphan for a moment: a port deleted and created again while Nova rebuilds, migrates or re-plugs a
+	// server (seconds to tens of seconds), and the clocks of two replicas when a sharded cluster moves
+	// from the one that first saw the evidence to the one that acts on it (seconds apart). A minute is
+	// well above both, and a fifth of the default.
+	MinProofAgeFloor = time.Minute
 )
+
+// AnnotationUnsafeShortProofAge, "true" on a VitalsCluster, lets spec.remediation.minProofAge go below
+// MinProofAgeFloor (to 0s: a removal on the second pass that sees its evidence, however close the passes).
+// Unsafe: a route or a server may go on evidence seen for seconds. The RemediationAllowed condition says
+// so while it is in force, and every removal it lets through early says so in its Event and status line.
+const AnnotationUnsafeShortProofAge = "vitals.vitalsproject.io/unsafe-allow-short-proof-age"
 
 // settings are one cluster's rules, with the defaults applied.
 type settings struct {
@@ -24,7 +37,11 @@ type settings struct {
 	window       time.Duration
 	maxUnhealthy intstr.IntOrString
 	minProofAge  time.Duration
-	dryRun       bool
+	// proofAgeNote says how minProofAge relates to the floor when the spec asks for less than it: raised
+	// to it, or below it by the unsafe annotation (shortProofAge).
+	proofAgeNote  string
+	shortProofAge bool
+	dryRun        bool
 	// paused is set by the pause annotation; pausedWhy says how.
 	paused    bool
 	pausedWhy string
@@ -53,6 +70,17 @@ func settingsOf(c *v1alpha1.VitalsCluster) settings {
 	}
 	if sp.MinProofAge != nil {
 		s.minProofAge = sp.MinProofAge.Duration
+	}
+	if s.minProofAge >= 0 && s.minProofAge < MinProofAgeFloor {
+		if strings.EqualFold(strings.TrimSpace(c.Annotations[AnnotationUnsafeShortProofAge]), "true") {
+			s.shortProofAge = true
+			s.proofAgeNote = fmt.Sprintf("UNSAFE: minProofAge %s is below the %s floor, allowed by annotation %s: removals may act on evidence seen for less than %s",
+				s.minProofAge, MinProofAgeFloor, AnnotationUnsafeShortProofAge, MinProofAgeFloor)
+		} else {
+			s.proofAgeNote = fmt.Sprintf("minProofAge %s is below the %s floor: %s applies (annotation %s: \"true\" allows less, unsafe)",
+				s.minProofAge, MinProofAgeFloor, MinProofAgeFloor, AnnotationUnsafeShortProofAge)
+			s.minProofAge = MinProofAgeFloor
+		}
 	}
 	switch {
 	case s.actions < 0:

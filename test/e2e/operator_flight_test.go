@@ -480,6 +480,7 @@ func TestOperatorFlight(t *testing.T) {
 	t.Run("failed or partial reads repair nothing", func(t *testing.T) {
 		f := newFlFixture(t, wl, func(c *v1alpha1.VitalsCluster) {
 			c.Spec.Remediation.MinProofAge = &metav1.Duration{}
+			c.Annotations = map[string]string{remediation.AnnotationUnsafeShortProofAge: "true"} // below the floor
 			c.Spec.Remediation.MaxUnhealthy = &intstr.IntOrString{Type: intstr.String, StrVal: "100%"}
 		})
 		auth, proxies := opFaultProxy(t, testenv.RequireFull(t), f.cloud, openstack.ServiceNetworking, openstack.ServiceCompute)

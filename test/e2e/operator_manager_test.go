@@ -23,6 +23,7 @@ import (
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/operator"
+	"github.com/vitalsproject/vitals/remediation"
 )
 
 type opRun struct {
@@ -125,11 +126,12 @@ func TestOperatorLeaderElectionAndRemoval(t *testing.T) {
 	b := opStart(t, ob)
 
 	cl := &v1alpha1.VitalsCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"},
+		// Passes a second apart: a proof age of a few seconds, not the default five minutes, below the
+		// floor of one minute.
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo", Annotations: map[string]string{remediation.AnnotationUnsafeShortProofAge: "true"}},
 		Spec: v1alpha1.ClusterSpec{
-			OpenStack: v1alpha1.OpenStackSpec{RouterID: n.Router, ProjectID: cloud.ProjectID(), SubnetID: n.Subnet},
-			PodCIDRs:  []v1alpha1.CIDR{"198.19.0.0/16"},
-			// Passes a second apart: a proof age of a few seconds, not the default five minutes.
+			OpenStack:   v1alpha1.OpenStackSpec{RouterID: n.Router, ProjectID: cloud.ProjectID(), SubnetID: n.Subnet},
+			PodCIDRs:    []v1alpha1.CIDR{"198.19.0.0/16"},
 			Remediation: v1alpha1.RemediationSpec{MinProofAge: &metav1.Duration{Duration: 3 * time.Second}},
 			Controllers: v1alpha1.ControllersSpec{RouteGC: v1alpha1.RouteGCSpec{
 				ControllerSpec: v1alpha1.ControllerSpec{Interval: &metav1.Duration{Duration: time.Second}},

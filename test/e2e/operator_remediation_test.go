@@ -42,7 +42,7 @@ func TestOperatorPauseSwitchAtRunTime(t *testing.T) {
 		CheckInterval:     2 * time.Second, CheckTimeout: 2 * time.Second, ComponentDeadline: 30 * time.Second,
 	})
 	cl := &v1alpha1.VitalsCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "paused"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "paused", Annotations: map[string]string{remediation.AnnotationUnsafeShortProofAge: "true"}},
 		Spec: v1alpha1.ClusterSpec{
 			OpenStack:   v1alpha1.OpenStackSpec{RouterID: n.Router, ProjectID: cloud.ProjectID(), SubnetID: n.Subnet},
 			PodCIDRs:    []v1alpha1.CIDR{"198.19.0.0/16"},
