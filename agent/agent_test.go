@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vitalsproject/vitals/cnireport"
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 func httpGet(t *testing.T, url string) (int, string) {
@@ -43,7 +44,7 @@ func waitStatus(t *testing.T, url string, want int) string {
 // sources, the failure budget, node conditions and Node Events.
 func TestAgentEndToEnd(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: readiness requires NET_ADMIN in the effective set")
+		prereq.Missing(t, "needs root: readiness requires NET_ADMIN in the effective set")
 	}
 	c := kubeClient(t)
 	node := uniqueName("agent-e2e")

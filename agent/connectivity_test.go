@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vitalsproject/vitals/health"
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 // The test pod network: the probing pod's namespace and a peer namespace that plays the pod on another
@@ -48,10 +49,10 @@ type podNetwork struct {
 func requireNetns(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
+		prereq.Missing(t, "needs root to create network namespaces")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs the ip command (iproute2)")
+		prereq.Missing(t, "needs the ip command (iproute2)")
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vitalsproject/vitals/cnireport"
 	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 // tally is a FailureCounter and Beater that records what it is told.
@@ -224,12 +225,12 @@ func waitForWithin(t *testing.T, d time.Duration, what string, cond func() bool)
 // it in.
 func TestSocketIsRootOnly(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: connects as another user")
+		prereq.Missing(t, "needs root: connects as another user")
 	}
 	// The system interpreter: one under root's home is not executable by nobody.
 	python, err := exec.LookPath("/usr/bin/python3")
 	if err != nil {
-		t.Skip("needs python3 to connect as another user")
+		prereq.Missing(t, "needs python3 to connect as another user")
 	}
 	budget := &tally{}
 	_, path := startSocket(t, &BudgetReporter{Budget: budget}, nil)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -316,7 +318,7 @@ func TestServerConnectionFlood(t *testing.T) {
 	)
 	limit := rlimitFiles(t)
 	if limit < 2*flood+200 {
-		t.Skipf("RLIMIT_NOFILE %d is too low for %d connections", limit, flood)
+		prereq.Missing(t, "RLIMIT_NOFILE %d is too low for %d connections", limit, flood)
 	}
 	m := NewManager(WithLogger(quiet))
 	goroutines := func(context.Context) error {
@@ -384,7 +386,7 @@ func TestServerConnectionFlood(t *testing.T) {
 func rlimitFiles(t *testing.T) uint64 {
 	var r syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil {
-		t.Skipf("getrlimit: %v", err)
+		prereq.Missing(t, "getrlimit: %v", err)
 	}
 	if r.Cur < r.Max && r.Cur < 8192 {
 		r.Cur = min(r.Max, 8192)

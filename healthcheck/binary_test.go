@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 // These tests run the real command (cmd/healthcheck, built static) as Docker would.
@@ -35,9 +37,7 @@ func TestMain(m *testing.M) {
 
 func binary(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the command; skipped in -short")
-	}
+	prereq.Short(t, "builds the command")
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "healthcheck-bin")
 		if buildErr != nil {
@@ -168,9 +168,7 @@ func TestBinaryProxyEnvironment(t *testing.T) {
 // container every few seconds, so client-go, gophercloud, Prometheus, cobra or a YAML library
 // must never creep in (their package init alone costs more than the check).
 func TestBinaryLinksOnlyTheStandardLibraryAndChecks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list; skipped in -short")
-	}
+	prereq.Short(t, "runs go list")
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}",
 		"github.com/vitalsproject/vitals/cmd/healthcheck").Output()
 	if err != nil {

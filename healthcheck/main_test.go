@@ -13,13 +13,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 func startHTTP(t *testing.T, network, addr string, h http.Handler) string {
 	t.Helper()
 	l, err := net.Listen(network, addr)
 	if err != nil {
-		t.Skipf("listen %s %s: %v", network, addr, err)
+		prereq.Missing(t, "listen %s %s: %v", network, addr, err)
 	}
 	srv := httptest.NewUnstartedServer(h)
 	srv.Listener.Close()

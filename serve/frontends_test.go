@@ -17,6 +17,7 @@ import (
 
 	"github.com/vitalsproject/vitals/health/checks"
 	"github.com/vitalsproject/vitals/healthcheck"
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 // TestSameCheckEveryFrontend gives each check as healthcheck arguments, as an item of the
@@ -186,7 +187,7 @@ func startNamed(t *testing.T, name string) *exec.Cmd {
 	t.Helper()
 	src, err := exec.LookPath("sleep")
 	if err != nil {
-		t.Skip("no sleep command")
+		prereq.Missing(t, "no sleep command")
 	}
 	data, err := os.ReadFile(src)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vitalsproject/vitals/agent"
 	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 // debianCNI is where Debian's containernetworking-plugins puts the reference plugins.
@@ -39,9 +40,7 @@ func netnsHolder(t *testing.T) int {
 // a delegate that fails (host-local out of addresses) is counted as a failure and trips the budget with the
 // plugin's own error; DEL releases the address.
 func TestReporterChainedWithDebianPlugins(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs Debian's CNI plugins: skipped in -short mode")
-	}
+	prereq.Short(t, "runs Debian's CNI plugins")
 	for _, p := range []string{"bridge", "host-local"} {
 		if _, err := os.Stat(filepath.Join(debianCNI, p)); err != nil {
 			missing(t, "Debian's CNI plugin "+p+" (apt-get install containernetworking-plugins; hack/install-deps.sh): "+err.Error())
@@ -151,8 +150,5 @@ func TestReporterChainedWithDebianPlugins(t *testing.T) {
 // missing skips t, or fails it when the test services are required (VITALS_TESTENV_REQUIRED=1, as in CI).
 func missing(t *testing.T, what string) {
 	t.Helper()
-	if os.Getenv("VITALS_TESTENV_REQUIRED") == "1" {
-		t.Fatalf("%s (VITALS_TESTENV_REQUIRED=1)", what)
-	}
-	t.Skip(what)
+	prereq.Missing(t, "%s", what)
 }

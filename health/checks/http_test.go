@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 func testHandler() http.Handler {
@@ -40,7 +42,7 @@ func startServer(t *testing.T, network, addr string, tlsOn bool) *httptest.Serve
 	t.Helper()
 	l, err := net.Listen(network, addr)
 	if err != nil {
-		t.Skipf("listen %s %s: %v", network, addr, err)
+		prereq.Missing(t, "listen %s %s: %v", network, addr, err)
 	}
 	srv := httptest.NewUnstartedServer(testHandler())
 	srv.Listener.Close()

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 func TestMemoryRSSRealProcess(t *testing.T) {
@@ -35,7 +37,7 @@ func TestMemoryRSSRealProcess(t *testing.T) {
 func TestMemoryCgroupRealMachine(t *testing.T) {
 	dir, version, err := MemoryCgroupDir("", 0)
 	if err != nil {
-		t.Skipf("no memory cgroup visible here: %v", err)
+		prereq.Missing(t, "no memory cgroup visible here: %v", err)
 	}
 	t.Logf("memory cgroup v%d at %s", version, dir)
 	if version == 1 {

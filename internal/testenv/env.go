@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 // Names of the environment variables that describe the test services.
@@ -20,7 +22,7 @@ const (
 	EnvAssets          = "KUBEBUILDER_ASSETS"
 	EnvOpenStackTier   = "VITALS_TEST_OPENSTACK"
 	EnvDockerHost      = "VITALS_TEST_DOCKER_HOST"
-	EnvRequired        = "VITALS_TESTENV_REQUIRED"
+	EnvRequired        = prereq.EnvRequired
 	EnvTestenvDir      = "VITALS_TESTENV_DIR"
 	envFileRelative    = ".testenv/env"
 	makeHint           = "run make testenv-up"
@@ -139,25 +141,16 @@ func (s source) group(marker string, names ...string) (vals map[string]string, f
 	return vals, s.path
 }
 
-// required reports whether CI demands every service (VITALS_TESTENV_REQUIRED=1).
-func required() bool { return os.Getenv(EnvRequired) == "1" }
-
 // unavailable skips t (or fails it when services are required) with a message saying what is missing.
 func unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if required() {
-		t.Fatalf("%s (%s=1: services are required)", msg, EnvRequired)
-	}
-	t.Skip(msg)
+	prereq.Missing(t, format, args...)
 }
 
 // short skips t in -short runs, which are for tests that need no service.
 func short(t testing.TB, what string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skipf("%s: skipped in -short mode", what)
-	}
+	prereq.Short(t, what)
 }
 
 // checkFile fails or skips t when the env file exists but cannot be parsed.

@@ -29,6 +29,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 	"github.com/vitalsproject/vitals/openstack"
 )
 
@@ -479,7 +480,7 @@ func ExternalNetwork(t *testing.T, cfg openstack.Config, cidr string) string {
 // port filter by owner, Neutron taking a floating IP off a port that is deleted, deletes and 404s.
 func (s *suite) floatingIPs(t *testing.T) {
 	if s.env.ExternalNetworkID == "" {
-		t.Skip("no external network given")
+		prereq.Missing(t, "no external network given")
 	}
 	ctx := t.Context()
 	nc := s.client(t, openstack.ServiceNetworking)
@@ -710,7 +711,7 @@ func (s *suite) imageID(t *testing.T) string {
 	}
 	ic, err := gcos.NewImageV2(s.cloud.Provider(), gophercloud.EndpointOpts{Region: s.env.Config.Auth.Region})
 	if err != nil {
-		t.Skipf("no image to boot: set Env.ImageID or OS_TEST_IMAGE_ID (no image service: %v)", err)
+		prereq.Missing(t, "no image to boot: set Env.ImageID or OS_TEST_IMAGE_ID (no image service: %v)", err)
 	}
 	pages, err := images.List(ic, images.ListOpts{Name: "cirros-fake"}).AllPages(t.Context())
 	if err != nil {
@@ -718,14 +719,14 @@ func (s *suite) imageID(t *testing.T) string {
 	}
 	imgs, err := images.ExtractImages(pages)
 	if err != nil || len(imgs) == 0 {
-		t.Skipf("no image to boot: no image named cirros-fake (err %v); set OS_TEST_IMAGE_ID", err)
+		prereq.Missing(t, "no image to boot: no image named cirros-fake (err %v); set OS_TEST_IMAGE_ID", err)
 	}
 	return imgs[0].ID
 }
 
 func (s *suite) servers(t *testing.T) {
 	if !s.env.Compute {
-		t.Skip("the cloud under test has no Compute service")
+		prereq.Missing(t, "the cloud under test has no Compute service")
 	}
 	ctx := t.Context()
 	cc := s.client(t, openstack.ServiceCompute)
@@ -875,7 +876,7 @@ func csiMetadata(cluster, pvc string) map[string]string {
 
 func (s *suite) volumes(t *testing.T) {
 	if !s.env.BlockStorage {
-		t.Skip("the cloud under test has no Block Storage service")
+		prereq.Missing(t, "the cloud under test has no Block Storage service")
 	}
 	ctx := t.Context()
 	bc := s.client(t, openstack.ServiceBlockStorage)
@@ -983,7 +984,7 @@ func (s *suite) volumes(t *testing.T) {
 
 func (s *suite) loadBalancers(t *testing.T) {
 	if !s.env.LoadBalancer {
-		t.Skip("the cloud under test has no Load Balancer service")
+		prereq.Missing(t, "the cloud under test has no Load Balancer service")
 	}
 	ctx := t.Context()
 	lc := s.client(t, openstack.ServiceLoadBalancer)

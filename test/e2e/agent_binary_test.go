@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 var (
@@ -148,7 +149,7 @@ func startAgentProcess(t *testing.T, node, drop string, extra ...string) *agentP
 	if drop != "" {
 		capsh, err := exec.LookPath("capsh")
 		if err != nil {
-			t.Skip("needs capsh (libcap2-bin)")
+			prereq.Missing(t, "needs capsh (libcap2-bin)")
 		}
 		cmd = exec.Command(capsh, append([]string{"--drop=" + drop, "--", "-c", `exec "$@"`, "_", bin}, args...)...)
 	} else {
@@ -217,7 +218,7 @@ func agentCondition(t *testing.T, c kubernetes.Interface, node string, typ corev
 // kuryr.conf) and turn the node condition False.
 func TestAgentBinaryCapabilitiesAndReports(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to hold and drop NET_ADMIN")
+		prereq.Missing(t, "needs root to hold and drop NET_ADMIN")
 	}
 	c, err := kubernetes.NewForConfig(testenv.Kube(t))
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 // hcRepoRoot is the module root, found from this file's path.
@@ -121,7 +122,7 @@ func hcWaitStatus(t *testing.T, host, name, want string) hcHealth {
 func TestHealthcheckUnderDocker(t *testing.T) {
 	host := testenv.Docker(t)
 	if _, err := exec.LookPath("docker"); err != nil {
-		t.Skip("docker CLI not installed")
+		prereq.Missing(t, "docker CLI not installed")
 	}
 	ctxDir := hcBuildContext(t)
 	var rnd [4]byte

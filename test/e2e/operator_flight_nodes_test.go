@@ -62,10 +62,7 @@ type fnFixture struct {
 
 func newFNFixture(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) *fnFixture {
 	t.Helper()
-	env := testenv.OpenStack(t)
-	if env.Tier != testenv.TierFull {
-		t.Skip("needs Nova: the full OpenStack tier")
-	}
+	env := testenv.RequireFull(t) // Nova: skipped on the fast tier, a failure when services are required
 	// A private apiserver, the management and the workload cluster at once: this test's CRD is the
 	// one installed, and the Nodes are the test's only.
 	cfg := testenv.PrivateKube(t).Config()

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 // imgBuildContext builds bin/vitals and bin/healthcheck as make build does (static), and copies the CA
@@ -66,7 +67,7 @@ checks:
 func TestOperatorImage(t *testing.T) {
 	host := testenv.Docker(t)
 	if _, err := exec.LookPath("docker"); err != nil {
-		t.Skip("docker CLI not installed")
+		prereq.Missing(t, "docker CLI not installed")
 	}
 	ctxDir := imgBuildContext(t)
 	suffix := opRandHex(4)

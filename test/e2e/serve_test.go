@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 // serveRepoRoot is the module root, found from this file's path.
@@ -98,9 +100,7 @@ func serveDo(t *testing.T, method, url string, hdr ...string) serveResp {
 }
 
 func TestServeEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: builds and runs the vitals binary")
-	}
+	prereq.Short(t, "end-to-end: builds and runs the vitals binary")
 	root := serveRepoRoot(t)
 	bin := serveBuild(t, root)
 	t.Run("bad config exits 2", func(t *testing.T) { serveBadConfig(t, bin) })

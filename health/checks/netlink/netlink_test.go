@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 // childEnv tells a re-executed test binary to run one probe and print its outcome.
@@ -37,10 +39,10 @@ func TestMain(m *testing.M) {
 func requireRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
+		prereq.Missing(t, "needs root to create network namespaces")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs the ip command (iproute2)")
+		prereq.Missing(t, "needs the ip command (iproute2)")
 	}
 }
 
@@ -124,7 +126,7 @@ func TestProbeWithReducedCapabilities(t *testing.T) {
 	path := newNetns(t)
 	capsh, err := exec.LookPath("capsh")
 	if err != nil {
-		t.Skip("needs capsh (libcap2-bin)")
+		prereq.Missing(t, "needs capsh (libcap2-bin)")
 	}
 	tests := []struct {
 		name   string

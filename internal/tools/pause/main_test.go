@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 func buildPause(t *testing.T) string {
@@ -26,10 +28,7 @@ func buildPause(t *testing.T) string {
 func startAsInit(t *testing.T, bin string) *exec.Cmd {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		if os.Getenv("VITALS_TESTENV_REQUIRED") == "1" {
-			t.Fatal("a new PID namespace needs root (VITALS_TESTENV_REQUIRED=1)")
-		}
-		t.Skip("a new PID namespace needs root")
+		prereq.Missing(t, "a new PID namespace needs root")
 	}
 	cmd := exec.Command(bin)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}
