@@ -208,7 +208,9 @@ func Connect(ctx context.Context, cfg Config) (*Cloud, error) {
 	for s := range c.clients {
 		avail = append(avail, string(s))
 	}
-	log.Debug("openstack connected", "auth_url", url, "user", a.User(), "region", a.Region, "services", avail)
+	// The source and the project proven, never the settings: for a tenant they are a Secret's contents
+	// (its auth URL, user, region), which no log may hold at any level.
+	log.Debug("openstack connected", "source", orUnknown(a.Source), "project", c.ProjectID(), "services", avail)
 	return c, nil
 }
 

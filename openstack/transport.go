@@ -110,19 +110,26 @@ func (t *transport) setEndpoint(service, prefix string) {
 	sort.SliceStable(t.endpoints, func(i, j int) bool { return len(t.endpoints[i].prefix) > len(t.endpoints[j].prefix) })
 }
 
-// classify returns the service and the operation ("GET /v2.0/routers/{id}") of a request URL.
+// classify returns the service and the operation ("GET /v2.0/routers/{id}") of a request URL. For
+// Keystone, the path of its base URL is cut off ("/identity/v3/auth/tokens" is "/v3/auth/tokens"): for a
+// tenant it is part of the auth URL of a Secret, whose contents no metric may carry (and whose paths would
+// grow the metrics without bound).
 func (t *transport) classify(method string, u *url.URL) (service, operation string) {
 	full := u.Scheme + "://" + u.Host + u.Path + "/"
 	service = "unknown"
+	path := u.Path
 	t.mu.RLock()
 	for _, e := range t.endpoints {
 		if strings.HasPrefix(full, e.prefix) {
 			service = e.service
+			if service == string(ServiceIdentity) {
+				path = "/" + strings.TrimSuffix(strings.TrimPrefix(full, e.prefix), "/")
+			}
 			break
 		}
 	}
 	t.mu.RUnlock()
-	return service, method + " " + PathTemplate(u.Path)
+	return service, method + " " + PathTemplate(path)
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
