@@ -162,7 +162,9 @@ func TestDecisions(t *testing.T) {
 		// minProofAge 0s once removed a route 2 s old (issue 27): below the floor, the floor applies.
 		{name: "proof age set to 0: the floor applies", cluster: fns(func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.MinProofAge = &metav1.Duration{} }),
 			actions: []Action{route("198.19.1.0/24", "10.0.0.1", t0.Add(-2*time.Second)), route("198.19.2.0/24", "10.0.0.2", t0.Add(-MinProofAgeFloor))}, want: "ProofPending,Allowed"},
-		{name: "proof age 30s: the floor applies", cluster: fns(func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.MinProofAge = &metav1.Duration{Duration: 30 * time.Second} }),
+		{name: "proof age 30s: the floor applies", cluster: fns(func(c *v1alpha1.VitalsCluster) {
+			c.Spec.Remediation.MinProofAge = &metav1.Duration{Duration: 30 * time.Second}
+		}),
 			actions: []Action{route("198.19.1.0/24", "10.0.0.1", t0.Add(-45*time.Second))}, want: "ProofPending"},
 		{name: "proof age 0 with the unsafe annotation", cluster: fns(func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.MinProofAge = &metav1.Duration{} }, annotate(AnnotationUnsafeShortProofAge, "true")),
 			actions: []Action{route("198.19.1.0/24", "10.0.0.1", t0)}, want: "Allowed"},
