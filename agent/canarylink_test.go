@@ -4,8 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,4 +136,68 @@ func TestCanaryLinkDistrustsItsCanary(t *testing.T) {
 	// It left a request unanswered: another canary may take its place.
 	dial(`{"version":1,"podIP":"10.1.0.10"}`)
 	waitFor(t, "a canary that answers replaced it", func() bool { h, ok := l.Canary(); return ok && h.PodIP == "10.1.0.10" })
+}
+
+// TestCanaryLinkAdmitsTheChartsCanary: the chart's socket (0660, root:root) admits its canary, a
+// non-root user of group 0, and refuses the same user in another group; at 0600 only root.
+func TestCanaryLinkAdmitsTheChartsCanary(t *testing.T) {
+	if os.Geteuid() != 0 || os.Getegid() != 0 {
+		t.Skip("needs root: connects as other users")
+	}
+	// The system interpreter: one under root's home is not executable by others.
+	python, err := exec.LookPath("/usr/bin/python3")
+	if err != nil {
+		t.Skip("needs python3 to connect as another user")
+	}
+	hello := `import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b'{"version":1,"podIP":"' + sys.argv[2].encode() + b'"}\n')
+s.settimeout(2)
+try:
+    s.recv(1)
+except Exception:
+    pass`
+	tests := []struct {
+		name     string
+		mode     os.FileMode
+		uid, gid uint32
+		linked   bool
+	}{
+		{"the chart's canary: user 65532, group 0, socket 0660", 0o660, 65532, 0, true},
+		{"the same user in its own group", 0o660, 65532, 65532, false},
+		{"a non-root canary at 0600", 0o600, 65532, 0, false},
+		{"root at 0600", 0o600, 0, 0, true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := testenv.ShortDir(t, "vcanp")
+			if err := os.Chmod(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			l := &CanaryLink{Path: filepath.Join(dir, "canary.sock"), Mode: tt.mode}
+			if err := l.Listen(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { _ = l.Serve(ctx); close(done) }()
+			defer func() { cancel(); <-done }()
+			ip := fmt.Sprintf("10.1.0.%d", i+1)
+			cmd := exec.Command(python, "-c", hello, l.Path, ip)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: tt.uid, Gid: tt.gid}}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Wait() }()
+			linked := false
+			for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end) && !linked; time.Sleep(10 * time.Millisecond) {
+				h, ok := l.Canary()
+				linked = ok && h.PodIP == ip
+			}
+			if linked != tt.linked {
+				t.Errorf("linked = %v, want %v", linked, tt.linked)
+			}
+		})
+	}
 }
