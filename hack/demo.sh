@@ -163,8 +163,8 @@ done
 grep 'msg="route removed"' "$DIR/operator.log" | sed -n 's/.*msg="route removed".* destination=\([^ ]*\) nexthop=\([^ ]*\) method=\([^ ]*\).*/    operator log: route removed \1 via \2 (\3)/p' | head -20 || true
 log "the VitalsCluster (kubectl get vitalsclusters -o wide):"
 kubectl get vitalsclusters.vitals.vitalsproject.io -o wide | sed 's/^/    /'
-log "its last actions (status.actions):"
-kubectl get vitalscluster demo -o jsonpath='{range .status.actions[*]}{.action}{"\t"}{.reason}{"\t"}{.object}{"\n"}{end}' | sed 's/^/    /'
+log "the route collector's last actions (status.routegc.actions):"
+kubectl get vitalscluster demo -o jsonpath='{range .status.routegc.actions[*]}{.action}{"\t"}{.reason}{"\t"}{.object}{"\n"}{end}' | sed 's/^/    /'
 log "events (WorkloadLocalNotAllowed and flight's PassAborted: the cluster names no workload kubeconfig yet, so flight waits; the route collector needs only the cloud):"
 events() { # the Events of VitalsCluster demo, oldest first: name, reason, note
   kubectl get events.events.k8s.io -n default --field-selector regarding.name=demo --sort-by=.metadata.creationTimestamp \

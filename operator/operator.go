@@ -18,22 +18,27 @@ import (
 	kclient "k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/access"
 	"github.com/vitalsproject/vitals/controllers/deorbit"
 	"github.com/vitalsproject/vitals/controllers/flight"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/health"
+	"github.com/vitalsproject/vitals/health/checks/progress"
 	"github.com/vitalsproject/vitals/internal/bounded"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/sharding"
@@ -162,8 +167,7 @@ func New(opts Options) (*Operator, error) {
 		o.cloud = newLazyCloud(*opts.Cloud, opts.Connect, opts.Clock, CloudRetryBackoff(opts.CheckInterval), nil)
 	}
 	o.log = log
-	observer, err := o.healthProfile(cs)
-	if err != nil {
+	if err := o.healthProfile(cs); err != nil {
 		return nil, err
 	}
 	if o.shard != nil {
@@ -175,28 +179,7 @@ func New(opts Options) (*Operator, error) {
 	if o.policy, err = o.remediationPolicy(cs); err != nil {
 		return nil, err
 	}
-	if err := o.setupAccess(); err != nil {
-		return nil, err
-	}
-	o.routegc = &routegc.Reconciler{
-		Client:          mgr.GetClient(),
-		APIReader:       mgr.GetAPIReader(),
-		Tenancy:         o.tenancy,
-		Policy:          o.policy, // the access controller sets the cloud check its gate reads
-		Recorder:        mgr.GetEventRecorder("vitals-" + routegc.Name),
-		Clock:           opts.Clock,
-		Metrics:         routegc.NewMetrics(opts.Registry),
-		Progress:        observer,
-		DefaultInterval: opts.RouteGCInterval,
-		DefaultBudget:   opts.RouteGCBudget,
-	}
-	if err := o.routegc.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("operator: set up %s: %w", routegc.Name, err)
-	}
-	if err := o.setupFlight(); err != nil {
-		return nil, err
-	}
-	if err := o.setupDeorbit(); err != nil {
+	if err := o.setupControllers(); err != nil {
 		return nil, err
 	}
 
@@ -206,9 +189,10 @@ func New(opts Options) (*Operator, error) {
 	return o, nil
 }
 
-// setupAccess builds the tenancy verifier every controller resolves clusters with, and the access
-// controller that keeps each cluster's proof, finalizer, cloud check and workload access.
-func (o *Operator) setupAccess() error {
+// setupControllers builds the tenancy verifier and the workload access every controller shares, then the
+// controllers on them: access (each cluster's proof, finalizer, cloud check and workload access), routegc,
+// flight, deorbit, and the summary of their conditions (Ready).
+func (o *Operator) setupControllers() error {
 	opts := o.opts
 	to := tenancy.Options{
 		Secrets:           o.mgr.GetAPIReader(), // single GETs: the operator never lists or watches Secrets
@@ -235,79 +219,87 @@ func (o *Operator) setupAccess() error {
 		return err
 	}
 	o.workload = wm
-	prog, err := o.observe(access.Name, opts.AccessWorkers)
-	if err != nil {
-		return err
-	}
-	o.access = &access.Reconciler{
-		Client:    o.mgr.GetClient(),
-		APIReader: o.mgr.GetAPIReader(),
+	mgr := o.mgr
+	deps := &pass.Deps{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(), // a status write that conflicted, a deorbit step: read from the API server
 		Tenancy:   o.tenancy,
-		Checks:    o.policy.Checks(),
-		Fencer:    o.policy,
-		Recorder:  o.mgr.GetEventRecorder("vitals-" + access.Name),
-		Clock:     opts.Clock,
-		Interval:  opts.AccessInterval,
-		Progress:  prog,
-		Workload:  wm, WorkloadChanges: changes,
-		Deorbit: true, // the deorbit controller owns the finalizer of a deleted cluster
-	}
-	if err := o.access.SetupWithManager(o.mgr); err != nil {
-		return fmt.Errorf("operator: set up %s: %w", access.Name, err)
-	}
-	return nil
-}
-
-// setupDeorbit builds the deorbit controller: it holds the finalizer of each deleted cluster until the
-// cloud confirms its resources gone.
-func (o *Operator) setupDeorbit() error {
-	prog, err := o.observe(deorbit.Name, o.opts.DeorbitWorkers)
-	if err != nil {
-		return err
-	}
-	o.deorbit = &deorbit.Reconciler{
-		Client:    o.mgr.GetClient(),
-		APIReader: o.mgr.GetAPIReader(),
-		Tenancy:   o.tenancy,
-		Workload:  o.workload,
+		Workload:  wm,
 		Policy:    o.policy,
+		Fencer:    o.policy, // every status and finalizer write through the replica's fence
 		Checks:    o.policy.Checks(),
-		Recorder:  o.mgr.GetEventRecorder("vitals-" + deorbit.Name),
-		Clock:     o.opts.Clock,
-		Metrics:   deorbit.NewMetrics(o.opts.Registry),
-		Progress:  prog,
-		Workers:   o.opts.DeorbitParallelDeletes,
+		Recorder:  func(name string) events.EventRecorder { return mgr.GetEventRecorder("vitals-" + name) },
+		Clock:     opts.Clock,
+		Writer:    &pass.Writer{Client: mgr.GetClient(), Clock: opts.Clock, Metrics: pass.NewWriterMetrics(opts.Registry)},
+		Observer:  observer{o},
 	}
-	if err := o.deorbit.SetupWithManager(o.mgr); err != nil {
-		return fmt.Errorf("operator: set up %s: %w", deorbit.Name, err)
+	ctx := context.Background()
+	workers := func(n int) controller.Options {
+		return controller.Options{MaxConcurrentReconciles: n, RateLimiter: requeueLimiter(nil)}
+	}
+	if o.access, err = access.New(deps, access.Options{Interval: opts.AccessInterval, WorkloadChanges: changes,
+		Deorbit: true}); err != nil { // the deorbit controller owns the finalizer of a deleted cluster
+		return fmt.Errorf("operator: %w", err)
+	}
+	if err := o.access.SetupWithManager(ctx, mgr, workers(opts.AccessWorkers)); err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
+	if o.routegc, err = routegc.New(deps, routegc.Options{Defaults: v1alpha1.ControllerDefaults{Interval: opts.RouteGCInterval, Budget: opts.RouteGCBudget},
+		Metrics: routegc.NewMetrics(opts.Registry), PassMetrics: pass.NewMetrics(routegc.Name, opts.Registry), Timeout: min(pass.DefaultTimeout, opts.PassTimeout/2)}); err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
+	if err := o.routegc.SetupWithManager(ctx, mgr, workers(opts.RouteGCWorkers)); err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
+	if o.flight, err = flight.New(deps, flight.Options{Defaults: v1alpha1.ControllerDefaults{Interval: opts.FlightInterval, Budget: opts.FlightBudget},
+		Metrics: flight.NewMetrics(opts.Registry), PassMetrics: pass.NewMetrics(flight.Name, opts.Registry), Timeout: min(pass.DefaultTimeout, opts.PassTimeout/2)}); err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
+	if err := o.flight.SetupWithManager(ctx, mgr, workers(opts.FlightWorkers)); err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
+	if o.deorbit, err = deorbit.New(deps, deorbit.Options{Metrics: deorbit.NewMetrics(opts.Registry), Workers: opts.DeorbitParallelDeletes}); err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
+	if err := o.deorbit.SetupWithManager(ctx, mgr, workers(opts.DeorbitWorkers)); err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
+	summary, err := pass.NewSummary(deps, o.parts())
+	if err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
+	if err := summary.SetupWithManager(ctx, mgr, workers(opts.AccessWorkers)); err != nil {
+		return fmt.Errorf("operator: %w", err)
 	}
 	return nil
 }
 
-// setupFlight builds flight, which reads each cluster's Nodes through the workload access.
-func (o *Operator) setupFlight() error {
-	opts := o.opts
-	prog, err := o.observe(flight.Name, opts.FlightWorkers)
-	if err != nil {
-		return err
+// parts are the controllers the Ready summary reads, with the conditions each must be able to report.
+func (o *Operator) parts() []pass.Part {
+	return []pass.Part{
+		{Name: routegc.Name, Conditions: o.routegc.Conditions(), Enabled: func(c *v1alpha1.VitalsCluster) bool {
+			return c.Spec.Controllers.RouteGC.Enabled == nil || *c.Spec.Controllers.RouteGC.Enabled
+		}},
+		{Name: flight.Name, Conditions: o.flight.Conditions(), Enabled: func(c *v1alpha1.VitalsCluster) bool {
+			return c.Spec.Controllers.Flight.Enabled == nil || *c.Spec.Controllers.Flight.Enabled
+		}},
 	}
-	o.flight = &flight.Reconciler{
-		Client:          o.mgr.GetClient(),
-		APIReader:       o.mgr.GetAPIReader(),
-		Tenancy:         o.tenancy,
-		Workload:        o.workload,
-		Policy:          o.policy, // the access controller and the workload access set the checks its gate reads
-		Recorder:        o.mgr.GetEventRecorder("vitals-" + flight.Name),
-		Clock:           opts.Clock,
-		Metrics:         flight.NewMetrics(opts.Registry),
-		Progress:        prog,
-		DefaultInterval: opts.FlightInterval,
-		DefaultBudget:   opts.FlightBudget,
+}
+
+// observer builds each controller's liveness from its progress: the check "controller.<name>" watches its
+// work queue and its reconciles.
+type observer struct{ o *Operator }
+
+func (ob observer) Observe(name string, opts controller.Options) (controller.Options, func(reconcile.Reconciler) reconcile.Reconciler, error) {
+	o := ob.o
+	p := progress.New(name, progress.Options{HungAfter: o.opts.PassTimeout, StallAfter: o.opts.ComponentDeadline, Log: o.log,
+		Clock: o.opts.Clock, RateLimiter: requeueLimiter(nil)})
+	c := health.Check{Name: "controller." + name, Probes: health.Liveness, Run: p.Check,
+		Interval: o.opts.CheckInterval, Timeout: o.opts.CheckTimeout}
+	if err := o.health.Register(c); err != nil {
+		return opts, nil, fmt.Errorf("health check of controller %s: %w", name, err)
 	}
-	if err := o.flight.SetupWithManager(o.mgr); err != nil {
-		return fmt.Errorf("operator: set up %s: %w", flight.Name, err)
-	}
-	return nil
+	return p.Observe(opts), p.Reconciler, nil
 }
 
 // servers binds the health and metrics servers and adds them to the manager as runnables that do

@@ -32,9 +32,9 @@ const (
 	ComponentAccess   = "controller." + access.Name  // liveness from the access controller's progress
 )
 
-// healthProfile registers the controller health profile and returns the observer of routegc's
-// progress.
-func (o *Operator) healthProfile(cs kclient.Interface) (*progress.Controller, error) {
+// healthProfile registers the operator's health profile; each controller's liveness from its progress is
+// registered as the controller is set up (observer).
+func (o *Operator) healthProfile(cs kclient.Interface) error {
 	opts := o.opts
 	check := func(name string, p health.Probe, run health.Func) health.Check {
 		return health.Check{Name: name, Probes: p, Run: run, Interval: opts.CheckInterval, Timeout: opts.CheckTimeout}
@@ -44,11 +44,11 @@ func (o *Operator) healthProfile(cs kclient.Interface) (*progress.Controller, er
 		Options: kchecks.Options{MinInterval: opts.CheckInterval / 2, Clock: opts.Clock}, Namespace: opts.LeaderElectionNamespace,
 		WatchTimeout: time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("operator: health checks: %w", err)
+		return fmt.Errorf("operator: health checks: %w", err)
 	}
 	synced, err := kchecks.CacheSynced(kchecks.CacheSyncedOptions{Cache: o.mgr.GetCache()})
 	if err != nil {
-		return nil, fmt.Errorf("operator: health checks: %w", err)
+		return fmt.Errorf("operator: health checks: %w", err)
 	}
 	kube := check(CheckKubernetes, health.Readiness, listWatch)
 	kube.Timeout = max(kube.Timeout, 3*time.Second)
@@ -82,7 +82,7 @@ func (o *Operator) healthProfile(cs kclient.Interface) (*progress.Controller, er
 			IsLeader: o.elected.Load,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("operator: health checks: %w", err)
+			return fmt.Errorf("operator: health checks: %w", err)
 		}
 		c := check(CheckLeaderLease, health.Liveness, lease)
 		// A leader that cannot see its Lease for a few rounds has stopped renewing it too.
@@ -90,33 +90,19 @@ func (o *Operator) healthProfile(cs kclient.Interface) (*progress.Controller, er
 		checks = append(checks, c)
 	}
 	if err := o.health.Register(checks...); err != nil {
-		return nil, fmt.Errorf("operator: health checks: %w", err)
+		return fmt.Errorf("operator: health checks: %w", err)
 	}
 	// Liveness from progress: the informer's run loop, and each controller's workers and queue.
 	inf, err := progress.InformerRunning(progress.InformerOptions{Name: "vitalsclusters", Get: func(ctx context.Context) (progress.Informer, error) {
 		return o.mgr.GetCache().GetInformer(ctx, &v1alpha1.VitalsCluster{}, cache.BlockUntilSynced(false))
 	}})
 	if err != nil {
-		return nil, fmt.Errorf("operator: health checks: %w", err)
+		return fmt.Errorf("operator: health checks: %w", err)
 	}
 	if err := o.health.Register(check(ComponentInformer, health.Liveness, inf)); err != nil {
-		return nil, fmt.Errorf("operator: health checks: %w", err)
+		return fmt.Errorf("operator: health checks: %w", err)
 	}
-	return o.observe(routegc.Name, o.opts.RouteGCWorkers)
-}
-
-// observe registers the liveness check "controller.<name>" of a controller's progress and returns
-// its observer, to build the controller with (its Options, with workers concurrent reconciles, and its
-// Reconciler). Every controller of the operator gets one.
-func (o *Operator) observe(name string, workers int) (*progress.Controller, error) {
-	p := progress.New(name, progress.Options{Workers: workers, HungAfter: o.opts.PassTimeout,
-		StallAfter: o.opts.ComponentDeadline, Log: o.log, Clock: o.opts.Clock, RateLimiter: requeueLimiter(nil)})
-	c := health.Check{Name: "controller." + name, Probes: health.Liveness, Run: p.Check,
-		Interval: o.opts.CheckInterval, Timeout: o.opts.CheckTimeout}
-	if err := o.health.Register(c); err != nil {
-		return nil, fmt.Errorf("operator: health check of controller %s: %w", name, err)
-	}
-	return p, nil
+	return nil
 }
 
 // cloudCheck connects lazily and builds its check once per cloud.

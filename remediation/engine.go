@@ -165,6 +165,8 @@ type record struct {
 	// keep: how long times are kept (the longer of the cluster's and the operator's windows).
 	keep       time.Duration
 	stormSince time.Time
+	// stormWhy describes the storm last seen (in memory only: after a restart the cool-down says when).
+	stormWhy string
 }
 
 var _ Policy = (*Engine)(nil)
@@ -226,9 +228,10 @@ func (e *Engine) Limits() Limits { return e.limits }
 func (e *Engine) Begin(ctx context.Context, c *v1alpha1.VitalsCluster, controller string, needs []string, scope Scope) Pass {
 	now := e.clock.Now()
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-	p := &pass{
-		e: e, c: c, key: key, controller: controller, needs: append([]string(nil), needs...), scope: scope,
-		s: settingsOf(c), history: append([]v1alpha1.Action(nil), c.Status.Actions...),
+	p := &pass{e: e, c: c, key: key, controller: controller, needs: append([]string(nil), needs...), scope: scope, s: settingsOf(c)}
+	if b := c.Status.Controller(controller, false); b != nil {
+		// the controller's own history: a hold already recorded there is not written again
+		p.history = append([]v1alpha1.Action(nil), b.Actions...)
 	}
 	p.seedErr = e.seedOnce(ctx)
 	e.mu.Lock()
@@ -241,6 +244,7 @@ func (e *Engine) Begin(ctx context.Context, c *v1alpha1.VitalsCluster, controlle
 	if storm, why := Storm(c, scope); storm {
 		p.storm = why
 		r.stormSince = stamp(now)
+		r.stormWhy = controller + ": " + why
 	}
 	return p
 }

@@ -26,7 +26,8 @@ func act(v *env, c *v1alpha1.VitalsCluster, scope Scope, n int) []Decision {
 		}
 		ds = append(ds, d)
 	}
-	c.Status.Actions = append(c.Status.Actions, p.Lines()...)
+	b := c.Status.Controller("routegc", true)
+	b.Actions = append(b.Actions, p.Lines()...)
 	p.Apply(&c.Status)
 	return ds
 }
@@ -158,10 +159,10 @@ func TestLinesAndCondition(t *testing.T) {
 	c := newCluster(annotate(v1alpha1.AnnotationPaused, "true"))
 	act(v, c, Scope{}, 2)
 	act(v, c, Scope{}, 2)
-	if n := len(c.Status.Actions); n != 2 {
-		t.Errorf("%d status lines after two paused passes over two routes, want 2 (a repeated hold is written once): %+v", n, c.Status.Actions)
+	if n := len(c.Status.RouteGC.Actions); n != 2 {
+		t.Errorf("%d status lines after two paused passes over two routes, want 2 (a repeated hold is written once): %+v", n, c.Status.RouteGC.Actions)
 	}
-	if l := c.Status.Actions[0]; l.Action != v1alpha1.ActionSkipped || l.Reason != ReasonPaused || l.Object != "route 198.19.1.0/24@10.0.0.1" || l.Controller != "routegc" {
+	if l := c.Status.RouteGC.Actions[0]; l.Action != v1alpha1.ActionSkipped || l.Reason != ReasonPaused || l.Object != "route 198.19.1.0/24@10.0.0.1" || l.Controller != "routegc" {
 		t.Errorf("status line %+v", l)
 	}
 	if cond := conditionOf(c, v1alpha1.ConditionRemediationAllowed); cond.Status != metav1.ConditionFalse || cond.Reason != ReasonPaused {
@@ -169,7 +170,7 @@ func TestLinesAndCondition(t *testing.T) {
 	}
 	delete(c.Annotations, v1alpha1.AnnotationPaused)
 	act(v, c, Scope{}, 1)
-	last := c.Status.Actions[len(c.Status.Actions)-1]
+	last := c.Status.RouteGC.Actions[len(c.Status.RouteGC.Actions)-1]
 	if last.Action != v1alpha1.ActionRemoved || last.Reason != ReasonAllowed {
 		t.Errorf("last status line %+v, want Removed/Allowed", last)
 	}

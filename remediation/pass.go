@@ -153,6 +153,13 @@ func (p *pass) decide(now time.Time, a Action) Decision {
 // clusterRule is the first rule that holds back every action of this pass: an invalid policy, the
 // operator-wide pause, the cluster's pause, the gate, the storm rule.
 func (p *pass) clusterRule(now time.Time) (reason, msg string, retry time.Time) {
+	return p.rule(now, true)
+}
+
+// rule is clusterRule; without pass, only the rules of the cluster as a whole (not this pass's gate and
+// storm, which differ from controller to controller), for the RemediationAllowed condition: every
+// controller's pass then writes the same condition, and a condition that stays is not written again.
+func (p *pass) rule(now time.Time, pass bool) (reason, msg string, retry time.Time) {
 	if sh := p.e.shard; sh != nil && !sh.Holds(p.c.UID) {
 		return ReasonShardNotHeld, "not this replica's cluster: " + sh.Why(p.c.UID), time.Time{}
 	}
@@ -165,19 +172,29 @@ func (p *pass) clusterRule(now time.Time) (reason, msg string, retry time.Time) 
 	if p.s.paused {
 		return ReasonPaused, "paused: " + p.s.pausedWhy, time.Time{}
 	}
-	if why := p.gateClosed(); why != "" {
+	needs := p.needs
+	if !pass {
+		// the cluster's own condition: what every controller needs (the cloud check), not one pass's needs
+		needs = []string{CheckCloud}
+	}
+	if why := p.gateClosed(needs); why != "" {
 		return ReasonGateClosed, "gate closed: " + why, time.Time{}
 	}
-	if p.storm != "" {
+	if pass && p.storm != "" {
 		return ReasonStorm, "storm: " + p.storm, now.Add(p.e.limits.StormCooldown)
 	}
 	p.e.mu.Lock()
-	since := p.e.recordLocked(p.key, p.s.window).stormSince
+	rec := p.e.recordLocked(p.key, p.s.window)
+	since, why := rec.stormSince, rec.stormWhy
 	p.e.mu.Unlock()
 	if !since.IsZero() {
 		if until := since.Add(p.e.limits.StormCooldown); now.Before(until) {
-			return ReasonStorm, fmt.Sprintf("cooling down after a storm last seen %s: actions resume at %s",
-				since.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339)), until
+			msg := fmt.Sprintf("cooling down after a storm last seen %s: actions resume at %s",
+				since.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+			if why != "" {
+				msg = "storm (" + why + "); " + msg
+			}
+			return ReasonStorm, msg, until
 		}
 	}
 	return "", "", time.Time{}
@@ -186,7 +203,7 @@ func (p *pass) clusterRule(now time.Time) (reason, msg string, retry time.Time) 
 // gateClosed says why the gate is closed ("" when open): the operator's own readiness, the seeding
 // of the operator-wide window, and the checks of the cluster this pass needs. A check that never
 // reported closes the gate.
-func (p *pass) gateClosed() string {
+func (p *pass) gateClosed(needs []string) string {
 	var why []string
 	for _, n := range p.e.ready {
 		r, ok := p.e.readiness.Result(n)
@@ -206,7 +223,7 @@ func (p *pass) gateClosed() string {
 	if p.seedErr != nil {
 		why = append(why, p.seedErr.Error())
 	}
-	for _, n := range p.needs {
+	for _, n := range needs {
 		r, ok := p.e.checks.Get(p.key, n)
 		switch {
 		case !ok:
@@ -259,7 +276,23 @@ func (p *pass) budgetRetry(r *record, now time.Time) time.Time {
 func (p *pass) record(ctx context.Context, now time.Time, a Action, outcome, reason, msg string, kind v1alpha1.ActionKind) {
 	e := p.e
 	e.metrics.Actions.WithLabelValues(p.controller, a.Verb, outcome, reason).Inc()
-	logf.FromContext(ctx).Info("remediation decision", "cluster", p.key.String(), "controller", p.controller,
+	line := v1alpha1.Action{Time: metav1.NewTime(now), Controller: p.controller, Action: kind, Object: a.Object(), Reason: reason, Message: msg}
+	if kind == v1alpha1.ActionSkipped || kind == v1alpha1.ActionWouldRemove || kind == v1alpha1.ActionWouldDo {
+		for _, l := range append(p.history, p.lines...) {
+			if l.Controller == line.Controller && l.Action == line.Action && l.Object == line.Object && l.Reason == line.Reason {
+				// recorded already, and still so: counted, not announced again
+				logf.FromContext(ctx).V(2).Info("remediation decision", "controller", p.controller, "verb", a.Verb,
+					"object", a.Object(), "outcome", outcome, "reason", reason)
+				return
+			}
+		}
+	}
+	p.lines = append(p.lines, line)
+	log := logf.FromContext(ctx)
+	if outcome != outcomeTaken && outcome != outcomeFailed {
+		log = log.V(1) // a decision not to act; an action is logged at the default level
+	}
+	log.Info("remediation decision", "controller", p.controller,
 		"verb", a.Verb, "object", a.Object(), "outcome", outcome, "reason", reason, "message", msg)
 	if e.recorder != nil {
 		typ, evReason := corev1.EventTypeNormal, reason
@@ -281,15 +314,6 @@ func (p *pass) record(ctx context.Context, now time.Time, a Action, outcome, rea
 		}
 		e.recorder.Eventf(p.c, nil, typ, evReason, a.Verb, "%s", note)
 	}
-	line := v1alpha1.Action{Time: metav1.NewTime(now), Controller: p.controller, Action: kind, Object: a.Object(), Reason: reason, Message: msg}
-	if kind == v1alpha1.ActionSkipped || kind == v1alpha1.ActionWouldRemove || kind == v1alpha1.ActionWouldDo {
-		for _, l := range append(p.history, p.lines...) {
-			if l.Controller == line.Controller && l.Action == line.Action && l.Object == line.Object && l.Reason == line.Reason {
-				return
-			}
-		}
-	}
-	p.lines = append(p.lines, line)
 }
 
 // Apply writes the policy's state into a (freshly read) status: the merged window, what it still
@@ -327,8 +351,8 @@ func (p *pass) Apply(st *v1alpha1.ClusterStatus) {
 	paused, _ := e.operatorPaused()
 	e.metrics.OperatorPaused.Set(b2f(paused))
 
-	status, reason, msg := metav1.ConditionTrue, ReasonAllowed, fmt.Sprintf("%d of %d actions left in the cluster's %s window, %d of %d operator-wide", left, p.s.actions, p.s.window, opLeft, opBudget)
-	if cr, cmsg, _ := p.clusterRule(now); cr != "" {
+	status, reason, msg := metav1.ConditionTrue, ReasonAllowed, fmt.Sprintf("%d of %d actions left in the cluster's %s window", left, p.s.actions, p.s.window)
+	if cr, cmsg, _ := p.rule(now, false); cr != "" {
 		status, reason, msg = metav1.ConditionFalse, cr, cmsg
 	} else if left == 0 {
 		status, reason, msg = metav1.ConditionFalse, ReasonBudget, budgetMsg

@@ -198,9 +198,6 @@ type ClusterSpec struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	PodCIDRs []CIDR `json:"podCIDRs"`
-	// ServiceCIDR is the cluster's service network.
-	// +optional
-	ServiceCIDR CIDR `json:"serviceCIDR,omitempty"`
 	// Remediation is the policy every controller asks before a destructive action.
 	// +optional
 	Remediation RemediationSpec `json:"remediation,omitempty"`
@@ -211,7 +208,9 @@ type ClusterSpec struct {
 
 // Condition types of a Cluster.
 const (
-	// ConditionReady: the operator can reach the cluster's cloud and its controllers run.
+	// ConditionReady summarises the others (see ReadyReasons): True when the cluster's cloud is verified, its
+	// workload cluster is reachable, and every enabled controller has completed a pass of the current spec
+	// and can read what it looks after. Written by the operator alone, from the other conditions.
 	ConditionReady = "Ready"
 	// ConditionRoutesHealthy: the last route pass found no orphaned route left in place.
 	ConditionRoutesHealthy = "RoutesHealthy"
@@ -269,50 +268,57 @@ type SuspectRoute struct {
 	NextHop     string `json:"nexthop"`
 	// FirstSeen is when a pass first saw the route orphaned.
 	FirstSeen metav1.Time `json:"firstSeen"`
-	// Passes counts the passes in a row that saw it orphaned.
+	// Passes counts the passes in a row that saw it orphaned, up to 2 (the proof needs two).
+	// +kubebuilder:validation:Maximum=2
 	Passes int32 `json:"passes"`
 }
 
-// PassCounts are the numbers of one route pass.
-type PassCounts struct {
+// RouteCounts are the routes of the cluster's router as of the route collector's last complete pass.
+type RouteCounts struct {
 	// Routes on the router.
 	Routes int32 `json:"routes"`
 	// Ours: routes inside the pod CIDRs.
 	Ours int32 `json:"ours"`
 	// Live: our routes whose nexthop exists.
 	Live int32 `json:"live"`
-	// Orphaned: our routes whose nexthop exists nowhere.
+	// Orphaned: our routes whose nexthop exists nowhere (removed, awaiting proof, or held back).
 	Orphaned int32 `json:"orphaned"`
 	// Protected: routes on the protected list.
 	Protected int32 `json:"protected"`
-	// Removed in this pass.
-	Removed int32 `json:"removed"`
-	// Skipped by a rule in this pass (proof pending, budget, dry-run).
-	Skipped int32 `json:"skipped"`
 }
 
-// RouteGCStatus reports the route collector's last pass.
+// ControllerStatus is what every controller reports of itself, in its own block of the status. A
+// controller writes its block and its conditions only when they change: a pass that changes nothing
+// writes nothing (per-pass times and counts are metrics).
+type ControllerStatus struct {
+	// ObservedGeneration is the spec generation of the controller's last complete pass.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Actions are the controller's last actions taken or held back, newest last (at most MaxActions):
+	// its own and the remediation policy's decisions on them.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	Actions []Action `json:"actions,omitempty"`
+}
+
+// AccessStatus reports the access controller: the proof of the cluster's project and of every resource its
+// spec names, and the reach of its workload cluster (conditions CloudVerified and WorkloadReachable).
+type AccessStatus struct {
+	ControllerStatus `json:",inline"`
+}
+
+// RouteGCStatus reports the route collector.
 type RouteGCStatus struct {
-	// LastPassTime is when the last pass ended (successful or not).
-	// +optional
-	LastPassTime *metav1.Time `json:"lastPassTime,omitempty"`
-	// LastSuccessfulPassTime is when the last complete pass ended.
-	// +optional
-	LastSuccessfulPassTime *metav1.Time `json:"lastSuccessfulPassTime,omitempty"`
-	// NextPassTime is when the next pass is due.
-	// +optional
-	NextPassTime *metav1.Time `json:"nextPassTime,omitempty"`
-	// LastError of the last pass, empty when it succeeded.
-	// +optional
-	LastError string `json:"lastError,omitempty"`
+	ControllerStatus `json:",inline"`
 	// Counts of the last complete pass.
 	// +optional
-	Counts PassCounts `json:"counts,omitempty"`
+	Counts RouteCounts `json:"counts,omitempty"`
 	// RemovedTotal counts every route removed for this cluster.
 	// +optional
 	RemovedTotal int64 `json:"removedTotal,omitempty"`
-	// Suspects are routes seen orphaned, awaiting their second sighting.
+	// Suspects are routes seen orphaned, awaiting their second sighting or held back.
 	// +optional
+	// +kubebuilder:validation:MaxItems=1000
 	Suspects []SuspectRoute `json:"suspects,omitempty"`
 }
 
@@ -331,12 +337,16 @@ type RemediationStatus struct {
 	StormSince *metav1.Time `json:"stormSince,omitempty"`
 }
 
-// ClusterStatus is what the controllers observed and did.
+// ClusterStatus is what the controllers observed and did. Each controller owns its block and its
+// conditions and writes them as a server-side apply of its own fields (field manager vitals-<controller>),
+// so that controllers never overwrite or conflict with each other.
 type ClusterStatus struct {
-	// ObservedGeneration is the spec generation the status reflects.
+	// ObservedGeneration is the spec generation every enabled controller has completed a pass for, as of
+	// the Ready condition.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready, RoutesHealthy.
+	// Conditions: Ready (the summary), CloudVerified and WorkloadReachable (access), RemediationAllowed
+	// (the remediation policy), RoutesHealthy (routegc), flight's, CleanedUp (deorbit).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -344,6 +354,9 @@ type ClusterStatus struct {
 	// ProjectID is the OpenStack project the cluster's credentials were proven to act in.
 	// +optional
 	ProjectID string `json:"projectID,omitempty"`
+	// Access reports the access controller.
+	// +optional
+	Access *AccessStatus `json:"access,omitempty"`
 	// Remediation reports the remediation policy's state for this cluster.
 	// +optional
 	Remediation *RemediationStatus `json:"remediation,omitempty"`
@@ -356,12 +369,9 @@ type ClusterStatus struct {
 	// Flight reports the node and network repairs.
 	// +optional
 	Flight *FlightStatus `json:"flight,omitempty"`
-	// Actions are the last actions taken or skipped, newest last (at most MaxActions).
-	// +optional
-	Actions []Action `json:"actions,omitempty"`
 }
 
-// MaxActions is how many actions the status keeps.
+// MaxActions is how many actions each controller's block keeps.
 const MaxActions = 20
 
 // VitalsCluster is one Kubernetes cluster on OpenStack looked after by Vitals. The kind is not
@@ -370,12 +380,15 @@ const MaxActions = 20
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=vcl,categories=vitals,path=vitalsclusters,singular=vitalscluster
-// +kubebuilder:printcolumn:name="Router",type=string,JSONPath=`.spec.openstack.routerID`
-// +kubebuilder:printcolumn:name="Pod CIDRs",type=string,JSONPath=`.spec.podCIDRs`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Routes",type=string,JSONPath=`.status.conditions[?(@.type=="RoutesHealthy")].reason`
-// +kubebuilder:printcolumn:name="Removed",type=integer,JSONPath=`.status.routegc.removedTotal`
-// +kubebuilder:printcolumn:name="Last Pass",type=date,JSONPath=`.status.routegc.lastPassTime`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Routes",type=string,JSONPath=`.status.conditions[?(@.type=="RoutesHealthy")].status`
+// +kubebuilder:printcolumn:name="Nodes",type=string,JSONPath=`.status.conditions[?(@.type=="NodesHealthy")].status`
+// +kubebuilder:printcolumn:name="Remediation",type=string,JSONPath=`.status.conditions[?(@.type=="RemediationAllowed")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Project",type=string,JSONPath=`.status.projectID`,priority=1
+// +kubebuilder:printcolumn:name="Router",type=string,JSONPath=`.spec.openstack.routerID`,priority=1
+// +kubebuilder:printcolumn:name="Removed",type=integer,JSONPath=`.status.routegc.removedTotal`,priority=1
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type VitalsCluster struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -6,10 +6,21 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // DeorbitSpec configures deorbit: on deletion of the VitalsCluster, the cluster's volumes, load
 // balancers and routes are deleted and the cloud is asked until it confirms, before the finalizer goes.
-// Enabled false: the finalizer goes at once and nothing is cleaned up. Budget caps the deletes issued
-// in one pass (default 50). Interval is unused: deorbit requeues at its next deadline.
+// Deorbit steps at its own deadlines (the cloud's pace), not at an interval.
 type DeorbitSpec struct {
-	ControllerSpec `json:",inline"`
+	// Enabled turns deorbit on for this cluster (default true). Off: the finalizer goes at once on deletion
+	// and nothing is cleaned up.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// DryRun: plan the deletes and report them (status.deorbit.resources, state WouldDelete), delete
+	// nothing, and hold the finalizer until the dry run ends or deorbit gives up.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+	// Budget is the most deletes deorbit issues in one step (default 50).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=5000
+	Budget *int32 `json:"budget,omitempty"`
 	// GiveUpAfter is how long after deletion began deorbit gives up (default 24h): it writes a debris
 	// report of every cloud resource still there, and the finalizer goes.
 	// +optional
@@ -114,6 +125,7 @@ type DeorbitCounts struct {
 
 // DeorbitStatus records deorbit's progress so that a restarted operator resumes where it was.
 type DeorbitStatus struct {
+	ControllerStatus `json:",inline"`
 	// Phase deorbit is in: VolumeSnapshots, PersistentVolumeClaims, LoadBalancerServices, Routes,
 	// WaitForCloud, Sweep, Done, GaveUp, DryRunPlanned.
 	// +optional

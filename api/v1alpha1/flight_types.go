@@ -175,20 +175,9 @@ type FlightCounts struct {
 	Routes int32 `json:"routes"`
 }
 
-// FlightStatus reports flight's last pass.
+// FlightStatus reports flight.
 type FlightStatus struct {
-	// LastPassTime is when flight last looked at the cluster.
-	// +optional
-	LastPassTime *metav1.Time `json:"lastPassTime,omitempty"`
-	// LastSuccessfulPassTime is when the last complete pass ended.
-	// +optional
-	LastSuccessfulPassTime *metav1.Time `json:"lastSuccessfulPassTime,omitempty"`
-	// NextPassTime is when the next pass is due.
-	// +optional
-	NextPassTime *metav1.Time `json:"nextPassTime,omitempty"`
-	// LastError of the last pass, empty when it read everything.
-	// +optional
-	LastError string `json:"lastError,omitempty"`
+	ControllerStatus `json:",inline"`
 	// SecurityGroupID is the cluster's security group as last resolved.
 	// +optional
 	SecurityGroupID string `json:"securityGroupID,omitempty"`

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// GroupVersion is the API group and version of the VitalsVitalsCluster resource.
+// GroupVersion is the API group and version of the VitalsCluster resource.
 var GroupVersion = schema.GroupVersion{Group: "vitals.vitalsproject.io", Version: "v1alpha1"}
 
 var (

@@ -313,10 +313,7 @@ func run(ctx context.Context, o options, n int) ([]result, error) {
 	res.SetupSeconds = time.Since(t0).Seconds()
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	pw, err := watchPasses(wctx, o.kubeconfig, ns)
-	if err != nil {
-		return nil, err
-	}
+	pw := watchPasses(wctx)
 
 	// Leave nothing behind: once the operators are gone, drop the finalizers they set, then the namespace.
 	defer func() {
@@ -397,6 +394,7 @@ func measure(ctx context.Context, o options, c client.Client, pw *passWatch, n i
 		}
 		kubeconfig := o.kubeconfig
 		r := &replica{metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])}
+		pw.add(r.metricsURL)
 		args := []string{"operator", "--namespace", ns,
 			"--health-bind-address", "127.0.0.1", "--health-port", strconv.Itoa(ports[0]),
 			"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--routegc-interval", o.interval.String(),
@@ -481,7 +479,7 @@ func measure(ctx context.Context, o options, c client.Client, pw *passWatch, n i
 		case <-time.After(time.Second):
 		}
 	}
-	seen := pw.since(opStart) // cluster -> the end times of its passes, as its status shows them
+	seen := pw.since(opStart) // cluster -> the end times of its passes, as its replica's metrics show them
 	var gaps []float64
 	for _, ts := range seen {
 		for i := 1; i < len(ts); i++ {

@@ -2,93 +2,72 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"strings"
 	"sync"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-
-	"github.com/vitalsproject/vitals/api/v1alpha1"
 )
 
-// passWatch keeps the end time of every route pass of the VitalsClusters of one namespace, from one
-// watch (an informer that keeps each cluster's name and last pass time only). Polling every cluster's
-// status with lists instead cost the apiserver a list of every VitalsCluster every few seconds, as much
-// as the operators measured (at 2000 clusters the driver's lists timed out on the loaded apiserver).
+// passWatch keeps the end time of every complete route pass of each VitalsCluster, read from the
+// replicas' own metrics (vitals_routegc_last_success_timestamp_seconds{vitalscluster}), scraped every
+// second: the operator writes a cluster's status only when something changed, so the status no longer
+// shows each pass.
 type passWatch struct {
 	mu     sync.Mutex
+	urls   []string
 	passes map[string][]time.Time // cluster -> end times of its passes, oldest first
 }
 
-// watchPasses starts the watch of ns and waits for its first list.
-func watchPasses(ctx context.Context, kubeconfig, ns string) (*passWatch, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
-	}
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}},
-		DefaultTransform: slimCluster})
-	if err != nil {
-		return nil, fmt.Errorf("VitalsCluster cache: %w", err)
-	}
-	inf, err := c.GetInformer(ctx, &v1alpha1.VitalsCluster{})
-	if err != nil {
-		return nil, fmt.Errorf("VitalsCluster informer: %w", err)
-	}
+// watchPasses starts the scrapes; add gives them each replica's metrics URL as it starts.
+func watchPasses(ctx context.Context) *passWatch {
 	pw := &passWatch{passes: map[string][]time.Time{}}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { pw.record(o) },
-		UpdateFunc: func(_, o any) { pw.record(o) },
-	}); err != nil {
-		return nil, err
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("VitalsClusters of %s: the watch did not sync", ns)
-	}
-	return pw, nil
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				pw.scrapeAll(ctx)
+			}
+		}
+	}()
+	return pw
 }
 
-// slimCluster keeps what the driver reads of a VitalsCluster: its name and last route pass.
-func slimCluster(in any) (any, error) {
-	vc, ok := in.(*v1alpha1.VitalsCluster)
-	if !ok {
-		return in, nil
-	}
-	out := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Name: vc.Name, Namespace: vc.Namespace, UID: vc.UID,
-		ResourceVersion: vc.ResourceVersion}}
-	if rg := vc.Status.RouteGC; rg != nil && rg.LastPassTime != nil {
-		out.Status.RouteGC = &v1alpha1.RouteGCStatus{LastPassTime: rg.LastPassTime}
-	}
-	return out, nil
-}
-
-func (p *passWatch) record(o any) {
-	vc, ok := o.(*v1alpha1.VitalsCluster)
-	if !ok || vc.Status.RouteGC == nil || vc.Status.RouteGC.LastPassTime == nil {
-		return
-	}
-	t := vc.Status.RouteGC.LastPassTime.Time
+// add makes url (a replica's /metrics) one of the scraped.
+func (p *passWatch) add(url string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ts := p.passes[vc.Name]
-	if len(ts) == 0 || ts[len(ts)-1].Before(t) {
-		p.passes[vc.Name] = append(ts, t)
+	p.urls = append(p.urls, url)
+}
+
+func (p *passWatch) scrapeAll(ctx context.Context) {
+	p.mu.Lock()
+	urls := append([]string(nil), p.urls...)
+	p.mu.Unlock()
+	for _, u := range urls {
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		m, err := scrape(sctx, u)
+		cancel()
+		if err != nil {
+			continue // a replica starting or stopping: the next scrape sees it
+		}
+		p.mu.Lock()
+		for _, s := range m["vitals_routegc_last_success_timestamp_seconds"] {
+			_, name, _ := strings.Cut(s.labels["vitalscluster"], "/")
+			t := time.Unix(0, int64(s.value*1e9))
+			ts := p.passes[name]
+			if len(ts) == 0 || ts[len(ts)-1].Before(t) {
+				p.passes[name] = append(ts, t)
+			}
+		}
+		p.mu.Unlock()
 	}
 }
 
-// since is, per cluster, the end times of its passes at or after t (lastPassTime has a resolution of a
-// second: t is truncated).
+// since is, per cluster, the end times of its passes at or after t.
 func (p *passWatch) since(t time.Time) map[string][]time.Time {
-	t = t.Truncate(time.Second)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make(map[string][]time.Time, len(p.passes))

@@ -11,39 +11,38 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/controllers/clusterstatus"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
 )
 
 // cloudResult is one resolution of a cluster's tenancy, ready to be written into its status.
 type cloudResult struct {
-	gen     int64
 	project string // proven project; "" when refused
 	keep    bool   // nothing proven either way (cloud unavailable): keep the last proven project
 	reason  string
 	message string
 }
 
-func (cr cloudResult) apply(st *v1alpha1.ClusterStatus) {
+func (cr cloudResult) apply(o *pass.Owned) {
 	switch {
 	case cr.project != "":
-		st.ProjectID = cr.project
+		o.Status.ProjectID = cr.project
 	case !cr.keep:
-		st.ProjectID = ""
+		o.Status.ProjectID = ""
 	}
 	status := metav1.ConditionFalse
 	if cr.reason == tenancy.ReasonVerified {
 		status = metav1.ConditionTrue
 	}
-	clusterstatus.SetCondition(st, cr.gen, v1alpha1.ConditionCloudVerified, status, cr.reason, cr.message)
+	o.Conditions = append(o.Conditions, metav1.Condition{Type: v1alpha1.ConditionCloudVerified, Status: status, Reason: cr.reason, Message: cr.message})
 }
 
 // verifyCloud resolves c's tenancy, sets the cloud check and records an Event when the result changed.
 func (r *Reconciler) verifyCloud(ctx context.Context, c *v1alpha1.VitalsCluster) cloudResult {
 	key := client.ObjectKeyFromObject(c)
-	res := cloudResult{gen: c.Generation}
-	scope, err := r.Tenancy.Resolve(ctx, c)
+	res := cloudResult{}
+	scope, err := r.d.Tenancy.Resolve(ctx, c)
 	if err == nil {
 		res.project, res.reason = scope.ProjectID, tenancy.ReasonVerified
 		res.message = "project " + scope.ProjectID + " proven with " + scope.Source
@@ -55,8 +54,8 @@ func (r *Reconciler) verifyCloud(ctx context.Context, c *v1alpha1.VitalsCluster)
 		res.reason, res.message = refusal.Reason, refusal.Message
 		res.keep = refusal.Reason == tenancy.ReasonCloudUnavailable
 	}
-	if r.Checks != nil {
-		r.Checks.Set(key, remediation.CheckCloud, err)
+	if r.d.Checks != nil {
+		r.d.Checks.Set(key, remediation.CheckCloud, err)
 	}
 	prev := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionCloudVerified)
 	if prev == nil || prev.Reason != res.reason || prev.Message != res.message {
@@ -65,7 +64,7 @@ func (r *Reconciler) verifyCloud(ctx context.Context, c *v1alpha1.VitalsCluster)
 			typ = corev1.EventTypeNormal
 		}
 		r.event(c, typ, res.reason, "VerifyCloud", res.message)
-		logf.FromContext(ctx).Info("cloud verification changed", "cluster", key.String(), "reason", res.reason, "message", res.message)
+		logf.FromContext(ctx).Info("cloud verification changed", "reason", res.reason, "message", res.message)
 	}
 	return res
 }

@@ -9,15 +9,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
@@ -39,7 +39,6 @@ func (r *resolver) Resolve(context.Context, *v1alpha1.VitalsCluster) (*tenancy.S
 func (r *resolver) Forget(k types.NamespacedName) { r.forgotten = append(r.forgotten, k) }
 
 func TestReconcile(t *testing.T) {
-	key := types.NamespacedName{Namespace: "ns", Name: "c1"}
 	unavailable := &tenancy.Refusal{Reason: tenancy.ReasonCloudUnavailable, Message: "Keystone cannot be reached"}
 	tests := []struct {
 		name string
@@ -64,11 +63,12 @@ func TestReconcile(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newClient(t, &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1", Generation: 1}})
+			c, key := newCluster(t)
 			res := &resolver{}
 			rec := events.NewFakeRecorder(10)
 			checks := remediation.NewChecks(nil)
-			r := &Reconciler{Client: c, Tenancy: res, Checks: checks, Recorder: rec, Clock: clocktesting.NewFakeClock(time.Now())}
+			r := newReconciler(t, &pass.Deps{Client: c, Tenancy: res, Checks: checks,
+				Recorder: func(string) events.EventRecorder { return rec }, Clock: clocktesting.NewFakeClock(time.Now())})
 			for _, err := range tc.results {
 				res.err = err
 				out, rerr := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
@@ -102,14 +102,23 @@ func TestReconcile(t *testing.T) {
 }
 
 func TestReconcileDeletion(t *testing.T) {
-	key := types.NamespacedName{Namespace: "ns", Name: "c1"}
-	now := metav1.Now()
-	c := newClient(t, &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1",
-		Finalizers: []string{v1alpha1.FinalizerDeorbit}, DeletionTimestamp: &now}})
+	c, key := newCluster(t)
+	ctx := context.Background()
+	var vc v1alpha1.VitalsCluster
+	if err := c.Get(ctx, key, &vc); err != nil {
+		t.Fatal(err)
+	}
+	vc.Finalizers = []string{v1alpha1.FinalizerDeorbit}
+	if err := c.Update(ctx, &vc); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, &vc); err != nil {
+		t.Fatal(err)
+	}
 	res := &resolver{}
 	checks := remediation.NewChecks(nil)
 	checks.Set(key, remediation.CheckCloud, nil)
-	r := &Reconciler{Client: c, Tenancy: res, Checks: checks}
+	r := newReconciler(t, &pass.Deps{Client: c, Tenancy: res, Checks: checks})
 	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
 		t.Fatal(err)
 	}
@@ -131,11 +140,24 @@ func TestReconcileDeletion(t *testing.T) {
 	}
 }
 
-func newClient(t *testing.T, objs ...client.Object) client.Client {
+// newCluster creates a VitalsCluster in a namespace of its own in the real kube-apiserver of the harness.
+func newCluster(t *testing.T) (client.Client, types.NamespacedName) {
 	t.Helper()
-	s := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(s); err != nil {
+	c, cfg := testenv.Clusters(t)
+	key := types.NamespacedName{Namespace: testenv.Namespace(t, cfg, "access"), Name: "c1"}
+	vc := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+		Spec: v1alpha1.ClusterSpec{OpenStack: v1alpha1.OpenStackSpec{RouterID: "r1"}, PodCIDRs: []v1alpha1.CIDR{"10.100.0.0/16"}}}
+	if err := c.Create(context.Background(), vc); err != nil {
 		t.Fatal(err)
 	}
-	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.VitalsCluster{}).Build()
+	return c, key
+}
+
+func newReconciler(t *testing.T, d *pass.Deps) *Reconciler {
+	t.Helper()
+	r, err := New(d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

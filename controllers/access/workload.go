@@ -9,14 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/controllers/clusterstatus"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/workload"
 )
 
@@ -53,28 +52,27 @@ func (w *WorkloadChanges) Source() source.Source {
 
 // workloadResult is one look at a cluster's workload access, ready to be written into its status.
 type workloadResult struct {
-	gen     int64
 	status  metav1.ConditionStatus
 	reason  string
 	message string
 }
 
-func (wr workloadResult) apply(st *v1alpha1.ClusterStatus) {
+func (wr workloadResult) apply(o *pass.Owned) {
 	if wr.reason == "" {
 		return
 	}
-	clusterstatus.SetCondition(st, wr.gen, v1alpha1.ConditionWorkloadReachable, wr.status, wr.reason, wr.message)
+	o.Conditions = append(o.Conditions, metav1.Condition{Type: v1alpha1.ConditionWorkloadReachable, Status: wr.status, Reason: wr.reason, Message: wr.message})
 }
 
 // reachWorkload connects c's workload cluster (again when its kubeconfig Secret changed) and records an
 // Event when the result changed. The workload access reports the cluster's remediation.CheckWorkload
 // itself, at every probe.
 func (r *Reconciler) reachWorkload(ctx context.Context, c *v1alpha1.VitalsCluster) workloadResult {
-	if r.Workload == nil {
+	if r.d.Workload == nil {
 		return workloadResult{}
 	}
-	res := workloadResult{gen: c.Generation}
-	wc, err := r.Workload.For(ctx, c)
+	res := workloadResult{}
+	wc, err := r.d.Workload.For(ctx, c)
 	if err == nil {
 		err = wc.Healthy()
 	}
@@ -98,7 +96,7 @@ func (r *Reconciler) reachWorkload(ctx context.Context, c *v1alpha1.VitalsCluste
 			typ = corev1.EventTypeNormal
 		}
 		r.event(c, typ, "Workload"+res.reason, "ReachWorkload", res.message)
-		logf.FromContext(ctx).Info("workload access changed", "cluster", client.ObjectKeyFromObject(c).String(), "reason", res.reason, "message", res.message)
+		logf.FromContext(ctx).Info("workload access changed", "reason", res.reason, "message", res.message)
 	}
 	return res
 }

@@ -7,12 +7,9 @@ package access_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,16 +21,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/access"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/operator"
 	"github.com/vitalsproject/vitals/remediation"
@@ -67,24 +66,13 @@ func eventually(t *testing.T, what string, cond func() error) {
 func TestWorkloadReachableFollowsEachWorkloadCluster(t *testing.T) {
 	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	cfg := testenv.Kube(t)
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join("..", "..", "deploy", "crds")}, ErrorIfPathMissing: true,
-		MaxTime: time.Minute, PollInterval: 100 * time.Millisecond,
-	}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.InstallCRD(t, cfg)
 	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	ns := "vitals-access-" + hex.EncodeToString(b)
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	ns := testenv.Namespace(t, cfg, "vitals-access")
 
 	priv := testenv.PrivateKube(t)
 	for name, kc := range map[string][]byte{"private-kubeconfig": testenv.InlineKubeconfig(t, priv.KubeconfigPath()), "shared-kubeconfig": testenv.InlineKubeconfig(t, testenv.KubeconfigPath(t))} {
@@ -114,9 +102,12 @@ func TestWorkloadReachableFollowsEachWorkloadCluster(t *testing.T) {
 	if err := mgr.Add(wm); err != nil {
 		t.Fatal(err)
 	}
-	r := &access.Reconciler{Client: mgr.GetClient(), Tenancy: refusing{}, Checks: store,
-		Recorder: mgr.GetEventRecorder("vitals-access"), Workload: wm, WorkloadChanges: changes}
-	if err := r.SetupWithManager(mgr); err != nil {
+	r, err := access.New(&pass.Deps{Client: mgr.GetClient(), Tenancy: refusing{}, Checks: store, Workload: wm,
+		Recorder: func(string) events.EventRecorder { return mgr.GetEventRecorder("vitals-access") }}, access.Options{WorkloadChanges: changes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	mctx, cancel := context.WithCancel(ctx)

@@ -8,33 +8,27 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/controllers/clusterstatus"
-	"github.com/vitalsproject/vitals/health/checks/progress"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/routes"
-	"github.com/vitalsproject/vitals/tenancy"
-	"github.com/vitalsproject/vitals/workload"
 )
 
 // Name of the controller (events, metrics, status lines).
-const Name = "deorbit"
+const Name = v1alpha1.ControllerDeorbit
 
 // DefaultStepTimeout bounds one step (one reconcile): well below the operator's hung-pass deadline.
 const DefaultStepTimeout = 2 * time.Minute
@@ -42,77 +36,49 @@ const DefaultStepTimeout = 2 * time.Minute
 // Reconciler holds the deorbit finalizer of every deleted VitalsCluster until its cloud resources are
 // gone (or it gives up), one step per reconcile, requeued at the step's next deadline.
 type Reconciler struct {
-	Client client.Client
-	// APIReader reads a cluster again after a status write conflicted (nil: Client, its cache).
-	APIReader client.Reader
-	// Tenancy gives the cluster its proven cloud (required).
-	Tenancy tenancy.Resolver
-	// Workload gives the cluster's workload cluster (nil: the Kubernetes phases count as unreachable).
-	Workload workload.Access
-	// Policy decides every delete and records it (required: without one nothing is deleted).
-	Policy remediation.Policy
-	// Checks receive the cluster's cloud check after each resolution (nil: not set here).
-	Checks   remediation.Checks
-	Recorder events.EventRecorder // nil: no events
-	Clock    clock.PassiveClock   // nil: the real clock
+	d      *pass.Deps
+	o      Options
+	engine *Engine
+}
+
+// Options tune deorbit.
+type Options struct {
 	// Rand gives the jitter of the backoff (nil: math/rand/v2).
-	Rand    backoff.Rand
-	Metrics *Metrics // nil: unregistered metrics
-	// Progress observes reconciles and the work queue (the operator's liveness); nil: not observed.
-	Progress *progress.Controller
+	Rand backoff.Rand
+	// Metrics (nil: unregistered).
+	Metrics *Metrics
 	// Workers bound the deletes and reads of one cluster running at once (default DefaultWorkers).
 	Workers int
 	// StepTimeout bounds one step (default DefaultStepTimeout).
 	StepTimeout time.Duration
-
-	once   sync.Once
-	engine *Engine
 }
 
-// SetupWithManager registers the reconciler. Deletion bumps the generation of an object with
+// New returns deorbit. d.Workload (nil: the Kubernetes phases count as unreachable) gives each cluster's
+// workload cluster; d.Checks (nil: not set here) receives the cluster's cloud check after each resolution.
+func New(d *pass.Deps, o Options) (*Reconciler, error) {
+	if err := d.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	if err := d.RequirePolicy(); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+	if o.StepTimeout <= 0 {
+		o.StepTimeout = DefaultStepTimeout
+	}
+	return &Reconciler{d: d, o: o, engine: &Engine{Clock: d.Clock, Rand: o.Rand, Workers: o.Workers, Metrics: o.Metrics}}, nil
+}
+
+// SetupWithManager registers the reconciler with opts. Deletion bumps the generation of an object with
 // finalizers, so spec changes and deletion trigger a step; the steps requeue themselves.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		For(&v1alpha1.VitalsCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
-	return r.Progress.Complete(b, r)
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	return r.d.Setup(ctx, mgr, Name, opts, r, []predicate.Predicate{predicate.GenerationChangedPredicate{}}, nil)
 }
 
-func (r *Reconciler) defaults() { r.once.Do(r.setDefaults) }
-
-// setDefaults fills the unset fields once: Reconcile runs on several workers at a time.
-func (r *Reconciler) setDefaults() {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
-	if r.Metrics == nil {
-		r.Metrics = NewMetrics(nil)
-	}
-	if r.StepTimeout <= 0 {
-		r.StepTimeout = DefaultStepTimeout
-	}
-	r.engine = &Engine{Clock: r.Clock, Rand: r.Rand, Workers: r.Workers, Metrics: r.Metrics}
-}
-
-// SettingsOf are c's deorbit settings with defaults applied, and whether deorbit is enabled.
-func SettingsOf(c *v1alpha1.VitalsCluster) (Settings, bool) {
-	sp := c.Spec.Controllers.Deorbit
-	s := Settings{GiveUpAfter: DefaultGiveUpAfter, UnreachableGracePeriod: DefaultUnreachableGracePeriod,
-		CloudWaitTimeout: DefaultCloudWaitTimeout, Budget: DefaultBudget, DryRun: sp.DryRun}
-	if sp.GiveUpAfter != nil && sp.GiveUpAfter.Duration > 0 {
-		s.GiveUpAfter = sp.GiveUpAfter.Duration
-	}
-	if sp.UnreachableGracePeriod != nil && sp.UnreachableGracePeriod.Duration >= 0 {
-		s.UnreachableGracePeriod = sp.UnreachableGracePeriod.Duration
-	}
-	if sp.CloudWaitTimeout != nil && sp.CloudWaitTimeout.Duration >= 0 {
-		s.CloudWaitTimeout = sp.CloudWaitTimeout.Duration
-	}
-	if sp.Budget != nil && *sp.Budget >= 0 {
-		s.Budget = int(*sp.Budget)
-	}
-	return s, sp.Enabled == nil || *sp.Enabled
-}
+// SettingsOf are c's deorbit settings with defaults applied.
+func SettingsOf(c *v1alpha1.VitalsCluster) Settings { return c.Spec.Controllers.Deorbit.Settings() }
 
 // ClusterName is the name the cloud provider tags c's resources with (default: the resource's name).
 func ClusterName(c *v1alpha1.VitalsCluster) string {
@@ -126,91 +92,90 @@ func ClusterName(c *v1alpha1.VitalsCluster) string {
 // the finalizer when the cloud confirms everything gone, when it gives up, or at once when deorbit
 // is disabled or the workload cluster is the operator's own.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	r.defaults()
 	key := req.String()
 	var c v1alpha1.VitalsCluster
-	if err := r.Client.Get(ctx, req.NamespacedName, &c); err != nil {
+	if err := r.d.Client.Get(ctx, req.NamespacedName, &c); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Metrics.forget(key)
+			r.o.Metrics.forget(key)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get cluster %s: %w", key, err)
 	}
 	if c.DeletionTimestamp.IsZero() {
 		// Managed (again): nothing of an earlier cluster of that name is left to report.
-		r.Metrics.forget(key)
+		r.o.Metrics.forget(key)
 		return ctrl.Result{}, nil
 	}
 	if !controllerutil.ContainsFinalizer(&c, v1alpha1.FinalizerDeorbit) {
-		r.Metrics.forget(key)
+		r.o.Metrics.forget(key)
 		return ctrl.Result{}, nil
 	}
-	settings, enabled := SettingsOf(&c)
+	settings := SettingsOf(&c)
 	switch {
-	case !enabled:
+	case !settings.Enabled:
 		return ctrl.Result{}, r.releaseAt(ctx, &c, "Disabled", "deorbit is disabled for this cluster: nothing was cleaned up")
 	case c.Spec.KubeconfigSecretRef == nil:
 		return ctrl.Result{}, r.releaseAt(ctx, &c, "LocalCluster",
 			"the workload cluster is the operator's own: deorbit never deletes in it or in its cloud")
 	}
-	if r.Policy == nil {
-		return ctrl.Result{}, errors.New("no remediation policy: nothing may be deleted")
+	// The step resumes from the status: read it from the API server, not from the cache, which may not
+	// show the last step's write yet (a step on an older status would undo the newer one).
+	if err := r.d.APIReader.Get(ctx, req.NamespacedName, &c); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.APIReader != nil {
-		// The step resumes from the status: read it from the API server, not from the cache, which
-		// may not show the last step's write yet (a step on an older status would write its result
-		// over the newer one when the write is retried on the conflict).
-		if err := r.APIReader.Get(ctx, req.NamespacedName, &c); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
-		if c.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(&c, v1alpha1.FinalizerDeorbit) {
-			return ctrl.Result{}, nil
-		}
+	if c.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(&c, v1alpha1.FinalizerDeorbit) {
+		return ctrl.Result{}, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.StepTimeout)
+	ctx, cancel := context.WithTimeout(ctx, r.o.StepTimeout)
 	defer cancel()
 	in, err := r.input(ctx, &c, settings)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pass := r.Policy.Begin(ctx, &c, Name, nil, remediation.Scope{DryRun: settings.DryRun})
-	in.Policy = pass
+	policy := r.d.Policy.Begin(ctx, &c, Name, nil, remediation.Scope{DryRun: settings.DryRun})
+	in.Policy = policy
 	st := &v1alpha1.DeorbitStatus{}
 	if c.Status.Deorbit != nil {
 		st = c.Status.Deorbit.DeepCopy()
 	}
 	before := st.Phase
 	res := r.engine.Step(ctx, in, st)
-	r.Metrics.observe(key, st)
+	r.o.Metrics.observe(key, st)
 	log := logf.FromContext(ctx)
 	if st.Phase != before {
 		r.event(&c, corev1.EventTypeNormal, "DeorbitPhase", "Deorbit", fmt.Sprintf("phase %s: %d of %d resources done", st.Phase, st.Counts.Done, st.Counts.Total))
-		log.Info("deorbit phase", "cluster", key, "phase", st.Phase, "done", st.Counts.Done, "remaining", st.Counts.Remaining)
+		log.Info("deorbit phase", "phase", st.Phase, "done", st.Counts.Done, "remaining", st.Counts.Remaining)
 	}
 	switch st.Phase {
 	case v1alpha1.DeorbitPhaseGaveUp:
 		r.event(&c, corev1.EventTypeWarning, "DeorbitGaveUp", "Deorbit", debrisNote(st))
 		for _, d := range st.Debris {
-			log.Info("deorbit debris", "cluster", key, "type", d.Type, "id", d.ID, "name", d.Name, "status", d.Status, "lastError", d.LastError)
+			log.Info("deorbit debris", "type", d.Type, "id", d.ID, "name", d.Name, "status", d.Status, "lastError", d.LastError)
 		}
 	case v1alpha1.DeorbitPhaseDone:
 		r.event(&c, corev1.EventTypeNormal, "DeorbitDone", "Deorbit", fmt.Sprintf("the cloud confirmed every resource of the cluster gone (%d tracked)", st.Counts.Total))
 	}
 	reason, status, msg := conditionOf(st, in)
-	err = clusterstatus.Write(r.fenced(ctx, &c), r.Client, r.APIReader, &c, func(cs *v1alpha1.ClusterStatus) {
-		cs.Deorbit = st.DeepCopy()
-		clusterstatus.AppendActions(cs, pass.Lines()...)
-		pass.Apply(cs)
-		clusterstatus.SetCondition(cs, c.Generation, v1alpha1.ConditionCleanedUp, status, reason, msg)
-	})
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("write deorbit status of cluster %s: %w", key, err)
+	own := pass.Owned{Owner: Name, Fields: []string{Name}, Types: []string{v1alpha1.ConditionCleanedUp},
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionCleanedUp, Status: status, Reason: reason, Message: msg}}}
+	own.Status.Deorbit = st
+	st.ObservedGeneration = c.Generation
+	var history []v1alpha1.Action
+	if c.Status.Deorbit != nil {
+		history = c.Status.Deorbit.Actions
+	}
+	st.Actions = pass.AppendActions(history, policy.Lines()...)
+	if _, err := r.d.Writer.Write(ctx, &c, own); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := pass.WriteRemediation(ctx, r.d.Writer, &c, policy); err != nil {
+		return ctrl.Result{}, err
 	}
 	if res.Release {
 		return ctrl.Result{}, r.release(ctx, &c)
 	}
-	after := max(res.Next.Sub(r.Clock.Now()), time.Millisecond)
-	log.Info("deorbit step", "cluster", key, "phase", st.Phase, "done", st.Counts.Done, "remaining", st.Counts.Remaining,
+	after := max(res.Next.Sub(r.d.Clock.Now()), time.Millisecond)
+	log.V(1).Info("deorbit step", "phase", st.Phase, "done", st.Counts.Done, "remaining", st.Counts.Remaining,
 		"requeueAfter", after.Round(time.Millisecond).String(), "lastError", st.LastError)
 	return ctrl.Result{RequeueAfter: after}, nil
 }
@@ -236,9 +201,9 @@ func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Set
 		}
 		in.Target.Protected = protected
 	}
-	scope, err := r.Tenancy.Resolve(ctx, c)
-	if r.Checks != nil {
-		r.Checks.Set(key, remediation.CheckCloud, err)
+	scope, err := r.d.Tenancy.Resolve(ctx, c)
+	if r.d.Checks != nil {
+		r.d.Checks.Set(key, remediation.CheckCloud, err)
 	}
 	if err == nil {
 		in.Cloud = scope.Cloud
@@ -249,9 +214,9 @@ func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Set
 	} else {
 		in.CloudErr = err
 	}
-	if r.Workload == nil {
+	if r.d.Workload == nil {
 		in.WorkloadErr = errors.New("the operator has no workload access")
-	} else if wc, err := r.Workload.For(ctx, c); err != nil {
+	} else if wc, err := r.d.Workload.For(ctx, c); err != nil {
 		in.WorkloadErr = err
 	} else {
 		// Uncached: a list that fails counts as unreachable.
@@ -265,7 +230,7 @@ func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Set
 // a VitalsCluster created and deleted with another's clusterName would sweep the other's resources.
 func (r *Reconciler) sweepGuard(ctx context.Context, c *v1alpha1.VitalsCluster, project, cluster string) (string, error) {
 	var list v1alpha1.VitalsClusterList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.d.Client.List(ctx, &list); err != nil {
 		return "", fmt.Errorf("list clusters to guard the sweep of %s: %w", client.ObjectKeyFromObject(c), err)
 	}
 	var others []string
@@ -340,10 +305,11 @@ const maxNoteIDs = 5
 // releaseAt records why the finalizer goes without a deorbit, and lets the cluster go.
 func (r *Reconciler) releaseAt(ctx context.Context, c *v1alpha1.VitalsCluster, reason, msg string) error {
 	r.event(c, corev1.EventTypeNormal, "Deorbit"+reason, "Deorbit", msg)
-	if err := clusterstatus.Write(r.fenced(ctx, c), r.Client, r.APIReader, c, func(st *v1alpha1.ClusterStatus) {
-		clusterstatus.SetCondition(st, c.Generation, v1alpha1.ConditionCleanedUp, metav1.ConditionFalse, reason, msg)
-	}); err != nil {
-		return fmt.Errorf("write status of cluster %s: %w", client.ObjectKeyFromObject(c), err)
+	own := pass.Owned{Owner: Name, Fields: []string{Name}, Types: []string{v1alpha1.ConditionCleanedUp},
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionCleanedUp, Status: metav1.ConditionFalse, Reason: reason, Message: msg}}}
+	own.Status.Deorbit = c.Status.Deorbit
+	if _, err := r.d.Writer.Write(ctx, c, own); err != nil {
+		return err
 	}
 	return r.release(ctx, c)
 }
@@ -353,23 +319,14 @@ func (r *Reconciler) release(ctx context.Context, c *v1alpha1.VitalsCluster) err
 	key := client.ObjectKeyFromObject(c)
 	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(c, v1alpha1.FinalizerDeorbit)
-	if err := r.Client.Patch(r.fenced(ctx, c), c, patch); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.d.Client.Patch(r.d.Fenced(ctx, c), c, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer from cluster %s: %w", key, err)
 	}
-	r.Metrics.forget(key.String())
-	logf.FromContext(ctx).Info("cluster released", "cluster", key.String())
+	r.o.Metrics.forget(key.String())
+	logf.FromContext(ctx).Info("cluster released")
 	return nil
 }
 
-// fenced is ctx carrying the fence of c's status and finalizer writes.
-func (r *Reconciler) fenced(ctx context.Context, c *v1alpha1.VitalsCluster) context.Context {
-	var f remediation.Fencer
-	if r.Policy != nil {
-		f = r.Policy
-	}
-	return clusterstatus.Fenced(ctx, f, c)
-}
-
 func (r *Reconciler) event(c *v1alpha1.VitalsCluster, typ, reason, action, note string) {
-	clusterstatus.Event(r.Recorder, c, typ, reason, action, note)
+	pass.Event(r.d.Recorder, Name, c, typ, reason, action, note)
 }

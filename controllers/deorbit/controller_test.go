@@ -2,23 +2,27 @@ package deorbit
 
 import (
 	"context"
+	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
 )
@@ -30,13 +34,52 @@ func (refusingResolver) Resolve(context.Context, *v1alpha1.VitalsCluster) (*tena
 }
 func (refusingResolver) Forget(types.NamespacedName) {}
 
-func mgmtClient(t *testing.T, objs ...client.Object) client.Client {
+// noPolicy is never asked: the test reaches no delete.
+type noPolicy struct{ remediation.Policy }
+
+// mgmtClient creates objs in the real kube-apiserver of the harness, each namespace they name replaced by
+// one of the test's own (objs are changed to show it); a cluster with a deletion timestamp is created with
+// its finalizer and deleted.
+func mgmtClient(t *testing.T, objs ...*v1alpha1.VitalsCluster) client.Client {
 	t.Helper()
-	s := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		t.Fatal(err)
+	c, cfg := testenv.Clusters(t)
+	ctx := context.Background()
+	namespaces := map[string]string{}
+	for _, o := range objs {
+		ns, ok := namespaces[o.Namespace]
+		if !ok {
+			ns = testenv.Namespace(t, cfg, "deorbit-"+o.Namespace)
+			namespaces[o.Namespace] = ns
+		}
+		deleting := !o.DeletionTimestamp.IsZero()
+		o.Namespace, o.DeletionTimestamp, o.UID, o.ResourceVersion = ns, nil, "", ""
+		st := o.Status
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		o.Status = st
+		if err := c.Status().Update(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		if deleting {
+			if err := c.Delete(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.VitalsCluster{}).Build()
+	t.Cleanup(func() {
+		for _, o := range objs {
+			var cur v1alpha1.VitalsCluster
+			if c.Get(context.Background(), client.ObjectKeyFromObject(o), &cur) == nil && len(cur.Finalizers) > 0 {
+				cur.Finalizers = nil
+				_ = c.Update(context.Background(), &cur)
+			}
+		}
+	})
+	return c
 }
 
 func deleted(name string, mutate func(*v1alpha1.VitalsCluster)) *v1alpha1.VitalsCluster {
@@ -52,6 +95,11 @@ func deleted(name string, mutate func(*v1alpha1.VitalsCluster)) *v1alpha1.Vitals
 // The finalizer goes at once when deorbit is disabled or the workload cluster is the operator's own; a
 // cluster whose cloud cannot be verified is held until the give-up, then goes with a debris report
 // that says nothing could be checked.
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	os.Exit(m.Run())
+}
+
 func TestReconcileRelease(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -80,7 +128,10 @@ func TestReconcileRelease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := &Reconciler{Client: c, Tenancy: refusingResolver{}, Policy: pol, Checks: checks, Clock: clk, Rand: func() float64 { return 0 }}
+			r, err := New(&pass.Deps{Client: c, Tenancy: refusingResolver{}, Policy: pol, Checks: checks, Clock: clk}, Options{Rand: func() float64 { return 0 }})
+			if err != nil {
+				t.Fatal(err)
+			}
 			key := client.ObjectKeyFromObject(tc.cluster)
 			var last v1alpha1.VitalsCluster
 			for i := 0; i < tc.steps; i++ {
@@ -112,15 +163,22 @@ func TestReconcileRelease(t *testing.T) {
 func TestSweepGuard(t *testing.T) {
 	me := deleted("c1", nil)
 	me.UID = "u1"
+	spec := func(clusterName string) v1alpha1.ClusterSpec {
+		return v1alpha1.ClusterSpec{OpenStack: v1alpha1.OpenStackSpec{RouterID: "r9", ClusterName: clusterName}, PodCIDRs: []v1alpha1.CIDR{"10.200.0.0/16"}}
+	}
 	other := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "evil", Name: "x", UID: "u2"},
-		Spec: v1alpha1.ClusterSpec{OpenStack: v1alpha1.OpenStackSpec{ClusterName: "c1"}}, Status: v1alpha1.ClusterStatus{ProjectID: "p1"}}
-	elsewhere := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "c1", UID: "u3"}, Status: v1alpha1.ClusterStatus{ProjectID: "p2"}}
-	r := &Reconciler{Client: mgmtClient(t, me, other, elsewhere)}
+		Spec: spec("c1"), Status: v1alpha1.ClusterStatus{ProjectID: "p1"}}
+	elsewhere := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "c1", UID: "u3"}, Spec: spec(""), Status: v1alpha1.ClusterStatus{ProjectID: "p2"}}
+	c := mgmtClient(t, me, other, elsewhere)
+	r, err := New(&pass.Deps{Client: c, Tenancy: refusingResolver{}, Policy: noPolicy{}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	why, err := r.sweepGuard(context.Background(), me, "p1", "c1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(why, "evil/x") || strings.Contains(why, "a/c1") {
+	if !strings.Contains(why, other.Namespace+"/x") || strings.Contains(why, elsewhere.Namespace+"/c1") {
 		t.Fatalf("sweep guard: %q, want evil/x named and a/c1 (another project) not", why)
 	}
 	why, _ = r.sweepGuard(context.Background(), me, "p1", "c2")
@@ -154,8 +212,11 @@ func TestMetricsGoWithTheFinalizer(t *testing.T) {
 				t.Fatal(err)
 			}
 			reg := prometheus.NewPedanticRegistry()
-			r := &Reconciler{Client: c, Tenancy: refusingResolver{}, Policy: pol, Checks: checks, Clock: clk, Rand: func() float64 { return 0 },
-				Metrics: NewMetrics(reg)}
+			r, err := New(&pass.Deps{Client: c, Tenancy: refusingResolver{}, Policy: pol, Checks: checks, Clock: clk},
+				Options{Rand: func() float64 { return 0 }, Metrics: NewMetrics(reg)})
+			if err != nil {
+				t.Fatal(err)
+			}
 			key := client.ObjectKeyFromObject(cluster)
 			for i := 0; i < 400; i++ {
 				res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
@@ -189,7 +250,7 @@ func TestMetricsGoWithTheFinalizer(t *testing.T) {
 			if n := clusterSeries(t, reg, key.String()); n != 0 {
 				t.Errorf("%d series of the gone cluster are left", n)
 			}
-			if got := testutil.ToFloat64(r.Metrics.DebrisLeft.WithLabelValues(v1alpha1.DeorbitCloud)); got != tc.wantLeft {
+			if got := testutil.ToFloat64(r.o.Metrics.DebrisLeft.WithLabelValues(v1alpha1.DeorbitCloud)); got != tc.wantLeft {
 				t.Errorf("vitals_deorbit_debris_left_total{type=Cloud} = %v, want %v", got, tc.wantLeft)
 			}
 		})

@@ -36,11 +36,11 @@ const (
 
 // Defaults of the per-cluster settings and of the engine.
 const (
-	DefaultGiveUpAfter            = 24 * time.Hour
-	DefaultUnreachableGracePeriod = 10 * time.Minute
-	DefaultCloudWaitTimeout       = 15 * time.Minute
+	DefaultGiveUpAfter            = v1alpha1.DefaultGiveUpAfter
+	DefaultUnreachableGracePeriod = v1alpha1.DefaultUnreachableGracePeriod
+	DefaultCloudWaitTimeout       = v1alpha1.DefaultCloudWaitTimeout
 	// DefaultBudget is the most deletes one step issues (the pass cap, spec.controllers.deorbit.budget).
-	DefaultBudget = 50
+	DefaultBudget = v1alpha1.DefaultDeorbitBudget
 	// DefaultWorkers is how many deletes and reads run at once.
 	DefaultWorkers = 8
 	// DefaultBackoff and DefaultMaxBackoff bound the wait before a failed delete is tried again.
@@ -68,16 +68,10 @@ type Target struct {
 	Protected []routes.ProtectedRoute
 }
 
-// Settings are one cluster's deorbit settings with defaults applied.
-type Settings struct {
-	GiveUpAfter            time.Duration
-	UnreachableGracePeriod time.Duration
-	CloudWaitTimeout       time.Duration
-	// Budget is the most deletes one step issues.
-	Budget int
-	// DryRun is deorbit's own dry run (the policy's and the operator's apply on top).
-	DryRun bool
-}
+// Settings are one cluster's deorbit settings with defaults applied (spec.controllers.deorbit). DryRun is
+// deorbit's own dry run (the policy's and the operator's apply on top); Budget the most deletes one step
+// issues.
+type Settings = v1alpha1.DeorbitSettings
 
 // Asker decides on each delete, fences it and records it: a remediation.Pass.
 type Asker interface {

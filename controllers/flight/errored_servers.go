@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 )
@@ -29,11 +30,13 @@ func (ErroredServers) Name() string { return "erroredServers" }
 func (ErroredServers) Conditions() []string { return []string{v1alpha1.ConditionServersHealthy} }
 
 // Enabled implements Repair.
-func (ErroredServers) Enabled(r *v1alpha1.FlightRepairs) bool { return enabled(r.ErroredServers) }
+func (ErroredServers) Enabled(c *v1alpha1.VitalsCluster) bool {
+	return c.Spec.Controllers.Flight.Repairs.ErroredServers.IsEnabled()
+}
 
 // Detect implements Repair.
-func (ErroredServers) Detect(in *Input) Finding {
-	return &erroredFinding{errored: Errored(in.Snapshot.Servers, in.Prev.Errored, in.Now), servers: len(in.Snapshot.Servers)}
+func (ErroredServers) Detect(in *pass.Input[*State]) pass.Finding[*State] {
+	return &erroredFinding{errored: Errored(in.Read.Snapshot.Servers, in.Read.Prev.Errored, in.Now), servers: len(in.Read.Snapshot.Servers)}
 }
 
 // Errored returns the servers in vm_state error, each with when it was first seen so (from seen, else
@@ -71,21 +74,21 @@ func (f *erroredFinding) Unhealthy() []string {
 	return ids
 }
 
-func (f *erroredFinding) Repair(ctx context.Context, env *Env) []Report {
+func (f *erroredFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass.Report {
 	// The sightings stay until the server is gone: Nova deletes asynchronously, and a failed delete
 	// keeps its evidence for the next pass.
-	env.Status.Errored = f.errored
+	env.Read.Status.Errored = f.errored
 	if len(f.errored) == 0 {
-		return []Report{{Status: metav1.ConditionTrue, Reason: "NoErroredServers", Message: fmt.Sprintf("none of the cluster's %d servers is in vm_state error", f.servers)}}
+		return []pass.Report{{Status: metav1.ConditionTrue, Reason: "NoErroredServers", Message: fmt.Sprintf("none of the cluster's %d servers is in vm_state error", f.servers)}}
 	}
 	var deleted, failed, held []string
 	for _, s := range f.errored {
 		a := remediation.Action{Verb: VerbDeleteServer, Kind: "server", ID: s.Server, Name: s.Name, Evidence: s.FirstSeen.Time, Removal: true}
 		outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error { return env.Cloud.DeleteServer(ctx, s.Server) })
 		switch outcome {
-		case OutcomeDone:
+		case pass.OutcomeDone:
 			deleted = append(deleted, s.Server)
-		case OutcomeFailed:
+		case pass.OutcomeFailed:
 			failed = append(failed, s.Server+": "+err.Error())
 		default:
 			held = append(held, s.Server+" ("+d.Reason+")")
@@ -99,7 +102,7 @@ func (f *erroredFinding) Repair(ctx context.Context, env *Env) []Report {
 		reason = "ErroredServersDeleted"
 	}
 	// Deleted servers are still errored until Nova has removed them: the condition stays False.
-	return []Report{{Status: metav1.ConditionFalse, Reason: reason,
+	return []pass.Report{{Status: metav1.ConditionFalse, Reason: reason,
 		Message: fmt.Sprintf("%d of %d servers in vm_state error; delete asked for %d [%s], failed %d [%s], held back %d [%s]",
 			len(f.errored), f.servers, len(deleted), strings.Join(deleted, ", "), len(failed), strings.Join(failed, "; "), len(held), strings.Join(held, "; "))}}
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 )
@@ -70,8 +71,8 @@ func (NeverHealthy) Name() string { return "neverHealthy" }
 func (NeverHealthy) Conditions() []string { return []string{v1alpha1.ConditionNodesHealthy} }
 
 // Enabled implements Repair.
-func (NeverHealthy) Enabled(r *v1alpha1.FlightRepairs) bool {
-	return enabled(r.NeverHealthy.RepairSpec)
+func (NeverHealthy) Enabled(c *v1alpha1.VitalsCluster) bool {
+	return c.Spec.Controllers.Flight.Repairs.NeverHealthy.IsEnabled()
 }
 
 // neverHealthySettings are the repair's timeouts with defaults applied.
@@ -140,9 +141,9 @@ type nodeStep struct {
 }
 
 // Detect implements Repair.
-func (NeverHealthy) Detect(in *Input) Finding {
-	s := neverHealthySettingsOf(in.Settings.Repairs.NeverHealthy)
-	return detectNeverHealthy(in.Snapshot.Servers, in.Snapshot.ServerNode, in.Prev.Escalations, s, in.Now)
+func (NeverHealthy) Detect(in *pass.Input[*State]) pass.Finding[*State] {
+	s := neverHealthySettingsOf(in.Read.Settings.Repairs.NeverHealthy)
+	return detectNeverHealthy(in.Read.Snapshot.Servers, in.Read.Snapshot.ServerNode, in.Read.Prev.Escalations, s, in.Now)
 }
 
 // detectNeverHealthy compares the servers and their Nodes with the escalations so far: a new fault is
@@ -250,7 +251,7 @@ func stepAction(st nodeStep) remediation.Action {
 	return a
 }
 
-func (f *neverHealthyFinding) Repair(ctx context.Context, env *Env) []Report {
+func (f *neverHealthyFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass.Report {
 	for _, e := range f.recovered {
 		env.Event(corev1.EventTypeNormal, "NodeRecovered", "Observe", fmt.Sprintf("server %s is healthy again (or gone) after %s, at step %s", e.Server, e.Reason, e.Step))
 	}
@@ -264,43 +265,43 @@ func (f *neverHealthyFinding) Repair(ctx context.Context, env *Env) []Report {
 		a := stepAction(st)
 		outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error { return takeStep(ctx, env, st) })
 		switch outcome {
-		case OutcomeDone:
+		case pass.OutcomeDone:
 			e := &f.escalations[byServer[st.server.ID]]
 			e.Step, e.Since = st.step, metav1.NewTime(env.Now)
 			taken = append(taken, st.server.ID+" "+st.step)
 			env.Event(corev1.EventTypeNormal, "NodeEscalated", st.step, fmt.Sprintf("server %s (%s): %s, %s since %s", st.server.ID, st.server.Name, st.step, st.esc.Reason, st.esc.FirstSeen.UTC().Format(time.RFC3339)))
-		case OutcomeFailed:
+		case pass.OutcomeFailed:
 			failed = append(failed, st.server.ID+" "+st.step+": "+err.Error())
 		default:
 			storm = storm || d.Reason == remediation.ReasonStorm
 			held = append(held, st.server.ID+" "+st.step+" ("+d.Reason+")")
 		}
 	}
-	env.Status.Escalations = f.escalations
+	env.Read.Status.Escalations = f.escalations
 	if len(f.escalations) == 0 {
-		return []Report{{Status: metav1.ConditionTrue, Reason: "NodesHealthy",
+		return []pass.Report{{Status: metav1.ConditionTrue, Reason: "NodesHealthy",
 			Message: fmt.Sprintf("every ACTIVE server of the cluster (%d) has a Ready Node with a healthy pod network, or is still spawning", f.active)}}
 	}
 	summary := fmt.Sprintf("%d of %d servers unhealthy; steps taken %d [%s], failed %d [%s], held back %d [%s], waiting %d [%s]",
 		len(f.escalations), f.active, len(taken), strings.Join(taken, ", "), len(failed), strings.Join(failed, "; "),
 		len(held), strings.Join(held, "; "), len(f.waiting), strings.Join(f.waiting, "; "))
 	reason := "NodesUnhealthy"
-	if ok, why := remediation.Storm(env.Cluster, remediation.Scope{Unhealthy: len(env.o.unhealthy), Total: len(env.Snapshot.Servers)}); ok || storm {
+	if ok, why := remediation.Storm(env.Cluster, remediation.Scope{Unhealthy: len(env.Unhealthy), Total: len(env.Read.Snapshot.Servers)}); ok || storm {
 		if why == "" {
 			why = "the remediation policy's storm rule holds every step"
 		}
-		return []Report{{Status: metav1.ConditionFalse, Reason: ReasonTooManyUnhealthy,
+		return []pass.Report{{Status: metav1.ConditionFalse, Reason: ReasonTooManyUnhealthy,
 			Message: "too many unhealthy nodes to repair any (" + why + "): nothing is rebooted or deleted; " + summary}}
 	}
 	if len(failed) > 0 {
 		reason = "RepairFailed"
 	}
-	return []Report{{Status: metav1.ConditionFalse, Reason: reason, Message: summary}}
+	return []pass.Report{{Status: metav1.ConditionFalse, Reason: reason, Message: summary}}
 }
 
 // takeStep reads the server again (through the cluster's scoped cloud: it must still be the
 // project's) and takes the step only if it is still ACTIVE.
-func takeStep(ctx context.Context, env *Env, st nodeStep) error {
+func takeStep(ctx context.Context, env *pass.Env[*State], st nodeStep) error {
 	sv, err := env.Cloud.GetServer(ctx, st.server.ID)
 	if err != nil {
 		return fmt.Errorf("read server %s again: %w", st.server.ID, err)

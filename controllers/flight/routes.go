@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/fencing"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/routes"
@@ -42,20 +42,22 @@ func (Routes) Conditions() []string {
 }
 
 // Enabled implements Repair.
-func (Routes) Enabled(r *v1alpha1.FlightRepairs) bool { return enabled(r.Routes) }
+func (Routes) Enabled(c *v1alpha1.VitalsCluster) bool {
+	return c.Spec.Controllers.Flight.Repairs.Routes.IsEnabled()
+}
 
 // Detect implements Repair.
-func (Routes) Detect(in *Input) Finding {
+func (Routes) Detect(in *pass.Input[*State]) pass.Finding[*State] {
 	protected, err := routes.ProtectedRoutes(in.Cluster.Spec.Controllers.RouteGC.ProtectedRoutes)
 	if err != nil {
 		return &routesFinding{plan: routes.NodePlan{Err: err}}
 	}
-	snap := in.Snapshot
-	f := &routesFinding{plan: routes.PlanNodes(snap.Router.Routes, in.Settings.PodCIDRs, protected, snap.Live, snap.Nodes)}
-	if !in.Settings.RouteGC {
+	snap := in.Read.Snapshot
+	f := &routesFinding{plan: routes.PlanNodes(snap.Router.Routes, in.Read.Settings.PodCIDRs, protected, snap.Live, snap.Nodes)}
+	if !in.Read.Settings.RouteGC {
 		// Flight removes stale routes itself: keep when each was first seen.
 		first := map[openstack.Route]time.Time{}
-		for _, s := range in.Prev.StaleRoutes {
+		for _, s := range in.Read.Prev.StaleRoutes {
 			first[openstack.Route{Destination: s.Destination, NextHop: s.NextHop}] = s.FirstSeen.Time
 		}
 		for _, d := range f.plan.Duplicates {
@@ -79,14 +81,14 @@ type routesFinding struct {
 
 func (f *routesFinding) Unhealthy() []string { return nil }
 
-func (f *routesFinding) Repair(ctx context.Context, env *Env) []Report {
+func (f *routesFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass.Report {
 	plan := f.plan
 	if plan.Err != nil {
 		msg := "routes not analysed: " + plan.Err.Error()
-		return []Report{{Status: metav1.ConditionUnknown, Reason: "AnalysisRefused", Message: msg},
+		return []pass.Report{{Status: metav1.ConditionUnknown, Reason: "AnalysisRefused", Message: msg},
 			{Type: v1alpha1.ConditionRouteHeadroom, Status: metav1.ConditionUnknown, Reason: "AnalysisRefused", Message: msg}}
 	}
-	routerID := env.Snapshot.Router.ID
+	routerID := env.Read.Snapshot.Router.ID
 	atomic, err := env.Cloud.AtomicRoutes(ctx)
 	if err != nil {
 		atomic = false // the If-Match path is safe on every Neutron with extraroute
@@ -95,7 +97,7 @@ func (f *routesFinding) Repair(ctx context.Context, env *Env) []Report {
 	var problems, done []string
 	count := plan.Routes
 	// Stale duplicates: removed here when the route collector is off for the cluster, else left to it.
-	env.Status.StaleRoutes = nil
+	env.Read.Status.StaleRoutes = nil
 	gone := map[openstack.Route]bool{}
 	if len(f.stale) > 0 {
 		removed, left := f.removeStale(ctx, env, rm, routerID, atomic)
@@ -107,9 +109,9 @@ func (f *routesFinding) Repair(ctx context.Context, env *Env) []Report {
 			done = append(done, fmt.Sprintf("removed %d stale routes (the router's device side may need a resync to drop them too)", len(removed)))
 		}
 		for _, s := range left {
-			env.Status.StaleRoutes = append(env.Status.StaleRoutes, v1alpha1.RouteSighting{Destination: s.Route.Destination, NextHop: s.Route.NextHop, FirstSeen: metav1.NewTime(s.FirstSeen)})
+			env.Read.Status.StaleRoutes = append(env.Read.Status.StaleRoutes, v1alpha1.RouteSighting{Destination: s.Route.Destination, NextHop: s.Route.NextHop, FirstSeen: metav1.NewTime(s.FirstSeen)})
 		}
-	} else if env.Settings.RouteGC && slices.ContainsFunc(plan.Duplicates, func(d routes.Duplicate) bool { return len(d.Stale) > 0 }) {
+	} else if env.Read.Settings.RouteGC && slices.ContainsFunc(plan.Duplicates, func(d routes.Duplicate) bool { return len(d.Stale) > 0 }) {
 		done = append(done, "stale routes are left to the route collector (routegc), which removes them once proven")
 	}
 	// Duplicates: reported while more than one route to the destination is left.
@@ -132,7 +134,7 @@ func (f *routesFinding) Repair(ctx context.Context, env *Env) []Report {
 	}
 	// Missing routes, within the route limit.
 	if len(plan.Missing) > 0 {
-		added, skipped := f.addMissing(ctx, env, rm, routerID, atomic, env.Settings.MaxRoutes-count)
+		added, skipped := f.addMissing(ctx, env, rm, routerID, atomic, env.Read.Settings.MaxRoutes-count)
 		count += added
 		if added > 0 {
 			done = append(done, fmt.Sprintf("re-added %d missing routes", added))
@@ -143,13 +145,13 @@ func (f *routesFinding) Repair(ctx context.Context, env *Env) []Report {
 	}
 	problems = append(problems, plan.Conflicts...)
 	problems = append(problems, plan.Unroutable...)
-	reports := []Report{RouteHeadroom(count, env.Settings.MaxRoutes)}
+	reports := []pass.Report{RouteHeadroom(count, env.Read.Settings.MaxRoutes)}
 	if len(problems) == 0 {
 		msg := fmt.Sprintf("%d routes; every Node's pod CIDR has one route, to the Node", count)
 		if len(done) > 0 {
 			msg += "; " + strings.Join(done, "; ")
 		}
-		return append([]Report{{Status: metav1.ConditionTrue, Reason: "RoutesHealthy", Message: msg}}, reports...)
+		return append([]pass.Report{{Status: metav1.ConditionTrue, Reason: "RoutesHealthy", Message: msg}}, reports...)
 	}
 	reason := "RoutesUnhealthy"
 	switch {
@@ -164,12 +166,12 @@ func (f *routesFinding) Repair(ctx context.Context, env *Env) []Report {
 	if len(done) > 0 {
 		msg += "; " + strings.Join(done, "; ")
 	}
-	return append([]Report{{Status: metav1.ConditionFalse, Reason: reason, Message: msg}}, reports...)
+	return append([]pass.Report{{Status: metav1.ConditionFalse, Reason: reason, Message: msg}}, reports...)
 }
 
 // removeStale asks for each stale route and removes the allowed ones in one change; it returns the
 // routes gone and the records to keep for the next pass.
-func (f *routesFinding) removeStale(ctx context.Context, env *Env, rm routes.Remover, routerID string, atomic bool) ([]openstack.Route, []routes.SuspectRecord) {
+func (f *routesFinding) removeStale(ctx context.Context, env *pass.Env[*State], rm routes.Remover, routerID string, atomic bool) ([]openstack.Route, []routes.SuspectRecord) {
 	var allowed []openstack.Route
 	var actions []remediation.Action
 	var left []routes.SuspectRecord
@@ -184,7 +186,7 @@ func (f *routesFinding) removeStale(ctx context.Context, env *Env, rm routes.Rem
 	if len(allowed) == 0 {
 		return nil, left
 	}
-	res, err := rm.Remove(fencing.With(ctx, env.Pass.Fence(actions...)), routerID, allowed, atomic)
+	res, err := rm.Remove(env.Fenced(ctx, actions...), routerID, allowed, atomic)
 	var out []openstack.Route
 	gone := map[openstack.Route]bool{}
 	for _, rt := range append(res.Removed, res.Absent...) {
@@ -211,13 +213,13 @@ func (f *routesFinding) removeStale(ctx context.Context, env *Env, rm routes.Rem
 }
 
 // addMissing asks for each missing route (at most room of them) and adds the allowed ones in one change.
-func (f *routesFinding) addMissing(ctx context.Context, env *Env, rm routes.Remover, routerID string, atomic bool, room int) (int, []string) {
+func (f *routesFinding) addMissing(ctx context.Context, env *pass.Env[*State], rm routes.Remover, routerID string, atomic bool, room int) (int, []string) {
 	var allowed []openstack.Route
 	var actions []remediation.Action
 	var skipped []string
 	for _, rt := range f.plan.Missing {
 		if len(allowed) >= room {
-			skipped = append(skipped, fmt.Sprintf("%s via %s (the router is at its limit of %d routes)", rt.Destination, rt.NextHop, env.Settings.MaxRoutes))
+			skipped = append(skipped, fmt.Sprintf("%s via %s (the router is at its limit of %d routes)", rt.Destination, rt.NextHop, env.Read.Settings.MaxRoutes))
 			continue
 		}
 		d := env.Ask(ctx, routes.AddAction(rt))
@@ -231,7 +233,7 @@ func (f *routesFinding) addMissing(ctx context.Context, env *Env, rm routes.Remo
 	if len(allowed) == 0 {
 		return 0, skipped
 	}
-	added, err := rm.Add(fencing.With(ctx, env.Pass.Fence(actions...)), routerID, allowed, atomic)
+	added, err := rm.Add(env.Fenced(ctx, actions...), routerID, allowed, atomic)
 	for _, rt := range allowed {
 		env.Done(ctx, routes.AddAction(rt), err)
 		if err != nil {
@@ -243,14 +245,14 @@ func (f *routesFinding) addMissing(ctx context.Context, env *Env, rm routes.Remo
 
 // RouteHeadroom reports a router's use of its route limit: the RouteHeadroom condition, False from
 // HeadroomPercent of it (vitals doctor reports the same).
-func RouteHeadroom(routes, limit int) Report {
+func RouteHeadroom(routes, limit int) pass.Report {
 	if limit <= 0 {
-		return Report{Type: v1alpha1.ConditionRouteHeadroom, Status: metav1.ConditionUnknown, Reason: "NoLimit", Message: "no route limit set"}
+		return pass.Report{Type: v1alpha1.ConditionRouteHeadroom, Status: metav1.ConditionUnknown, Reason: "NoLimit", Message: "no route limit set"}
 	}
 	msg := fmt.Sprintf("%d of %d routes (%d%%)", routes, limit, routes*100/limit)
 	if routes*100 >= limit*HeadroomPercent {
-		return Report{Type: v1alpha1.ConditionRouteHeadroom, Status: metav1.ConditionFalse, Reason: "NearRouteLimit",
+		return pass.Report{Type: v1alpha1.ConditionRouteHeadroom, Status: metav1.ConditionFalse, Reason: "NearRouteLimit",
 			Message: msg + fmt.Sprintf("; at %d%% of the limit new nodes may get no route (raise max_routes or spec.controllers.flight.maxRoutes)", HeadroomPercent)}
 	}
-	return Report{Type: v1alpha1.ConditionRouteHeadroom, Status: metav1.ConditionTrue, Reason: "Headroom", Message: msg}
+	return pass.Report{Type: v1alpha1.ConditionRouteHeadroom, Status: metav1.ConditionTrue, Reason: "Headroom", Message: msg}
 }

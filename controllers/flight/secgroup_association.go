@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 )
@@ -31,13 +32,13 @@ func (SecurityGroupAssociation) Conditions() []string {
 }
 
 // Enabled implements Repair.
-func (SecurityGroupAssociation) Enabled(r *v1alpha1.FlightRepairs) bool {
-	return enabled(r.SecurityGroupAssociation)
+func (SecurityGroupAssociation) Enabled(c *v1alpha1.VitalsCluster) bool {
+	return c.Spec.Controllers.Flight.Repairs.SecurityGroupAssociation.IsEnabled()
 }
 
 // Detect implements Repair.
-func (SecurityGroupAssociation) Detect(in *Input) Finding {
-	snap := in.Snapshot
+func (SecurityGroupAssociation) Detect(in *pass.Input[*State]) pass.Finding[*State] {
+	snap := in.Read.Snapshot
 	if snap.Group == nil {
 		return &assocFinding{problem: snap.GroupProblem}
 	}
@@ -47,7 +48,7 @@ func (SecurityGroupAssociation) Detect(in *Input) Finding {
 			continue
 		}
 		f.active++
-		if LacksGroup(snap.PortsByServer[sv.ID], in.Settings.Read.NetworkID, snap.Group.ID) {
+		if LacksGroup(snap.PortsByServer[sv.ID], in.Read.Settings.Read.NetworkID, snap.Group.ID) {
 			f.missing = append(f.missing, sv)
 		}
 	}
@@ -83,12 +84,12 @@ func (f *assocFinding) Unhealthy() []string {
 	return ids
 }
 
-func (f *assocFinding) Repair(ctx context.Context, env *Env) []Report {
+func (f *assocFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass.Report {
 	if f.problem != nil {
-		return []Report{{Status: metav1.ConditionFalse, Reason: f.problem.Reason, Message: f.problem.Message}}
+		return []pass.Report{{Status: metav1.ConditionFalse, Reason: f.problem.Reason, Message: f.problem.Message}}
 	}
 	if len(f.missing) == 0 {
-		return []Report{{Status: metav1.ConditionTrue, Reason: "Associated",
+		return []pass.Report{{Status: metav1.ConditionTrue, Reason: "Associated",
 			Message: fmt.Sprintf("all %d ACTIVE servers of the cluster have security group %s", f.active, f.group.ID)}}
 	}
 	var added, failed, held []string
@@ -96,23 +97,23 @@ func (f *assocFinding) Repair(ctx context.Context, env *Env) []Report {
 		a := remediation.Action{Verb: VerbAddSecurityGroup, Kind: "server", ID: sv.ID, Name: sv.Name}
 		outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error { return env.Cloud.AddSecurityGroup(ctx, sv.ID, f.group.ID) })
 		switch outcome {
-		case OutcomeDone:
+		case pass.OutcomeDone:
 			added = append(added, sv.ID)
-		case OutcomeFailed:
+		case pass.OutcomeFailed:
 			failed = append(failed, sv.ID+": "+err.Error())
 		default:
 			held = append(held, sv.ID+" ("+d.Reason+")")
 		}
 	}
 	if len(failed)+len(held) == 0 {
-		return []Report{{Status: metav1.ConditionTrue, Reason: "Repaired",
+		return []pass.Report{{Status: metav1.ConditionTrue, Reason: "Repaired",
 			Message: fmt.Sprintf("security group %s given back to %d servers: %s", f.group.ID, len(added), strings.Join(added, ", "))}}
 	}
 	reason := "GroupMissing"
 	if len(failed) > 0 {
 		reason = "RepairFailed"
 	}
-	return []Report{{Status: metav1.ConditionFalse, Reason: reason,
+	return []pass.Report{{Status: metav1.ConditionFalse, Reason: reason,
 		Message: fmt.Sprintf("%d of %d ACTIVE servers lack security group %s; given back to %d, failed %d [%s], held back %d [%s]",
 			len(f.missing), f.active, f.group.ID, len(added), len(failed), strings.Join(failed, "; "), len(held), strings.Join(held, "; "))}}
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 )
@@ -40,17 +41,17 @@ func (SecurityGroupRules) Conditions() []string {
 }
 
 // Enabled implements Repair.
-func (SecurityGroupRules) Enabled(r *v1alpha1.FlightRepairs) bool {
-	return enabled(r.SecurityGroupRules)
+func (SecurityGroupRules) Enabled(c *v1alpha1.VitalsCluster) bool {
+	return c.Spec.Controllers.Flight.Repairs.SecurityGroupRules.IsEnabled()
 }
 
 // Detect implements Repair.
-func (SecurityGroupRules) Detect(in *Input) Finding {
-	snap := in.Snapshot
+func (SecurityGroupRules) Detect(in *pass.Input[*State]) pass.Finding[*State] {
+	snap := in.Read.Snapshot
 	if snap.Group == nil {
 		return &rulesFinding{problem: snap.GroupProblem}
 	}
-	want := RequiredRules(in.Settings.PodCIDRs, snap.Group.ID)
+	want := RequiredRules(in.Read.Settings.PodCIDRs, snap.Group.ID)
 	return &rulesFinding{group: snap.Group, want: len(want), missing: MissingRules(want, snap.Group.Rules)}
 }
 
@@ -170,12 +171,12 @@ func ruleName(r openstack.SecurityGroupRule) string {
 	return fmt.Sprintf("%s %s %s from %s", r.Direction, r.EtherType, orDefault(r.Protocol, "any"), from)
 }
 
-func (f *rulesFinding) Repair(ctx context.Context, env *Env) []Report {
+func (f *rulesFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass.Report {
 	if f.problem != nil {
-		return []Report{{Status: metav1.ConditionFalse, Reason: f.problem.Reason, Message: f.problem.Message}}
+		return []pass.Report{{Status: metav1.ConditionFalse, Reason: f.problem.Reason, Message: f.problem.Message}}
 	}
 	if len(f.missing) == 0 {
-		return []Report{{Status: metav1.ConditionTrue, Reason: "RulesPresent",
+		return []pass.Report{{Status: metav1.ConditionTrue, Reason: "RulesPresent",
 			Message: fmt.Sprintf("security group %s allows every one of the %d rules the cluster needs", f.group.ID, f.want)}}
 	}
 	var created, failed, held []string
@@ -186,23 +187,23 @@ func (f *rulesFinding) Repair(ctx context.Context, env *Env) []Report {
 			return err
 		})
 		switch outcome {
-		case OutcomeDone:
+		case pass.OutcomeDone:
 			created = append(created, ruleName(rule))
-		case OutcomeFailed:
+		case pass.OutcomeFailed:
 			failed = append(failed, ruleName(rule)+": "+err.Error())
 		default:
 			held = append(held, ruleName(rule)+" ("+d.Reason+")")
 		}
 	}
 	if len(failed)+len(held) == 0 {
-		return []Report{{Status: metav1.ConditionTrue, Reason: "RulesRepaired",
+		return []pass.Report{{Status: metav1.ConditionTrue, Reason: "RulesRepaired",
 			Message: fmt.Sprintf("security group %s: created %d missing rules: %s", f.group.ID, len(created), strings.Join(created, "; "))}}
 	}
 	reason := "RulesMissing"
 	if len(failed) > 0 {
 		reason = "RepairFailed"
 	}
-	return []Report{{Status: metav1.ConditionFalse, Reason: reason,
+	return []pass.Report{{Status: metav1.ConditionFalse, Reason: reason,
 		Message: fmt.Sprintf("security group %s misses %d of %d rules the cluster needs; created %d, failed %d [%s], held back %d [%s]",
 			f.group.ID, len(f.missing), f.want, len(created), len(failed), strings.Join(failed, "; "), len(held), strings.Join(held, "; "))}}
 }

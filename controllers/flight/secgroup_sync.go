@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 )
@@ -47,8 +48,8 @@ func (SecurityGroupSync) Name() string { return "securityGroupSync" }
 func (SecurityGroupSync) Conditions() []string { return []string{v1alpha1.ConditionPodNetworkSynced} }
 
 // Enabled implements Repair.
-func (SecurityGroupSync) Enabled(r *v1alpha1.FlightRepairs) bool {
-	return enabled(r.SecurityGroupSync.RepairSpec)
+func (SecurityGroupSync) Enabled(c *v1alpha1.VitalsCluster) bool {
+	return c.Spec.Controllers.Flight.Repairs.SecurityGroupSync.IsEnabled()
 }
 
 // cutOff is a node whose agent reports no pod network connectivity, with its server and port.
@@ -63,13 +64,13 @@ type cutOff struct {
 }
 
 // Detect implements Repair.
-func (SecurityGroupSync) Detect(in *Input) Finding {
-	snap := in.Snapshot
+func (SecurityGroupSync) Detect(in *pass.Input[*State]) pass.Finding[*State] {
+	snap := in.Read.Snapshot
 	f := &syncFinding{group: snap.Group, problem: snap.GroupProblem, now: in.Now, minInterval: DefaultSyncMinInterval}
-	if d := in.Settings.Repairs.SecurityGroupSync.MinInterval; d != nil && d.Duration > 0 {
+	if d := in.Read.Settings.Repairs.SecurityGroupSync.MinInterval; d != nil && d.Duration > 0 {
 		f.minInterval = d.Duration
 	}
-	if t := in.Prev.LastSecurityGroupSync; t != nil {
+	if t := in.Read.Prev.LastSecurityGroupSync; t != nil {
 		f.last = t.Time
 	}
 	for _, sv := range snap.Servers {
@@ -81,7 +82,7 @@ func (SecurityGroupSync) Detect(in *Input) Finding {
 		if !ok || c.Status != corev1.ConditionFalse {
 			continue
 		}
-		f.cut = append(f.cut, cutOffNode(sv, node, snap.PortsByServer[sv.ID], in.Settings))
+		f.cut = append(f.cut, cutOffNode(sv, node, snap.PortsByServer[sv.ID], in.Read.Settings))
 	}
 	return f
 }
@@ -157,17 +158,17 @@ func (f *syncFinding) names() string {
 	return strings.Join(out, ", ")
 }
 
-func (f *syncFinding) Repair(ctx context.Context, env *Env) []Report {
+func (f *syncFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass.Report {
 	if len(f.cut) == 0 {
-		return []Report{{Status: metav1.ConditionTrue, Reason: "PodNetworkReachable",
+		return []pass.Report{{Status: metav1.ConditionTrue, Reason: "PodNetworkReachable",
 			Message: "no node's agent reports lost pod network connectivity"}}
 	}
 	lost := fmt.Sprintf("%d nodes report lost pod network connectivity (%s)", len(f.cut), f.names())
 	if f.problem != nil {
-		return []Report{{Status: metav1.ConditionFalse, Reason: f.problem.Reason, Message: lost + "; no sync: " + f.problem.Message}}
+		return []pass.Report{{Status: metav1.ConditionFalse, Reason: f.problem.Reason, Message: lost + "; no sync: " + f.problem.Message}}
 	}
 	if !f.last.IsZero() && f.now.Before(f.last.Add(f.minInterval)) {
-		return []Report{{Status: metav1.ConditionFalse, Reason: "SyncRateLimited",
+		return []pass.Report{{Status: metav1.ConditionFalse, Reason: "SyncRateLimited",
 			Message: fmt.Sprintf("%s; the last forced sync was at %s, the next may be at %s (repairs.securityGroupSync.minInterval %s)",
 				lost, f.last.UTC().Format(time.RFC3339), f.last.Add(f.minInterval).UTC().Format(time.RFC3339), f.minInterval)}}
 	}
@@ -175,16 +176,16 @@ func (f *syncFinding) Repair(ctx context.Context, env *Env) []Report {
 	a := remediation.Action{Verb: VerbSyncSecurityGroup, Kind: "securitygroup", ID: f.group.ID, Name: f.group.Name}
 	outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error { return forceSync(ctx, env.Cloud, f.group) })
 	switch outcome {
-	case OutcomeDone:
+	case pass.OutcomeDone:
 		done = append(done, "security group "+f.group.ID)
-	case OutcomeFailed:
+	case pass.OutcomeFailed:
 		failed = append(failed, "security group "+f.group.ID+": "+err.Error())
 	default:
 		held = append(held, "security group "+f.group.ID+" ("+d.Reason+")")
 	}
-	if outcome == OutcomeDone || outcome == OutcomeFailed {
+	if outcome == pass.OutcomeDone || outcome == pass.OutcomeFailed {
 		// The rate limit counts attempts: a failing cloud is not asked every pass.
-		env.Status.LastSecurityGroupSync = ptrTime(env.Now)
+		env.Read.Status.LastSecurityGroupSync = ptrTime(env.Now)
 	}
 	for _, c := range f.cut {
 		if len(c.refused) > 0 {
@@ -194,7 +195,7 @@ func (f *syncFinding) Repair(ctx context.Context, env *Env) []Report {
 			skipped = append(skipped, c.node.Name+": "+c.problem)
 			continue
 		}
-		if outcome != OutcomeDone {
+		if outcome != pass.OutcomeDone {
 			continue
 		}
 		a := remediation.Action{Verb: VerbSetAddressPairs, Kind: "port", ID: c.port.ID, Name: c.port.Name}
@@ -203,9 +204,9 @@ func (f *syncFinding) Repair(ctx context.Context, env *Env) []Report {
 			return err
 		})
 		switch outcome {
-		case OutcomeDone:
+		case pass.OutcomeDone:
 			done = append(done, "port "+c.port.ID+" of "+c.node.Name)
-		case OutcomeFailed:
+		case pass.OutcomeFailed:
 			failed = append(failed, "port "+c.port.ID+": "+err.Error())
 		default:
 			held = append(held, "port "+c.port.ID+" ("+d.Reason+")")
@@ -219,7 +220,7 @@ func (f *syncFinding) Repair(ctx context.Context, env *Env) []Report {
 		reason = "SyncHeld"
 	}
 	// The nodes' agents say whether it helped: the condition stays False until they report again.
-	return []Report{{Status: metav1.ConditionFalse, Reason: reason,
+	return []pass.Report{{Status: metav1.ConditionFalse, Reason: reason,
 		Message: fmt.Sprintf("%s; forced sync: done %d [%s], failed %d [%s], held back %d [%s], skipped %d [%s]", lost,
 			len(done), strings.Join(done, ", "), len(failed), strings.Join(failed, "; "), len(held), strings.Join(held, "; "),
 			len(skipped), strings.Join(skipped, "; "))}}

@@ -7,24 +7,19 @@ import (
 	"github.com/vitalsproject/vitals/routes"
 )
 
-// Metrics of the route collector. A cluster is labelled vitalscluster="namespace/name" (a label named
-// cluster collides with a common external label, namespace with the scrape target's own). Decisions of the remediation policy are its own
-// metrics (vitals_remediation_*).
+// Metrics of the route collector's own; its passes are counted by the runner (vitals_routegc_passes_total,
+// vitals_routegc_pass_duration_seconds, ...) and the policy's decisions by the policy (vitals_remediation_*).
+// A cluster is labelled vitalscluster="namespace/name".
 type Metrics struct {
-	Passes      *prometheus.CounterVec   // vitalscluster, result: ok, aborted, error
-	Removed     *prometheus.CounterVec   // vitalscluster
-	Skipped     *prometheus.CounterVec   // vitalscluster, reason (routegc's own rules)
-	Failed      *prometheus.CounterVec   // vitalscluster
-	Routes      *prometheus.GaugeVec     // vitalscluster, verdict
-	PassSeconds *prometheus.HistogramVec // result
+	Removed *prometheus.CounterVec // vitalscluster
+	Skipped *prometheus.CounterVec // vitalscluster, reason (routegc's own rules)
+	Failed  *prometheus.CounterVec // vitalscluster
+	Routes  *prometheus.GaugeVec   // vitalscluster, verdict
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		Passes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "vitals_routegc_passes_total", Help: "Route collector passes by result (ok, aborted, error).",
-		}, []string{"vitalscluster", "result"}),
 		Removed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vitals_routegc_routes_removed_total", Help: "Orphaned routes removed from routers.",
 		}, []string{"vitalscluster"}),
@@ -37,13 +32,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Routes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vitals_routegc_routes", Help: "Routes of the cluster's router by verdict, as of the last complete pass.",
 		}, []string{"vitalscluster", "verdict"}),
-		PassSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "vitals_routegc_pass_duration_seconds", Help: "Duration of route collector passes.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
-		}, []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Passes, m.Removed, m.Skipped, m.Failed, m.Routes, m.PassSeconds)
+		reg.MustRegister(m.Removed, m.Skipped, m.Failed, m.Routes)
 	}
 	return m
 }
@@ -54,7 +45,7 @@ func (m *Metrics) forget(key types.NamespacedName) {
 	l := prometheus.Labels{"vitalscluster": key.String()}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{m.Passes, m.Removed, m.Skipped, m.Failed, m.Routes} {
+	}{m.Removed, m.Skipped, m.Failed, m.Routes} {
 		v.DeletePartialMatch(l)
 	}
 }

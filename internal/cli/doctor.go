@@ -324,7 +324,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 // routeHeadroom reports the router's routes against the cluster's route limit, by flight's rule (the
 // RouteHeadroom condition): failed from flight.HeadroomPercent of it.
 func routeHeadroom(vc *v1alpha1.VitalsCluster, scope *tenancy.Scope, add func(check, result, detail, reason string)) {
-	s, err := (&flight.Reconciler{}).SettingsOf(vc)
+	s, err := flight.SettingsOf(vc, v1alpha1.ControllerDefaults{})
 	switch {
 	case err != nil:
 		add("route-headroom", "failed", err.Error(), "InvalidSpec")

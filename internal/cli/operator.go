@@ -19,9 +19,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/config"
-	"github.com/vitalsproject/vitals/controllers/flight"
-	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/operator"
@@ -91,8 +90,8 @@ func newOperatorCommand() *cobra.Command {
 func operatorCommand(f *operatorFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "operator",
-		Short: "Run the operator: the Cluster controllers (routegc, flight) with leader election and the controller health profile",
-		Long: `Run the operator: a controller manager over VitalsVitalsCluster resources (vitals.vitalsproject.io/v1alpha1)
+		Short: "Run the operator: the VitalsCluster controllers (access, routegc, flight, deorbit) with leader election or sharding and the controller health profile",
+		Long: `Run the operator: a controller manager over VitalsCluster resources (vitals.vitalsproject.io/v1alpha1)
 with leader election on a Lease, Events, Prometheus metrics on --metrics-bind-address, and the controller
 health profile on --health-port: /readyz (/ready) = Kubernetes list+watch, informers synced, Keystone token,
 Neutron answers; /livez (/alive) = every controller loop and informer beats, and a leader still holds its
@@ -217,7 +216,7 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.configFile, "config", "", "oslo-style INI configuration file ([kubernetes], [neutron]/[keystone_authtoken], [health_server], [operator])")
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster holding the VitalsVitalsCluster resources (default: in-cluster, then KUBECONFIG)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster holding the VitalsCluster resources (default: in-cluster, then KUBECONFIG)")
 	fl.StringVar(&f.namespace, "namespace", "", "watch Clusters in this namespace only (default: all)")
 	fl.IntVar(&f.healthPort, "health-port", 8082, "port of the health server (/livez, /readyz, /alive, /ready)")
 	fl.StringVar(&f.healthBind, "health-bind-address", "", "address the health server binds to (default: all)")
@@ -227,11 +226,11 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the pod's, else default)")
 	fl.StringVar(&f.leaderElectionID, "leader-election-id", "vitals-operator", "name of the Lease")
 	fl.StringVar(&f.cloud, "cloud", "", "cloud of clouds.yaml holding the operator's OpenStack credentials (default: OS_CLOUD)")
-	fl.DurationVar(&f.routegcInterval, "routegc-interval", time.Minute, "route collector interval for Clusters that set none")
-	fl.IntVar(&f.routegcBudget, "routegc-budget", routegc.DefaultBudget, "route removals per pass for clusters that set none (0: none)")
+	fl.DurationVar(&f.routegcInterval, "routegc-interval", v1alpha1.DefaultInterval, "route collector interval for Clusters that set none")
+	fl.IntVar(&f.routegcBudget, "routegc-budget", v1alpha1.DefaultBudget, "route removals per pass for clusters that set none (0: none)")
 	fl.IntVar(&f.routegcWorkers, "routegc-workers", operator.DefaultRouteGCWorkers, "how many clusters the route collector serves at once")
-	fl.DurationVar(&f.flightInterval, "flight-interval", flight.DefaultInterval, "flight's interval for Clusters that set none")
-	fl.IntVar(&f.flightBudget, "flight-budget", flight.DefaultBudget, "flight's changes per pass for clusters that set none (0: none)")
+	fl.DurationVar(&f.flightInterval, "flight-interval", v1alpha1.DefaultInterval, "flight's interval for Clusters that set none")
+	fl.IntVar(&f.flightBudget, "flight-budget", v1alpha1.DefaultBudget, "flight's changes per pass for clusters that set none (0: none)")
 	fl.IntVar(&f.flightWorkers, "flight-workers", operator.DefaultFlightWorkers, "how many clusters flight serves at once")
 	fl.IntVar(&f.deorbitWorkers, "deorbit-workers", operator.DefaultDeorbitWorkers, "how many deleted clusters deorbit serves at once")
 	fl.IntVar(&f.deorbitParallelDeletes, "deorbit-parallel-deletes", operator.DefaultDeorbitParallelDeletes, "deletes and reads of one deleted cluster running at once")

@@ -452,7 +452,7 @@ func testChartRBACOperator(t *testing.T, values string, sharded bool) {
 			conds = append(conds, cd.Type+"="+string(cd.Status))
 			verified = verified || (cd.Type == v1alpha1.ConditionCloudVerified && cd.Status == metav1.ConditionTrue)
 		}
-		if !verified || len(got.Finalizers) == 0 || got.Status.RouteGC == nil || got.Status.RouteGC.LastSuccessfulPassTime == nil {
+		if !verified || len(got.Finalizers) == 0 || got.Status.RouteGC == nil || got.Status.RouteGC.ObservedGeneration != got.Generation {
 			return false, fmt.Sprintf("conditions %v, finalizers %v", conds, got.Finalizers)
 		}
 		u := cr.unused(sa, whileRunning)

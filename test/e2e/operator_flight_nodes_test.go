@@ -33,6 +33,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/flight"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
@@ -52,6 +53,9 @@ type fnFixture struct {
 	key    types.NamespacedName
 	clock  *clocktesting.FakeClock
 	rec    *flight.Reconciler
+	deps   *pass.Deps
+	fm     *flight.Metrics
+	passm  *pass.Metrics
 	reg    *prometheus.Registry
 	events *events.FakeRecorder
 	checks remediation.Checks
@@ -121,8 +125,8 @@ func newFNFixture(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) *fnFixture
 	}
 	f.wl = wl
 	t.Cleanup(wl.Close)
-	f.rec = &flight.Reconciler{Client: f.c, Tenancy: staticTenancy{f.cloud, f.cloud.ProjectID()}, Workload: wl,
-		Clock: f.clock, Metrics: flight.NewMetrics(f.reg), Recorder: f.events}
+	f.deps = &pass.Deps{Client: f.c, Tenancy: staticTenancy{f.cloud, f.cloud.ProjectID()}, Workload: wl,
+		Clock: f.clock, Recorder: func(string) events.EventRecorder { return f.events }}
 	f.restart()
 	t.Cleanup(func() {
 		for _, n := range f.nodes {
@@ -140,7 +144,14 @@ func (f *fnFixture) restart() {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	f.rec.Policy = p
+	f.deps.Policy = p
+	if f.passm == nil {
+		f.fm, f.passm = flight.NewMetrics(f.reg), pass.NewMetrics(flight.Name, f.reg)
+	}
+	// a new runner too: a restarted operator knows no schedule
+	if f.rec, err = flight.New(f.deps, flight.Options{Metrics: f.fm, PassMetrics: f.passm}); err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 // server boots a server on the cluster's network and waits for it to be ACTIVE.
@@ -248,8 +259,11 @@ func (f *fnFixture) pass(step time.Duration) *v1alpha1.VitalsCluster {
 	if err := f.c.Get(ctx, f.key, &cl); err != nil {
 		f.t.Fatal(err)
 	}
-	if cl.Status.Flight == nil || cl.Status.Flight.LastError != "" {
-		f.t.Fatalf("flight pass did not complete: %+v", cl.Status.Flight)
+	if cl.Status.Flight == nil || cl.Status.Flight.ObservedGeneration != cl.Generation {
+		f.t.Fatalf("flight pass did not complete: %+v, conditions %+v", cl.Status.Flight, cl.Status.Conditions)
+	}
+	if c := condition(&cl, v1alpha1.ConditionNodesHealthy); c.Status == metav1.ConditionUnknown {
+		f.t.Fatalf("flight pass did not complete: NodesHealthy %s/%s (%s)", c.Status, c.Reason, c.Message)
 	}
 	return &cl
 }
@@ -290,7 +304,7 @@ func (f *fnFixture) waitActive(id string) {
 }
 
 func (f *fnFixture) repairs(repair, outcome string) float64 {
-	return testutil.ToFloat64(f.rec.Metrics.Repairs.WithLabelValues(repair, outcome))
+	return testutil.ToFloat64(f.passm.Repairs.WithLabelValues(repair, outcome))
 }
 
 func escalation(cl *v1alpha1.VitalsCluster, server string) v1alpha1.NodeEscalation {
@@ -379,7 +393,7 @@ func TestFlightNeverHealthyEscalation(t *testing.T) {
 	if sv, err := f.cloud.GetServer(context.Background(), good.ID); err != nil || sv.Status != "ACTIVE" || f.reboots(good.ID) != 0 {
 		t.Errorf("the healthy server was touched: %+v, %v, %d reboots", sv, err, f.reboots(good.ID))
 	}
-	if got := f.repairs("neverHealthy", flight.OutcomeDone); got != 3 {
+	if got := f.repairs("neverHealthy", pass.OutcomeDone); got != 3 {
 		t.Errorf("vitals_flight_repairs_total{repair=neverHealthy,outcome=done} = %v, want 3", got)
 	}
 	for _, verb := range []string{flight.VerbRebootServer, flight.VerbDeleteServer} {
@@ -477,7 +491,7 @@ func TestFlightStorm(t *testing.T) {
 			t.Errorf("server %s after the storm: %+v, %v", sv.ID, got, err)
 		}
 	}
-	if n := f.repairs("neverHealthy", flight.OutcomeDone); n != 0 {
+	if n := f.repairs("neverHealthy", pass.OutcomeDone); n != 0 {
 		t.Errorf("%v repairs done in the storm", n)
 	}
 	if n := testutil.ToFloat64(f.pm.Actions.WithLabelValues(flight.Name, flight.VerbRebootServer, "held", remediation.ReasonStorm)); n == 0 {
@@ -572,7 +586,7 @@ func TestFlightSecurityGroupSync(t *testing.T) {
 	if got := groupRevision(t, nc, f.group); got != revision {
 		t.Errorf("security group changed within minInterval: revision %d -> %d", revision, got)
 	}
-	if got := f.repairs("securityGroupSync", flight.OutcomeDone); got != 2 {
+	if got := f.repairs("securityGroupSync", pass.OutcomeDone); got != 2 {
 		t.Errorf("vitals_flight_repairs_total{repair=securityGroupSync,outcome=done} = %v, want 2 (the group and the port)", got)
 	}
 

@@ -32,6 +32,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/flight"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/internal/faultproxy"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
@@ -70,6 +71,9 @@ type flFixture struct {
 	events *events.FakeRecorder
 	policy *remediation.Engine
 	rec    *flight.Reconciler
+	deps   *pass.Deps
+	fm     *flight.Metrics
+	pm2    *pass.Metrics
 }
 
 func newFlFixture(t *testing.T, wl *flightWorkload, mutate func(*v1alpha1.VitalsCluster)) *flFixture {
@@ -138,8 +142,13 @@ func newFlFixture(t *testing.T, wl *flightWorkload, mutate func(*v1alpha1.Vitals
 		t.Fatal(err)
 	}
 	t.Cleanup(wm.Close)
-	f.rec = &flight.Reconciler{Client: f.c, Tenancy: f.verifier(f.cloud), Workload: wm, Policy: f.policy,
-		Recorder: f.events, Clock: f.clock, Metrics: flight.NewMetrics(f.reg)}
+	f.deps = &pass.Deps{Client: f.c, Tenancy: f.verifier(f.cloud), Workload: wm, Policy: f.policy,
+		Recorder: func(string) events.EventRecorder { return f.events }, Clock: f.clock}
+	f.fm = flight.NewMetrics(f.reg)
+	f.pm2 = pass.NewMetrics(flight.Name, f.reg)
+	if f.rec, err = flight.New(f.deps, flight.Options{Metrics: f.fm, PassMetrics: f.pm2}); err != nil {
+		t.Fatal(err)
+	}
 	// The workload access reports its health after its first probe.
 	opEventually(t, time.Minute, "workload cluster reachable", func() (bool, string) {
 		w, err := wm.For(ctx, cl)
@@ -262,7 +271,7 @@ func (f *flFixture) portGroups(server string) []string {
 
 // repairs reads vitals_flight_repairs_total{repair,outcome}.
 func (f *flFixture) repairs(repair, outcome string) float64 {
-	return testutil.ToFloat64(f.rec.Metrics.Repairs.WithLabelValues(repair, outcome))
+	return testutil.ToFloat64(f.pm2.Repairs.WithLabelValues(repair, outcome))
 }
 
 func TestOperatorFlight(t *testing.T) {
@@ -285,11 +294,11 @@ func TestOperatorFlight(t *testing.T) {
 				t.Errorf("no ingress %q rule from %s after the pass", want[0], want[1])
 			}
 		}
-		if got := f.repairs("securityGroupRules", flight.OutcomeDone); got != 4 {
+		if got := f.repairs("securityGroupRules", pass.OutcomeDone); got != 4 {
 			t.Errorf("vitals_flight_repairs_total{securityGroupRules,done} = %v, want 4", got)
 		}
 		if !hasAction(cl, v1alpha1.ActionDone, remediation.ReasonAllowed, "securitygroup "+f.group+" (ingress IPv4 tcp from 198.19.0.0/16)") {
-			t.Errorf("no status line for the tcp rule: %+v", cl.Status.Actions)
+			t.Errorf("no status line for the tcp rule: %+v", cl.Status.Flight.Actions)
 		}
 		// Drift: a rule of ours goes; it comes back, and the rule someone else made stays.
 		if err := rules.Delete(context.Background(), f.nc, f.rule("udp", "198.19.0.0/16")).ExtractErr(); err != nil {
@@ -307,10 +316,10 @@ func TestOperatorFlight(t *testing.T) {
 			t.Errorf("the rule flight did not make was deleted")
 		}
 		// Nothing missing: nothing asked.
-		before := f.repairs("securityGroupRules", flight.OutcomeDone)
+		before := f.repairs("securityGroupRules", pass.OutcomeDone)
 		cl = f.pass()
-		if c := condition(cl, v1alpha1.ConditionSecurityGroupRules); c.Reason != "RulesPresent" || f.repairs("securityGroupRules", flight.OutcomeDone) != before {
-			t.Errorf("a healthy group: %s/%s, repairs %v (had %v)", c.Status, c.Reason, f.repairs("securityGroupRules", flight.OutcomeDone), before)
+		if c := condition(cl, v1alpha1.ConditionSecurityGroupRules); c.Reason != "RulesPresent" || f.repairs("securityGroupRules", pass.OutcomeDone) != before {
+			t.Errorf("a healthy group: %s/%s, repairs %v (had %v)", c.Status, c.Reason, f.repairs("securityGroupRules", pass.OutcomeDone), before)
 		}
 		// Dry run: detected and reported, not created.
 		f.update(func(c *v1alpha1.VitalsCluster) { c.Spec.Controllers.Flight.DryRun = true })
@@ -325,7 +334,7 @@ func TestOperatorFlight(t *testing.T) {
 			t.Errorf("dry run: %s/%s (%s), want False/RulesMissing", c.Status, c.Reason, c.Message)
 		}
 		if !hasAction(cl, v1alpha1.ActionWouldDo, remediation.ReasonDryRun, "") {
-			t.Errorf("no WouldDo line: %+v", cl.Status.Actions)
+			t.Errorf("no WouldDo line: %+v", cl.Status.Flight.Actions)
 		}
 	})
 
@@ -350,7 +359,7 @@ func TestOperatorFlight(t *testing.T) {
 				t.Errorf("%s = %s/%s (%s), want a refusal naming the two groups", typ, c.Status, c.Reason, c.Message)
 			}
 		}
-		if got := f.repairs("securityGroupRules", flight.OutcomeDone); got != 0 {
+		if got := f.repairs("securityGroupRules", pass.OutcomeDone); got != 0 {
 			t.Errorf("%v rules created in an ambiguous group", got)
 		}
 	})
@@ -369,7 +378,7 @@ func TestOperatorFlight(t *testing.T) {
 		if c := condition(cl, v1alpha1.ConditionSecurityGroupAssociated); c.Status != metav1.ConditionTrue || c.Reason != "Repaired" {
 			t.Errorf("SecurityGroupAssociated = %s/%s (%s), want True/Repaired", c.Status, c.Reason, c.Message)
 		}
-		if got := f.repairs("securityGroupAssociation", flight.OutcomeDone); got != 1 {
+		if got := f.repairs("securityGroupAssociation", pass.OutcomeDone); got != 1 {
 			t.Errorf("vitals_flight_repairs_total{securityGroupAssociation,done} = %v, want 1", got)
 		}
 		if cl.Status.Flight == nil || cl.Status.Flight.Counts.Servers != 2 || cl.Status.Flight.Counts.Nodes != 1 {
@@ -399,16 +408,16 @@ func TestOperatorFlight(t *testing.T) {
 		}
 		first := cl.Status.Flight.Errored[0].FirstSeen
 		if !hasAction(cl, v1alpha1.ActionSkipped, remediation.ReasonProofPending, "") {
-			t.Errorf("the first sighting was not held for its proof age: %+v", cl.Status.Actions)
+			t.Errorf("the first sighting was not held for its proof age: %+v", cl.Status.Flight.Actions)
 		}
 		f.waitServer(broken, "ERROR") // still there
 		cl = f.pass()                 // a minute later: the proof age has passed
 		if !hasAction(cl, v1alpha1.ActionRemoved, remediation.ReasonAllowed, "") {
-			t.Fatalf("no Removed line: %+v", cl.Status.Actions)
+			t.Fatalf("no Removed line: %+v", cl.Status.Flight.Actions)
 		}
 		f.waitServer(broken, "DELETED")
 		f.waitServer(healthy, "ACTIVE")
-		if got := f.repairs("erroredServers", flight.OutcomeDone); got != 1 {
+		if got := f.repairs("erroredServers", pass.OutcomeDone); got != 1 {
 			t.Errorf("vitals_flight_repairs_total{erroredServers,done} = %v, want 1", got)
 		}
 		if st := cl.Status.Flight; len(st.Errored) != 1 || !st.Errored[0].FirstSeen.Equal(&first) {
@@ -485,7 +494,7 @@ func TestOperatorFlight(t *testing.T) {
 		})
 		auth, proxies := opFaultProxy(t, testenv.RequireFull(t), f.cloud, openstack.ServiceNetworking, openstack.ServiceCompute)
 		neutron, nova := proxies[0], proxies[1]
-		f.rec.Tenancy = f.verifier(opConnect(t, auth, nil))
+		f.deps.Tenancy = f.verifier(opConnect(t, auth, nil))
 
 		// Something for every repair to do: no rules, a server without the group, an errored server, a
 		// missing route.
@@ -548,8 +557,10 @@ func TestOperatorFlight(t *testing.T) {
 			t.Errorf("after the faults: group %v, %d rules, routes %v", f.portGroups(lost), len(f.rules()), f.net.Routes())
 		}
 		f.waitServer(broken, "DELETED")
-		if cl.Status.Flight.LastError != "" {
-			t.Errorf("lastError %q after a complete pass", cl.Status.Flight.LastError)
+		for _, cd := range cl.Status.Conditions {
+			if cd.Status == metav1.ConditionUnknown && cd.Reason != "Disabled" {
+				t.Errorf("%s = Unknown/%s (%s) after a complete pass", cd.Type, cd.Reason, cd.Message)
+			}
 		}
 	})
 }

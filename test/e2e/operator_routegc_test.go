@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/health"
 	oschecks "github.com/vitalsproject/vitals/health/checks/openstack"
@@ -58,6 +59,8 @@ type gcFixture struct {
 	key     types.NamespacedName
 	clock   *clocktesting.FakeClock
 	rec     *routegc.Reconciler
+	deps    *pass.Deps
+	gcm     *routegc.Metrics
 	reg     *prometheus.Registry
 	events  *events.FakeRecorder
 	policy  *remediation.Engine
@@ -108,8 +111,14 @@ func newGCFixture(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) *gcFixture
 	f.events = events.NewFakeRecorder(1000)
 	f.pm = remediation.NewMetrics(f.reg)
 	f.setPolicy(remediation.Options{})
-	f.rec = &routegc.Reconciler{Client: f.c, Tenancy: staticTenancy{f.cloud, f.cloud.ProjectID()}, Clock: f.clock,
-		Metrics: routegc.NewMetrics(f.reg), Recorder: f.events, Policy: f.policy, Checks: f.policy.Checks()}
+	f.deps = &pass.Deps{Client: f.c, Tenancy: staticTenancy{f.cloud, f.cloud.ProjectID()}, Clock: f.clock,
+		Recorder: func(string) events.EventRecorder { return f.events }, Policy: f.policy, Checks: f.policy.Checks()}
+	f.gcm = routegc.NewMetrics(f.reg)
+	rec, err := routegc.New(f.deps, routegc.Options{Metrics: f.gcm, PassMetrics: pass.NewMetrics(routegc.Name, f.reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rec = rec
 	return f
 }
 
@@ -123,8 +132,8 @@ func (f *gcFixture) setPolicy(o remediation.Options) {
 		f.t.Fatal(err)
 	}
 	f.policy = p
-	if f.rec != nil {
-		f.rec.Policy, f.rec.Checks = p, p.Checks()
+	if f.deps != nil {
+		f.deps.Policy, f.deps.Checks = p, p.Checks()
 	}
 }
 
@@ -189,10 +198,17 @@ func condition(cl *v1alpha1.VitalsCluster, typ string) metav1.Condition {
 	return metav1.Condition{}
 }
 
+// hasAction reports whether one of the controllers' status lines says so.
 func hasAction(cl *v1alpha1.VitalsCluster, kind v1alpha1.ActionKind, reason, object string) bool {
-	for _, a := range cl.Status.Actions {
-		if a.Action == kind && a.Reason == reason && (object == "" || a.Object == object) {
-			return true
+	for _, name := range []string{v1alpha1.ControllerRouteGC, v1alpha1.ControllerFlight, v1alpha1.ControllerDeorbit} {
+		b := cl.Status.Controller(name, false)
+		if b == nil {
+			continue
+		}
+		for _, a := range b.Actions {
+			if a.Action == kind && a.Reason == reason && (object == "" || a.Object == object) {
+				return true
+			}
 		}
 	}
 	return false
@@ -224,7 +240,7 @@ func TestOperatorRouteGCRemovesOrphanAfterTwoPassesOnly(t *testing.T) {
 	}
 	if !hasAction(cl, v1alpha1.ActionSkipped, "ProofPending", routeObject(orphan)) ||
 		!hasAction(cl, v1alpha1.ActionSkipped, "Protected", routeObject(protected)) {
-		t.Errorf("status lines %+v: want ProofPending for the orphan and Protected for the protected route", cl.Status.Actions)
+		t.Errorf("status lines %+v: want ProofPending for the orphan and Protected for the protected route", cl.Status.RouteGC.Actions)
 	}
 
 	// A spec change runs a pass at once, but half an interval after the first sighting is no proof.
@@ -257,12 +273,12 @@ func TestOperatorRouteGCRemovesOrphanAfterTwoPassesOnly(t *testing.T) {
 		t.Errorf("RoutesHealthy = %s/%s (%s), want True", c.Status, c.Reason, c.Message)
 	}
 	if !hasAction(cl, v1alpha1.ActionRemoved, remediation.ReasonAllowed, routeObject(orphan)) {
-		t.Errorf("status lines %+v: want Removed/Allowed", cl.Status.Actions)
+		t.Errorf("status lines %+v: want Removed/Allowed", cl.Status.RouteGC.Actions)
 	}
-	if v := testutil.ToFloat64(f.rec.Metrics.Removed.WithLabelValues(f.key.String())); v != 1 {
+	if v := testutil.ToFloat64(f.gcm.Removed.WithLabelValues(f.key.String())); v != 1 {
 		t.Errorf("vitals_routegc_routes_removed_total = %v, want 1", v)
 	}
-	if v := testutil.ToFloat64(f.rec.Metrics.Skipped.WithLabelValues(f.key.String(), "Protected")); v < 1 {
+	if v := testutil.ToFloat64(f.gcm.Skipped.WithLabelValues(f.key.String(), "Protected")); v < 1 {
 		t.Errorf("vitals_routegc_routes_skipped_total{reason=Protected} = %v, want >= 1", v)
 	}
 	if v := f.decisions("taken", remediation.ReasonAllowed); v != 1 {
@@ -334,7 +350,7 @@ func TestOperatorRouteGCReadFailureRemovesNothing(t *testing.T) {
 		nova = proxies[1]
 	}
 	proxied := opConnect(t, auth, nil)
-	f.rec.Tenancy = staticTenancy{proxied, f.cloud.ProjectID()}
+	f.deps.Tenancy = staticTenancy{proxied, f.cloud.ProjectID()}
 
 	f.net.Port(5)
 	orphan := openstack.Route{Destination: "198.19.2.0/24", NextHop: f.net.IP(99)}
@@ -392,7 +408,7 @@ func TestOperatorRouteGCEmptyListIsNotEveryRouteOrphaned(t *testing.T) {
 		c.Spec.OpenStack.SubnetID = ""
 		c.Spec.Controllers.RouteGC.AddressSources = []v1alpha1.AddressSource{v1alpha1.AddressSourcePorts}
 	})
-	f.rec.Tenancy = staticTenancy{f.cloud, "00000000000000000000000000000000"}
+	f.deps.Tenancy = staticTenancy{f.cloud, "00000000000000000000000000000000"}
 	orphanLooking := openstack.Route{Destination: "198.19.4.0/24", NextHop: f.net.IP(5)}
 	f.net.Port(5)
 	f.net.SetRoutes(orphanLooking)
@@ -427,7 +443,7 @@ func TestOperatorRouteGCPassCapAndDryRun(t *testing.T) {
 	cl, _ := f.pass()
 	f.mustHave("dry run", orphans...)
 	if !hasAction(cl, v1alpha1.ActionWouldRemove, remediation.ReasonDryRun, routeObject(orphans[0])) {
-		t.Errorf("status lines %+v: want WouldRemove/DryRun", cl.Status.Actions)
+		t.Errorf("status lines %+v: want WouldRemove/DryRun", cl.Status.RouteGC.Actions)
 	}
 	if c := condition(cl, v1alpha1.ConditionRemediationAllowed); c.Status != metav1.ConditionFalse || c.Reason != remediation.ReasonDryRun {
 		t.Errorf("RemediationAllowed = %s/%s (%s), want False/DryRun", c.Status, c.Reason, c.Message)
@@ -448,11 +464,11 @@ func TestOperatorRouteGCPassCapAndDryRun(t *testing.T) {
 			left++
 		}
 	}
-	if left != 1 || cl.Status.RouteGC.Counts.Removed != 2 {
-		t.Fatalf("cap 2: %d of 3 left, counts %+v; want 1 left, 2 removed", left, cl.Status.RouteGC.Counts)
+	if left != 1 || cl.Status.RouteGC.RemovedTotal != 2 {
+		t.Fatalf("cap 2: %d of 3 left, %d removed in all; want 1 left, 2 removed", left, cl.Status.RouteGC.RemovedTotal)
 	}
 	if !hasAction(cl, v1alpha1.ActionSkipped, "PassBudget", "") {
-		t.Errorf("status lines %+v: want Skipped/PassBudget", cl.Status.Actions)
+		t.Errorf("status lines %+v: want Skipped/PassBudget", cl.Status.RouteGC.Actions)
 	}
 	f.clock.Step(time.Minute)
 	f.pass()
@@ -494,7 +510,7 @@ func (f *gcFixture) held(orphan openstack.Route, reason string, passes int) *v1a
 		f.clock.Step(time.Minute)
 	}
 	if !hasAction(cl, v1alpha1.ActionSkipped, reason, routeObject(orphan)) {
-		f.t.Errorf("status lines %+v: want Skipped/%s for %s", cl.Status.Actions, reason, routeObject(orphan))
+		f.t.Errorf("status lines %+v: want Skipped/%s for %s", cl.Status.RouteGC.Actions, reason, routeObject(orphan))
 	}
 	if v := f.decisions("held", reason); v < float64(passes) {
 		f.t.Errorf("vitals_remediation_actions_total{outcome=held,reason=%s} = %v, want >= %d", reason, v, passes)
@@ -530,7 +546,7 @@ func TestOperatorRouteGCBudgetZeroRemovesNothing(t *testing.T) {
 	cl, _ = f.pass()
 	f.mustHave("a pass cap of 0", orphan)
 	if !hasAction(cl, v1alpha1.ActionSkipped, "PassBudget", routeObject(orphan)) {
-		t.Errorf("status lines %+v: want Skipped/PassBudget", cl.Status.Actions)
+		t.Errorf("status lines %+v: want Skipped/PassBudget", cl.Status.RouteGC.Actions)
 	}
 	f.update(func(c *v1alpha1.VitalsCluster) { c.Spec.Controllers.RouteGC.Budget = nil })
 	f.clock.Step(time.Second)
@@ -612,7 +628,7 @@ func TestOperatorRouteGCGateNeedsTheCloudCheck(t *testing.T) {
 	// access controller will), the gate stays closed.
 	f, orphan := provenOrphan(t, nil)
 	f.setPolicy(remediation.Options{})
-	f.rec.Checks = nil
+	f.deps.Checks = nil
 	cl := f.held(orphan, remediation.ReasonGateClosed, 1)
 	if c := condition(cl, v1alpha1.ConditionRemediationAllowed); !strings.Contains(c.Message, "cloud has not reported") {
 		t.Errorf("RemediationAllowed message %q, want the cloud check named", c.Message)
@@ -636,7 +652,7 @@ func TestOperatorRouteGCProofAge(t *testing.T) {
 		cl, _ := f.pass()
 		f.mustHave(fmt.Sprintf("%dm after the first sighting", i), orphan)
 		if !hasAction(cl, v1alpha1.ActionSkipped, remediation.ReasonProofPending, routeObject(orphan)) {
-			t.Fatalf("status lines %+v: want ProofPending", cl.Status.Actions)
+			t.Fatalf("status lines %+v: want ProofPending", cl.Status.RouteGC.Actions)
 		}
 		if v := f.decisions("held", remediation.ReasonProofPending); v != float64(i) {
 			t.Fatalf("%dm after the first sighting: the policy held the removal %v times for ProofPending, want %d", i, v, i)
@@ -673,7 +689,7 @@ func TestOperatorRouteGCExclusions(t *testing.T) {
 	f.mustHave("excluded", byDst, byHop)
 	for _, r := range []openstack.Route{byDst, byHop} {
 		if !hasAction(cl, v1alpha1.ActionSkipped, remediation.ReasonExcluded, routeObject(r)) {
-			t.Errorf("status lines %+v: want Skipped/Excluded for %s", cl.Status.Actions, routeObject(r))
+			t.Errorf("status lines %+v: want Skipped/Excluded for %s", cl.Status.RouteGC.Actions, routeObject(r))
 		}
 	}
 }
@@ -684,7 +700,7 @@ func TestOperatorRouteGCDryRunReports(t *testing.T) {
 	cl, _ := f.pass()
 	f.mustHave("cluster dry run", orphan)
 	if !hasAction(cl, v1alpha1.ActionWouldRemove, remediation.ReasonDryRun, routeObject(orphan)) {
-		t.Errorf("status lines %+v: want WouldRemove/DryRun", cl.Status.Actions)
+		t.Errorf("status lines %+v: want WouldRemove/DryRun", cl.Status.RouteGC.Actions)
 	}
 	if c := condition(cl, v1alpha1.ConditionRoutesHealthy); !strings.Contains(c.Message, "1 dry run") {
 		t.Errorf("RoutesHealthy %s/%s (%s), want 1 dry run", c.Status, c.Reason, c.Message)
@@ -775,7 +791,7 @@ func TestOperatorRouteGCConflictIsRetried(t *testing.T) {
 	extra := openstack.Route{Destination: "198.19.9.0/24", NextHop: f.net.IP(5)}
 	f.net.SetRoutes(orphan, live)
 	race := &racingRouters{Cloud: f.cloud, net: f.net, extra: extra}
-	f.rec.Tenancy = staticTenancy{race, f.cloud.ProjectID()}
+	f.deps.Tenancy = staticTenancy{race, f.cloud.ProjectID()}
 	f.pass()
 	f.clock.Step(time.Minute)
 	// The retry after the 412 waits its backoff on the reconciler's clock: move the fake clock whenever

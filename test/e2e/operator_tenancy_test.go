@@ -22,7 +22,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/roles"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +35,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/access"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
@@ -245,11 +245,18 @@ func (f *tenancyFixture) run(v *tenancy.Verifier, key client.ObjectKey) (*v1alph
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	acc := &access.Reconciler{Client: f.c, Tenancy: v, Checks: policy.Checks(), Recorder: rec, Clock: f.clock}
+	recorders := func(string) events.EventRecorder { return rec }
+	acc, err := access.New(&pass.Deps{Client: f.c, Tenancy: v, Checks: policy.Checks(), Recorder: recorders, Clock: f.clock}, access.Options{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	if _, err := acc.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
 		f.t.Fatalf("access reconcile: %v", err)
 	}
-	gc := &routegc.Reconciler{Client: f.c, Tenancy: v, Policy: policy, Clock: f.clock, Recorder: rec, Metrics: routegc.NewMetrics(prometheus.NewRegistry())}
+	gc, err := routegc.New(&pass.Deps{Client: f.c, Tenancy: v, Policy: policy, Clock: f.clock, Recorder: recorders}, routegc.Options{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	// Two passes more than the minimum proof age apart: a proven orphan of a verified cluster goes.
 	for range 2 {
 		if _, err := gc.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
@@ -415,7 +422,10 @@ func TestOperatorTenancyOverlap(t *testing.T) {
 	// Deletion: the finalizer goes at once, and so do the cluster's check and cached connection.
 	ctx := context.Background()
 	checks := remediation.NewChecks(f.clock)
-	acc := &access.Reconciler{Client: f.c, Tenancy: v, Checks: checks, Clock: f.clock}
+	acc, err := access.New(&pass.Deps{Client: f.c, Tenancy: v, Checks: checks, Clock: f.clock}, access.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := acc.Reconcile(ctx, ctrl.Request{NamespacedName: old}); err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestOperatorWorkloadAccess(t *testing.T) {
 			OpenStack:           v1alpha1.OpenStackSpec{RouterID: "router-" + name},
 			PodCIDRs:            []v1alpha1.CIDR{"198.19.0.0/16"},
 			// This test is about the workload access: its deletion is not deorbit's (see controllers/deorbit).
-			Controllers: v1alpha1.ControllersSpec{Deorbit: v1alpha1.DeorbitSpec{ControllerSpec: v1alpha1.ControllerSpec{Enabled: new(bool)}}},
+			Controllers: v1alpha1.ControllersSpec{Deorbit: v1alpha1.DeorbitSpec{Enabled: new(bool)}},
 		}}
 		if err := c.Create(ctx, vc); err != nil {
 			t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -83,19 +82,21 @@ func New(name string, opts Options) *Controller {
 	return &Controller{name: name, opts: opts, running: map[uint64]inFlight{}}
 }
 
-// Options returns the controller options that install the observed queue and the worker count;
-// pass them to the builder's WithOptions and the reconciler through Reconciler.
-func (c *Controller) Options() controller.Options {
-	return controller.Options{MaxConcurrentReconciles: c.opts.Workers, NewQueue: c.NewQueue, RateLimiter: c.opts.RateLimiter}
-}
-
-// Complete builds the controller b describes, watched by c: c's options and its wrapper around r. A nil c
-// builds it as it is.
-func (c *Controller) Complete(b *builder.Builder, r reconcile.Reconciler) error {
-	if c == nil {
-		return b.Complete(r)
+// Observe returns opts with c's observed queue installed, and takes its worker count
+// (MaxConcurrentReconciles, default 1) and, when opts sets none, c's rate limiter. Wrap the controller's
+// reconciler with Reconciler: the controller's builder stays its own.
+func (c *Controller) Observe(opts controller.Options) controller.Options {
+	if opts.MaxConcurrentReconciles <= 0 {
+		opts.MaxConcurrentReconciles = 1
 	}
-	return b.WithOptions(c.Options()).Complete(c.Reconciler(r))
+	c.mu.Lock()
+	c.opts.Workers = opts.MaxConcurrentReconciles
+	c.mu.Unlock()
+	if opts.RateLimiter == nil {
+		opts.RateLimiter = c.opts.RateLimiter
+	}
+	opts.NewQueue = c.NewQueue
+	return opts
 }
 
 // Reconciler wraps r so that each reconcile is recorded as it starts and ends.

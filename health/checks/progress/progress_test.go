@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -81,7 +82,7 @@ func start(t *testing.T, opts progress.Options) *env {
 	e := &env{cs: cs, ns: ns, p: progress.New("test", opts), b: &behaviour{release: make(chan struct{})}, mg: mgr}
 	t.Cleanup(e.b.unblock)
 	err = ctrl.NewControllerManagedBy(mgr).Named("progress-" + ns).For(&corev1.ConfigMap{}).
-		WithOptions(e.p.Options()).Complete(e.p.Reconciler(e.b))
+		WithOptions(e.p.Observe(controller.Options{MaxConcurrentReconciles: opts.Workers})).Complete(e.p.Reconciler(e.b))
 	if err != nil {
 		t.Fatal(err)
 	}

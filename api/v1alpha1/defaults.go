@@ -1,0 +1,101 @@
+// Copyright The Vitals Authors. SPDX-License-Identifier: Apache-2.0
+
+package v1alpha1
+
+import "time"
+
+// Defaults of the settings a VitalsCluster leaves unset. They live with the types, so that the controllers,
+// `vitals doctor` and the documentation read the same values. The operator's flags replace the interval and
+// budget defaults of routegc and flight for every cluster that sets none (ControllerDefaults).
+const (
+	// DefaultInterval between two passes of routegc or flight.
+	DefaultInterval = time.Minute
+	// DefaultBudget is the most changes routegc or flight makes in one pass (a cap per pass; the
+	// remediation policy's budget over its window applies on top).
+	DefaultBudget = 10
+	// DefaultMaxRoutes is Neutron's default max_routes.
+	DefaultMaxRoutes = 30
+	// DefaultDeorbitBudget is the most deletes deorbit issues in one step.
+	DefaultDeorbitBudget = 50
+	// DefaultGiveUpAfter is how long deorbit tries before it gives up with a debris report.
+	DefaultGiveUpAfter = 24 * time.Hour
+	// DefaultUnreachableGracePeriod is how long deorbit waits for an unreachable workload cluster.
+	DefaultUnreachableGracePeriod = 10 * time.Minute
+	// DefaultCloudWaitTimeout bounds deorbit's wait for the cloud to confirm its deletes.
+	DefaultCloudWaitTimeout = 15 * time.Minute
+)
+
+// ControllerDefaults are the operator's defaults for the common settings of a periodic controller.
+type ControllerDefaults struct {
+	// Interval between passes (zero: DefaultInterval).
+	Interval time.Duration
+	// Budget is the cap on changes per pass (nil: DefaultBudget; 0: no changes).
+	Budget *int
+}
+
+// CommonSettings are the settings every periodic controller has, defaults applied.
+type CommonSettings struct {
+	Enabled  bool
+	Interval time.Duration
+	// Budget is the cap on changes in one pass.
+	Budget int
+	DryRun bool
+}
+
+// Settings are s with the defaults d (and the API's where d sets none) applied.
+func (s *ControllerSpec) Settings(d ControllerDefaults) CommonSettings {
+	out := CommonSettings{Enabled: s.Enabled == nil || *s.Enabled, Interval: DefaultInterval, Budget: DefaultBudget, DryRun: s.DryRun}
+	if d.Interval > 0 {
+		out.Interval = d.Interval
+	}
+	if d.Budget != nil {
+		out.Budget = *d.Budget
+	}
+	if s.Interval != nil && s.Interval.Duration > 0 {
+		out.Interval = s.Interval.Duration
+	}
+	if s.Budget != nil {
+		out.Budget = int(*s.Budget)
+	}
+	return out
+}
+
+// IsEnabled reports whether the repair is on (default true).
+func (r RepairSpec) IsEnabled() bool { return r.Enabled == nil || *r.Enabled }
+
+// MaxRoutesOrDefault is the router's route limit (default DefaultMaxRoutes).
+func (s *FlightSpec) MaxRoutesOrDefault() int {
+	if s.MaxRoutes != nil {
+		return int(*s.MaxRoutes)
+	}
+	return DefaultMaxRoutes
+}
+
+// DeorbitSettings are deorbit's settings, defaults applied.
+type DeorbitSettings struct {
+	Enabled                bool
+	DryRun                 bool
+	Budget                 int
+	GiveUpAfter            time.Duration
+	UnreachableGracePeriod time.Duration
+	CloudWaitTimeout       time.Duration
+}
+
+// Settings are s with the defaults applied.
+func (s *DeorbitSpec) Settings() DeorbitSettings {
+	out := DeorbitSettings{Enabled: s.Enabled == nil || *s.Enabled, DryRun: s.DryRun, Budget: DefaultDeorbitBudget,
+		GiveUpAfter: DefaultGiveUpAfter, UnreachableGracePeriod: DefaultUnreachableGracePeriod, CloudWaitTimeout: DefaultCloudWaitTimeout}
+	if s.Budget != nil && *s.Budget >= 0 {
+		out.Budget = int(*s.Budget)
+	}
+	if s.GiveUpAfter != nil && s.GiveUpAfter.Duration > 0 {
+		out.GiveUpAfter = s.GiveUpAfter.Duration
+	}
+	if s.UnreachableGracePeriod != nil && s.UnreachableGracePeriod.Duration >= 0 {
+		out.UnreachableGracePeriod = s.UnreachableGracePeriod.Duration
+	}
+	if s.CloudWaitTimeout != nil && s.CloudWaitTimeout.Duration >= 0 {
+		out.CloudWaitTimeout = s.CloudWaitTimeout.Duration
+	}
+	return out
+}
