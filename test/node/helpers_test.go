@@ -46,7 +46,7 @@ type images struct {
 	// Vitals is the release image of deploy/Dockerfile: /vitals (entrypoint, command operator), /healthcheck
 	// and the CA bundle, user 65532.
 	Vitals string
-	// Agent is deploy/agent/Dockerfile's: /vitals-agent (entrypoint) and /vitals-cni.
+	// Agent is deploy/agent/Dockerfile's: /vitals-agent (entrypoint), /vitals-cni and /vitals-canary.
 	Agent string
 	// Example is deploy/healthcheck/Dockerfile's: /service (an HTTP server with /health on $LISTEN, default
 	// 127.0.0.1:8080), /healthcheck, /openstack/healthcheck (a link to it, TripleO's path) and
@@ -123,6 +123,7 @@ func buildImages() (images, error) {
 		{"healthcheck", "./cmd/healthcheck", []string{"-tags", "nethttpomithttp2"}},
 		{"vitals-agent", "./cmd/vitals-agent", nil},
 		{"vitals-cni", "./cmd/vitals-cni", nil},
+		{"vitals-canary", "./cmd/vitals-canary", nil},
 		{"service", "./deploy/healthcheck/example", nil},
 	} {
 		args := append([]string{"build", "-trimpath", "-ldflags", "-s -w"}, b.tags...)
@@ -153,7 +154,8 @@ func buildImages() (images, error) {
 		{img.Vitals, []ociimage.File{{Path: "/vitals", Source: bin("vitals")}, {Path: "/healthcheck", Source: bin("healthcheck")},
 			{Path: "/etc/ssl/certs/ca-certificates.crt", Source: "/etc/ssl/certs/ca-certificates.crt"}},
 			ociimage.Config{Entrypoint: []string{"/vitals"}, Cmd: []string{"operator"}, User: "65532:65532", ExposedPorts: []string{"8080", "8082"}}},
-		{img.Agent, []ociimage.File{{Path: "/vitals-agent", Source: bin("vitals-agent")}, {Path: "/vitals-cni", Source: bin("vitals-cni")}},
+		{img.Agent, []ociimage.File{{Path: "/vitals-agent", Source: bin("vitals-agent")}, {Path: "/vitals-cni", Source: bin("vitals-cni")},
+			{Path: "/vitals-canary", Source: bin("vitals-canary")}},
 			ociimage.Config{Entrypoint: []string{"/vitals-agent"}, ExposedPorts: []string{"8090"}}},
 		{img.Example, []ociimage.File{{Path: "/service", Source: bin("service")}, {Path: "/healthcheck", Source: bin("healthcheck")},
 			{Path: "/openstack/healthcheck", Link: "/healthcheck"}, {Path: "/etc/healthcheck.yaml", Data: hcConfig}},
