@@ -15,6 +15,7 @@ import (
 
 	"github.com/vitalsproject/vitals/canary"
 	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 	"github.com/vitalsproject/vitals/netprobe"
 )
 
@@ -142,12 +143,12 @@ func TestCanaryLinkDistrustsItsCanary(t *testing.T) {
 // non-root user of group 0, and refuses the same user in another group; at 0600 only root.
 func TestCanaryLinkAdmitsTheChartsCanary(t *testing.T) {
 	if os.Geteuid() != 0 || os.Getegid() != 0 {
-		t.Skip("needs root: connects as other users")
+		prereq.Missing(t, "needs root: connects as other users")
 	}
 	// The system interpreter: one under root's home is not executable by others.
 	python, err := exec.LookPath("/usr/bin/python3")
 	if err != nil {
-		t.Skip("needs python3 to connect as another user")
+		prereq.Missing(t, "needs python3 to connect as another user")
 	}
 	hello := `import socket, sys
 s = socket.socket(socket.AF_UNIX)
