@@ -251,13 +251,13 @@ func orUnknown(s string) string {
 }
 
 // Client returns the service client of s, or an error wrapping ErrServiceUnavailable when the
-// catalog lacks it.
+// catalog lacks it. The error names the credentials' source, not their region or auth URL: for a tenant
+// those are a Secret's contents, and the error reaches status, Events and logs.
 func (c *Cloud) Client(s Service) (*gophercloud.ServiceClient, error) {
 	if sc, ok := c.clients[s]; ok {
 		return sc, nil
 	}
-	return nil, fmt.Errorf("%s service (region %q, interface %s) at %s: %w: %v",
-		s, c.auth.Region, orDefault(string(c.auth.Availability), "public"), c.auth.Options.IdentityEndpoint, ErrServiceUnavailable, c.missing[s])
+	return nil, fmt.Errorf("%s service (the region and interface of %s): %w: %v", s, orUnknown(c.auth.Source), ErrServiceUnavailable, c.missing[s])
 }
 
 func orDefault(s, d string) string {

@@ -132,7 +132,7 @@ func TestConnectErrors(t *testing.T) {
 		a.Region = "NoSuchRegion"
 		c := connect(t, openstack.Config{Auth: a})
 		_, err := c.ListPorts(t.Context(), openstack.ListOpts{})
-		if !errors.Is(err, openstack.ErrServiceUnavailable) || !strings.Contains(err.Error(), `network service (region "NoSuchRegion"`) {
+		if !errors.Is(err, openstack.ErrServiceUnavailable) || !strings.Contains(err.Error(), `network service (the region and interface of `) || strings.Contains(err.Error(), "NoSuchRegion") {
 			t.Fatalf("err = %v; want the network service unavailable", err)
 		}
 		t.Log(err)
