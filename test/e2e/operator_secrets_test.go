@@ -180,7 +180,7 @@ current-context: %[1]s
 			OpenStack: v1alpha1.OpenStackSpec{CredentialsSecretRef: &v1alpha1.SecretKeyRef{Name: cl.creds}, RouterID: net.Router},
 			PodCIDRs:  []v1alpha1.CIDR{v1alpha1.CIDR(fmt.Sprintf("198.19.%d.0/24", i))},
 			// deletion is not this test's concern
-			Controllers: v1alpha1.ControllersSpec{Deorbit: v1alpha1.DeorbitSpec{ControllerSpec: v1alpha1.ControllerSpec{Enabled: new(bool)}}},
+			Controllers: v1alpha1.ControllersSpec{Deorbit: v1alpha1.DeorbitSpec{Enabled: new(bool)}},
 		}}
 		if cl.kube != "" {
 			vc.Spec.KubeconfigSecretRef = &v1alpha1.SecretKeyRef{Name: cl.kube}
