@@ -6,8 +6,13 @@ package e2e
 // restarted operator), the forced security group sync, and the storm.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -61,6 +66,7 @@ type fnFixture struct {
 	checks remediation.Checks
 	pm     *remediation.Metrics
 	wl     *workload.Manager
+	wire   *novaWire
 	nodes  []string
 }
 
@@ -78,7 +84,8 @@ func newFNFixture(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) *fnFixture
 	}
 	f.kube = kc
 	auth := opAuth(t, env)
-	f.cloud = opConnect(t, auth, nil)
+	f.wire = &novaWire{base: http.DefaultTransport, types: map[string][]string{}}
+	f.cloud = opConnect(t, auth, f.wire)
 	f.net = opNewNet(t, opConnect(t, auth, nil))
 	nc, err := f.cloud.Client(openstack.ServiceNetworking)
 	if err != nil {
@@ -268,6 +275,45 @@ func (f *fnFixture) pass(step time.Duration) *v1alpha1.VitalsCluster {
 	return &cl
 }
 
+// novaWire records, from the requests flight sends, the type of each reboot (Nova's body is
+// {"reboot": {"type": "SOFT"|"HARD"}}; Nova's own action records say "reboot" for both).
+type novaWire struct {
+	base  http.RoundTripper
+	mu    sync.Mutex
+	types map[string][]string // server ID: reboot types in order
+}
+
+var serverActionPath = regexp.MustCompile(`/servers/([0-9a-f-]{36})/action$`)
+
+func (w *novaWire) RoundTrip(r *http.Request) (*http.Response, error) {
+	if m := serverActionPath.FindStringSubmatch(r.URL.Path); m != nil && r.Method == http.MethodPost && r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var act struct {
+			Reboot *struct {
+				Type string `json:"type"`
+			} `json:"reboot"`
+		}
+		if json.Unmarshal(body, &act) == nil && act.Reboot != nil {
+			w.mu.Lock()
+			w.types[m[1]] = append(w.types[m[1]], act.Reboot.Type)
+			w.mu.Unlock()
+		}
+	}
+	return w.base.RoundTrip(r)
+}
+
+// rebootTypes are the types of the reboots sent for a server, in order ("SOFT,HARD").
+func (f *fnFixture) rebootTypes(id string) string {
+	f.wire.mu.Lock()
+	defer f.wire.mu.Unlock()
+	return strings.Join(f.wire.types[id], ",")
+}
+
 // reboots counts the reboot actions Nova recorded for a server.
 func (f *fnFixture) reboots(id string) int {
 	f.t.Helper()
@@ -354,8 +400,8 @@ func TestFlightNeverHealthyEscalation(t *testing.T) {
 	if e := escalation(cl, bad.ID); e.Step != v1alpha1.EscalationSoftReboot {
 		t.Fatalf("second pass: escalation %+v, want a soft reboot", e)
 	}
-	if n := f.reboots(bad.ID); n != 1 {
-		t.Fatalf("Nova recorded %d reboots after the soft reboot", n)
+	if n, types := f.reboots(bad.ID), f.rebootTypes(bad.ID); n != 1 || types != "SOFT" {
+		t.Fatalf("Nova recorded %d reboots after the soft reboot, of types sent %q; want one, SOFT", n, types)
 	}
 	f.waitActive(bad.ID)
 
@@ -371,8 +417,8 @@ func TestFlightNeverHealthyEscalation(t *testing.T) {
 	if e := escalation(cl, bad.ID); e.Step != v1alpha1.EscalationHardReboot {
 		t.Fatalf("after the soft reboot's timeout: escalation %+v, want a hard reboot", e)
 	}
-	if n := f.reboots(bad.ID); n != 2 {
-		t.Fatalf("Nova recorded %d reboots after the hard reboot", n)
+	if n, types := f.reboots(bad.ID), f.rebootTypes(bad.ID); n != 2 || types != "SOFT,HARD" {
+		t.Fatalf("Nova recorded %d reboots after the hard reboot, of types sent %q; want two, SOFT then HARD", n, types)
 	}
 	f.waitActive(bad.ID)
 
@@ -532,6 +578,8 @@ func TestFlightSecurityGroupSync(t *testing.T) {
 		off := false
 		c.Spec.Controllers.Flight.Repairs.NeverHealthy.Enabled = &off
 		c.Spec.Controllers.Flight.Repairs.SecurityGroupSync.MinInterval = &metav1.Duration{Duration: 10 * time.Minute}
+		// two of two nodes cut off below: not a storm for this test
+		c.Spec.Remediation.MaxUnhealthy = &intstr.IntOrString{Type: intstr.String, StrVal: "100%"}
 	})
 	nc, err := f.cloud.Client(openstack.ServiceNetworking)
 	if err != nil {
@@ -543,13 +591,16 @@ func TestFlightSecurityGroupSync(t *testing.T) {
 	if c := condition(cl, v1alpha1.ConditionPodNetworkSynced); c.Status != metav1.ConditionTrue {
 		t.Fatalf("PodNetworkSynced = %+v", c)
 	}
-	// The agent reports lost connectivity; the Node also names a PodCIDR outside the cluster's (forged).
-	n := f.getNode(name)
-	n.Spec.PodCIDRs = []string{"198.19.40.0/24", "0.0.0.0/0"}
-	if _, err := f.kube.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err == nil {
-		t.Logf("the API server accepted a second PodCIDR")
+	// The agent reports lost connectivity. A second node, of a second server, was created naming a PodCIDR
+	// outside the cluster's (forged: whoever may create Nodes may write any; the API server refuses to
+	// change a Node's podCIDRs once set, so the forgery is made at creation), and reports the same.
+	forgedSV := f.server(41)
+	forgedName := f.node(forgedSV, f.net.IP(41), "10.96.0.0/12", condReady, condReachable)
+	if got := f.getNode(forgedName).Spec.PodCIDRs; !slices.Equal(got, []string{"10.96.0.0/12"}) {
+		t.Fatalf("the forged Node's PodCIDRs are %v: the API server did not keep the forgery, the test would prove nothing", got)
 	}
 	f.setConditions(f.getNode(name), condCutOff)
+	f.setConditions(f.getNode(forgedName), condCutOff)
 	revision := groupRevision(t, nc, f.group)
 
 	cl = f.pass(time.Minute)
@@ -570,8 +621,11 @@ func TestFlightSecurityGroupSync(t *testing.T) {
 		}
 	}
 	pairs := portPairs(t, nc, sv.ID)
-	if !slices.Contains(pairs, "198.19.40.0/24") || slices.Contains(pairs, "0.0.0.0/0") {
-		t.Errorf("allowed address pairs = %v, want the node's PodCIDR and never the forged one", pairs)
+	if !slices.Contains(pairs, "198.19.40.0/24") {
+		t.Errorf("allowed address pairs = %v, want the node's PodCIDR", pairs)
+	}
+	if forged := portPairs(t, nc, forgedSV.ID); slices.Contains(forged, "10.96.0.0/12") {
+		t.Errorf("allowed address pairs of the forged node's port = %v: the forged PodCIDR was written", forged)
 	}
 	if cl.Status.Flight.LastSecurityGroupSync == nil {
 		t.Errorf("lastSecurityGroupSync not set")
@@ -590,8 +644,9 @@ func TestFlightSecurityGroupSync(t *testing.T) {
 		t.Errorf("vitals_flight_repairs_total{repair=securityGroupSync,outcome=done} = %v, want 2 (the group and the port)", got)
 	}
 
-	// The agent reports connectivity again.
+	// The agents report connectivity again.
 	f.setConditions(f.getNode(name), condReachable)
+	f.setConditions(f.getNode(forgedName), condReachable)
 	cl = f.pass(time.Minute)
 	if c := condition(cl, v1alpha1.ConditionPodNetworkSynced); c.Status != metav1.ConditionTrue {
 		t.Errorf("PodNetworkSynced = %+v after the agent reports connectivity", c)
