@@ -166,7 +166,9 @@ type RemediationSpec struct {
 	// +kubebuilder:validation:XIntOrString
 	MaxUnhealthy *intstr.IntOrString `json:"maxUnhealthy,omitempty"`
 	// MinProofAge is how long the evidence for a removal must have been seen before the removal
-	// (default 5m), whatever a controller's interval.
+	// (default 5m). Floor 1m: less (0s too) is raised to 1m, unless the VitalsCluster is annotated
+	// vitals.vitalsproject.io/unsafe-allow-short-proof-age: "true", which is unsafe (a removal may act
+	// on evidence seen for seconds) and is said in RemediationAllowed and each early removal's Event.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration, e.g. 5m"
 	MinProofAge *metav1.Duration `json:"minProofAge,omitempty"`
