@@ -14,9 +14,31 @@ const (
 	// load balancers, security groups, ports) that no controller ever acts on; a route is excluded by its
 	// destination CIDR or "destination@nexthop".
 	AnnotationExclude = "vitals.vitalsproject.io/exclude"
-	// FinalizerDeorbit is set on every VitalsCluster the operator manages; it is removed once the cluster's
-	// cloud resources are cleaned up after deletion.
+	// FinalizerDeorbit is set on every VitalsCluster whose deletionPolicy is Deorbit; it is removed once the
+	// cluster's cloud resources are cleaned up after deletion (or deorbit gave up), and at once from a
+	// cluster whose policy is Orphan.
 	FinalizerDeorbit = "vitals.vitalsproject.io/deorbit"
+	// AnnotationConfirmDeorbit confirms that a VitalsCluster with deletionPolicy Deorbit may tear its
+	// cluster down once it is deleted: its value must be the VitalsCluster's own metadata.uid (a
+	// confirmation names one resource, never a later one of the same name). One of the three interlocks;
+	// the others need no annotation (the owner being deleted, the servers gone).
+	AnnotationConfirmDeorbit = "vitals.vitalsproject.io/confirm-deorbit"
+)
+
+// DeletionPolicy says what deleting a VitalsCluster does to the cluster it describes.
+// +kubebuilder:validation:Enum=Orphan;Deorbit
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyOrphan: the VitalsCluster goes and nothing else is touched, in the workload cluster or
+	// in the cloud. The default: a VitalsCluster is a record beside a cluster, not the cluster.
+	DeletionPolicyOrphan DeletionPolicy = "Orphan"
+	// DeletionPolicyDeorbit: deleting the VitalsCluster tears down what the cluster left in the cloud
+	// (deorbit), but only while an interlock proves the cluster itself is going: its owner (a Cluster API
+	// Cluster or OpenStackCluster) is being deleted, its servers are gone or going, or the annotation
+	// AnnotationConfirmDeorbit names the VitalsCluster's UID. Until then the finalizer holds and nothing is
+	// deleted. The default of the VitalsClusters Vitals creates for Cluster API clusters.
+	DeletionPolicyDeorbit DeletionPolicy = "Deorbit"
 )
 
 // CIDR is an IPv4 or IPv6 network in CIDR notation with no host bits set, e.g. 10.100.0.0/16.
@@ -206,6 +228,20 @@ type ClusterSpec struct {
 	// Controllers configure each controller for this cluster.
 	// +optional
 	Controllers ControllersSpec `json:"controllers,omitempty"`
+	// DeletionPolicy says what deleting this VitalsCluster does: Orphan (the default) deletes nothing but
+	// the VitalsCluster; Deorbit deletes the cluster's volumes, load balancers, routes and what they left in
+	// Neutron, once an interlock proves the cluster itself is going (see DeletionPolicyDeorbit).
+	// +optional
+	// +kubebuilder:default=Orphan
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// Deletion is the cluster's deletion policy, Orphan when unset.
+func (s *ClusterSpec) Deletion() DeletionPolicy {
+	if s.DeletionPolicy == "" {
+		return DeletionPolicyOrphan
+	}
+	return s.DeletionPolicy
 }
 
 // Condition types of a Cluster.
@@ -389,6 +425,7 @@ const MaxActions = 20
 // +kubebuilder:printcolumn:name="Remediation",type=string,JSONPath=`.status.conditions[?(@.type=="RemediationAllowed")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Project",type=string,JSONPath=`.status.projectID`,priority=1
 // +kubebuilder:printcolumn:name="Router",type=string,JSONPath=`.spec.openstack.routerID`,priority=1
+// +kubebuilder:printcolumn:name="Deletion",type=string,JSONPath=`.spec.deletionPolicy`,priority=1
 // +kubebuilder:printcolumn:name="Removed",type=integer,JSONPath=`.status.routegc.removedTotal`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

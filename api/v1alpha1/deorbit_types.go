@@ -148,6 +148,11 @@ type DeorbitStatus struct {
 	// CompletionTime is when the finalizer was released.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Interlock is what proved, at the last step, that the cluster itself is going (deletionPolicy
+	// Deorbit acts only then): its owner being deleted, its servers gone, or the confirmation annotation.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Interlock string `json:"interlock,omitempty"`
 	// LastError of the last step, empty when it succeeded.
 	// +optional
 	LastError string `json:"lastError,omitempty"`
@@ -165,5 +170,5 @@ type DeorbitStatus struct {
 }
 
 // ConditionCleanedUp: deorbit's progress after deletion (reasons: InProgress, WorkloadUnreachable,
-// CloudUnverified, DryRun, GaveUp, CleanedUp, Disabled).
+// CloudUnverified, DryRun, GaveUp, CleanedUp, Disabled, LocalCluster, Orphaned, NotConfirmed).
 const ConditionCleanedUp = "CleanedUp"
