@@ -16,7 +16,7 @@
 //     whose Reason is ReasonNoFence, instead of writing unguarded.
 //
 // A refusal is an *Error with a Reason (ShardNotHeld, Expired, Paused, OperatorPaused, Excluded, DryRun,
-// ClusterGone, Unverified, NoFence) that callers tell apart with errors.As or ReasonOf; the remediation policy
+// ClusterGone, Interlock, Unverified, NoFence) that callers tell apart with errors.As or ReasonOf; the remediation policy
 // records it as it records a hold (an Event, a metric, a status line), never as a failure.
 //
 // The per-write timeout (DefaultWriteTimeout unless configured) must be shorter than the safety margin that

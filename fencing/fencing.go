@@ -31,6 +31,9 @@ const (
 	ReasonDryRun Reason = "DryRun"
 	// ReasonClusterGone: the cluster is gone, or is another cluster of the same name now.
 	ReasonClusterGone Reason = "ClusterGone"
+	// ReasonInterlock: a teardown's interlock no longer holds (the cluster's deletion policy is no longer
+	// Deorbit, or the confirmation that proved the cluster going was withdrawn).
+	ReasonInterlock Reason = "Interlock"
 	// ReasonUnverified: the fence could not read what it checks (the API server did not answer): nothing is
 	// proven either way, so nothing is written.
 	ReasonUnverified Reason = "Unverified"

@@ -50,7 +50,7 @@ func (e *Engine) StatusFence(c *v1alpha1.VitalsCluster) fencing.Fence {
 // Fence is the fence of the write (or writes) that carry out actions this pass allowed; one write may
 // carry several (a route update removes many routes). At each write it re-checks, in this order: the
 // operator-wide pause and dry-run; the cluster as the API server has it now (the same UID, its pause
-// annotation, the exclusions of every action, spec.remediation.dryRun and the controller's own dryRun);
+// annotation, the pass's interlock (Scope.Interlock), the exclusions of every action, spec.remediation.dryRun and the controller's own dryRun);
 // and last, closest to the write, this replica's fenced validity for the cluster. The write's context ends
 // at that validity or after the per-write timeout, whichever comes first.
 //
@@ -99,6 +99,11 @@ func (p *pass) recheck(ctx context.Context, as []Action) error {
 	s := settingsOf(c)
 	if s.paused {
 		return refuse(fencing.ReasonPaused, "paused: "+s.pausedWhy)
+	}
+	if p.scope.Interlock != nil {
+		if why := p.scope.Interlock(c); why != "" {
+			return refuse(fencing.ReasonInterlock, why)
+		}
 	}
 	for _, a := range as {
 		if s.excluded(a) {

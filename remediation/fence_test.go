@@ -94,8 +94,10 @@ func TestFence(t *testing.T) {
 		validity Validity
 		paused   bool // the operator-wide switch
 		live     func(l *liveCluster)
-		reason   fencing.Reason // "": allowed
-		left     time.Duration  // the write's time when allowed
+		// interlock: the pass's Scope.Interlock refuses a live cluster whose policy is not Deorbit
+		interlock bool
+		reason    fencing.Reason // "": allowed
+		left      time.Duration  // the write's time when allowed
 	}{
 		{name: "nothing changed: bounded by the write timeout", validity: validity{until: t0.Add(time.Minute), held: true}, left: 3 * time.Second},
 		{name: "no validity (one replica)", left: 3 * time.Second},
@@ -119,16 +121,29 @@ func TestFence(t *testing.T) {
 		{name: "the API server does not answer", live: func(l *liveCluster) { l.err = errors.New("connection refused") }, reason: fencing.ReasonUnverified},
 		{name: "paused and expired: the pause is named", validity: validity{until: t0, held: true},
 			live: func(l *liveCluster) { l.set(annotate(v1alpha1.AnnotationPaused, "true")) }, reason: fencing.ReasonPaused},
+		{name: "the interlock holds", interlock: true, left: 3 * time.Second},
+		{name: "the interlock no longer holds", interlock: true, live: func(l *liveCluster) {
+			l.set(func(c *v1alpha1.VitalsCluster) { c.Spec.DeletionPolicy = v1alpha1.DeletionPolicyOrphan })
+		}, reason: fencing.ReasonInterlock},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			limits := DefaultLimits()
 			if tc.limits != nil {
 				tc.limits(&limits)
 			}
-			c := newCluster(func(c *v1alpha1.VitalsCluster) { c.UID = "u1" })
+			c := newCluster(func(c *v1alpha1.VitalsCluster) { c.UID = "u1"; c.Spec.DeletionPolicy = v1alpha1.DeletionPolicyDeorbit })
 			l := &liveCluster{c: c.DeepCopy()}
 			v := fenceEnv(t, &limits, tc.validity, l)
-			p := v.e.Begin(context.Background(), c, "routegc", nil, Scope{})
+			var scope Scope
+			if tc.interlock {
+				scope.Interlock = func(live *v1alpha1.VitalsCluster) string {
+					if live.Spec.Deletion() != v1alpha1.DeletionPolicyDeorbit {
+						return "deletionPolicy is " + string(live.Spec.Deletion())
+					}
+					return ""
+				}
+			}
+			p := v.e.Begin(context.Background(), c, "routegc", nil, scope)
 			if tc.limits == nil {
 				if d := p.Ask(context.Background(), action); d.Outcome != Allowed {
 					t.Fatalf("asked: %s %s", d.Reason, d.Message)

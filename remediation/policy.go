@@ -97,6 +97,12 @@ type Scope struct {
 	// DryRun is the controller's own dry-run (e.g. spec.controllers.routegc.dryRun); the cluster's
 	// and the operator's apply on top.
 	DryRun bool
+	// Interlock, when set, is re-checked by the fence of every write of the pass on the cluster as the API
+	// server has it then (after the pause, before the exclusions): a non-empty answer refuses the write
+	// (fencing.ReasonInterlock) with it as the message. Deorbit's teardown passes the proof that the cluster
+	// is going, so that a deletion policy set back to Orphan, or a confirmation withdrawn, holds the next
+	// write.
+	Interlock func(live *v1alpha1.VitalsCluster) string
 }
 
 // Pass is one controller's pass over one cluster: it asks, acts, and reports, and gives the status lines
