@@ -123,11 +123,13 @@ type ServerAddress struct {
 
 // Server is a Nova server.
 type Server struct {
-	ID             string
-	Name           string
-	ProjectID      string
-	Status         string
-	VMState        string
+	ID        string
+	Name      string
+	ProjectID string
+	Status    string
+	VMState   string
+	// TaskState is Nova's task in progress ("deleting", "rebooting", ...; "" for none).
+	TaskState      string
 	Addresses      []ServerAddress
 	SecurityGroups []string
 	Metadata       map[string]string

@@ -13,7 +13,7 @@ import (
 )
 
 func serverFrom(s *servers.Server) Server {
-	out := Server{ID: s.ID, Name: s.Name, ProjectID: s.TenantID, Status: s.Status, VMState: s.VmState,
+	out := Server{ID: s.ID, Name: s.Name, ProjectID: s.TenantID, Status: s.Status, VMState: s.VmState, TaskState: s.TaskState,
 		Metadata: s.Metadata, Created: s.Created, Updated: s.Updated}
 	nets := make([]string, 0, len(s.Addresses))
 	for n := range s.Addresses {
