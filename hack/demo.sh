@@ -11,8 +11,9 @@
 #      DEMO_CLOUD=real a fresh router on the real Neutron carrying the same kinds of routes,
 #   3. `vitals operator` with its health server,
 # then creates a VitalsCluster resource for that router, shows the probes and the routes being collected; with the
-# simulator it then runs `vitals doctor` on it (the quota checks included), deletes the VitalsCluster and shows deorbit clearing the cluster's volumes, load balancers and
-# routes from the cloud before the finalizer goes; and it stops everything it started (also on Ctrl-C). Nothing outside _out/demo/ is written, besides the Go build cache.
+# simulator it then runs `vitals doctor` on it (the quota checks included), sets its deletionPolicy to Deorbit, deletes it, shows
+# deorbit holding the deletion that nothing confirms (the interlock), confirms it, and shows deorbit clearing the cluster's volumes,
+# load balancers and routes from the cloud before the finalizer goes; and it stops everything it started (also on Ctrl-C). Nothing outside _out/demo/ is written, besides the Go build cache.
 # Env: DEMO_CLOUD=sim|real, DEMO_KEEP=1 (leave the services running and print how to use them),
 #      DEMO_INTERVAL (route collector interval, default 5s).
 set -euo pipefail
@@ -185,7 +186,8 @@ if [ "$CLOUD" = sim ]; then
   CA=$(base64 -w0 <"$DIR/kube/certs/apiserver.crt")
   sed "s|certificate-authority: .*|certificate-authority-data: $CA|" "$KUBECONFIG" >"$DIR/workload.kubeconfig"
   kubectl create secret generic demo-kubeconfig --from-file=kubeconfig="$DIR/workload.kubeconfig" >/dev/null
-  kubectl patch vitalscluster demo --type merge -p '{"spec":{"kubeconfigSecretRef":{"name":"demo-kubeconfig"}}}' >/dev/null
+  # deletionPolicy Deorbit: deleting the VitalsCluster may tear the cluster down (the default, Orphan, deletes nothing)
+  kubectl patch vitalscluster demo --type merge -p '{"spec":{"kubeconfigSecretRef":{"name":"demo-kubeconfig"},"deletionPolicy":"Deorbit"}}' >/dev/null
   for i in $(seq 1 60); do
     [ "$(kubectl get vitalscluster demo -o jsonpath='{.status.conditions[?(@.type=="WorkloadReachable")].status}')" = True ] && break
     sleep 0.5
@@ -195,9 +197,21 @@ if [ "$CLOUD" = sim ]; then
   "$VITALS" doctor demo -n default --trust-namespace default --allow-loopback-workload >"$DIR/doctor.txt" 2>&1 || rc=$?
   sed 's/^/    /' "$DIR/doctor.txt"
   [ $rc = 0 ] || die "vitals doctor found a failed check (exit $rc)"
-  log "deleting VitalsCluster 'demo': deorbit holds its finalizer until the cloud confirms the cluster's resources are gone"
+  log "deleting VitalsCluster 'demo' (deletionPolicy Deorbit): nothing proves the cluster itself going yet (no Cluster API owner being deleted, no confirmation), so deorbit holds the finalizer and deletes nothing:"
   events | cut -f1 >"$DIR/events-before.txt"
   kubectl delete vitalscluster demo --wait=false >/dev/null
+  reason=""
+  for i in $(seq 1 60); do
+    reason=$(kubectl get vitalscluster demo -o jsonpath='{.status.conditions[?(@.type=="CleanedUp")].reason}' 2>/dev/null || true)
+    [ "$reason" = NotConfirmed ] && break
+    sleep 0.5
+  done
+  [ "$reason" = NotConfirmed ] || die "deorbit did not hold the unconfirmed deletion; see $DIR/operator.log"
+  kubectl get vitalscluster demo -o jsonpath='{.status.conditions[?(@.type=="CleanedUp")].message}' | fold -s -w 110 | sed 's/^/    CleanedUp=False NotConfirmed: /'
+  echo >&2
+  UID_=$(kubectl get vitalscluster demo -o jsonpath='{.metadata.uid}')
+  log "confirming the teardown for this VitalsCluster (its uid $UID_): deorbit holds its finalizer until the cloud confirms the cluster's resources are gone"
+  kubectl annotate vitalscluster demo "vitals.vitalsproject.io/confirm-deorbit=$UID_" >/dev/null
   last=""
   for i in $(seq 1 240); do
     if [ -z "$(kubectl get vitalscluster demo --ignore-not-found -o name)" ]; then phase=gone

@@ -315,6 +315,8 @@ func (s *soak) addCluster(ctx context.Context) error {
 	vc.Spec.Controllers.Deorbit.GiveUpAfter = &metav1.Duration{Duration: 20 * time.Minute}
 	vc.Spec.Controllers.Deorbit.UnreachableGracePeriod = &metav1.Duration{Duration: time.Minute}
 	vc.Spec.Controllers.Deorbit.CloudWaitTimeout = &metav1.Duration{Duration: 2 * time.Minute}
+	// deleting the cluster tears it down, once confirmed (replaceCluster)
+	vc.Spec.DeletionPolicy = v1alpha1.DeletionPolicyDeorbit
 	if err := retry(ctx, func() error { return s.kc.Create(ctx, vc) }); err != nil {
 		return fmt.Errorf("create VitalsCluster %s: %w", name, err)
 	}
@@ -540,6 +542,10 @@ func (s *soak) replaceCluster(ctx context.Context) {
 	paused := slices.ContainsFunc(s.pauses, func(p span) bool { return p.Who == c.Name && p.To.IsZero() })
 	s.mu.Unlock()
 	if paused {
+		return
+	}
+	// the interlock: the deletion is confirmed for this cluster (its UID), as an operator of the platform does
+	if err := s.annotate(ctx, c, v1alpha1.AnnotationConfirmDeorbit, string(c.UID)); err != nil {
 		return
 	}
 	at := time.Now()

@@ -87,18 +87,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.release(ctx, &c)
 	}
 	if err := pass.RetryOnConflict(ctx, r.d.APIReader, &c, func() error {
-		if controllerutil.ContainsFinalizer(&c, v1alpha1.FinalizerDeorbit) {
+		// The finalizer is deorbit's, for a cluster whose deletion tears it down; any other cluster goes at
+		// once when deleted, also while the operator is away (an uninstalled operator leaves no namespace
+		// Terminating behind an Orphan cluster).
+		want := r.o.Deorbit && c.Spec.Deletion() == v1alpha1.DeletionPolicyDeorbit
+		if controllerutil.ContainsFinalizer(&c, v1alpha1.FinalizerDeorbit) == want {
 			return nil
 		}
 		patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(&c, v1alpha1.FinalizerDeorbit)
+		if want {
+			controllerutil.AddFinalizer(&c, v1alpha1.FinalizerDeorbit)
+		} else {
+			controllerutil.RemoveFinalizer(&c, v1alpha1.FinalizerDeorbit)
+		}
 		return r.d.Client.Patch(r.d.Fenced(ctx, &c), &c, patch)
 	}); err != nil {
 		if apierrors.IsNotFound(err) { // deleted meanwhile
 			r.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("add finalizer to cluster %s: %w", req.NamespacedName, err)
+		return ctrl.Result{}, fmt.Errorf("set the finalizer of cluster %s: %w", req.NamespacedName, err)
 	}
 	cloud := r.verifyCloud(ctx, &c)
 	wl := r.reachWorkload(ctx, &c)

@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/pass"
@@ -90,12 +91,64 @@ func TestReconcile(t *testing.T) {
 			if got := len(rec.Events); got != tc.wantEvents {
 				t.Errorf("%d events, want %d", got, tc.wantEvents)
 			}
-			if len(cl.Finalizers) != 1 || cl.Finalizers[0] != v1alpha1.FinalizerDeorbit {
-				t.Errorf("finalizers %v", cl.Finalizers)
+			if len(cl.Finalizers) != 0 {
+				t.Errorf("finalizers %v of a cluster whose deletion policy is Orphan", cl.Finalizers)
 			}
 			r2, ok := checks.Get(key, remediation.CheckCloud)
 			if !ok || (r2.Err == nil) != tc.wantCheck {
 				t.Errorf("cloud check %+v (reported %v), want passing %v", r2, ok, tc.wantCheck)
+			}
+		})
+	}
+}
+
+// TestFinalizerFollowsDeletionPolicy: the deorbit finalizer is on a cluster whose deletionPolicy is Deorbit only
+// (with the deorbit controller): set when the policy becomes Deorbit, taken off when it is Orphan again (and off
+// a cluster of an older operator, which set it on every cluster).
+func TestFinalizerFollowsDeletionPolicy(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		deorbit bool // the deorbit controller runs
+		stale   bool // the cluster carries the finalizer already
+		policy  v1alpha1.DeletionPolicy
+		want    bool
+	}{
+		{name: "Orphan (the default)", deorbit: true},
+		{name: "Orphan, set by an older operator", deorbit: true, stale: true},
+		{name: "Deorbit", deorbit: true, policy: v1alpha1.DeletionPolicyDeorbit, want: true},
+		{name: "Deorbit without the deorbit controller", policy: v1alpha1.DeletionPolicyDeorbit, stale: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, key := newCluster(t)
+			var vc v1alpha1.VitalsCluster
+			if err := c.Get(ctx, key, &vc); err != nil {
+				t.Fatal(err)
+			}
+			if vc.Spec.DeletionPolicy != v1alpha1.DeletionPolicyOrphan {
+				t.Fatalf("the API server defaulted deletionPolicy to %q, want Orphan", vc.Spec.DeletionPolicy)
+			}
+			if tc.policy != "" {
+				vc.Spec.DeletionPolicy = tc.policy
+			}
+			if tc.stale {
+				vc.Finalizers = []string{v1alpha1.FinalizerDeorbit}
+			}
+			if err := c.Update(ctx, &vc); err != nil {
+				t.Fatal(err)
+			}
+			r, err := New(&pass.Deps{Client: c, Tenancy: &resolver{}}, Options{Deorbit: tc.deorbit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Get(ctx, key, &vc); err != nil {
+				t.Fatal(err)
+			}
+			if got := controllerutil.ContainsFinalizer(&vc, v1alpha1.FinalizerDeorbit); got != tc.want {
+				t.Errorf("finalizers %v, want the deorbit finalizer %v", vc.Finalizers, tc.want)
 			}
 		})
 	}

@@ -1,13 +1,14 @@
 // Package access is the controller that proves, for every VitalsCluster the operator manages, where the
 // operator may act for it, and keeps that proof fresh.
 //
-// For each cluster it sets the finalizer vitals.vitalsproject.io/deorbit, resolves the cluster's tenancy
+// For each cluster whose deletionPolicy is Deorbit it sets the finalizer vitals.vitalsproject.io/deorbit (and
+// takes it off any other cluster: those go at once when deleted), resolves the cluster's tenancy
 // (credentials, project, ownership of every resource the spec names, pod CIDR limits and overlaps; see
 // package tenancy) when the spec changes and at every interval, and reports the result: status.projectID,
 // the CloudVerified condition (reason Verified or the refusal's reason), an Event when the result changes,
 // and the per-cluster check remediation.CheckCloud that gates every destructive action. A cluster that
-// goes has its caches and checks forgotten. Until the deorbit controller exists, the finalizer is removed
-// at once on deletion, so that deletion never hangs.
+// goes has its caches and checks forgotten. Without the deorbit controller (Options.Deorbit false), no cluster
+// keeps the finalizer, so that deletion never hangs.
 //
 // With a workload access it also connects each cluster's workload cluster (package workload) and reports
 // the WorkloadReachable condition, with an Event when it changes; the access itself reports the check

@@ -25,6 +25,7 @@ import (
 	"github.com/vitalsproject/vitals/internal/backoff"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/routes"
+	"github.com/vitalsproject/vitals/tenancy"
 )
 
 // Name of the controller (events, metrics, status lines).
@@ -39,6 +40,8 @@ type Reconciler struct {
 	d      *pass.Deps
 	o      Options
 	engine *Engine
+	// proven keeps the proofs that clusters' servers are gone (the interlock), for a while.
+	proven provenCache
 }
 
 // Options tune deorbit.
@@ -72,9 +75,11 @@ func New(d *pass.Deps, o Options) (*Reconciler, error) {
 }
 
 // SetupWithManager registers the reconciler with opts. Deletion bumps the generation of an object with
-// finalizers, so spec changes and deletion trigger a step; the steps requeue themselves.
+// finalizers, so spec changes and deletion trigger a step, and so does a change of the annotations (the
+// confirmation of a teardown, a pause); the steps requeue themselves.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	return r.d.Setup(ctx, mgr, Name, opts, r, []predicate.Predicate{predicate.GenerationChangedPredicate{}}, nil)
+	return r.d.Setup(ctx, mgr, Name, opts, r, []predicate.Predicate{predicate.Or[client.Object](predicate.GenerationChangedPredicate{},
+		predicate.AnnotationChangedPredicate{})}, nil)
 }
 
 // SettingsOf are c's deorbit settings with defaults applied.
@@ -89,8 +94,10 @@ func ClusterName(c *v1alpha1.VitalsCluster) string {
 }
 
 // Reconcile takes one step of a deleted cluster's deorbit and writes it into the status; it releases
-// the finalizer when the cloud confirms everything gone, when it gives up, or at once when deorbit
-// is disabled or the workload cluster is the operator's own.
+// the finalizer when the cloud confirms everything gone, when it gives up, or at once when the deletion
+// policy is Orphan, deorbit is disabled or the workload cluster is the operator's own. With the policy
+// Deorbit, nothing is deleted until the interlock proves the cluster itself going: the finalizer holds
+// with a condition that says how to go on.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	key := req.String()
 	var c v1alpha1.VitalsCluster
@@ -112,6 +119,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	settings := SettingsOf(&c)
 	switch {
+	case c.Spec.Deletion() == v1alpha1.DeletionPolicyOrphan:
+		return ctrl.Result{}, r.releaseAt(ctx, &c, "Orphaned", orphaned(c.Status.Deorbit))
 	case !settings.Enabled:
 		return ctrl.Result{}, r.releaseAt(ctx, &c, "Disabled", "deorbit is disabled for this cluster: nothing was cleaned up")
 	case c.Spec.KubeconfigSecretRef == nil:
@@ -126,19 +135,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if c.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(&c, v1alpha1.FinalizerDeorbit) {
 		return ctrl.Result{}, nil
 	}
+	if c.Spec.Deletion() != v1alpha1.DeletionPolicyDeorbit {
+		return ctrl.Result{}, nil // set to Orphan since the cache's version: the next event releases it
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.o.StepTimeout)
 	defer cancel()
-	in, err := r.input(ctx, &c, settings)
+	in, scope, err := r.input(ctx, &c, settings)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	policy := r.d.Policy.Begin(ctx, &c, Name, nil, remediation.Scope{DryRun: settings.DryRun})
+	var servers serverLister
+	var project string
+	if scope != nil {
+		servers, project = scope.Cloud, scope.ProjectID
+	}
+	proof := r.interlock(ctx, &c, servers, project)
+	if !proof.holds() {
+		return ctrl.Result{RequeueAfter: NotConfirmedRequeue}, r.holdUnconfirmed(ctx, &c, proof)
+	}
+	policy := r.d.Policy.Begin(ctx, &c, Name, nil, remediation.Scope{DryRun: settings.DryRun, Interlock: proof.recheck(c.UID)})
 	in.Policy = policy
 	st := &v1alpha1.DeorbitStatus{}
 	if c.Status.Deorbit != nil {
 		st = c.Status.Deorbit.DeepCopy()
 	}
 	before := st.Phase
+	st.Interlock = strings.Join(proof.why, "; ")
 	res := r.engine.Step(ctx, in, st)
 	r.o.Metrics.observe(key, st)
 	log := logf.FromContext(ctx)
@@ -180,8 +202,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: after}, nil
 }
 
-// input gathers what a step works with: the proven cloud, the workload cluster, the sweep's guard.
-func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Settings) (Input, error) {
+// input gathers what a step works with: the proven cloud, the workload cluster, the sweep's guard; and the
+// cluster's scope (nil when its cloud is not verified).
+func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Settings) (Input, *tenancy.Scope, error) {
 	key := client.ObjectKeyFromObject(c)
 	in := Input{Settings: s, Target: Target{Key: key.String(), ClusterName: ClusterName(c), RouterID: c.Spec.OpenStack.RouterID}}
 	for _, p := range c.Spec.PodCIDRs {
@@ -209,10 +232,11 @@ func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Set
 		in.Cloud = scope.Cloud
 		in.SweepRefused, err = r.sweepGuard(ctx, c, scope.ProjectID, in.Target.ClusterName)
 		if err != nil {
-			return in, err
+			return in, nil, err
 		}
 	} else {
 		in.CloudErr = err
+		scope = nil
 	}
 	if r.d.Workload == nil {
 		in.WorkloadErr = errors.New("the operator has no workload access")
@@ -222,7 +246,7 @@ func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Set
 		// Uncached: a list that fails counts as unreachable.
 		in.Workload = wc.Client()
 	}
-	return in, nil
+	return in, scope, nil
 }
 
 // sweepGuard refuses the sweep's deletes when another VitalsCluster, not being deleted, names the same
@@ -302,6 +326,38 @@ func debrisNote(st *v1alpha1.DeorbitStatus) string {
 // maxNoteIDs bounds the IDs of each type a DeorbitGaveUp Event names (the log names every one).
 const maxNoteIDs = 5
 
+// holdUnconfirmed keeps the finalizer of a deleted cluster whose deletion policy is Deorbit while nothing proves
+// the cluster itself going: the condition (and an Event when it changes) says why and how to go on, the status
+// of an earlier step stays, and nothing is deleted.
+func (r *Reconciler) holdUnconfirmed(ctx context.Context, c *v1alpha1.VitalsCluster, p proof) error {
+	msg := notConfirmed(c, p)
+	own := pass.Owned{Owner: Name, Fields: []string{Name}, Types: []string{v1alpha1.ConditionCleanedUp},
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionCleanedUp, Status: metav1.ConditionFalse, Reason: ReasonNotConfirmed, Message: msg}}}
+	own.Status.Deorbit = c.Status.Deorbit
+	changed, err := r.d.Writer.Write(ctx, c, own)
+	if err != nil {
+		return err
+	}
+	if changed {
+		r.event(c, corev1.EventTypeWarning, "Deorbit"+ReasonNotConfirmed, "Deorbit", msg)
+		logf.FromContext(ctx).Info("deorbit not confirmed", "why", strings.Join(p.why, "; "))
+	}
+	return nil
+}
+
+// orphaned is the message of a cluster released by the deletion policy Orphan: nothing deleted, or what an
+// earlier teardown (under Deorbit) had deleted before the policy changed.
+func orphaned(st *v1alpha1.DeorbitStatus) string {
+	const msg = "deletionPolicy is Orphan: the VitalsCluster goes and "
+	if st == nil || st.StartTime == nil {
+		return msg + "nothing was deleted, in the workload cluster or in the cloud"
+	}
+	return msg + fmt.Sprintf("nothing more is deleted: the teardown stopped in phase %s with %d of %d resources done (status.deorbit)", st.Phase, st.Counts.Done, st.Counts.Total)
+}
+
+// ReasonNotConfirmed: the CleanedUp reason of a deleted cluster whose teardown waits for its interlock.
+const ReasonNotConfirmed = "NotConfirmed"
+
 // releaseAt records why the finalizer goes without a deorbit, and lets the cluster go.
 func (r *Reconciler) releaseAt(ctx context.Context, c *v1alpha1.VitalsCluster, reason, msg string) error {
 	r.event(c, corev1.EventTypeNormal, "Deorbit"+reason, "Deorbit", msg)
@@ -323,6 +379,7 @@ func (r *Reconciler) release(ctx context.Context, c *v1alpha1.VitalsCluster) err
 		return fmt.Errorf("remove finalizer from cluster %s: %w", key, err)
 	}
 	r.o.Metrics.forget(key.String())
+	r.proven.forget(c.UID)
 	logf.FromContext(ctx).Info("cluster released")
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +58,13 @@ func mgmtClient(t *testing.T, objs ...*v1alpha1.VitalsCluster) client.Client {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
+		if o.Annotations[v1alpha1.AnnotationConfirmDeorbit] == confirmUID {
+			// the confirmation names the UID the API server gave
+			o.Annotations[v1alpha1.AnnotationConfirmDeorbit] = string(o.UID)
+			if err := c.Update(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
 		o.Status = st
 		if err := c.Status().Update(ctx, o); err != nil {
 			t.Fatal(err)
@@ -82,10 +90,16 @@ func mgmtClient(t *testing.T, objs ...*v1alpha1.VitalsCluster) client.Client {
 	return c
 }
 
+// confirmUID in the confirmation annotation of a cluster mgmtClient creates stands for the UID it gets.
+const confirmUID = "<uid>"
+
+// deleted is a cluster being deleted whose deletion policy is Deorbit, confirmed (the interlock holds), mutated.
 func deleted(name string, mutate func(*v1alpha1.VitalsCluster)) *v1alpha1.VitalsCluster {
 	now := metav1.Now()
-	c := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Finalizers: []string{v1alpha1.FinalizerDeorbit}, DeletionTimestamp: &now},
-		Spec: v1alpha1.ClusterSpec{KubeconfigSecretRef: &v1alpha1.SecretKeyRef{Name: "kc"}, OpenStack: v1alpha1.OpenStackSpec{RouterID: "r1"}, PodCIDRs: []v1alpha1.CIDR{"10.100.0.0/16"}}}
+	c := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Finalizers: []string{v1alpha1.FinalizerDeorbit}, DeletionTimestamp: &now,
+		Annotations: map[string]string{v1alpha1.AnnotationConfirmDeorbit: confirmUID}},
+		Spec: v1alpha1.ClusterSpec{KubeconfigSecretRef: &v1alpha1.SecretKeyRef{Name: "kc"}, OpenStack: v1alpha1.OpenStackSpec{RouterID: "r1"}, PodCIDRs: []v1alpha1.CIDR{"10.100.0.0/16"},
+			DeletionPolicy: v1alpha1.DeletionPolicyDeorbit}}
 	if mutate != nil {
 		mutate(c)
 	}
@@ -109,7 +123,11 @@ func TestReconcileRelease(t *testing.T) {
 		wantGone   bool
 		wantReason string
 	}{
+		{"orphan", deleted("c1", func(c *v1alpha1.VitalsCluster) { c.Spec.DeletionPolicy = v1alpha1.DeletionPolicyOrphan }), 1, true, "Orphaned"},
+		{"deletion policy unset: orphan", deleted("c1", func(c *v1alpha1.VitalsCluster) { c.Spec.DeletionPolicy = "" }), 1, true, "Orphaned"},
 		{"disabled", deleted("c1", func(c *v1alpha1.VitalsCluster) { c.Spec.Controllers.Deorbit.Enabled = new(bool) }), 1, true, "Disabled"},
+		{"deorbit, not confirmed: held", deleted("c1", func(c *v1alpha1.VitalsCluster) { delete(c.Annotations, v1alpha1.AnnotationConfirmDeorbit) }), 3, false, ReasonNotConfirmed},
+		{"deorbit, confirmed for another uid: held", deleted("c1", func(c *v1alpha1.VitalsCluster) { c.Annotations[v1alpha1.AnnotationConfirmDeorbit] = "0b1d" }), 3, false, ReasonNotConfirmed},
 		{"local workload cluster", deleted("c1", func(c *v1alpha1.VitalsCluster) { c.Spec.KubeconfigSecretRef = nil }), 1, true, "LocalCluster"},
 		{"workload unreachable, cloud unverified: held", deleted("c1", nil), 3, false, "WorkloadUnreachable"},
 		{"cloud unverified: held", deleted("c1", func(c *v1alpha1.VitalsCluster) {
@@ -275,4 +293,84 @@ func clusterSeries(t *testing.T, reg *prometheus.Registry, key string) int {
 		}
 	}
 	return n
+}
+
+// TestInterlock: a deleted cluster whose deletion policy is Deorbit is held, with nothing deleted, until the
+// interlock holds; the condition says why and how to go on (confirm with the UID, or Orphan), once as an Event.
+// A confirmation names the UID; with it the teardown steps; with the policy set back to Orphan the cluster goes.
+func TestInterlock(t *testing.T) {
+	ctx := context.Background()
+	cluster := deleted("c1", func(c *v1alpha1.VitalsCluster) {
+		delete(c.Annotations, v1alpha1.AnnotationConfirmDeorbit)
+		c.Spec.OpenStack.NetworkID = "n1"
+	})
+	c := mgmtClient(t, cluster)
+	key := client.ObjectKeyFromObject(cluster)
+	clk := clocktesting.NewFakeClock(time.Now())
+	checks := remediation.NewChecks(clk)
+	pol, err := remediation.New(remediation.Options{Checks: checks, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := events.NewFakeRecorder(20)
+	r, err := New(&pass.Deps{Client: c, Tenancy: refusingResolver{}, Policy: pol, Checks: checks, Clock: clk,
+		Recorder: func(string) events.EventRecorder { return rec }}, Options{Rand: func() float64 { return 0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func() (v1alpha1.VitalsCluster, ctrl.Result) {
+		t.Helper()
+		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got v1alpha1.VitalsCluster
+		if err := c.Get(ctx, key, &got); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return got, res
+	}
+	for range 2 {
+		got, res := step()
+		cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionCleanedUp)
+		if cond == nil || cond.Reason != ReasonNotConfirmed || res.RequeueAfter != NotConfirmedRequeue {
+			t.Fatalf("CleanedUp %+v, requeue %s: want %s, requeue %s", cond, res.RequeueAfter, ReasonNotConfirmed, NotConfirmedRequeue)
+		}
+		for _, want := range []string{"nothing was deleted", "no annotation " + v1alpha1.AnnotationConfirmDeorbit, "no Cluster API Cluster owns it",
+			"its servers cannot be counted: the cloud is not verified",
+			"kubectl -n " + key.Namespace + " annotate vitalscluster c1 " + v1alpha1.AnnotationConfirmDeorbit + "=" + string(got.UID),
+			`kubectl -n ` + key.Namespace + ` patch vitalscluster c1 --type merge -p '{"spec":{"deletionPolicy":"Orphan"}}'`} {
+			if !strings.Contains(cond.Message, want) {
+				t.Errorf("CleanedUp's message %q does not say %q", cond.Message, want)
+			}
+		}
+		if got.Status.Deorbit != nil && got.Status.Deorbit.StartTime != nil {
+			t.Fatalf("deorbit started without the interlock: %+v", got.Status.Deorbit)
+		}
+	}
+	if n := len(rec.Events); n != 1 {
+		t.Errorf("%d Events, want one DeorbitNotConfirmed", n)
+	}
+	// Confirmed: the teardown steps (here the workload cluster is unreachable and the cloud unverified).
+	var cur v1alpha1.VitalsCluster
+	if err := c.Get(ctx, key, &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Annotations = map[string]string{v1alpha1.AnnotationConfirmDeorbit: string(cur.UID)}
+	if err := c.Update(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := step()
+	if d := got.Status.Deorbit; d == nil || d.StartTime == nil || !strings.Contains(d.Interlock, "confirmed by annotation") {
+		t.Fatalf("after the confirmation: deorbit status %+v, want a started teardown with its interlock", d)
+	}
+	// Orphan: released, saying where the teardown stopped.
+	got.Spec.DeletionPolicy = v1alpha1.DeletionPolicyOrphan
+	if err := c.Update(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	step()
+	if err := c.Get(ctx, key, &cur); !apierrors.IsNotFound(err) {
+		t.Fatalf("after Orphan: %v, want the cluster gone", err)
+	}
 }

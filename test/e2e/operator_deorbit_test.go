@@ -361,15 +361,24 @@ func (f *deorbitFixture) deletes() map[string]int {
 	return out
 }
 
-// create creates the VitalsCluster over the workload cluster, mutated, and waits until the access controller
-// proved its cloud and holds the deorbit finalizer.
+// create creates the VitalsCluster over the workload cluster, mutated, with the deletion policy Deorbit and the
+// teardown confirmed (the annotation naming its UID: the interlock of a cluster without a Cluster API owner whose
+// servers stand), and waits until the access controller proved its cloud and holds the deorbit finalizer.
 func (f *deorbitFixture) create(mutate func(*v1alpha1.VitalsCluster)) client.ObjectKey {
+	f.t.Helper()
+	return f.createAs(mutate, true)
+}
+
+// createAs is create, with the teardown confirmed or not; a mutation may set the policy Orphan (then no
+// finalizer is waited for).
+func (f *deorbitFixture) createAs(mutate func(*v1alpha1.VitalsCluster), confirm bool) client.ObjectKey {
 	f.t.Helper()
 	vc := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "doomed"}, Spec: v1alpha1.ClusterSpec{
 		KubeconfigSecretRef: &v1alpha1.SecretKeyRef{Name: "workload"},
 		OpenStack: v1alpha1.OpenStackSpec{CredentialsSecretRef: &v1alpha1.SecretKeyRef{Name: "creds"},
 			RouterID: f.w.env.RouterID, SubnetID: f.w.env.SubnetID, ClusterName: f.w.env.ClusterName},
-		PodCIDRs: []v1alpha1.CIDR{deorbitPodCIDR},
+		PodCIDRs:       []v1alpha1.CIDR{deorbitPodCIDR},
+		DeletionPolicy: v1alpha1.DeletionPolicyDeorbit,
 	}}
 	if mutate != nil {
 		mutate(vc)
@@ -378,8 +387,12 @@ func (f *deorbitFixture) create(mutate func(*v1alpha1.VitalsCluster)) client.Obj
 		f.t.Fatalf("create cluster: %v", err)
 	}
 	key := client.ObjectKeyFromObject(vc)
+	if confirm {
+		f.confirm(key)
+	}
 	f.watch(key)
-	opEventually(f.t, 2*time.Minute, "cloud verified and the deorbit finalizer held", func() (bool, string) {
+	wantFin := vc.Spec.Deletion() == v1alpha1.DeletionPolicyDeorbit
+	opEventually(f.t, 2*time.Minute, "cloud verified and the deorbit finalizer held (deletion policy Deorbit only)", func() (bool, string) {
 		var got v1alpha1.VitalsCluster
 		if err := f.c.Get(context.Background(), key, &got); err != nil {
 			return false, err.Error()
@@ -392,9 +405,22 @@ func (f *deorbitFixture) create(mutate func(*v1alpha1.VitalsCluster)) client.Obj
 		if cd == nil {
 			return false, fmt.Sprintf("finalizer %t, no CloudVerified", fin)
 		}
-		return fin && cd.Status == metav1.ConditionTrue, fmt.Sprintf("finalizer %t, CloudVerified %s/%s: %s", fin, cd.Status, cd.Reason, cd.Message)
+		return fin == wantFin && cd.Status == metav1.ConditionTrue, fmt.Sprintf("finalizer %t, CloudVerified %s/%s: %s", fin, cd.Status, cd.Reason, cd.Message)
 	})
 	return key
+}
+
+// confirm annotates the VitalsCluster with the confirmation of its teardown, naming its UID.
+func (f *deorbitFixture) confirm(key client.ObjectKey) {
+	f.t.Helper()
+	var vc v1alpha1.VitalsCluster
+	if err := f.c.Get(context.Background(), key, &vc); err != nil {
+		f.t.Fatal(err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationConfirmDeorbit, vc.UID)
+	if err := f.c.Patch(context.Background(), &vc, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		f.t.Fatalf("confirm the teardown of %s: %v", key, err)
+	}
 }
 
 // watch records every version of the VitalsCluster until the test ends: its last status is written in the
@@ -598,6 +624,95 @@ func TestOperatorDeorbit(t *testing.T) {
 		if n > 1 {
 			t.Errorf("%s: %d DELETE requests, want at most one", what, n)
 		}
+	}
+}
+
+// TestOperatorDeorbitInterlock: deleting VitalsClusters of a live cluster. A hand-made one (deletion policy Orphan,
+// the default) goes at once and nothing is deleted, in the workload cluster or in the cloud. One with the policy
+// Deorbit and no interlock (no Cluster API owner, no confirmation, its servers not counted) is held: its
+// condition says why and how to go on, and nothing is deleted; confirmed with its UID, it tears the cluster down.
+func TestOperatorDeorbitInterlock(t *testing.T) {
+	f := newDeorbitFixture(t, 1, 1, false)
+	for _, p := range []*faultproxy.Proxy{f.cinder, f.octavia, f.kube} {
+		if err := p.Add(faultproxy.Rule{Name: "any-delete", Method: "DELETE", Path: "/**", Fault: faultproxy.Pass()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	anyDeletes := func() int {
+		return f.cinder.Matched("any-delete") + f.octavia.Matched("any-delete") + f.kube.Matched("any-delete")
+	}
+	f.operatorStart("interlock")
+	intact := func(when string) {
+		t.Helper()
+		if n := anyDeletes(); n != 0 {
+			t.Errorf("%s: the operator sent %d DELETE requests to Cinder, Octavia or the workload cluster, want none", when, n)
+		}
+		ctx := context.Background()
+		for _, id := range f.volumes {
+			if _, err := f.w.cloud.GetVolume(ctx, id); err != nil {
+				t.Errorf("%s: volume %s: %v", when, id, err)
+			}
+		}
+		for _, id := range f.lbs {
+			if lb, err := f.w.cloud.GetLoadBalancer(ctx, id); err != nil || lb.ProvisioningStatus == "PENDING_DELETE" {
+				t.Errorf("%s: load balancer %s: %v", when, id, err)
+			}
+		}
+		for _, n := range f.claims {
+			if _, err := f.w.cs.CoreV1().PersistentVolumeClaims(f.wns).Get(ctx, n, metav1.GetOptions{}); err != nil {
+				t.Errorf("%s: claim %s: %v", when, n, err)
+			}
+		}
+		for _, n := range f.services {
+			if _, err := f.w.cs.CoreV1().Services(f.wns).Get(ctx, n, metav1.GetOptions{}); err != nil {
+				t.Errorf("%s: Service %s: %v", when, n, err)
+			}
+		}
+		r, err := f.w.cloud.GetRouter(ctx, f.w.env.RouterID)
+		if err != nil || !slices.Contains(r.Routes, f.route) {
+			t.Errorf("%s: the pod route is no longer on the router (%v)", when, err)
+		}
+	}
+
+	key := f.createAs(func(vc *v1alpha1.VitalsCluster) { vc.Spec.DeletionPolicy = "" }, false)
+	var vc v1alpha1.VitalsCluster
+	if err := f.c.Get(context.Background(), key, &vc); err != nil || vc.Spec.DeletionPolicy != v1alpha1.DeletionPolicyOrphan {
+		t.Fatalf("a VitalsCluster made without a deletion policy has %q (%v), want Orphan", vc.Spec.DeletionPolicy, err)
+	}
+	start := time.Now()
+	f.deleteAndWait(key)
+	t.Logf("Orphan: the VitalsCluster gone %.1f s after its deletion", time.Since(start).Seconds())
+	intact("after deleting the Orphan VitalsCluster")
+
+	key = f.createAs(nil, false)
+	f.delete(key)
+	var msg string
+	opEventually(t, time.Minute, "CleanedUp False/NotConfirmed", func() (bool, string) {
+		if err := f.c.Get(context.Background(), key, &vc); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(vc.Status.Conditions, v1alpha1.ConditionCleanedUp)
+		if c == nil {
+			return false, "no CleanedUp"
+		}
+		msg = c.Message
+		return c.Status == metav1.ConditionFalse && c.Reason == deorbit.ReasonNotConfirmed, c.Reason + ": " + c.Message
+	})
+	t.Logf("CleanedUp: %s", msg)
+	for _, want := range []string{"nothing was deleted", "no Cluster API Cluster owns it",
+		"annotate vitalscluster doomed " + v1alpha1.AnnotationConfirmDeorbit + "=" + string(vc.UID), `"deletionPolicy":"Orphan"`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the condition does not say %q", want)
+		}
+	}
+	time.Sleep(5 * time.Second) // a few more of the operator's looks
+	intact("while the Deorbit VitalsCluster is held")
+
+	f.confirm(key)
+	f.waitGone(key)
+	f.mustBeEmpty()
+	if d := f.last().Status.Deorbit; d == nil || d.Phase != v1alpha1.DeorbitPhaseDone || !strings.Contains(d.Interlock, "confirmed by annotation") {
+		t.Errorf("last status %+v, want phase Done, confirmed by the annotation", d)
 	}
 }
 

@@ -349,8 +349,8 @@ func TestOperatorTenancyRefusals(t *testing.T) {
 			if rg := condition(cl, v1alpha1.ConditionRoutesHealthy); rg.Status == metav1.ConditionTrue {
 				t.Errorf("RoutesHealthy %s/%s for a refused cluster", rg.Status, rg.Reason)
 			}
-			if len(cl.Finalizers) != 1 || cl.Finalizers[0] != v1alpha1.FinalizerDeorbit {
-				t.Errorf("finalizers %v, want the deorbit finalizer", cl.Finalizers)
+			if len(cl.Finalizers) != 0 {
+				t.Errorf("finalizers %v of a cluster whose deletion policy is Orphan, want none", cl.Finalizers)
 			}
 			f.mustNotLeak(cl, evs)
 		})

@@ -1,0 +1,257 @@
+// Copyright The Vitals Authors. SPDX-License-Identifier: Apache-2.0
+
+package deorbit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/clusterapi"
+	"github.com/vitalsproject/vitals/openstack"
+)
+
+// Kinds of proof that a cluster is going (what deletionPolicy Deorbit needs before it deletes anything).
+const (
+	proofConfirmed = "confirmed"
+	proofOwner     = "owner"
+	proofServers   = "servers"
+)
+
+// serversProofMaxAge is how long a proof that the cluster's servers are gone serves the steps that follow,
+// before the project is listed again (two lists per look: the cluster's steps come as often as every 250 ms).
+const serversProofMaxAge = 30 * time.Second
+
+// NotConfirmedRequeue is how often a deleted cluster whose deletion is not proven is looked at again (its owner
+// and its servers change without an event on the VitalsCluster; the annotation and the policy do not).
+const NotConfirmedRequeue = 30 * time.Second
+
+// proof is what made a cluster's interlock hold at a step, or why nothing did.
+type proof struct {
+	kind string // "" when nothing holds
+	// why says what holds (status.deorbit.interlock), or why each interlock did not.
+	why []string
+}
+
+func (p proof) holds() bool { return p.kind != "" }
+
+// recheck is the interlock the fence of each write checks again on the cluster as the API server has it then:
+// the deletion policy still Deorbit, and a confirmation that made the proof still naming the cluster. The owner's
+// deletion cannot be undone and the servers' absence is checked at each step.
+func (p proof) recheck(uid types.UID) func(live *v1alpha1.VitalsCluster) string {
+	return func(live *v1alpha1.VitalsCluster) string {
+		if d := live.Spec.Deletion(); d != v1alpha1.DeletionPolicyDeorbit {
+			return "deletionPolicy is " + string(d) + " now: nothing more is deleted"
+		}
+		if p.kind == proofConfirmed && live.Annotations[v1alpha1.AnnotationConfirmDeorbit] != string(uid) {
+			return "the confirmation (annotation " + v1alpha1.AnnotationConfirmDeorbit + ") that allowed the teardown was withdrawn"
+		}
+		return ""
+	}
+}
+
+// serverLister lists what tells the cluster's servers apart: the project's servers and their ports.
+type serverLister interface {
+	ListServers(ctx context.Context, opts openstack.ListOpts) ([]openstack.Server, error)
+	ListPorts(ctx context.Context, opts openstack.ListOpts) ([]openstack.Port, error)
+}
+
+// interlock proves that c's cluster itself is going, cheapest proof first: the annotation confirming the
+// deletion names c's UID; c's Cluster API owner (or its OpenStackCluster) is being deleted, and not moved by
+// clusterctl; or no server of the cluster is left in the project but those being deleted (servers is nil
+// without a verified cloud). Without a proof, why says what each interlock found.
+func (r *Reconciler) interlock(ctx context.Context, c *v1alpha1.VitalsCluster, servers serverLister, project string) proof {
+	var why []string
+	switch got := c.Annotations[v1alpha1.AnnotationConfirmDeorbit]; got {
+	case string(c.UID):
+		return proof{kind: proofConfirmed, why: []string{"confirmed by annotation " + v1alpha1.AnnotationConfirmDeorbit + " naming the VitalsCluster's uid " + string(c.UID)}}
+	case "":
+		why = append(why, "no annotation "+v1alpha1.AnnotationConfirmDeorbit+" confirms it")
+	default:
+		why = append(why, fmt.Sprintf("annotation %s names uid %q, not this VitalsCluster's %s (a confirmation is for one resource, not for a later one of the same name)",
+			v1alpha1.AnnotationConfirmDeorbit, got, c.UID))
+	}
+	held, msg := r.ownerGoing(ctx, c)
+	if held {
+		return proof{kind: proofOwner, why: []string{msg}}
+	}
+	why = append(why, msg)
+	held, msg = r.serversGone(ctx, c, servers, project)
+	if held {
+		return proof{kind: proofServers, why: []string{msg}}
+	}
+	return proof{why: append(why, msg)}
+}
+
+// ownerGoing reads c's Cluster API owner (and its OpenStackCluster) from the API server, and reports whether it
+// is being torn down (clusterapi.Teardown). An owner that is gone proves nothing: clusterctl move deletes it too,
+// and a deleted Cluster was seen deleting while Vitals held its deletion (the hooks).
+func (r *Reconciler) ownerGoing(ctx context.Context, c *v1alpha1.VitalsCluster) (bool, string) {
+	ref, ok := clusterapi.OwnerOf(c)
+	if !ok {
+		return false, "no Cluster API Cluster owns it"
+	}
+	key := client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}
+	var cl clusterv1.Cluster
+	switch err := r.d.APIReader.Get(ctx, key, &cl); {
+	case apierrors.IsNotFound(err):
+		return false, fmt.Sprintf("its owner Cluster %s is gone without Vitals seeing it deleted (moved by clusterctl, or deleted while the operator was away)", key)
+	case meta.IsNoMatchError(err) || runtime.IsNotRegisteredError(err):
+		return false, fmt.Sprintf("its owner Cluster %s cannot be read: Cluster API is not installed here", key)
+	case err != nil:
+		return false, fmt.Sprintf("its owner Cluster %s could not be read: %v", key, err)
+	case cl.UID != ref.UID:
+		return false, fmt.Sprintf("its owner Cluster %s (uid %s) is gone: the Cluster of that name is another (uid %s)", key, ref.UID, cl.UID)
+	}
+	var osc *infrav1.OpenStackCluster
+	if clusterapi.IsOpenStack(&cl) {
+		o := &infrav1.OpenStackCluster{}
+		if err := r.d.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: cl.Spec.InfrastructureRef.Name}, o); err == nil {
+			osc = o
+		}
+	}
+	return clusterapi.Teardown(&cl, osc)
+}
+
+// serversGone reports whether none of the cluster's servers is left in the project but those being deleted. The
+// cluster's servers are those carrying spec.controllers.flight.servers.metadata or, without metadata, those with
+// a port on spec.openstack.networkID (flight's rule, without the Nodes' word); with neither, they cannot be told
+// apart and nothing is proven. A proof serves serversProofMaxAge.
+func (r *Reconciler) serversGone(ctx context.Context, c *v1alpha1.VitalsCluster, cloud serverLister, project string) (bool, string) {
+	meta, network := c.Spec.Controllers.Flight.Servers.Metadata, c.Spec.OpenStack.NetworkID
+	if len(meta) == 0 && network == "" {
+		return false, "its servers cannot be told apart (no spec.openstack.networkID, no spec.controllers.flight.servers.metadata)"
+	}
+	if cloud == nil {
+		return false, "its servers cannot be counted: the cloud is not verified"
+	}
+	if msg, ok := r.proven.get(c.UID, r.d.Clock.Now()); ok {
+		return true, msg
+	}
+	servers, err := cloud.ListServers(ctx, openstack.ListOpts{ProjectID: project})
+	if err != nil {
+		return false, fmt.Sprintf("its servers could not be counted: list servers: %v", err)
+	}
+	var ports []openstack.Port
+	if len(meta) == 0 {
+		if ports, err = cloud.ListPorts(ctx, openstack.ListOpts{ProjectID: project, NetworkID: network}); err != nil {
+			return false, fmt.Sprintf("its servers could not be counted: list ports: %v", err)
+		}
+	}
+	onNetwork := map[string]bool{}
+	for _, p := range ports {
+		if p.NetworkID == network && p.DeviceID != "" {
+			onNetwork[p.DeviceID] = true
+		}
+	}
+	var up, going []string
+	for _, sv := range servers {
+		mine := onNetwork[sv.ID]
+		if len(meta) > 0 {
+			mine = true
+			for k, v := range meta {
+				if got, ok := sv.Metadata[k]; !ok || got != v {
+					mine = false
+				}
+			}
+		}
+		if !mine {
+			continue
+		}
+		if serverGoing(sv) {
+			going = append(going, sv.ID)
+		} else {
+			up = append(up, sv.ID)
+		}
+	}
+	which := "servers with a port on network " + network
+	if len(meta) > 0 {
+		which = "servers with the metadata of spec.controllers.flight.servers.metadata"
+	}
+	if len(up) > 0 {
+		slices.Sort(up)
+		return false, fmt.Sprintf("%d of its servers (%s) are up in project %s: %s", len(up), which, project, firstIDs(up))
+	}
+	msg := fmt.Sprintf("no server of the cluster (%s) is up in project %s", which, project)
+	if len(going) > 0 {
+		msg += fmt.Sprintf("; %d being deleted", len(going))
+	}
+	r.proven.set(c.UID, msg, r.d.Clock.Now().Add(serversProofMaxAge))
+	return true, msg
+}
+
+// serverGoing: Nova deletes the server, or has.
+func serverGoing(sv openstack.Server) bool {
+	switch {
+	case sv.TaskState == "deleting", strings.EqualFold(sv.Status, "DELETED"), strings.EqualFold(sv.Status, "SOFT_DELETED"),
+		sv.VMState == "deleted", sv.VMState == "soft-delete":
+		return true
+	}
+	return false
+}
+
+func firstIDs(ids []string) string {
+	if len(ids) > maxNoteIDs {
+		return strings.Join(ids[:maxNoteIDs], " ") + fmt.Sprintf(" and %d more", len(ids)-maxNoteIDs)
+	}
+	return strings.Join(ids, " ")
+}
+
+// notConfirmed is the CleanedUp message of a deleted cluster whose interlock does not hold: why, and exactly how
+// to go on either way.
+func notConfirmed(c *v1alpha1.VitalsCluster, p proof) string {
+	return fmt.Sprintf("deletionPolicy is Deorbit, and nothing was deleted: the teardown waits until the cluster itself is proven going, and %s. "+
+		"To tear the cluster's volumes, load balancers and routes down, confirm: kubectl -n %s annotate vitalscluster %s %s=%s "+
+		"(or delete its Cluster API Cluster, or its servers). To keep them and let the VitalsCluster go: "+
+		`kubectl -n %s patch vitalscluster %s --type merge -p '{"spec":{"deletionPolicy":"Orphan"}}'`,
+		strings.Join(p.why, "; "), c.Namespace, c.Name, v1alpha1.AnnotationConfirmDeorbit, c.UID, c.Namespace, c.Name)
+}
+
+// provenCache keeps the proofs that a cluster's servers are gone for a while, by the cluster's UID.
+type provenCache struct {
+	mu sync.Mutex
+	m  map[types.UID]provenEntry
+}
+
+type provenEntry struct {
+	msg   string
+	until time.Time
+}
+
+func (p *provenCache) get(uid types.UID, now time.Time) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.m[uid]
+	if !ok || !now.Before(e.until) {
+		delete(p.m, uid)
+		return "", false
+	}
+	return e.msg, true
+}
+
+func (p *provenCache) set(uid types.UID, msg string, until time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[types.UID]provenEntry{}
+	}
+	p.m[uid] = provenEntry{msg: msg, until: until}
+}
+
+func (p *provenCache) forget(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.m, uid)
+}

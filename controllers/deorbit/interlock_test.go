@@ -1,0 +1,127 @@
+// Copyright The Vitals Authors. SPDX-License-Identifier: Apache-2.0
+
+package deorbit
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/internal/cloudsim"
+	"github.com/vitalsproject/vitals/openstack"
+)
+
+// TestInterlockServers: the servers' interlock on the simulator's Nova and Neutron: the cluster's servers (a port
+// on its network, or its metadata) up hold the teardown, and being deleted or gone let it go; a server of another
+// network or without the metadata never counts; without a way to tell the servers apart nothing is proven.
+func TestInterlockServers(t *testing.T) {
+	ctx := context.Background()
+	sim, err := cloudsim.New(cloudsim.Options{Seed: 28})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(sim.Handler())
+	t.Cleanup(ts.Close)
+	mine, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: "p", Name: "mine", Nodes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: "p", Name: "other", Nodes: 1, NodeCIDR: "10.181.0.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.CreateUser("tenant", "tenant-password", false, mine.ProjectID); err != nil {
+		t.Fatal(err)
+	}
+	auth := openstack.Auth{}
+	auth.Options.IdentityEndpoint, auth.Options.Username, auth.Options.Password = ts.URL+"/v3", "tenant", "tenant-password"
+	auth.Options.DomainName, auth.Options.TenantName = "Default", "p"
+	cloud, err := openstack.Connect(ctx, openstack.Config{Auth: auth, QPS: -1, HTTPTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	r := &Reconciler{d: &pass.Deps{Clock: clk}}
+	cluster := func(network string, meta map[string]string) *v1alpha1.VitalsCluster {
+		c := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mine", UID: "u1"}}
+		c.Spec.OpenStack.NetworkID = network
+		c.Spec.Controllers.Flight.Servers.Metadata = meta
+		return c
+	}
+	check := func(c *v1alpha1.VitalsCluster, want bool, contains string) {
+		t.Helper()
+		r.proven.forget(c.UID)
+		got, why := r.serversGone(ctx, c, cloud, mine.ProjectID)
+		if got != want || !strings.Contains(why, contains) {
+			t.Errorf("serversGone = %v %q, want %v and %q", got, why, want, contains)
+		}
+	}
+	byNet := cluster(mine.NetworkID, nil)
+	byMeta := cluster("", map[string]string{"kubernikus:cluster": "mine"})
+	check(cluster("", nil), false, "cannot be told apart")
+	check(byNet, false, "2 of its servers (servers with a port on network "+mine.NetworkID+") are up")
+	check(byMeta, false, "2 of its servers (servers with the metadata")
+	if got, why := r.serversGone(ctx, byNet, nil, mine.ProjectID); got || !strings.Contains(why, "not verified") {
+		t.Errorf("without a cloud: %v %q", got, why)
+	}
+	// The other cluster's server stays up throughout: it never holds this one's teardown.
+	for _, n := range mine.Nodes {
+		if err := cloud.DeleteServer(ctx, n.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(byNet, true, "no server of the cluster")
+	check(byMeta, true, "no server of the cluster")
+	check(cluster(other.NetworkID, nil), false, "1 of its servers")
+
+	// A proof serves a while, then the project is listed again.
+	r.proven.forget(byNet.UID)
+	if got, _ := r.serversGone(ctx, byNet, cloud, mine.ProjectID); !got {
+		t.Fatal("no proof")
+	}
+	if msg, ok := r.proven.get(byNet.UID, clk.Now().Add(serversProofMaxAge-time.Second)); !ok || msg == "" {
+		t.Error("the proof did not serve within its age")
+	}
+	if _, ok := r.proven.get(byNet.UID, clk.Now().Add(serversProofMaxAge)); ok {
+		t.Error("the proof served past its age")
+	}
+}
+
+// TestInterlockRecheck: the fence of each write re-checks the policy and a confirmation on the live cluster.
+func TestInterlockRecheck(t *testing.T) {
+	live := func(policy v1alpha1.DeletionPolicy, confirm string) *v1alpha1.VitalsCluster {
+		c := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{UID: "u1", Annotations: map[string]string{}}}
+		c.Spec.DeletionPolicy = policy
+		if confirm != "" {
+			c.Annotations[v1alpha1.AnnotationConfirmDeorbit] = confirm
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		kind string
+		live *v1alpha1.VitalsCluster
+		want string // "": the write goes
+	}{
+		{"confirmed, still", proofConfirmed, live(v1alpha1.DeletionPolicyDeorbit, "u1"), ""},
+		{"confirmation withdrawn", proofConfirmed, live(v1alpha1.DeletionPolicyDeorbit, ""), "was withdrawn"},
+		{"confirmation for another uid", proofConfirmed, live(v1alpha1.DeletionPolicyDeorbit, "u2"), "was withdrawn"},
+		{"set to Orphan", proofOwner, live(v1alpha1.DeletionPolicyOrphan, ""), "deletionPolicy is Orphan now"},
+		{"owner deleting: no annotation needed", proofOwner, live(v1alpha1.DeletionPolicyDeorbit, ""), ""},
+		{"servers gone: no annotation needed", proofServers, live(v1alpha1.DeletionPolicyDeorbit, ""), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := proof{kind: tc.kind}.recheck("u1")(tc.live)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("recheck = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
