@@ -23,6 +23,7 @@ import (
 	"github.com/vitalsproject/vitals/health/checks/cniconfig"
 	kubecheck "github.com/vitalsproject/vitals/health/checks/kubernetes"
 	"github.com/vitalsproject/vitals/health/checks/netlink"
+	"github.com/vitalsproject/vitals/internal/buildinfo"
 	"github.com/vitalsproject/vitals/netprobe"
 )
 
@@ -114,6 +115,9 @@ func New(opts Options, deps Deps) (*Agent, error) {
 	}
 	if deps.Rand == nil {
 		deps.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if err := buildinfo.Register(deps.Registry); err != nil {
+		return nil, fmt.Errorf("agent: metrics: %w", err)
 	}
 	a := &Agent{opts: opts, deps: deps, log: deps.Logger}
 	if c := opts.Connectivity; c.Enabled() {

@@ -40,6 +40,7 @@ import (
 	"github.com/vitalsproject/vitals/health"
 	"github.com/vitalsproject/vitals/health/checks/progress"
 	"github.com/vitalsproject/vitals/internal/bounded"
+	"github.com/vitalsproject/vitals/internal/buildinfo"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/sharding"
 	"github.com/vitalsproject/vitals/tenancy"
@@ -161,8 +162,21 @@ func New(opts Options) (*Operator, error) {
 	}
 	o.mgr = mgr
 
-	o.health = health.NewManager(health.WithClock(opts.Clock), health.WithLogger(opts.Logger),
-		health.WithRegisterer(opts.Registry), health.WithKubernetesMetricNames(), health.WithDrainDelay(opts.DrainDelay))
+	hopts := []health.Option{health.WithClock(opts.Clock), health.WithLogger(opts.Logger),
+		health.WithRegisterer(opts.Registry), health.WithDrainDelay(opts.DrainDelay)}
+	if opts.KubernetesHealthMetricNames {
+		hopts = append(hopts, health.WithKubernetesMetricNames())
+	}
+	o.health = health.NewManager(hopts...)
+	if err := buildinfo.Register(opts.Registry); err != nil {
+		return nil, fmt.Errorf("operator: metrics: %w", err)
+	}
+	if !opts.NoClusterMetrics {
+		active := func() bool { return !opts.LeaderElect || o.shard != nil || o.elected.Load() }
+		if err := opts.Registry.Register(newClusterCollector(mgr.GetCache(), active, opts.Logger)); err != nil {
+			return nil, fmt.Errorf("operator: metrics: %w", err)
+		}
+	}
 	if opts.Cloud != nil {
 		o.cloud = newLazyCloud(*opts.Cloud, opts.Connect, opts.Clock, CloudRetryBackoff(opts.CheckInterval), nil)
 	}

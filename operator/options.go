@@ -147,6 +147,13 @@ type Options struct {
 	CloudQPS   float64
 	CloudBurst int
 
+	// KubernetesHealthMetricNames also exports the health checks under the kube-apiserver's own metric
+	// names, kubernetes_healthcheck{,s_total} (default: only Vitals' vitals_health_*: a Prometheus that
+	// scrapes the API servers too would mix the operator's checks into theirs).
+	KubernetesHealthMetricNames bool
+	// NoClusterMetrics turns off vitals_cluster_condition (default: on; see ClusterConditionMetric).
+	NoClusterMetrics bool
+
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 	// Clock (default the real one).

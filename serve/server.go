@@ -12,6 +12,8 @@ import (
 
 	"github.com/vitalsproject/vitals/health"
 	"github.com/vitalsproject/vitals/health/oslo"
+	"github.com/vitalsproject/vitals/internal/buildinfo"
+	"github.com/vitalsproject/vitals/internal/version"
 )
 
 // Options are what Run takes besides the config.
@@ -58,7 +60,8 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 		log.Warn("configuration to update", "warning", w)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildinfo.Collector(version.Get()))
 	mopts := []health.Option{
 		health.WithLogger(log),
 		health.WithRegisterer(reg),

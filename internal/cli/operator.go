@@ -79,6 +79,8 @@ type operatorFlags struct {
 	shardRenewInterval      time.Duration
 	shardSafetyMargin       time.Duration
 	writeTimeout            time.Duration
+	kubernetesMetricNames   bool
+	clusterMetrics          bool
 	log                     *clirun.LogFlags
 }
 
@@ -187,6 +189,10 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   shard_safety_margin = 8
   # seconds: every write ends within it, shorter than the safety margin (0: 5, or half the margin)
   write_timeout = 5
+  # also export the health checks as kubernetes_healthcheck{,s_total} (the kube-apiserver's names)
+  kubernetes_metric_names = false
+  # vitals_cluster_condition{vitalscluster,type,status}: 3 series per condition per cluster
+  cluster_metrics = true
 
 With --sharding (the chart sets it when replicas > 1) there is no leader: every replica holds Leases of
 hash ranges of the VitalsClusters' UIDs, sees and acts on the clusters of its ranges only, and spends its
@@ -264,6 +270,8 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.DurationVar(&f.shardRenewInterval, "shard-renew-interval", sharding.DefaultRenewInterval, "interval of the shard rounds (renewals, membership, assignment)")
 	fl.DurationVar(&f.shardSafetyMargin, "shard-safety-margin", sharding.DefaultSafetyMargin, "a replica stops acting on a range this long before its Lease could expire; more than --write-timeout")
 	fl.DurationVar(&f.writeTimeout, "write-timeout", 0, "every cloud and Kubernetes write ends within this and within the replica's fenced validity; shorter than the safety margin (0: 5s, at most half the margin)")
+	fl.BoolVar(&f.kubernetesMetricNames, "kubernetes-metric-names", false, "also export the health checks under the kube-apiserver's metric names kubernetes_healthcheck{,s_total} (default: vitals_health_* only)")
+	fl.BoolVar(&f.clusterMetrics, "cluster-metrics", true, "export vitals_cluster_condition{vitalscluster,type,status} from the cache at each scrape (3 series per condition per cluster)")
 	f.log = clirun.AddLogFlags(cmd, "text")
 	clirun.CompleteFiles(cmd, "config", "conf", "ini")
 	clirun.CompleteFiles(cmd, "kubeconfig")
@@ -367,6 +375,7 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 		return o, &config.Error{Field: "--write-timeout", Msg: fmt.Sprintf("expected a positive duration such as 5s (0: the default), got %s", f.writeTimeout)}
 	}
 	o.WriteTimeout = f.writeTimeout
+	o.KubernetesHealthMetricNames, o.NoClusterMetrics = f.kubernetesMetricNames, !f.clusterMetrics
 	routegcBudget := f.routegcBudget
 	o.RouteGCInterval, o.RouteGCBudget, o.RouteGCWorkers = f.routegcInterval, &routegcBudget, f.routegcWorkers
 	flightBudget := f.flightBudget
@@ -441,7 +450,8 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 		"allow_local_workload", "allow_insecure_workload", "allow_loopback_workload", "workload_qps", "workload_burst", "cloud_qps", "cloud_burst",
 		"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap",
 		"trust_namespaces", "trusted_auth_urls", "pod_cidr_limit_v4", "pod_cidr_limit_v6", "access_interval", "access_workers",
-		"sharding", "shard_ranges", "shard_client_side", "shard_lease_duration", "shard_renew_interval", "shard_safety_margin", "write_timeout")
+		"sharding", "shard_ranges", "shard_client_side", "shard_lease_duration", "shard_renew_interval", "shard_safety_margin", "write_timeout",
+		"kubernetes_metric_names", "cluster_metrics")
 	f.metricsAddr = op.String("metrics_bind_address", f.metricsAddr)
 	f.leaderElect = op.Bool("leader_elect", f.leaderElect)
 	f.leaderElectionNamespace = op.String("leader_election_namespace", f.leaderElectionNamespace)
@@ -485,6 +495,8 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.shardRenewInterval = op.Seconds("shard_renew_interval", f.shardRenewInterval)
 	f.shardSafetyMargin = op.Seconds("shard_safety_margin", f.shardSafetyMargin)
 	f.writeTimeout = op.Seconds("write_timeout", f.writeTimeout)
+	f.kubernetesMetricNames = op.Bool("kubernetes_metric_names", f.kubernetesMetricNames)
+	f.clusterMetrics = op.Bool("cluster_metrics", f.clusterMetrics)
 	return k.String("api_root", ""), k.String("token_file", ""), k.String("ssl_ca_crt_file", ""), ignored
 }
 

@@ -92,6 +92,27 @@ func codeMetrics(t *testing.T) map[string][]string {
 				if x, isIdent := sel.X.(*ast.Ident); !isIdent || x.Name != "prometheus" || !strings.HasPrefix(sel.Sel.Name, "New") {
 					return true
 				}
+				if sel.Sel.Name == "NewDesc" && len(call.Args) == 4 {
+					// A collector's own metric: NewDesc(name, help, variable labels, constant labels).
+					name, ok := stringLit(call.Args[0])
+					if id, isIdent := call.Args[0].(*ast.Ident); isIdent {
+						name, ok = consts[id.Name], consts[id.Name] != ""
+					}
+					if !ok {
+						t.Errorf("%s: a metric whose name the scan cannot read", fset.Position(call.Pos()))
+						return true
+					}
+					var labels []string
+					if l, isList := call.Args[2].(*ast.CompositeLit); isList {
+						for _, el := range l.Elts {
+							if s, ok := stringLit(el); ok {
+								labels = append(labels, s)
+							}
+						}
+					}
+					metrics[name] = labels
+					return true
+				}
 				opts, ok := call.Args[0].(*ast.CompositeLit)
 				if !ok {
 					return true
@@ -145,7 +166,8 @@ func codeMetrics(t *testing.T) map[string][]string {
 	// The scan must see what the chart uses, with its labels.
 	for name, label := range map[string]string{"vitals_routegc_routes": "verdict", "vitals_remediation_actions_total": "reason",
 		"vitals_health_check_up": "kind", "vitals_health_probe_status": "probe", "vitals_workload_reachable": "vitalscluster",
-		"vitals_routegc_pass_duration_seconds_bucket": "le", "vitals_agent_cni_reports_total": "source"} {
+		"vitals_routegc_pass_duration_seconds_bucket": "le", "vitals_agent_cni_reports_total": "source",
+		"vitals_cluster_condition": "status", "vitals_build_info": "goversion"} {
 		if !slices.Contains(metrics[name], label) {
 			t.Fatalf("the code scan found %s with labels %v, without %s: the scan is broken", name, metrics[name], label)
 		}

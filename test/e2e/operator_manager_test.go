@@ -155,6 +155,13 @@ func TestOperatorLeaderElectionAndRemoval(t *testing.T) {
 	if got := testutil.CollectAndCount(b.reg, "vitals_routegc_passes_total"); got != 0 {
 		t.Errorf("the standby replica ran %d pass series", got)
 	}
+	// The conditions of the clusters are exported by the leader only (a standby's cache holds the same).
+	if got := testutil.CollectAndCount(b.reg, operator.ClusterConditionMetric); got != 0 {
+		t.Errorf("the standby replica exports %d %s series", got, operator.ClusterConditionMetric)
+	}
+	if got := testutil.CollectAndCount(a.reg, operator.ClusterConditionMetric); got == 0 || got%3 != 0 {
+		t.Errorf("the leader exports %d %s series, want 3 per condition", got, operator.ClusterConditionMetric)
+	}
 	if got := testutil.CollectAndCount(a.reg, "vitals_routegc_routes_removed_total"); got != 1 {
 		t.Errorf("vitals_routegc_routes_removed_total series on the leader: %d, want 1", got)
 	}
