@@ -71,7 +71,7 @@ type Options struct {
 	// addresses that are not loopback, link-local or multicast only.
 	TrustedAuthURLs []string
 	// MaxPodPrefix4 and MaxPodPrefix6 are the widest pod CIDRs a VitalsCluster may claim (default 12
-	// and 44: a /8 or a /40 is refused).
+	// and 44: a /8 or a /40 is refused; tenancy.NoPodPrefixLimit: any).
 	MaxPodPrefix4, MaxPodPrefix6 int
 	// AccessInterval is how often each VitalsCluster's tenancy is proven again (default 1m); a spec
 	// change proves it at once.

@@ -16,19 +16,23 @@ const (
 	DefaultMaxPodPrefix6 = 44
 )
 
+// NoPodPrefixLimit as a Limits field lets a cluster claim a pod CIDR of any width (a /0 too).
+const NoPodPrefixLimit = -1
+
 // Limits bound the pod CIDRs a cluster may claim.
 type Limits struct {
-	// MaxPodPrefix4 is the shortest prefix length of an IPv4 pod CIDR (default 12: a /8 is refused).
+	// MaxPodPrefix4 is the shortest prefix length of an IPv4 pod CIDR (default 12: a /8 is refused;
+	// NoPodPrefixLimit: none).
 	MaxPodPrefix4 int
-	// MaxPodPrefix6 is the shortest prefix length of an IPv6 pod CIDR (default 44).
+	// MaxPodPrefix6 is the shortest prefix length of an IPv6 pod CIDR (default 44; NoPodPrefixLimit: none).
 	MaxPodPrefix6 int
 }
 
 func (l Limits) withDefaults() Limits {
-	if l.MaxPodPrefix4 <= 0 {
+	if l.MaxPodPrefix4 == 0 {
 		l.MaxPodPrefix4 = DefaultMaxPodPrefix4
 	}
-	if l.MaxPodPrefix6 <= 0 {
+	if l.MaxPodPrefix6 == 0 {
 		l.MaxPodPrefix6 = DefaultMaxPodPrefix6
 	}
 	return l

@@ -35,6 +35,8 @@ func TestCheckWidth(t *testing.T) {
 		{"IPv6 /44", []v1alpha1.CIDR{"fd00:10::/44"}, Limits{}, false},
 		{"IPv6 /43", []v1alpha1.CIDR{"fd00::/43"}, Limits{}, true},
 		{"IPv6 everything", []v1alpha1.CIDR{"::/0"}, Limits{}, true},
+		{"everything without a limit", []v1alpha1.CIDR{"0.0.0.0/0", "::/0"}, Limits{MaxPodPrefix4: NoPodPrefixLimit, MaxPodPrefix6: NoPodPrefixLimit}, false},
+		{"IPv6 still limited", []v1alpha1.CIDR{"::/0"}, Limits{MaxPodPrefix4: NoPodPrefixLimit}, true},
 		{"a tighter IPv4 limit", []v1alpha1.CIDR{"10.100.0.0/16"}, Limits{MaxPodPrefix4: 20}, true},
 		{"a looser IPv6 limit", []v1alpha1.CIDR{"fd00::/40"}, Limits{MaxPodPrefix6: 32}, false},
 		{"not a CIDR", []v1alpha1.CIDR{"nope"}, Limits{}, true},

@@ -85,8 +85,8 @@ configuration.`,
 	fl.StringVar(&f.cloud, "cloud", "", "the operator's own credentials: cloud of clouds.yaml (default: OS_CLOUD, else OS_* variables; none: only credentials Secrets)")
 	fl.StringArrayVar(&f.trustNamespaces, "trust-namespace", nil, "namespace whose VitalsClusters may use the operator's credentials, as the operator's flag")
 	fl.StringArrayVar(&f.trustedAuthURLs, "trusted-auth-url", nil, "Keystone URL prefix trusted for credentials Secrets, as the operator's flag")
-	fl.IntVar(&f.podCIDRLimit4, "pod-cidr-limit-v4", 12, "shortest IPv4 pod CIDR prefix, as the operator's flag")
-	fl.IntVar(&f.podCIDRLimit6, "pod-cidr-limit-v6", 44, "shortest IPv6 pod CIDR prefix, as the operator's flag")
+	fl.IntVar(&f.podCIDRLimit4, "pod-cidr-limit-v4", 12, "shortest IPv4 pod CIDR prefix, as the operator's flag (0: no limit)")
+	fl.IntVar(&f.podCIDRLimit6, "pod-cidr-limit-v6", 44, "shortest IPv6 pod CIDR prefix, as the operator's flag (0: no limit)")
 	fl.BoolVar(&f.allowInsecure, "allow-insecure-workload", false, "accept insecure workload kubeconfigs, as the operator's flag")
 	fl.BoolVar(&f.allowLoopback, "allow-loopback-workload", false, "accept workload kubeconfigs whose server is on a loopback address, as the operator's flag")
 	fl.IntVar(&f.quotaThreshold, "quota-threshold", 80, "percent of a quota in use from which the quota checks warn (1 to 100)")
@@ -264,7 +264,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 	add("cluster", "ok", fmt.Sprintf("router %s, pod CIDRs %v", vc.Spec.OpenStack.RouterID, vc.Spec.PodCIDRs), "")
 
 	opts := tenancy.Options{Secrets: c, Clusters: c, TrustedNamespaces: f.trustNamespaces, TrustedAuthURLs: f.trustedAuthURLs,
-		Limits: tenancy.Limits{MaxPodPrefix4: f.podCIDRLimit4, MaxPodPrefix6: f.podCIDRLimit6}, Logger: log}
+		Limits: tenancy.Limits{MaxPodPrefix4: podPrefixLimit(f.podCIDRLimit4), MaxPodPrefix6: podPrefixLimit(f.podCIDRLimit6)}, Logger: log}
 	if operatorAuth != nil {
 		a := *operatorAuth
 		opts.Operator = func(ctx context.Context) (tenancy.Connection, error) {

@@ -26,6 +26,7 @@ import (
 	"github.com/vitalsproject/vitals/operator"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/sharding"
+	"github.com/vitalsproject/vitals/tenancy"
 )
 
 // operatorFlags are the flags of `vitals operator`; each overrides the configuration file.
@@ -259,8 +260,8 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.IntVar(&f.cloudBurst, "cloud-burst", operator.DefaultCloudBurst, "request burst of each cloud connection")
 	fl.StringArrayVar(&f.trustNamespaces, "trust-namespace", nil, "namespace whose VitalsClusters may use the operator's own OpenStack credentials (repeatable; default: none)")
 	fl.StringArrayVar(&f.trustedAuthURLs, "trusted-auth-url", nil, "Keystone URL prefix whose catalog is trusted for credentials Secrets, e.g. https://keystone.example:5000/v3 (repeatable; the operator's own is always trusted)")
-	fl.IntVar(&f.podCIDRLimit4, "pod-cidr-limit-v4", 12, "shortest prefix length of an IPv4 pod CIDR a VitalsCluster may claim (12: a /11 is refused)")
-	fl.IntVar(&f.podCIDRLimit6, "pod-cidr-limit-v6", 44, "shortest prefix length of an IPv6 pod CIDR a VitalsCluster may claim (44: a /43 is refused)")
+	fl.IntVar(&f.podCIDRLimit4, "pod-cidr-limit-v4", 12, "shortest prefix length of an IPv4 pod CIDR a VitalsCluster may claim (12: a /11 is refused; 0: no limit)")
+	fl.IntVar(&f.podCIDRLimit6, "pod-cidr-limit-v6", 44, "shortest prefix length of an IPv6 pod CIDR a VitalsCluster may claim (44: a /43 is refused; 0: no limit)")
 	fl.DurationVar(&f.accessInterval, "access-interval", time.Minute, "how often each VitalsCluster's credentials and resources are proven again")
 	fl.IntVar(&f.accessWorkers, "access-workers", operator.DefaultAccessWorkers, "how many clusters the access controller proves at once")
 	fl.BoolVar(&f.sharding, "sharding", false, "every replica acts, on the VitalsClusters of the UID hash ranges it holds through Leases (no leader election)")
@@ -391,7 +392,8 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	o.WorkloadQPS, o.WorkloadBurst = f.workloadQPS, f.workloadBurst
 	o.CloudQPS, o.CloudBurst = float64(f.cloudQPS), f.cloudBurst
 	o.TrustedNamespaces, o.TrustedAuthURLs = f.trustNamespaces, f.trustedAuthURLs
-	o.MaxPodPrefix4, o.MaxPodPrefix6, o.AccessInterval, o.AccessWorkers = f.podCIDRLimit4, f.podCIDRLimit6, f.accessInterval, f.accessWorkers
+	o.MaxPodPrefix4, o.MaxPodPrefix6 = podPrefixLimit(f.podCIDRLimit4), podPrefixLimit(f.podCIDRLimit6)
+	o.AccessInterval, o.AccessWorkers = f.accessInterval, f.accessWorkers
 	if f.sharding {
 		o.LeaderElect = false
 		o.Sharding = &operator.Sharding{Ranges: f.shardRanges, ClientSide: f.shardClientSide,
@@ -484,8 +486,8 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.cloudBurst = op.IntRange("cloud_burst", f.cloudBurst, 1, 10000)
 	f.trustNamespaces = op.List("trust_namespaces", f.trustNamespaces)
 	f.trustedAuthURLs = op.List("trusted_auth_urls", f.trustedAuthURLs)
-	f.podCIDRLimit4 = op.IntRange("pod_cidr_limit_v4", f.podCIDRLimit4, 1, 32)
-	f.podCIDRLimit6 = op.IntRange("pod_cidr_limit_v6", f.podCIDRLimit6, 1, 128)
+	f.podCIDRLimit4 = op.IntRange("pod_cidr_limit_v4", f.podCIDRLimit4, 0, 32)
+	f.podCIDRLimit6 = op.IntRange("pod_cidr_limit_v6", f.podCIDRLimit6, 0, 128)
 	f.accessInterval = op.Seconds("access_interval", f.accessInterval)
 	f.accessWorkers = op.IntRange("access_workers", f.accessWorkers, 1, 100)
 	f.sharding = op.Bool("sharding", f.sharding)
@@ -549,11 +551,11 @@ func (f *operatorFlags) checkSharding(fl *pflag.FlagSet) error {
 
 // checkTenancy validates the trust settings.
 func (f *operatorFlags) checkTenancy() error {
-	if f.podCIDRLimit4 < 1 || f.podCIDRLimit4 > 32 {
-		return &config.Error{Field: "--pod-cidr-limit-v4", Msg: fmt.Sprintf("expected a prefix length from 1 to 32, got %d", f.podCIDRLimit4)}
+	if f.podCIDRLimit4 < 0 || f.podCIDRLimit4 > 32 {
+		return &config.Error{Field: "--pod-cidr-limit-v4", Msg: fmt.Sprintf("expected a prefix length from 0 (no limit) to 32, got %d", f.podCIDRLimit4)}
 	}
-	if f.podCIDRLimit6 < 1 || f.podCIDRLimit6 > 128 {
-		return &config.Error{Field: "--pod-cidr-limit-v6", Msg: fmt.Sprintf("expected a prefix length from 1 to 128, got %d", f.podCIDRLimit6)}
+	if f.podCIDRLimit6 < 0 || f.podCIDRLimit6 > 128 {
+		return &config.Error{Field: "--pod-cidr-limit-v6", Msg: fmt.Sprintf("expected a prefix length from 0 (no limit) to 128, got %d", f.podCIDRLimit6)}
 	}
 	if f.accessInterval < time.Second {
 		return &config.Error{Field: "--access-interval", Msg: fmt.Sprintf("expected at least 1s, got %s", f.accessInterval)}
@@ -570,4 +572,12 @@ func (f *operatorFlags) checkTenancy() error {
 		}
 	}
 	return nil
+}
+
+// podPrefixLimit turns a --pod-cidr-limit-v4/-v6 value into tenancy's: 0 is no limit.
+func podPrefixLimit(flag int) int {
+	if flag == 0 {
+		return tenancy.NoPodPrefixLimit
+	}
+	return flag
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vitalsproject/vitals/operator"
 	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/tenancy"
 )
 
 func writeFile(t *testing.T, name, body string) string {
@@ -186,6 +187,9 @@ func TestOperatorTrustOptions(t *testing.T) {
 		{"file", []string{"--kubeconfig", kc, "--config", ini}, []string{"infra", "platform"}, nil, 16, 44, 30 * time.Second, 20},
 		{"flags win", []string{"--kubeconfig", kc, "--config", ini, "--trust-namespace", "ops", "--trusted-auth-url", "https://keystone.example:5000/v3", "--pod-cidr-limit-v6", "48", "--access-workers", "30"},
 			[]string{"ops"}, []string{"https://keystone.example:5000/v3"}, 16, 48, 30 * time.Second, 30},
+		// 0 is no limit (the chart's podCIDRLimit.v4: 0), never the default.
+		{"0: no limit", []string{"--kubeconfig", kc, "--pod-cidr-limit-v4", "0", "--pod-cidr-limit-v6", "0"}, nil, nil,
+			tenancy.NoPodPrefixLimit, tenancy.NoPodPrefixLimit, time.Minute, 10},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -223,7 +227,7 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 		{"negative remediation budget", "", []string{"--remediation-budget", "-5"}, []string{"--remediation-budget"}},
 		{"zero window", "", []string{"--remediation-window", "0s"}, []string{"--remediation-window"}},
 		{"remediation budget in the file", "[operator]\nremediation_budget = lots\n", nil, []string{"operator.conf:2", "operator.remediation_budget"}},
-		{"pod CIDR limit out of range", "", []string{"--pod-cidr-limit-v4", "40"}, []string{"--pod-cidr-limit-v4", "1 to 32"}},
+		{"pod CIDR limit out of range", "", []string{"--pod-cidr-limit-v4", "40"}, []string{"--pod-cidr-limit-v4", "0 (no limit) to 32"}},
 		{"pod CIDR limit in the file", "[operator]\npod_cidr_limit_v6 = 200\n", nil, []string{"operator.conf:2", "operator.pod_cidr_limit_v6"}},
 		{"not a namespace", "[operator]\ntrust_namespaces = Team_A\n", nil, []string{"--trust-namespace", "Team_A"}},
 		{"not an auth URL", "", []string{"--trusted-auth-url", "keystone:5000"}, []string{"--trusted-auth-url", "http(s) URL"}},
