@@ -20,13 +20,13 @@ vitals-agent: ## build bin/vitals-agent (the node agent alone: no operator, no O
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/vitals-agent ./cmd/vitals-agent
 
 vitals-cni: ## build bin/vitals-cni (the CNI reporter: a delegating CNI plugin, standard library only)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/vitals-cni ./cmd/vitals-cni
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/vitals-cni ./cmd/vitals-cni
 
 vitals-canary: ## build bin/vitals-canary (the agent's pod network canary: standard library and the probes only)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/vitals-canary ./cmd/vitals-canary
 
 healthcheck: ## build bin/healthcheck (static, small)
-	CGO_ENABLED=0 $(GO) build -trimpath -tags nethttpomithttp2 -ldflags '-s -w' -o $(BIN)/healthcheck ./cmd/healthcheck
+	CGO_ENABLED=0 $(GO) build -trimpath -tags nethttpomithttp2 -ldflags '$(LDFLAGS)' -o $(BIN)/healthcheck ./cmd/healthcheck
 
 CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 

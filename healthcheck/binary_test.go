@@ -180,6 +180,7 @@ func TestBinaryLinksOnlyTheStandardLibraryAndChecks(t *testing.T) {
 		"github.com/vitalsproject/vitals/health/checks":    true,
 		"github.com/vitalsproject/vitals/health/checktype": true,
 		"github.com/vitalsproject/vitals/internal/bounded": true,
+		"github.com/vitalsproject/vitals/internal/version": true, // --version: the standard library only
 	}
 	for _, p := range strings.Fields(string(out)) {
 		if !allowed[p] && !strings.HasPrefix(p, "golang.org/x/sys/") {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/vitalsproject/vitals/internal/bounded"
+	"github.com/vitalsproject/vitals/internal/version"
 )
 
 // DefaultConfigPath is the YAML file read when the command runs with no arguments (as
@@ -34,6 +36,10 @@ func Main(ctx context.Context, argv []string, env Env, stdout, stderr io.Writer)
 		if debug {
 			fmt.Fprintf(stderr, "healthcheck: "+format+"\n", a...)
 		}
+	}
+	if len(argv) == 2 && argv[1] == "--version" {
+		fmt.Fprintf(stdout, "%s %s\n", filepath.Base(argv[0]), version.Get().Line())
+		return 0
 	}
 	cs, err := load(ctx, argv, env, logf)
 	if errors.Is(err, ErrHelp) {

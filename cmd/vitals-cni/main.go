@@ -14,7 +14,8 @@
 // `vitals-cni install DIR` copies the binary into DIR (the host's CNI binary directory), replacing an
 // older copy atomically: the chart's init container does this from the agent's image.
 //
-// It imports the standard library and the report client only (docs/agent.md, "The CNI reporter").
+// It imports the standard library, the report client and the version variable only (docs/agent.md, "The CNI
+// reporter"). `vitals-cni --version` prints its version.
 package main
 
 import (
@@ -30,6 +31,7 @@ import (
 	"time"
 
 	"github.com/vitalsproject/vitals/cnireport"
+	"github.com/vitalsproject/vitals/internal/version"
 )
 
 // reportTimeout bounds the report to the agent: a CNI operation must not wait for it.
@@ -40,6 +42,11 @@ const reportTimeout = time.Second
 var supportedVersions = []string{"0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "--version" {
+		// By hand only: a runtime asks CNI_COMMAND=VERSION, with no arguments.
+		fmt.Printf("vitals-cni %s\n", version.Get().Line())
+		return
+	}
 	if len(os.Args) == 3 && os.Args[1] == "install" {
 		if err := install(os.Args[2]); err != nil {
 			fmt.Fprintf(os.Stderr, "vitals-cni: install: %v\n", err)

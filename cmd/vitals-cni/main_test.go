@@ -263,15 +263,24 @@ func TestInstall(t *testing.T) {
 }
 
 // TestStdlibAndReportClientOnly: a CNI plugin runs for every pod; it links nothing but the standard
-// library and the report client.
+// library, the report client and the version variable (itself the standard library only).
 func TestStdlibAndReportClientOnly(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, p := range strings.Fields(string(out)) {
-		if p != "github.com/vitalsproject/vitals/cnireport" && p != "github.com/vitalsproject/vitals/cmd/vitals-cni" {
+		if p != "github.com/vitalsproject/vitals/cnireport" && p != "github.com/vitalsproject/vitals/cmd/vitals-cni" &&
+			p != "github.com/vitalsproject/vitals/internal/version" {
 			t.Errorf("vitals-cni links %s", p)
 		}
+	}
+}
+
+// TestVersionFlag: vitals-cni --version, by hand, prints its version and exits 0.
+func TestVersionFlag(t *testing.T) {
+	out, err := exec.Command("go", "run", ".", "--version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "vitals-cni ") {
+		t.Errorf("vitals-cni --version: %v: %q", err, out)
 	}
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
-	"github.com/vitalsproject/vitals/routes"
 	"github.com/vitalsproject/vitals/tenancy"
 )
 
@@ -34,7 +33,7 @@ import (
 const ExitDebris = 3
 
 type deorbitFlags struct {
-	kubeconfig  string
+	kube        kubeFlags
 	cloud       string
 	clusterName string
 	router      string
@@ -83,11 +82,10 @@ left in the cloud (printed, and in --state).`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the workload cluster (empty: its Kubernetes phases are skipped)")
-	fl.StringVar(&f.cloud, "cloud", "", "cloud of clouds.yaml (default: OS_CLOUD, else OS_* variables)")
-	fl.StringVar(&f.cloud, "os-cloud", "", "alias of --cloud")
+	addKubeFlags(cmd, &f.kube, "the workload cluster", "none: its Kubernetes phases are skipped; with --context, KUBECONFIG")
+	addCloudFlag(cmd, &f.cloud, "cloud of clouds.yaml (default: OS_CLOUD, else OS_* variables)")
 	fl.StringVar(&f.clusterName, "cluster-name", "", "the cluster's name on the cloud side: Cinder CSI's --cluster and the cloud controller manager's --cluster-name (required)")
-	fl.StringVar(&f.router, "router", "", "ID of the router carrying the cluster's pod routes (empty: no routes are removed)")
+	fl.StringVar(&f.router, "router", "", "the router carrying the cluster's pod routes, by its ID or a name unique in the project (empty: no routes are removed)")
 	fl.StringSliceVar(&f.podCIDRs, "pod-cidr", nil, "pod CIDR of the cluster (repeatable; required with --router)")
 	fl.StringSliceVar(&f.protect, "protect", nil, "route DESTINATION[@NEXTHOP] inside the pod CIDRs never removed, like routegc's protectedRoutes (repeatable)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "delete nothing; print what would be deleted")
@@ -99,9 +97,7 @@ left in the cloud (printed, and in --state).`,
 	fl.IntVar(&f.parallel, "parallel-deletes", deorbit.DefaultWorkers, "deletes and reads running at once")
 	fl.IntVar(&f.budget, "budget", deorbit.DefaultBudget, "most deletes issued per step")
 	clirun.AddOutputFlag(cmd, &f.output)
-	clirun.CompleteFiles(cmd, "kubeconfig")
 	clirun.CompleteFiles(cmd, "state", "json")
-	completeClouds(cmd, "cloud", "os-cloud")
 	return cmd
 }
 
@@ -126,9 +122,9 @@ func (f *deorbitFlags) validate() (deorbit.Target, error) {
 	case f.budget < 1 || f.budget > 10000:
 		return t, &config.Error{Field: "--budget", Msg: fmt.Sprintf("expected 1 to 10000, got %d", f.budget)}
 	}
-	pods, err := routes.ParsePrefixes(f.podCIDRs)
+	pods, err := parsePodCIDRs(f.podCIDRs)
 	if err != nil {
-		return t, &config.Error{Field: "--pod-cidr", Msg: err.Error()}
+		return t, err
 	}
 	t.PodCIDRs = pods
 	if t.Protected, err = parseProtect(f.protect); err != nil {
@@ -183,12 +179,12 @@ func (f *deorbitFlags) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	in := deorbit.Input{Target: target, Settings: deorbit.Settings{GiveUpAfter: f.giveUp, UnreachableGracePeriod: f.grace,
 		CloudWaitTimeout: f.cloudWait, Budget: f.budget, DryRun: f.dryRun}}
-	if f.kubeconfig == "" {
+	if f.kube.kubeconfig == "" && f.kube.context == "" {
 		in.SkipWorkload = "no --kubeconfig given"
 	} else {
-		cfg, err := clirun.KubeconfigFile(f.kubeconfig)
+		cfg, err := clirun.LoadKubeconfig(f.kube.kubeconfig, f.kube.context)
 		if err != nil {
-			return &config.Error{File: f.kubeconfig, Field: "--kubeconfig", Msg: err.Error(), Err: err}
+			return err
 		}
 		// every delete goes through the fence the engine puts in its context (Fence below)
 		if wc, err := client.NewWithWatch(cfg, client.Options{Scheme: clientgoscheme.Scheme}); err != nil {
@@ -204,10 +200,16 @@ func (f *deorbitFlags) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	conn, err := openstack.Connect(cctx, openstack.Config{Auth: auth})
+	if err == nil && f.router != "" {
+		// A name is the router of that name in the credentials' project; ownership is then proven by ID.
+		if in.Target.RouterID, err = resolveRouter(cctx, conn, f.router, conn.ProjectID()); err != nil {
+			err = &config.Error{Field: "--router", Msg: err.Error()}
+		}
+	}
 	if err == nil {
 		var scope *tenancy.Scope
 		// The project is the credentials' own, proven as the operator proves a cluster's; the router too.
-		scope, err = tenancy.ScopeOf(cctx, conn, v1alpha1.OpenStackSpec{RouterID: f.router}, "the command's credentials")
+		scope, err = tenancy.ScopeOf(cctx, conn, v1alpha1.OpenStackSpec{RouterID: in.Target.RouterID}, "the command's credentials")
 		if err == nil {
 			in.Cloud = scope.Cloud
 			rep.ProjectID = scope.ProjectID
@@ -215,6 +217,10 @@ func (f *deorbitFlags) run(ctx context.Context, stdout, stderr io.Writer) error 
 		}
 	}
 	cancel()
+	var cerr *config.Error
+	if errors.As(err, &cerr) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("prove the cloud: %w", err)
 	}
@@ -246,7 +252,10 @@ func (f *deorbitFlags) run(ctx context.Context, stdout, stderr io.Writer) error 
 			return exitError{code: ExitDebris, err: fmt.Errorf("gave up after %s with %d resources left", f.giveUp, len(st.Debris))}
 		case res.Release:
 			return report(DeorbitDone, func() {
-				fmt.Fprintf(out, "done: the cloud confirmed every resource of %s gone (%d tracked) in %s\n", f.clusterName, st.Counts.Total, clk.Now().Sub(begin).Round(time.Second))
+				fmt.Fprintf(out, "done in %s: %s\n", clk.Now().Sub(begin).Round(time.Second), deorbitSummary(f.clusterName, st))
+				if countState(st.Resources, v1alpha1.DeorbitKept) > 0 {
+					printResources(out, "kept in the cloud (excluded, or a volume its PersistentVolume retains)", st.Resources, v1alpha1.DeorbitKept)
+				}
 			})
 		}
 		if !backoff.Sleep(ctx, clk, time.Until(res.Next)) {
@@ -375,3 +384,24 @@ type exitError struct {
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 func (e exitError) ExitCode() int { return e.code }
+
+// deorbitSummary says what a finished run did: the resources the cloud confirmed gone, and those it kept
+// (excluded, retained): a kept volume is not gone.
+func deorbitSummary(cluster string, st *v1alpha1.DeorbitStatus) string {
+	gone, kept := countState(st.Resources, v1alpha1.DeorbitGone), countState(st.Resources, v1alpha1.DeorbitKept)
+	if kept == 0 {
+		return fmt.Sprintf("the cloud confirmed every resource of %s gone (%d)", cluster, gone)
+	}
+	return fmt.Sprintf("the cloud confirmed %d resource(s) of %s gone; %d kept, not deleted (below)", gone, cluster, kept)
+}
+
+// countState counts the resources of rs in state.
+func countState(rs []v1alpha1.DeorbitResource, state string) int {
+	n := 0
+	for _, r := range rs {
+		if r.State == state {
+			n++
+		}
+	}
+	return n
+}

@@ -33,7 +33,7 @@ import (
 const ExitDoctorFailed = 1
 
 type doctorFlags struct {
-	kubeconfig      string
+	kube            kubeFlags
 	namespace       string
 	cloud           string
 	trustNamespaces []string
@@ -41,6 +41,7 @@ type doctorFlags struct {
 	podCIDRLimit4   int
 	podCIDRLimit6   int
 	allowInsecure   bool
+	allowLocal      bool
 	allowLoopback   bool
 	quotaThreshold  int
 	timeout         time.Duration
@@ -67,33 +68,33 @@ func newDoctorCommand() *cobra.Command {
   quota-block-storage  Cinder's volumes, snapshots and gigabytes: for information (deorbit only deletes
                        them), a warning at most
   quota-load-balancer  Octavia's load balancers: for information, as Cinder's
-  workload             its kubeconfig Secret is accepted and the workload API answers with it
+  workload             its kubeconfig Secret is accepted and the workload API answers with it (skipped
+                       without spec.kubeconfigSecretRef, unless --allow-local-workload)
 
 A check that cannot run because an earlier one failed is skipped; so is a quota check whose service
 has no quota API, is not in the catalog, or does not let the credentials read the quotas (the reason
 says which). Exit codes: 0 no check failed (warnings included), 1 a check failed, 2 bad flags or
 configuration.`,
-		Example: "  vitals doctor prod-eu -n clusters\n  vitals doctor prod-eu -n clusters --cloud prod --trust-namespace clusters -o json",
+		Example: "  vitals doctor prod-eu -n clusters\n  vitals doctor prod-eu -n clusters --context mgmt --os-cloud prod --trust-namespace clusters -o json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0])
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster holding the VitalsCluster (default: in-cluster, then KUBECONFIG)")
+	addKubeFlags(cmd, &f.kube, "the cluster holding the VitalsCluster", "in-cluster, then KUBECONFIG")
 	fl.StringVarP(&f.namespace, "namespace", "n", "", "namespace of the VitalsCluster (required)")
-	fl.StringVar(&f.cloud, "cloud", "", "the operator's own credentials: cloud of clouds.yaml (default: OS_CLOUD, else OS_* variables; none: only credentials Secrets)")
+	addCloudFlag(cmd, &f.cloud, "the operator's own credentials: cloud of clouds.yaml (default: OS_CLOUD, else OS_* variables; none: only credentials Secrets)")
 	fl.StringArrayVar(&f.trustNamespaces, "trust-namespace", nil, "namespace whose VitalsClusters may use the operator's credentials, as the operator's flag")
 	fl.StringArrayVar(&f.trustedAuthURLs, "trusted-auth-url", nil, "Keystone URL prefix trusted for credentials Secrets, as the operator's flag")
 	fl.IntVar(&f.podCIDRLimit4, "pod-cidr-limit-v4", 12, "shortest IPv4 pod CIDR prefix, as the operator's flag (0: no limit)")
 	fl.IntVar(&f.podCIDRLimit6, "pod-cidr-limit-v6", 44, "shortest IPv6 pod CIDR prefix, as the operator's flag (0: no limit)")
 	fl.BoolVar(&f.allowInsecure, "allow-insecure-workload", false, "accept insecure workload kubeconfigs, as the operator's flag")
+	fl.BoolVar(&f.allowLocal, "allow-local-workload", false, "a VitalsCluster without spec.kubeconfigSecretRef is the cluster of --kubeconfig, as the operator's flag (default: its workload check is skipped)")
 	fl.BoolVar(&f.allowLoopback, "allow-loopback-workload", false, "accept workload kubeconfigs whose server is on a loopback address, as the operator's flag")
 	fl.IntVar(&f.quotaThreshold, "quota-threshold", 80, "percent of a quota in use from which the quota checks warn (1 to 100)")
 	fl.DurationVar(&f.timeout, "timeout", time.Minute, "time limit of all checks")
 	clirun.AddOutputFlag(cmd, &f.output)
-	clirun.CompleteFiles(cmd, "kubeconfig")
-	completeClouds(cmd, "cloud")
 	// NAME and --namespace complete from the cluster of --kubeconfig (else in-cluster, then KUBECONFIG).
 	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 || f.namespace == "" {
@@ -134,7 +135,7 @@ func (f *doctorFlags) completeNames(ctx context.Context, list client.ObjectList,
 
 // client connects to the cluster holding the VitalsClusters.
 func (f *doctorFlags) client() (client.Client, error) {
-	rc, err := restConfig(f.kubeconfig, "", "", "")
+	rc, err := restConfig(f.kube, "", "", "")
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +297,19 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 		rep.Checks = append(rep.Checks, quotaChecks(ctx, scope.Cloud, float64(f.quotaThreshold)/100)...)
 	}
 
-	wl, err := workload.NewManager(workload.Options{Secrets: c, Checks: remediation.NewChecks(clock.RealClock{}),
+	if vc.Spec.KubeconfigSecretRef == nil && !f.allowLocal {
+		// Not a failure: the operator serves such a cluster without its workload (flight and deorbit's
+		// Kubernetes phases wait for a kubeconfig), unless it runs with --allow-local-workload.
+		add("workload", "skipped", "spec.kubeconfigSecretRef is not set: the operator reaches no workload cluster for it (unless it runs with "+
+			"--allow-local-workload, the chart's operator.workload.allowLocal); give --allow-local-workload to check the cluster of --kubeconfig as that one", "")
+		return
+	}
+	local, err := restConfig(f.kube, "", "", "")
+	if err != nil {
+		add("workload", "failed", err.Error(), "")
+		return
+	}
+	wl, err := workload.NewManager(workload.Options{Secrets: c, Checks: remediation.NewChecks(clock.RealClock{}), AllowLocal: f.allowLocal, Local: local,
 		Rules: workload.KubeconfigRules{AllowInsecure: f.allowInsecure, AllowLoopback: f.allowLoopback}, UserAgent: "vitals-doctor", Logger: log})
 	if err != nil {
 		add("workload", "failed", err.Error(), "")

@@ -15,8 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
@@ -32,7 +30,7 @@ import (
 // operatorFlags are the flags of `vitals operator`; each overrides the configuration file.
 type operatorFlags struct {
 	configFile              string
-	kubeconfig              string
+	kube                    kubeFlags
 	namespace               string
 	healthPort              int
 	healthBind              string
@@ -223,7 +221,7 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.configFile, "config", "", "oslo-style INI configuration file ([kubernetes], [neutron]/[keystone_authtoken], [health_server], [operator])")
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster holding the VitalsCluster resources (default: in-cluster, then KUBECONFIG)")
+	addKubeFlags(cmd, &f.kube, "the cluster holding the VitalsCluster resources", "[kubernetes] kubeconfig, in-cluster, then KUBECONFIG")
 	fl.StringVar(&f.namespace, "namespace", "", "watch Clusters in this namespace only (default: all)")
 	fl.IntVar(&f.healthPort, "health-port", 8082, "port of the health server (/livez, /readyz, /alive, /ready)")
 	fl.StringVar(&f.healthBind, "health-bind-address", "", "address the health server binds to (default: all)")
@@ -232,7 +230,7 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader on a Lease; other replicas stand by")
 	fl.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the pod's, else default)")
 	fl.StringVar(&f.leaderElectionID, "leader-election-id", "vitals-operator", "name of the Lease")
-	fl.StringVar(&f.cloud, "cloud", "", "cloud of clouds.yaml holding the operator's OpenStack credentials (default: OS_CLOUD)")
+	addCloudFlag(cmd, &f.cloud, "cloud of clouds.yaml holding the operator's OpenStack credentials (default: OS_CLOUD, else OS_* variables)")
 	fl.DurationVar(&f.routegcInterval, "routegc-interval", v1alpha1.DefaultInterval, "route collector interval for Clusters that set none")
 	fl.IntVar(&f.routegcBudget, "routegc-budget", v1alpha1.DefaultBudget, "route removals per pass for clusters that set none (0: none)")
 	fl.IntVar(&f.routegcWorkers, "routegc-workers", operator.DefaultRouteGCWorkers, "how many clusters the route collector serves at once")
@@ -275,8 +273,6 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.BoolVar(&f.clusterMetrics, "cluster-metrics", true, "export vitals_cluster_condition{vitalscluster,type,status} from the cache at each scrape (3 series per condition per cluster)")
 	f.log = clirun.AddLogFlags(cmd, "text")
 	clirun.CompleteFiles(cmd, "config", "conf", "ini")
-	clirun.CompleteFiles(cmd, "kubeconfig")
-	completeClouds(cmd, "cloud")
 	return cmd
 }
 
@@ -405,7 +401,7 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	case !errors.Is(err, openstack.ErrNoCredentials):
 		return o, err
 	}
-	rc, err := restConfig(f.kubeconfig, apiRoot, tokenFile, caFile)
+	rc, err := restConfig(f.kube, apiRoot, tokenFile, caFile)
 	if err != nil {
 		return o, err
 	}
@@ -426,7 +422,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	for _, key := range k.Unknown("kubeconfig", "api_root", "token_file", "ssl_ca_crt_file", "namespace") {
 		ignored = append(ignored, "kubernetes."+key)
 	}
-	f.kubeconfig = k.String("kubeconfig", f.kubeconfig)
+	f.kube.kubeconfig = k.String("kubeconfig", f.kube.kubeconfig)
 	f.namespace = k.String("namespace", f.namespace)
 	if v := k.String("api_root", ""); v != "" {
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -500,34 +496,6 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.kubernetesMetricNames = op.Bool("kubernetes_metric_names", f.kubernetesMetricNames)
 	f.clusterMetrics = op.Bool("cluster_metrics", f.clusterMetrics)
 	return k.String("api_root", ""), k.String("token_file", ""), k.String("ssl_ca_crt_file", ""), ignored
-}
-
-// restConfig finds the Kubernetes configuration: an explicit kubeconfig, Kuryr's api_root with a
-// token file, in-cluster, then KUBECONFIG / ~/.kube/config.
-func restConfig(kubeconfig, apiRoot, tokenFile, caFile string) (*rest.Config, error) {
-	switch {
-	case kubeconfig != "":
-		c, err := clirun.KubeconfigFile(kubeconfig)
-		if err != nil {
-			return nil, &config.Error{File: kubeconfig, Msg: fmt.Sprintf("read kubeconfig: %v", err), Err: err}
-		}
-		return c, nil
-	case apiRoot != "":
-		c := &rest.Config{Host: apiRoot, BearerTokenFile: tokenFile}
-		c.TLSClientConfig.CAFile = caFile
-		if err := clirun.CheckRESTFiles(c); err != nil {
-			return nil, &config.Error{Field: "[kubernetes]", Msg: err.Error(), Err: err}
-		}
-		return c, nil
-	}
-	if c, err := rest.InClusterConfig(); err == nil {
-		return c, nil
-	}
-	c, err := clirun.Kubeconfig(clientcmd.NewDefaultClientConfigLoadingRules())
-	if err != nil {
-		return nil, &config.Error{Field: "--kubeconfig", Msg: "no Kubernetes configuration: not in a cluster, and no --kubeconfig, [kubernetes] kubeconfig or KUBECONFIG: " + strings.TrimSpace(err.Error()), Err: err}
-	}
-	return c, nil
 }
 
 // checkSharding validates the sharding settings: --sharding turns leader election off, unless it was

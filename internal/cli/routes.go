@@ -37,7 +37,11 @@ type routesAuditFlags struct {
 	sources  []string
 	timeout  time.Duration
 	output   string
+	exitCode bool
 }
+
+// ExitOrphaned is the exit code of `vitals routes audit --exit-code` when a route is orphaned.
+const ExitOrphaned = 3
 
 func newRoutesAuditCommand() *cobra.Command {
 	f := &routesAuditFlags{}
@@ -57,9 +61,11 @@ collector (the operator's routegc controller) would decide for each route:
 With -o json or -o yaml the same analysis is printed as data (router, sources, routes with their
 verdicts, counts) for scripts.
 
-Credentials: --cloud (clouds.yaml) or OS_CLOUD, else OS_* variables. Exit code 0 even when routes are
-orphaned; 1 when the reads fail or look incomplete; 2 for bad flags.`,
+Credentials: --os-cloud (clouds.yaml) or OS_CLOUD, else OS_* variables. Exit codes: 0 the router was
+read (orphaned routes or not; with --exit-code, none orphaned); 1 the reads failed or look incomplete;
+2 bad flags; 3 with --exit-code, a route is orphaned (for scripts and CI, as git diff --exit-code).`,
 		Example: "  vitals routes audit --router r1 --pod-cidr 198.19.0.0/16\n" +
+			"  vitals routes audit --os-cloud prod --router prod-eu --pod-cidr 198.19.0.0/16 --exit-code -o json > audit.json\n" +
 			"  vitals routes audit --router r1 --pod-cidr 198.19.0.0/16 -o json | jq '.routes[] | select(.verdict == \"orphaned\")'",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -67,17 +73,17 @@ orphaned; 1 when the reads fail or look incomplete; 2 for bad flags.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.router, "router", "", "ID (or unique name) of the router (required)")
+	fl.StringVar(&f.router, "router", "", "the router, by its ID or a name unique in the project (required)")
 	fl.StringSliceVar(&f.podCIDRs, "pod-cidr", nil, "pod CIDR of the cluster (repeatable; required)")
-	fl.StringVar(&f.cloud, "cloud", "", "cloud of clouds.yaml (default: OS_CLOUD, else OS_* variables)")
+	addCloudFlag(cmd, &f.cloud, "cloud of clouds.yaml (default: OS_CLOUD, else OS_* variables)")
 	fl.StringVar(&f.project, "project", "", "project whose ports and servers hold live nexthops (default: the credentials' project)")
 	fl.StringVar(&f.subnet, "subnet", "", "ID of the nodes' subnet (optional sanity check)")
 	fl.StringSliceVar(&f.protect, "protect", nil, "protected route DESTINATION[@NEXTHOP] (repeatable)")
 	fl.StringSliceVar(&f.sources, "sources", []string{"ports", "servers"}, "address sources: ports and/or servers")
 	fl.DurationVar(&f.timeout, "timeout", time.Minute, "time limit of the reads")
+	fl.BoolVar(&f.exitCode, "exit-code", false, "exit with 3 when a route is orphaned (default: 0 whatever the verdicts)")
 	clirun.AddOutputFlag(cmd, &f.output)
 	clirun.CompleteValues(cmd, "sources", "ports", "servers")
-	completeClouds(cmd, "cloud")
 	return cmd
 }
 
@@ -91,9 +97,9 @@ func (f *routesAuditFlags) run(ctx context.Context, cmd *cobra.Command) error {
 	if len(f.podCIDRs) == 0 {
 		return clirun.Usagef("--pod-cidr is required (the cluster's pod network, e.g. 198.19.0.0/16)")
 	}
-	pods, err := routes.ParsePrefixes(f.podCIDRs)
+	pods, err := parsePodCIDRs(f.podCIDRs)
 	if err != nil {
-		return &config.Error{Field: "--pod-cidr", Msg: err.Error()}
+		return err
 	}
 	protected, err := parseProtect(f.protect)
 	if err != nil {
@@ -137,7 +143,13 @@ func (f *routesAuditFlags) run(ctx context.Context, cmd *cobra.Command) error {
 	if err := WriteRouteAudit(cmd.OutOrStdout(), f.output, snap, plan); err != nil {
 		return err
 	}
-	return aerr
+	if aerr != nil {
+		return aerr
+	}
+	if f.exitCode && plan.Counts.Orphaned > 0 {
+		return exitError{code: ExitOrphaned, err: fmt.Errorf("router %s: %d orphaned route(s) in the pod CIDRs (--exit-code)", snap.Router.ID, plan.Counts.Orphaned)}
+	}
+	return nil
 }
 
 // resolveRouter accepts a router ID or a name unique in the project.
@@ -246,11 +258,26 @@ func WriteRouteAudit(w io.Writer, output string, snap *routes.Snapshot, plan rou
 	})
 }
 
+// parsePodCIDRs reads --pod-cidr values: networks, refused with host bits set (198.19.0.1/16 is a typo
+// for 198.19.0.0/16 or for a host route, and the routes a command judges or removes depend on which).
+func parsePodCIDRs(list []string) ([]netip.Prefix, error) {
+	for _, s := range list {
+		if p, err := netip.ParsePrefix(strings.TrimSpace(s)); err == nil && p.Masked() != p {
+			return nil, &config.Error{Field: "--pod-cidr", Msg: fmt.Sprintf("%s has host bits set: expected the network %s (as spec.podCIDRs, which the API server checks the same way)", s, p.Masked())}
+		}
+	}
+	pods, err := routes.ParsePrefixes(list)
+	if err != nil {
+		return nil, &config.Error{Field: "--pod-cidr", Msg: err.Error()}
+	}
+	return pods, nil
+}
+
 // cliAuth finds OpenStack credentials for a one-shot command: --cloud or OS_CLOUD, else OS_*.
 func cliAuth(cloud string) (openstack.Auth, error) {
 	a, err := openstack.PickAuth(openstack.AuthSources{Cloud: cloud})
 	if errors.Is(err, openstack.ErrNoCredentials) {
-		return a, &config.Error{Field: "--cloud", Msg: "no OpenStack credentials: give --cloud (clouds.yaml), OS_CLOUD, or OS_AUTH_URL and the other OS_* variables"}
+		return a, &config.Error{Field: "--os-cloud", Msg: "no OpenStack credentials: give --os-cloud (a cloud of clouds.yaml: OS_CLIENT_CONFIG_FILE, ./clouds.yaml, ~/.config/openstack/ or /etc/openstack/), OS_CLOUD, or OS_AUTH_URL and the other OS_* variables (an openrc file)"}
 	}
 	return a, err
 }

@@ -76,3 +76,17 @@ func FromBuildInfo(v string, bi *debug.BuildInfo) Info {
 	}
 	return in
 }
+
+// Line is the one-line form of --version: "v1.2.3 (commit 0123abc, go1.26.8)"; the commit is marked
+// (modified) when the tree had changes, and left out when the build did not record it.
+func (in Info) Line() string {
+	s := in.Version + " ("
+	if in.Commit != "" {
+		s += "commit " + in.Commit
+		if in.Modified {
+			s += " (modified)"
+		}
+		s += ", "
+	}
+	return s + in.GoVersion + ")"
+}

@@ -17,12 +17,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/quotasets"
@@ -99,6 +102,15 @@ current-context: c
 		Controllers:         v1alpha1.ControllersSpec{Flight: v1alpha1.FlightSpec{MaxRoutes: ptr.To[int32](1)}},
 	}}
 	if err := c.Create(context.Background(), tight); err != nil {
+		t.Fatal(err)
+	}
+	// A cluster without a workload kubeconfig: the operator serves it without its workload cluster.
+	nokube := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nokube"}, Spec: v1alpha1.ClusterSpec{
+		OpenStack: v1alpha1.OpenStackSpec{CredentialsSecretRef: &v1alpha1.SecretKeyRef{Name: "creds"},
+			RouterID: n.Router, NetworkID: n.Network, SubnetID: n.Subnet},
+		PodCIDRs: []v1alpha1.CIDR{"198.23.0.0/16"},
+	}}
+	if err := c.Create(context.Background(), nokube); err != nil {
 		t.Fatal(err)
 	}
 
@@ -201,6 +213,26 @@ current-context: c
 		t.Errorf("doctor quota (near): exit %d, ok %t, quota-network %+v, want exit 0 with a QuotaNear warning\n%s", code, rep.OK, n, out)
 	}
 
+	// No workload kubeconfig: its workload check is skipped, which fails nothing; with
+	// --allow-local-workload the cluster of --kubeconfig is its workload cluster, and is checked.
+	code, rep, out = doctor("nokube", "-o", "json")
+	if r := results(rep); code != 0 || !rep.OK || r["workload"].Result != "skipped" || !strings.Contains(r["workload"].Detail, "--allow-local-workload") || r["cloud"].Result != "ok" {
+		t.Errorf("doctor nokube: exit %d, checks %+v\n%s", code, rep.Checks, out)
+	}
+	code, rep, out = doctor("nokube", "--allow-local-workload", "-o", "json")
+	if r := results(rep); code != 0 || r["workload"].Result != "ok" {
+		t.Errorf("doctor nokube --allow-local-workload: exit %d, workload %+v\n%s", code, r["workload"], out)
+	}
+
+	// --context picks the kubeconfig's context, as kubectl's: a kubeconfig whose current context is a
+	// server that does not answer works with --context naming the good one.
+	two := doctorTwoContexts(t, kubeconfig)
+	var cout, cerr bytes.Buffer
+	if code := cli.Main([]string{"doctor", "good", "--kubeconfig", two, "--context", "test", "-n", ns, "--allow-loopback-workload",
+		"--trusted-auth-url", env.AuthURL, "--timeout", "30s", "-o", "json"}, &cout, &cerr); code != 0 {
+		t.Errorf("doctor --context test: exit %d\n%s%s", code, cout.String(), cerr.String())
+	}
+
 	code, rep, out = doctor("missing", "-o", "json")
 	if r := results(rep); code != cli.ExitDoctorFailed || r["cluster"].Result != "failed" || r["cloud"].Result != "skipped" {
 		t.Errorf("doctor missing: exit %d, checks %+v\n%s", code, rep.Checks, out)
@@ -228,12 +260,38 @@ current-context: c
 		}
 		return strings.Split(strings.TrimSpace(out.String()), "\n")
 	}
-	if got := complete("-n", ns, ""); !slices.Equal(got, []string{"foreign", "good", "quota", "tight", ":4"}) {
+	if got := complete("-n", ns, ""); !slices.Equal(got, []string{"foreign", "good", "nokube", "quota", "tight", ":4"}) {
 		t.Errorf("__complete doctor -n %s '': %q, want the namespace's VitalsClusters", ns, got)
 	}
 	if got := complete("-n", ""); !slices.Contains(got, ns) || !slices.Contains(got, "default") {
 		t.Errorf("__complete doctor -n '': %q, want the namespaces (%s among them)", got, ns)
 	}
+}
+
+// doctorTwoContexts writes a copy of kubeconfig whose current context is "broken" (a server that does not
+// answer) and whose context "test" is the original's.
+func doctorTwoContexts(t *testing.T, kubeconfig string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := cfg.Contexts[cfg.CurrentContext]
+	if orig == nil {
+		t.Fatalf("%s has no current context", kubeconfig)
+	}
+	broken := clientcmdapi.NewCluster()
+	broken.Server = "https://127.0.0.1:1"
+	cfg.Clusters["broken"] = broken
+	bc := orig.DeepCopy()
+	bc.Cluster = "broken"
+	cfg.Contexts["broken"], cfg.Contexts["test"] = bc, orig
+	cfg.CurrentContext = "broken"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // doctorSetQuotas sets, as admin, project's Neutron quota of networks to the one network it holds

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/vitalsproject/vitals/agent"
 	"github.com/vitalsproject/vitals/config"
@@ -23,6 +22,7 @@ type agentFlags struct {
 	configFile string
 	socketMode string
 	canaryMode string
+	context    string
 	log        *clirun.LogFlags
 	opts       agent.Options
 }
@@ -88,6 +88,7 @@ then from flags, which win.`,
 	fs.DurationVar(&o.ComponentTimeout, "component-timeout", o.ComponentTimeout, "a component that has not beaten for this long is dead")
 	fs.DurationVar(&o.DrainDelay, "drain-delay", o.DrainDelay, "on SIGTERM, fail readiness and keep serving this long")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig (empty: in-cluster, or $KUBECONFIG)")
+	clirun.AddContextFlag(cmd, &f.context, &o.Kubeconfig)
 	c := &o.Connectivity
 	fs.StringVar(&c.Netns, "connectivity-netns", c.Netns, "network namespace on the pod network to probe from (empty: the agent's; entering one needs CAP_SYS_ADMIN)")
 	fs.StringSliceVar(&c.Pods, "connectivity-pod", c.Pods, "ip:port of a pod on another node to connect to over TCP (repeatable)")
@@ -167,12 +168,10 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 	}
 	var deps agent.Deps
 	deps.Logger = log
-	if o.WatchEvents || o.NodeConditions || o.Kubeconfig != "" || o.Connectivity.PeerService != "" {
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = o.Kubeconfig
-		cfg, err := clirun.Kubeconfig(rules)
+	if o.WatchEvents || o.NodeConditions || o.Kubeconfig != "" || o.Connectivity.PeerService != "" || f.context != "" {
+		cfg, err := clirun.LoadKubeconfig(o.Kubeconfig, f.context)
 		if err != nil {
-			return &config.Error{File: o.Kubeconfig, Field: "kubeconfig", Msg: fmt.Sprintf("load Kubernetes client configuration: %v", err), Err: err}
+			return err
 		}
 		cfg.UserAgent = "vitals-agent/" + version.Version
 		// One agent per node: keep each one's share of the API server small.

@@ -42,6 +42,7 @@ func Run(root *cobra.Command, args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	root.SilenceUsage, root.SilenceErrors = true, true
+	SetVersion(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError{err} })
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

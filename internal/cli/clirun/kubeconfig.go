@@ -4,11 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
+	"strings"
 
+	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/vitalsproject/vitals/config"
 	"github.com/vitalsproject/vitals/internal/bounded"
 )
 
@@ -23,6 +27,14 @@ func KubeconfigFile(path string) (*rest.Config, error) {
 // (certificate authority, client certificate and key, token file), which client-go opens to validate the
 // configuration. A named pipe there used to hang the command, /dev/zero to fill its memory.
 func Kubeconfig(rules *clientcmd.ClientConfigLoadingRules) (*rest.Config, error) {
+	return KubeconfigContext(rules, "")
+}
+
+// ErrNoContext is wrapped by KubeconfigContext's error for a context the kubeconfig does not have.
+var ErrNoContext = errors.New("no context")
+
+// loadBounded is rules.Load with every kubeconfig file checked by bounded.Check first.
+func loadBounded(rules *clientcmd.ClientConfigLoadingRules) (*clientcmdapi.Config, error) {
 	paths := rules.GetLoadingPrecedence()
 	if rules.ExplicitPath != "" {
 		paths = []string{rules.ExplicitPath}
@@ -32,11 +44,39 @@ func Kubeconfig(rules *clientcmd.ClientConfigLoadingRules) (*rest.Config, error)
 			return nil, err
 		}
 	}
-	kc, err := rules.Load()
+	return rules.Load()
+}
+
+// KubeconfigContexts lists the contexts of the kubeconfig of rules, sorted (for --context's completion).
+func KubeconfigContexts(rules *clientcmd.ClientConfigLoadingRules) ([]string, error) {
+	kc, err := loadBounded(rules)
 	if err != nil {
 		return nil, err
 	}
-	if rules.ExplicitPath == "" && clientcmdapi.IsConfigEmpty(kc) {
+	names := make([]string, 0, len(kc.Contexts))
+	for name := range kc.Contexts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// KubeconfigContext is Kubeconfig with the context context (kubectl's --context; "": the current-context).
+// A context the kubeconfig does not have is an error wrapping ErrNoContext that lists the ones it has.
+func KubeconfigContext(rules *clientcmd.ClientConfigLoadingRules, context string) (*rest.Config, error) {
+	kc, err := loadBounded(rules)
+	if err != nil {
+		return nil, err
+	}
+	if context != "" && kc.Contexts[context] == nil {
+		names := make([]string, 0, len(kc.Contexts))
+		for name := range kc.Contexts {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		return nil, fmt.Errorf("%w %q (its contexts: %s); list them with kubectl config get-contexts", ErrNoContext, context, strings.Join(names, ", "))
+	}
+	if context == "" && rules.ExplicitPath == "" && clientcmdapi.IsConfigEmpty(kc) {
 		if cfg, err := rest.InClusterConfig(); err == nil {
 			return cfg, CheckRESTFiles(cfg)
 		}
@@ -51,7 +91,7 @@ func Kubeconfig(rules *clientcmd.ClientConfigLoadingRules) (*rest.Config, error)
 			return nil, err
 		}
 	}
-	return clientcmd.NewNonInteractiveClientConfig(*kc, "", &clientcmd.ConfigOverrides{}, rules).ClientConfig()
+	return clientcmd.NewNonInteractiveClientConfig(*kc, context, &clientcmd.ConfigOverrides{}, rules).ClientConfig()
 }
 
 func checkReferences(what string, refs []*string) error {
@@ -81,4 +121,40 @@ func CheckRESTFiles(cfg *rest.Config) error {
 		}
 	}
 	return nil
+}
+
+// LoadKubeconfig reads the client configuration of a kubeconfig (the file given, else KUBECONFIG or
+// ~/.kube/config) and context (empty: its current-context), as KubeconfigContext does, for a command's
+// --kubeconfig and --context: its *config.Error names the flag, the file and, for a context the file does
+// not have, the contexts it has.
+func LoadKubeconfig(kubeconfig, context string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	c, err := KubeconfigContext(rules, context)
+	if err == nil {
+		return c, nil
+	}
+	where := kubeconfig
+	if where == "" {
+		where = strings.Join(rules.GetLoadingPrecedence(), ":")
+	}
+	if errors.Is(err, ErrNoContext) {
+		return nil, &config.Error{Field: "--context", Msg: fmt.Sprintf("kubeconfig %s: %v", where, err), Err: err}
+	}
+	return nil, &config.Error{File: kubeconfig, Field: "--kubeconfig", Msg: fmt.Sprintf("read kubeconfig %s: %s", where, strings.TrimSpace(err.Error())), Err: err}
+}
+
+// AddContextFlag adds kubectl's --context to cmd, bound to context, completing the contexts of the
+// kubeconfig *kubeconfig names (else KUBECONFIG or ~/.kube/config).
+func AddContextFlag(cmd *cobra.Command, context, kubeconfig *string) {
+	cmd.Flags().StringVar(context, "context", "", "context of the kubeconfig to use (default: its current-context)")
+	Must(cmd, "context", cmd.RegisterFlagCompletionFunc("context", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = *kubeconfig
+		names, err := KubeconfigContexts(rules)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}))
 }

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/vitalsproject/vitals/config"
 	"github.com/vitalsproject/vitals/internal/bounded"
 )
 
@@ -68,5 +69,50 @@ current-context: x
 	rules = &clientcmd.ClientConfigLoadingRules{Precedence: []string{filepath.Join(dir, "missing"), good}}
 	if cfg, err := Kubeconfig(rules); err != nil || cfg.KeyFile != filepath.Join(dir, "key.pem") {
 		t.Fatalf("Kubeconfig(KUBECONFIG) = %+v, %v", cfg, err)
+	}
+}
+
+const twoContexts = `apiVersion: v1
+kind: Config
+clusters:
+  - {name: mgmt, cluster: {server: "https://mgmt.example:6443"}}
+  - {name: dev, cluster: {server: "https://dev.example:6443"}}
+users: [{name: u, user: {token: t}}]
+contexts:
+  - {name: mgmt, context: {cluster: mgmt, user: u}}
+  - {name: dev, context: {cluster: dev, user: u}}
+current-context: dev
+`
+
+// TestLoadKubeconfig: --context picks the kubeconfig's context; a context it lacks is a --context error
+// listing the ones it has; a missing file names the file.
+func TestLoadKubeconfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte(twoContexts), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ context, host, err string }{
+		{"", "https://dev.example:6443", ""},
+		{"mgmt", "https://mgmt.example:6443", ""},
+		{"prod", "", `"prod" (its contexts: dev, mgmt)`},
+	} {
+		c, err := LoadKubeconfig(path, tc.context)
+		switch {
+		case tc.err != "":
+			var cerr *config.Error
+			if !errors.As(err, &cerr) || cerr.Field != "--context" || !errors.Is(err, ErrNoContext) || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), path) {
+				t.Errorf("context %q: %v, want a --context error saying %q and naming %s", tc.context, err, tc.err, path)
+			}
+		case err != nil || c.Host != tc.host:
+			t.Errorf("context %q: %v, host %v; want %s", tc.context, err, c, tc.host)
+		}
+	}
+	if names, err := KubeconfigContexts(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}); err != nil || strings.Join(names, ",") != "dev,mgmt" {
+		t.Errorf("contexts: %v %v", names, err)
+	}
+	absent := filepath.Join(t.TempDir(), "absent")
+	var cerr *config.Error
+	if _, err := LoadKubeconfig(absent, ""); !errors.As(err, &cerr) || cerr.Field != "--kubeconfig" || !strings.Contains(err.Error(), absent) {
+		t.Errorf("an absent kubeconfig: %v, want a --kubeconfig error naming it", err)
 	}
 }

@@ -54,3 +54,13 @@ func WriteVersion(w io.Writer, binary string, in version.Info, output string) er
 		return err
 	})
 }
+
+// SetVersion gives root a --version flag (cobra's): "<binary> <version> (commit <commit>, <go version>)",
+// the first lines of the version command in one line, exit 0.
+func SetVersion(root *cobra.Command) {
+	if root.Version != "" {
+		return
+	}
+	root.Version = version.Get().Line()
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+}
