@@ -21,8 +21,9 @@ import (
 	"github.com/vitalsproject/vitals/internal/testenv"
 )
 
-// chartAlertValues enables every alert of the chart (the defaults otherwise: the unit tests expect them).
-const chartAlertValues = "agent:\n  enabled: true\nmetrics:\n  prometheusRule: {enabled: true}\n"
+// chartAlertValues enables every alert of the chart (the defaults otherwise: the unit tests expect them):
+// the agent, and the chart's ServiceMonitors (the absent() alerts need the chart's own scrape).
+const chartAlertValues = "agent:\n  enabled: true\nmetrics:\n  serviceMonitor: {enabled: true}\n  prometheusRule: {enabled: true}\n"
 
 // chartRuleGroups renders the chart's PrometheusRule and returns its spec as a Prometheus rules file.
 func chartRuleGroups(t *testing.T, helm string) (rulesFile []byte, alerts []string) {
@@ -122,7 +123,8 @@ func TestChartAlertRules(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"VitalsClusterStuckDeleting", "VitalsDeorbitDebrisLeft", "VitalsOrphanedRoutes",
-		"VitalsRemediationBudgetExhausted", "VitalsAgentDown", "VitalsNodePodNetworkUnhealthy"} {
+		"VitalsRemediationBudgetExhausted", "VitalsAgentDown", "VitalsNodePodNetworkUnhealthy", "VitalsOperatorAbsent",
+		"VitalsAgentAbsent", "VitalsClusterPassesFailing"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("the chart defines no %s (alerts: %v)", want, alerts)
 		}
@@ -149,6 +151,53 @@ func TestChartAlertRulesDeletingFor(t *testing.T) {
 		out, err := chartTemplate(t, helm, "vitals-system", "metrics:\n  prometheusRule:\n    enabled: true\n    deletingFor: \""+bad+"\"\n")
 		if err == nil || !strings.Contains(out, "deletingFor") {
 			t.Errorf("deletingFor %q: err %v, want a refusal naming deletingFor:\n%s", bad, err, out)
+		}
+	}
+}
+
+// TestChartAlertRunbooks: every alert of the chart carries a runbook_url, metrics.prometheusRule.runbookURL
+// with the alert's name in lower case as the anchor, and docs/runbooks.md has that section (a heading
+// named after the alert, whose anchor GitHub makes the same lower-case name).
+func TestChartAlertRunbooks(t *testing.T) {
+	helm := testenv.Helm(t)
+	doc, err := os.ReadFile(filepath.Join(opRepoRoot(), "docs", "runbooks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^## (\S+)$`).FindAllStringSubmatch(string(doc), -1) {
+		sections[strings.ToLower(m[1])] = true
+	}
+	for _, base := range []string{"", "https://wiki.example/vitals/runbooks"} {
+		values := chartAlertValues
+		want := "https://github.com/vitalsproject/vitals/blob/main/docs/runbooks.md"
+		if base != "" {
+			values = strings.Replace(values, "prometheusRule: {enabled: true}", "prometheusRule: {enabled: true, runbookURL: \""+base+"\"}", 1)
+			want = base
+		}
+		rules := chartFind(chartObjects(t, helm, values), "PrometheusRule")
+		if len(rules) != 1 {
+			t.Fatalf("%d PrometheusRules rendered", len(rules))
+		}
+		groups, _, _ := unstructured.NestedSlice(rules[0].Object, "spec", "groups")
+		n := 0
+		for _, g := range groups {
+			rs, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+			for _, r := range rs {
+				rule := r.(map[string]any)
+				alert, _ := rule["alert"].(string)
+				url, _, _ := unstructured.NestedString(rule, "annotations", "runbook_url")
+				if url != want+"#"+strings.ToLower(alert) {
+					t.Errorf("alert %s: runbook_url %q, want %s#%s", alert, url, want, strings.ToLower(alert))
+				}
+				if !sections[strings.ToLower(alert)] {
+					t.Errorf("alert %s: docs/runbooks.md has no section \"## %s\"", alert, alert)
+				}
+				n++
+			}
+		}
+		if n < 12 {
+			t.Errorf("%d alerts checked, want every alert of the chart (12)", n)
 		}
 	}
 }

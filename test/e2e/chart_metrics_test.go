@@ -192,6 +192,8 @@ var (
 	promGrouping = regexp.MustCompile(`\b(?:by|without)\s*\(([^)]*)\)`)
 	labelValues  = regexp.MustCompile(`label_values\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{[^}]*\})?\s*,\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\)`)
 	labelRef     = regexp.MustCompile(`\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)`)
+	// The last four arguments of label_replace: "dst", "replacement", "src", "regex".
+	labelReplaceDst = regexp.MustCompile(`,\s*"([a-zA-Z_][a-zA-Z0-9_]*)",\s*"[^"]*",\s*"[^"]*",\s*"[^"]*"\s*\)`)
 )
 
 // promLabels checks one PromQL expression against the code's metrics: every metric it names is exported,
@@ -304,7 +306,7 @@ func dashboardQueries(t *testing.T, data string) []string {
 func TestChartMonitoringNamesExported(t *testing.T) {
 	helm := testenv.Helm(t)
 	metrics := codeMetrics(t)
-	objs := chartObjects(t, helm, "agent:\n  enabled: true\nmetrics:\n  prometheusRule: {enabled: true}\n  dashboard: {enabled: true}\n")
+	objs := chartObjects(t, helm, "agent:\n  enabled: true\nmetrics:\n  serviceMonitor: {enabled: true}\n  prometheusRule: {enabled: true}\n  dashboard: {enabled: true}\n")
 
 	alerts := 0
 	for _, u := range chartFind(objs, "PrometheusRule") {
@@ -316,6 +318,10 @@ func TestChartMonitoringNamesExported(t *testing.T) {
 				expr, _ := rule["expr"].(string)
 				where := "alert " + rule["alert"].(string)
 				by := promLabels(t, metrics, where, expr)
+				// label_replace(v, "dst", "replacement", "src", "regex") adds dst.
+				for _, m := range labelReplaceDst.FindAllStringSubmatch(expr, -1) {
+					by = append(by, m[1])
+				}
 				alerts++
 				// Its annotations may only name labels the expression keeps.
 				labels, _ := rule["labels"].(map[string]any)

@@ -148,7 +148,7 @@ func TestOperatorChartServerSideDryRun(t *testing.T) {
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			args := []string{"template", release, chartDir(), "--namespace", ns, "--include-crds"}
+			args := append([]string{"template", release, chartDir(), "--namespace", ns, "--include-crds"}, chartMonitoringAPIs...)
 			if v.values != "" {
 				f := filepath.Join(t.TempDir(), "values.yaml")
 				if err := os.WriteFile(f, []byte(v.values), 0o600); err != nil {

@@ -21,7 +21,7 @@ import (
 func chartTemplate(t *testing.T, helm, ns, values string) (string, error) {
 	t.Helper()
 	dir := t.TempDir()
-	args := []string{"template", "vitals", chartDir(), "--namespace", ns}
+	args := append([]string{"template", "vitals", chartDir(), "--namespace", ns}, chartMonitoringAPIs...)
 	if values != "" {
 		f := filepath.Join(dir, "values.yaml")
 		if err := os.WriteFile(f, []byte(values), 0o600); err != nil {
@@ -32,6 +32,11 @@ func chartTemplate(t *testing.T, helm, ns, values string) (string, error) {
 	out, err := helmCmd(t, helm, args...).CombinedOutput()
 	return string(out), err
 }
+
+// chartMonitoringAPIs tell helm template that the cluster serves the Prometheus Operator's kinds, as one
+// with its CRDs does (the chart renders each monitoring object only where its kind is served).
+var chartMonitoringAPIs = []string{"--api-versions", "monitoring.coreos.com/v1/ServiceMonitor",
+	"--api-versions", "monitoring.coreos.com/v1/PodMonitor", "--api-versions", "monitoring.coreos.com/v1/PrometheusRule"}
 
 func chartObjects(t *testing.T, helm, values string) []*unstructured.Unstructured {
 	t.Helper()

@@ -1,28 +1,85 @@
+{{/* The app's name: the label app.kubernetes.io/name ("vitals"; nameOverride). */}}
+{{- define "vitals.name" -}}
+{{- .Values.nameOverride | default .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The prefix of every object's name: fullnameOverride, else the release's name (with nameOverride:
+     <release>-<nameOverride>, unless the release's name holds it already). The operator's objects are
+     <fullname>-operator, the agent's <fullname>-agent. */}}
+{{- define "vitals.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 54 | trimSuffix "-" -}}
+{{- else if and .Values.nameOverride (not (contains .Values.nameOverride .Release.Name)) -}}
+{{- printf "%s-%s" .Release.Name .Values.nameOverride | trunc 54 | trimSuffix "-" -}}
+{{- else -}}
+{{- .Release.Name | trunc 54 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Name of the operator's objects. */}}
 {{- define "vitals.operator.name" -}}
-{{- printf "%s-operator" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-operator" (include "vitals.fullname" .) -}}
+{{- end -}}
+
+{{/* An image reference: (list $image $defaultRepository $defaultTag): repository@digest when a digest is
+     given, else repository:tag. */}}
+{{- define "vitals.imageRef" -}}
+{{- $image := index . 0 | default dict -}}
+{{- $repo := $image.repository | default (index . 1) -}}
+{{- if $image.digest -}}
+{{- printf "%s@%s" $repo $image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repo ($image.tag | default (index . 2)) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Image of the operator. */}}
 {{- define "vitals.image" -}}
-{{- $image := .Values.image | default dict -}}
-{{- printf "%s:%s" ($image.repository | default "vitalsproject/vitals") ($image.tag | default .Chart.AppVersion | default "latest") -}}
+{{- include "vitals.imageRef" (list .Values.image "vitalsproject/vitals" (.Chart.AppVersion | default "latest")) -}}
+{{- end -}}
+
+{{/* Labels every object of the chart carries (commonLabels added). */}}
+{{- define "vitals.commonLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Labels of objects of no component (the alert rules, the dashboard). */}}
+{{- define "vitals.labels" -}}
+app.kubernetes.io/name: {{ include "vitals.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{ include "vitals.commonLabels" . }}
 {{- end -}}
 
 {{/* Labels of the operator's objects. */}}
 {{- define "vitals.operator.labels" -}}
-app.kubernetes.io/name: vitals
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/component: operator
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{ include "vitals.operator.selector" . }}
+{{ include "vitals.commonLabels" . }}
 {{- end -}}
 
+{{/* The operator's selector: never changes across upgrades (a Deployment's selector is immutable). */}}
 {{- define "vitals.operator.selector" -}}
-app.kubernetes.io/name: vitals
+app.kubernetes.io/name: {{ include "vitals.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: operator
 {{- end -}}
+
+{{/* imagePullSecrets of the pods: global.imagePullSecrets (an umbrella chart's) and imagePullSecrets,
+     each {name: ...} or a name. */}}
+{{- define "vitals.imagePullSecrets" -}}
+{{- $secrets := concat ((.Values.global | default dict).imagePullSecrets | default list) (.Values.imagePullSecrets | default list) -}}
+{{- if $secrets -}}
+imagePullSecrets:
+{{- range $secrets }}
+  - name: {{ if kindIs "string" . }}{{ . }}{{ else }}{{ .name }}{{ end }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
 
 {{/* A value that may be 0 or false: (list $map "key" $default) gives $map.key when it is set (also to 0,
      false or ""), else the default. "default" would turn a 0 into the default. */}}
@@ -36,16 +93,29 @@ app.kubernetes.io/component: operator
 {{- end -}}
 {{- end -}}
 
-{{/* Labels of the agent's objects. */}}
+{{/* The agent's selector: never changes across upgrades (a DaemonSet's selector is immutable). */}}
 {{- define "vitals.agent.selector" -}}
-app.kubernetes.io/name: vitals
+app.kubernetes.io/name: {{ include "vitals.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: agent
 {{- end -}}
 
+{{/* Labels of the agent's objects. */}}
+{{- define "vitals.agent.labels" -}}
+{{ include "vitals.agent.selector" . }}
+{{ include "vitals.commonLabels" . }}
+{{- end -}}
+
 {{/* Name of the agent's objects. */}}
 {{- define "vitals.agent.name" -}}
-{{- printf "%s-agent" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-agent" (include "vitals.fullname" .) -}}
+{{- end -}}
+
+{{/* Whether the cluster serves a Prometheus Operator kind ("true" or ""): (list $ "ServiceMonitor"). helm
+     template asks no cluster: give --api-versions monitoring.coreos.com/v1 there. */}}
+{{- define "vitals.hasMonitoringKind" -}}
+{{- $ := index . 0 -}}
+{{- if $.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" (index . 1)) }}true{{ end -}}
 {{- end -}}
 
 {{/* Whether the agent is enabled ("true" or ""). */}}
