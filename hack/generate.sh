@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Generates the VitalsCluster resource's deepcopy functions (api/v1alpha1/zz_generated.deepcopy.go) and its CRD
-# (deploy/crds/) with controller-gen, then copies the CRD into the Helm chart, and renders the chart's defaults
-# into the plain manifests (deploy/manifests/operator.yaml) with helm template.
+# (deploy/crds/) with controller-gen, then copies the CRD into the Helm chart, writes its API reference
+# (docs/api.md, hack/api-docs.sh), and renders the chart's defaults into the plain manifests
+# (deploy/manifests/operator.yaml) with helm template.
 # Run after changing anything under api/ or deploy/chart/. Needs only the Go toolchain (controller-gen and helm
 # are built from their modules, pinned; the first run takes a few minutes, later runs reuse them).
-# Usage: hack/generate.sh [manifests]   (manifests: only re-render deploy/manifests/operator.yaml)
+# Usage: hack/generate.sh [manifests|api]   (manifests: only re-render deploy/manifests/operator.yaml; api: only
+# write docs/api.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = api ]; then
+  exec hack/api-docs.sh
+fi
 if [ "${1:-}" != manifests ]; then
   CONTROLLER_TOOLS_VERSION=${CONTROLLER_TOOLS_VERSION:-v0.21.0}
   CACHE=${VITALS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vitals}
@@ -26,6 +31,7 @@ if [ "${1:-}" != manifests ]; then
     cp "$f" deploy/chart/vitals/crds/
   done
   echo "generate: wrote api/v1alpha1/zz_generated.deepcopy.go and $(ls deploy/crds/*.yaml | tr '\n' ' ')" >&2
+  hack/api-docs.sh
 fi
 
 # The plain manifests: a header, the Namespace, then helm template of the chart's defaults (release "vitals").

@@ -27,6 +27,8 @@ PKGS=(
   bc curl openssl wrk hyperfine iproute2 libcap2-bin
   # the CA bundle the release image carries (make ca-bundle, deploy/Dockerfile)
   ca-certificates
+  # renders the pictures of docs/ (hack/render-docs.sh; a test checks the committed SVG is current)
+  graphviz
 )
 
 missing() {

@@ -203,3 +203,10 @@ func hostPort(raw string) (string, error) {
 // StateDir returns the directory of the test services' state (configurations, logs), where the env file lives:
 // $VITALS_TESTENV_DIR, else .testenv at the repository root. Empty when unknown.
 func StateDir() string { return load().dir }
+
+// Unavailable skips t (fails it when VITALS_TESTENV_REQUIRED=1) because a tool or service it needs is
+// missing; the message says what and how to get it.
+func Unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	unavailable(t, format, args...)
+}
