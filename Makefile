@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X github.com/vitalsproject/vitals/internal/version.Version=$(VERSION) -X github.com/vitalsproject/vitals/internal/version.Commit=$(COMMIT)
 
-.PHONY: help build ca-bundle vitals vitals-agent vitals-cni vitals-canary healthcheck cloudsim test test-short lint demo testenv-up testenv-down testenv-status clean
+.PHONY: help build release ca-bundle vitals vitals-agent vitals-cni vitals-canary healthcheck cloudsim test test-short lint demo testenv-up testenv-down testenv-status clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -27,6 +27,9 @@ vitals-canary: ## build bin/vitals-canary (the agent's pod network canary: stand
 
 healthcheck: ## build bin/healthcheck (static, small)
 	CGO_ENABLED=0 $(GO) build -trimpath -tags nethttpomithttp2 -ldflags '$(LDFLAGS)' -o $(BIN)/healthcheck ./cmd/healthcheck
+
+release: ## the chart package and the operator's and agent's images (linux/amd64, linux/arm64) as OCI archives in _out/release (hack/release.sh)
+	hack/release.sh
 
 CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 

@@ -25,7 +25,7 @@ PKGS=(
   containerd runc containernetworking-plugins iptables
   # tools for scripts, tests and benchmarks
   bc curl openssl wrk hyperfine iproute2 libcap2-bin
-  # the CA bundle the release image carries (make ca-bundle, deploy/Dockerfile)
+  # the CA bundle the release image carries (make ca-bundle, deploy/Dockerfile, make release)
   ca-certificates
   # renders the pictures of docs/ (hack/render-docs.sh; a test checks the committed SVG is current)
   graphviz
