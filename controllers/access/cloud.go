@@ -38,6 +38,19 @@ func (cr cloudResult) apply(o *pass.Owned) {
 	o.Conditions = append(o.Conditions, metav1.Condition{Type: v1alpha1.ConditionCloudVerified, Status: status, Reason: cr.reason, Message: cr.message})
 }
 
+// result is the proof's result as a pass's metrics count it: ok when the cloud was verified, aborted when
+// it could not be asked (nothing proven either way), error when tenancy refused the cluster.
+func (cr cloudResult) result() string {
+	switch {
+	case cr.reason == tenancy.ReasonVerified:
+		return pass.ResultOK
+	case cr.keep:
+		return pass.ResultAborted
+	default:
+		return pass.ResultError
+	}
+}
+
 // verifyCloud resolves c's tenancy, sets the cloud check and records an Event when the result changed.
 func (r *Reconciler) verifyCloud(ctx context.Context, c *v1alpha1.VitalsCluster) cloudResult {
 	key := client.ObjectKeyFromObject(c)

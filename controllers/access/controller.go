@@ -43,6 +43,11 @@ type Options struct {
 	// its cloud and workload access until it is gone (deorbit uses them). False: the finalizer goes at
 	// once on deletion.
 	Deorbit bool
+	// Metrics count the proofs as the other controllers count their passes (vitals_access_passes_total,
+	// vitals_access_pass_duration_seconds, vitals_access_last_success_timestamp_seconds; nil: not
+	// registered). A proof is ok when the cloud was verified, error when tenancy refused the cluster,
+	// aborted when the cloud could not be asked.
+	Metrics *pass.Metrics
 }
 
 // New returns the access controller. d.Workload (nil: WorkloadReachable is not reported) connects each
@@ -53,6 +58,9 @@ func New(d *pass.Deps, o Options) (*Reconciler, error) {
 	}
 	if o.Interval <= 0 {
 		o.Interval = DefaultInterval
+	}
+	if o.Metrics == nil {
+		o.Metrics = pass.NewMetrics(Name, nil)
 	}
 	return &Reconciler{d: d, o: o}, nil
 }
@@ -108,8 +116,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("set the finalizer of cluster %s: %w", req.NamespacedName, err)
 	}
+	start := r.d.Clock.Now()
 	cloud := r.verifyCloud(ctx, &c)
 	wl := r.reachWorkload(ctx, &c)
+	end := r.d.Clock.Now()
+	r.o.Metrics.Observe(req.NamespacedName, cloud.result(), end.Sub(start), end)
 	own := pass.Owned{Owner: Name, Fields: []string{Name, "projectID"}, Types: []string{v1alpha1.ConditionCloudVerified, v1alpha1.ConditionWorkloadReachable}}
 	own.Status.Access = &v1alpha1.AccessStatus{ControllerStatus: v1alpha1.ControllerStatus{ObservedGeneration: c.Generation}}
 	own.Status.ProjectID = c.Status.ProjectID
@@ -143,6 +154,7 @@ func (r *Reconciler) release(ctx context.Context, c *v1alpha1.VitalsCluster) err
 }
 
 func (r *Reconciler) forget(key types.NamespacedName) {
+	r.o.Metrics.Forget(key)
 	r.d.Tenancy.Forget(key)
 	if r.d.Workload != nil {
 		r.d.Workload.Forget(key)

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,17 +53,19 @@ func TestReconcile(t *testing.T) {
 		wantProject string
 		wantEvents  int
 		wantCheck   bool // the cloud check passes
+		// proofs counted by result (vitals_access_passes_total)
+		wantPasses map[string]float64
 	}{
-		{"verified", []error{nil}, tenancy.ReasonVerified, metav1.ConditionTrue, "p1", 1, true},
-		{"verified twice: one event", []error{nil, nil}, tenancy.ReasonVerified, metav1.ConditionTrue, "p1", 1, true},
+		{"verified", []error{nil}, tenancy.ReasonVerified, metav1.ConditionTrue, "p1", 1, true, map[string]float64{pass.ResultOK: 1}},
+		{"verified twice: one event", []error{nil, nil}, tenancy.ReasonVerified, metav1.ConditionTrue, "p1", 1, true, map[string]float64{pass.ResultOK: 2}},
 		{"refused", []error{&tenancy.Refusal{Reason: tenancy.ReasonForeignResource, Message: "router r9 is not in project p1"}},
-			tenancy.ReasonForeignResource, metav1.ConditionFalse, "", 1, false},
+			tenancy.ReasonForeignResource, metav1.ConditionFalse, "", 1, false, map[string]float64{pass.ResultError: 1}},
 		{"verified, then foreign: the project is no longer proven", []error{nil, &tenancy.Refusal{Reason: tenancy.ReasonForeignProject, Message: "x"}},
-			tenancy.ReasonForeignProject, metav1.ConditionFalse, "", 2, false},
+			tenancy.ReasonForeignProject, metav1.ConditionFalse, "", 2, false, map[string]float64{pass.ResultOK: 1, pass.ResultError: 1}},
 		{"verified, then unavailable: the last proof stays", []error{nil, unavailable},
-			tenancy.ReasonCloudUnavailable, metav1.ConditionFalse, "p1", 2, false},
+			tenancy.ReasonCloudUnavailable, metav1.ConditionFalse, "p1", 2, false, map[string]float64{pass.ResultOK: 1, pass.ResultAborted: 1}},
 		{"a plain error is CloudUnavailable", []error{errors.New("list clusters: timeout")},
-			tenancy.ReasonCloudUnavailable, metav1.ConditionFalse, "", 1, false},
+			tenancy.ReasonCloudUnavailable, metav1.ConditionFalse, "", 1, false, map[string]float64{pass.ResultAborted: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,8 +73,12 @@ func TestReconcile(t *testing.T) {
 			res := &resolver{}
 			rec := events.NewFakeRecorder(10)
 			checks := remediation.NewChecks(nil)
-			r := newReconciler(t, &pass.Deps{Client: c, Tenancy: res, Checks: checks,
-				Recorder: func(string) events.EventRecorder { return rec }, Clock: clocktesting.NewFakeClock(time.Now())})
+			m := pass.NewMetrics(Name, prometheus.NewRegistry())
+			r, err := New(&pass.Deps{Client: c, Tenancy: res, Checks: checks,
+				Recorder: func(string) events.EventRecorder { return rec }, Clock: clocktesting.NewFakeClock(time.Now())}, Options{Metrics: m})
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, err := range tc.results {
 				res.err = err
 				out, rerr := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
@@ -97,6 +106,14 @@ func TestReconcile(t *testing.T) {
 			r2, ok := checks.Get(key, remediation.CheckCloud)
 			if !ok || (r2.Err == nil) != tc.wantCheck {
 				t.Errorf("cloud check %+v (reported %v), want passing %v", r2, ok, tc.wantCheck)
+			}
+			for _, result := range []string{pass.ResultOK, pass.ResultAborted, pass.ResultError} {
+				if got := testutil.ToFloat64(m.Passes.WithLabelValues(key.String(), result)); got != tc.wantPasses[result] {
+					t.Errorf("%s proofs counted: %v, want %v", result, got, tc.wantPasses[result])
+				}
+			}
+			if got, want := testutil.CollectAndCount(m.LastSuccess), min(1, int(tc.wantPasses[pass.ResultOK])); got != want {
+				t.Errorf("%d last-success series, want %d", got, want)
 			}
 		})
 	}
@@ -172,6 +189,7 @@ func TestReconcileDeletion(t *testing.T) {
 	checks := remediation.NewChecks(nil)
 	checks.Set(key, remediation.CheckCloud, nil)
 	r := newReconciler(t, &pass.Deps{Client: c, Tenancy: res, Checks: checks})
+	r.o.Metrics.Observe(key, pass.ResultOK, time.Second, time.Now()) // an earlier proof
 	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
 		t.Fatal(err)
 	}
@@ -183,6 +201,9 @@ func TestReconcileDeletion(t *testing.T) {
 	}
 	if _, ok := checks.Get(key, remediation.CheckCloud); ok {
 		t.Errorf("the cloud check is still kept")
+	}
+	if n := testutil.CollectAndCount(r.o.Metrics.Passes) + testutil.CollectAndCount(r.o.Metrics.LastSuccess); n != 0 {
+		t.Errorf("%d proof series of the deleted cluster kept", n)
 	}
 	// A cluster already gone is forgotten too.
 	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {

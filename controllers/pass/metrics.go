@@ -43,7 +43,9 @@ func NewMetrics(controller string, reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) observe(key types.NamespacedName, result string, took time.Duration, end time.Time) {
+// Observe counts one pass of key that ended at end after took, with result (ResultOK, ResultAborted,
+// ResultError); an ok pass sets the cluster's LastSuccess.
+func (m *Metrics) Observe(key types.NamespacedName, result string, took time.Duration, end time.Time) {
 	m.Passes.WithLabelValues(key.String(), result).Inc()
 	m.PassSeconds.WithLabelValues(result).Observe(took.Seconds())
 	if result == ResultOK {
@@ -53,7 +55,8 @@ func (m *Metrics) observe(key types.NamespacedName, result string, took time.Dur
 
 func (m *Metrics) repair(repair, outcome string) { m.Repairs.WithLabelValues(repair, outcome).Inc() }
 
-func (m *Metrics) forget(key types.NamespacedName) {
+// Forget drops the series of a cluster that is gone.
+func (m *Metrics) Forget(key types.NamespacedName) {
 	l := prometheus.Labels{"vitalscluster": key.String()}
 	m.Passes.DeletePartialMatch(l)
 	m.LastSuccess.DeletePartialMatch(l)

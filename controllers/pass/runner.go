@@ -236,7 +236,7 @@ func (r *Runner[S, T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	defer cancel()
 	o := r.pass(pctx, &c, s, now)
 	end := r.d.Clock.Now()
-	r.metrics.observe(key, o.result, end.Sub(now), end)
+	r.metrics.Observe(key, o.result, end.Sub(now), end)
 	if err := r.write(ctx, &c, o); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -482,7 +482,7 @@ func (r *Runner[S, T]) settle(ctx context.Context, c *v1alpha1.VitalsCluster, re
 
 func (r *Runner[S, T]) forget(key types.NamespacedName) {
 	r.due.drop(key)
-	r.metrics.forget(key)
+	r.metrics.Forget(key)
 	r.d.Policy.Forget(key)
 	if f, ok := r.ctl.(interface{ Forget(types.NamespacedName) }); ok {
 		f.Forget(key)
