@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vitalsproject/vitals/internal/benchproc"
 	"github.com/vitalsproject/vitals/internal/cloudsim"
 )
 
@@ -122,7 +123,7 @@ func run(o options) error {
 	st := sim.Stats()
 	res := result{Projects: o.projects, Servers: st.Servers, Volumes: st.Volumes, Ports: st.Ports, Routes: st.Routes,
 		Clients: o.clients, SeedSeconds: seedTime.Seconds(), HeapInuseMiB: float64(ms.HeapInuse) / (1 << 20),
-		RSSMiB: float64(rss) / (1 << 20), Seconds: elapsed.Seconds(), LoadAvg: loadAvg()}
+		RSSMiB: float64(rss) / (1 << 20), Seconds: elapsed.Seconds(), LoadAvg: benchproc.LoadAvg()}
 	for _, k := range kinds {
 		res.Calls = append(res.Calls, summarize(k.name, lat[k.name], elapsed))
 	}
@@ -318,17 +319,4 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// loadAvg is the first three fields of /proc/loadavg: the machine's load while measuring.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -206,7 +206,7 @@ func run(ctx context.Context, o options) (*findings, error) {
 	s.sim.ClearFaults()
 	s.proxy.Keystone().Clear()
 	s.log.Info("soak settling", "after", time.Since(began).Round(time.Second))
-	sleep(ctx, 2*o.lease)
+	benchproc.Sleep(ctx, 2*o.lease)
 	for _, p := range s.replicas {
 		_ = p.Signal(syscall.SIGCONT)
 	}
@@ -333,7 +333,7 @@ func (s *soak) chaos(ctx context.Context) {
 	every := func(name string, mean time.Duration, f func(context.Context)) {
 		wg.Go(func() {
 			for {
-				if !sleep(ctx, s.jitter(mean)) {
+				if !benchproc.Sleep(ctx, s.jitter(mean)) {
 					return
 				}
 				f(ctx)
@@ -392,7 +392,7 @@ func (s *soak) cloudFault(ctx context.Context) {
 		if err := s.proxy.Keystone().Add(faultproxy.Rule{Name: name, Path: svc.prefix, Fault: faultproxy.Reset()}); err == nil {
 			s.count("resets")
 			s.log.Info("fault: connection resets", "service", svc.name, "for", d)
-			sleep(ctx, d)
+			benchproc.Sleep(ctx, d)
 			s.proxy.Keystone().Remove(name)
 		}
 	}
@@ -408,7 +408,7 @@ func (s *soak) freeze(ctx context.Context) {
 	}
 	from := time.Now()
 	s.log.Info("fault: replica frozen", "replica", p.identity, "for", d)
-	sleep(context.WithoutCancel(ctx), d) // always continued
+	benchproc.Sleep(context.WithoutCancel(ctx), d) // always continued
 	_ = p.Signal(syscall.SIGCONT)
 	s.mu.Lock()
 	s.freezes = append(s.freezes, span{Who: p.identity, From: from, To: time.Now()})
@@ -423,7 +423,7 @@ func (s *soak) restartAPIServer(ctx context.Context) {
 	if out, err := exec.Command(s.o.kubeScript, "stop", s.o.kubeState).CombinedOutput(); err != nil {
 		s.log.Warn("kube-apiserver stop failed", "err", err, "output", string(out))
 	}
-	sleep(context.WithoutCancel(ctx), down)
+	benchproc.Sleep(context.WithoutCancel(ctx), down)
 	if out, err := exec.Command(s.o.kubeScript, "start", s.o.kubeState).CombinedOutput(); err != nil {
 		s.log.Error("kube-apiserver start failed", "err", err, "output", string(out))
 	}
@@ -488,7 +488,7 @@ func (s *soak) pause(ctx context.Context) {
 	s.pauses = append(s.pauses, span{Who: c.Name, From: from})
 	s.mu.Unlock()
 	s.count("pauses")
-	sleep(context.WithoutCancel(ctx), time.Duration(20+s.intN(41))*time.Second)
+	benchproc.Sleep(context.WithoutCancel(ctx), time.Duration(20+s.intN(41))*time.Second)
 	// the pause holds until the annotation is gone: a failed removal is retried, and the span ends after it
 	for {
 		if err := s.annotate(context.Background(), c, v1alpha1.AnnotationPaused, ""); err == nil {
@@ -519,7 +519,7 @@ func (s *soak) exclude(ctx context.Context) {
 	s.mu.Lock()
 	c.Excluded = excluded
 	s.mu.Unlock()
-	sleep(ctx, 3*time.Second) // past the fences' live reads before the route exists
+	benchproc.Sleep(ctx, 3*time.Second) // past the fences' live reads before the route exists
 	routes, _, ok := s.sim.Router(c.Router)
 	if !ok || slices.Contains(routes, rt) {
 		return
@@ -594,7 +594,7 @@ func (s *soak) watchLeases(ctx context.Context, path string) (*[]leaseObs, func(
 	go func() {
 		defer close(done)
 		defer out.Close()
-		for sleep(ctx, 250*time.Millisecond) {
+		for benchproc.Sleep(ctx, 250*time.Millisecond) {
 			var list coordinationv1.LeaseList
 			lctx, lcancel := context.WithTimeout(ctx, 2*time.Second)
 			err := s.kc.List(lctx, &list, client.InNamespace(s.ns), client.MatchingLabels{sharding.LabelRole: "range"})
@@ -739,30 +739,10 @@ func (s *soak) report(f *findings, reqs []cloudsim.Request, leases []leaseObs, t
 		"writes_by_kind": f.ByKind, "faults": s.faults, "freezes_total_seconds": frozen.Seconds(),
 		"longest_freeze_seconds": longest.Seconds(), "lease_versions": len(leases), "takeovers": takeovers,
 		"orphans_added": s.orphans, "clusters_deleted": deleted, "clusters_released": gone,
-		"violations": len(f.Violations), "load_avg": loadAvg(),
+		"violations": len(f.Violations), "load_avg": benchproc.LoadAvg(),
 	}
 	b, _ := json.Marshal(sum)
 	fmt.Printf("soak: %s\n", b)
-}
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
-}
-
-// sleep waits d or until ctx ends; false when ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // retry runs f until it succeeds or ctx ends, a second apart (the apiserver may be restarting).
@@ -772,7 +752,7 @@ func retry(ctx context.Context, f func() error) error {
 		if err = f(); err == nil {
 			return nil
 		}
-		if !sleep(ctx, time.Second) {
+		if !benchproc.Sleep(ctx, time.Second) {
 			return err
 		}
 	}
