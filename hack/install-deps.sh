@@ -27,6 +27,8 @@ PKGS=(
   bc curl openssl wrk hyperfine iproute2 libcap2-bin
   # the CA bundle the release image carries (make ca-bundle, deploy/Dockerfile, make release)
   ca-certificates
+  # pushes the release's OCI archives to a registry (docs/getting-started.md, run by its test)
+  skopeo
   # renders the pictures of docs/ (hack/render-docs.sh; a test checks the committed SVG is current)
   graphviz
 )
