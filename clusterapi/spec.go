@@ -83,6 +83,7 @@ func Spec(cl *clusterv1.Cluster, osc *infrav1.OpenStackCluster, cloudName string
 	s.KubeconfigSecretRef = &v1alpha1.SecretKeyRef{Name: cl.Name + KubeconfigSuffix, Key: KubeconfigKey}
 	s.OpenStack = v1alpha1.OpenStackSpec{
 		CredentialsSecretRef: &v1alpha1.SecretKeyRef{Name: id.Name, Key: CloudsYAMLKey},
+		CACertKey:            CACertKey,
 		Cloud:                id.CloudName,
 		RouterID:             st.Router.ID,
 		NetworkID:            st.Network.ID,

@@ -34,6 +34,7 @@ func TestSpec(t *testing.T) {
 		KubeconfigSecretRef: &v1alpha1.SecretKeyRef{Name: "prod-kubeconfig", Key: "value"},
 		OpenStack: v1alpha1.OpenStackSpec{
 			CredentialsSecretRef: &v1alpha1.SecretKeyRef{Name: "prod-cloud-config", Key: "clouds.yaml"},
+			CACertKey:            "cacert",
 			Cloud:                "openstack", RouterID: "router-1", NetworkID: "net-1", SubnetID: "subnet-1",
 			SecurityGroupID: "sg-worker", ClusterName: "kubernetes",
 		},

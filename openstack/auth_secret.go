@@ -31,6 +31,17 @@ var cloudFileKeys = []string{"cacert", "cert", "key", "profile", "cloud"}
 // names it in errors, e.g. "secret team-a/openstack key clouds.yaml". Errors are *config.Error values
 // that say where and what was expected, and never hold any part of data.
 func AuthFromSecretCloudsYAML(data []byte, cloud, source string) (Auth, error) {
+	return authFromSecret(data, cloud, source, "")
+}
+
+// AuthFromSecretCloudsYAMLWithCA is AuthFromSecretCloudsYAML with the CA bundle given apart (caPEM, PEM), as
+// CAPO's identity Secret holds it under its own key: the cloud entry's cacert (a path on CAPO's machine, or
+// inline) is then not read. An empty caPEM is AuthFromSecretCloudsYAML.
+func AuthFromSecretCloudsYAMLWithCA(data []byte, cloud, source, caPEM string) (Auth, error) {
+	return authFromSecret(data, cloud, source, caPEM)
+}
+
+func authFromSecret(data []byte, cloud, source, caPEM string) (Auth, error) {
 	fail := func(line int, field, format string, args ...any) (Auth, error) {
 		return Auth{}, &config.Error{File: source, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -64,6 +75,9 @@ func AuthFromSecretCloudsYAML(data []byte, cloud, source string) (Auth, error) {
 	// cacert may hold the CA bundle itself (PEM): that is data, not a file, and is used.
 	if v := config.ValueNode(entry, "cacert"); v != nil && v.Kind == yaml.ScalarNode && strings.HasPrefix(strings.TrimSpace(v.Value), "-----BEGIN") {
 		c.CAPEM = v.Value
+	}
+	if caPEM != "" {
+		c.CAPEM = caPEM
 	}
 	for _, k := range cloudFileKeys {
 		if n := config.KeyNode(entry, k); n != nil && !(k == "cacert" && c.CAPEM != "") {
@@ -148,7 +162,12 @@ func AuthFromSecretCloudsYAML(data []byte, cloud, source string) (Auth, error) {
 		line, at := entry.Line, field+".auth."+ferr.field
 		if ferr.field == "cacert" {
 			at = field + ".cacert"
-			line = config.KeyNode(entry, "cacert").Line
+			if n := config.KeyNode(entry, "cacert"); n != nil && caPEM == "" {
+				line = n.Line
+			}
+			if caPEM != "" {
+				at = "the Secret's CA bundle key"
+			}
 		} else if n := config.KeyNode(auth, ferr.field); n != nil {
 			line = n.Line
 		}

@@ -40,6 +40,8 @@ func TestAuthFromSecretCloudsYAML(t *testing.T) {
 		wantLine  int
 		wantField string
 		wantMsg   string
+		// ca: the CA bundle given apart (CAPO's identity Secret's cacert key)
+		ca string
 	}{
 		{name: "password", data: good},
 		{name: "application credential", data: "clouds:\n  openstack:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://10.0.0.1:5000/v3\n      application_credential_id: abc\n      application_credential_secret: " + secret + "\n"},
@@ -64,6 +66,8 @@ func TestAuthFromSecretCloudsYAML(t *testing.T) {
 		{name: "verify not a bool", data: "clouds:\n  openstack:\n    verify: " + secret + "\n", wantLine: 3, wantField: "clouds.openstack.verify", wantMsg: "not a boolean"},
 		{name: "no auth", data: "clouds:\n  openstack:\n    region_name: " + secret + "\n", wantLine: 3, wantField: "clouds.openstack.auth", wantMsg: "missing"},
 		{name: "no password", data: "clouds:\n  openstack:\n    auth:\n      auth_url: https://k/v3\n      username: " + secret + "\n", wantLine: 3, wantField: "clouds.openstack.auth.password", wantMsg: "missing"},
+		{name: "CA bundle apart, the entry's cacert a path of CAPO's", ca: testCA, data: "clouds:\n  openstack:\n    cacert: /etc/certs/cacert\n    auth:\n      auth_url: https://k:5000/v3\n      user_id: u\n      password: " + secret + "\n      project_id: p\n"},
+		{name: "CA bundle apart that is no certificate", ca: "-----BEGIN CERTIFICATE-----\n" + secret + "\n-----END CERTIFICATE-----\n", data: "clouds:\n  openstack:\n    auth:\n      auth_url: https://k:5000/v3\n      user_id: u\n      password: x\n", wantLine: 3, wantField: "the Secret's CA bundle key", wantMsg: "no PEM certificate"},
 		{name: "no auth_url", data: "clouds:\n  openstack:\n    auth:\n      password: " + secret + "\n", wantLine: 3, wantField: "clouds.openstack.auth.auth_url", wantMsg: "missing"},
 	}
 	const source = "secret ns/creds key clouds.yaml"
@@ -73,7 +77,7 @@ func TestAuthFromSecretCloudsYAML(t *testing.T) {
 			if cloud == "" {
 				cloud = "openstack"
 			}
-			a, err := AuthFromSecretCloudsYAML([]byte(tc.data), cloud, source)
+			a, err := AuthFromSecretCloudsYAMLWithCA([]byte(tc.data), cloud, source, tc.ca)
 			if tc.wantMsg == "" {
 				if err != nil {
 					t.Fatalf("err %v", err)
@@ -81,7 +85,7 @@ func TestAuthFromSecretCloudsYAML(t *testing.T) {
 				if a.Options.IdentityEndpoint == "" || !strings.HasPrefix(a.Source, source) {
 					t.Fatalf("auth %+v", a)
 				}
-				if strings.Contains(tc.data, "cacert") && (a.TLS == nil || a.TLS.RootCAs == nil) {
+				if (strings.Contains(tc.data, "cacert") || tc.ca != "") && (a.TLS == nil || a.TLS.RootCAs == nil) {
 					t.Fatalf("the inline CA bundle is not used: TLS %+v", a.TLS)
 				}
 				return

@@ -204,7 +204,7 @@ func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (C
 		cloud = DefaultCloud
 	}
 	source := fmt.Sprintf("secret %s/%s key %s", c.Namespace, ref.Name, secretKey)
-	id := c.Namespace + "/" + ref.Name + "/" + secretKey + "/" + cloud
+	id := c.Namespace + "/" + ref.Name + "/" + secretKey + "/" + cloud + "/" + c.Spec.OpenStack.CACertKey
 	if conn, ok := v.fresh(key, id); ok {
 		return conn, source + " (cloud " + cloud + ")", nil
 	}
@@ -239,7 +239,11 @@ func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (C
 	}
 	v.mu.Unlock()
 
-	auth, err := openstack.AuthFromSecretCloudsYAML(data, cloud, source)
+	var caPEM string
+	if k := c.Spec.OpenStack.CACertKey; k != "" {
+		caPEM = string(sec.Data[k]) // optional, as in CAPO's identity Secret
+	}
+	auth, err := openstack.AuthFromSecretCloudsYAMLWithCA(data, cloud, source, caPEM)
 	if err != nil {
 		// The parser's errors name the Secret, the line and the field, never a value.
 		return nil, "", &Refusal{Reason: ReasonInvalidCredentials, Message: err.Error()}

@@ -65,6 +65,12 @@ type OpenStackSpec struct {
 	// Empty: the operator's own OpenStack credentials.
 	// +optional
 	CredentialsSecretRef *SecretKeyRef `json:"credentialsSecretRef,omitempty"`
+	// CACertKey is a key of the credentials Secret holding the CA bundle (PEM) the cloud's certificates are
+	// checked with, as CAPO's identity Secret holds it (key cacert): when the Secret has it, the clouds.yaml's
+	// own cacert is not read. A Secret without the key uses its clouds.yaml as it is.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	CACertKey string `json:"caCertKey,omitempty"`
 	// Cloud is the entry of clouds.yaml to use (default: "openstack", or the operator's default).
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
