@@ -9,7 +9,7 @@ import (
 
 func loadBalancerFrom(lb *loadbalancers.LoadBalancer) LoadBalancer {
 	return LoadBalancer{ID: lb.ID, Name: lb.Name, ProjectID: lb.ProjectID, ProvisioningStatus: lb.ProvisioningStatus,
-		OperatingStatus: lb.OperatingStatus, VIPAddress: lb.VipAddress, VIPPortID: lb.VipPortID, Tags: lb.Tags}
+		OperatingStatus: lb.OperatingStatus, VIPAddress: lb.VipAddress, VIPPortID: lb.VipPortID, VIPSubnetID: lb.VipSubnetID, Tags: lb.Tags}
 }
 
 // ListLoadBalancers lists every load balancer matching opts (Name, ProjectID, Tags: all of them),

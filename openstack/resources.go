@@ -205,7 +205,9 @@ type LoadBalancer struct {
 	// VIPPortID is the Neutron port of the VIP (Octavia's own, named octavia-lb-<ID>, unless the
 	// load balancer was created on a given port).
 	VIPPortID string
-	Tags      []string
+	// VIPSubnetID is the subnet of the VIP.
+	VIPSubnetID string
+	Tags        []string
 }
 
 // LoadBalancers lists and deletes load balancers.

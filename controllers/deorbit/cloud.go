@@ -42,8 +42,14 @@ func OwnsLoadBalancerName(cluster, name string) bool {
 	return ok && len(validation.IsDNS1123Label(ns)) == 0 && len(validation.IsDNS1123Label(svc)) == 0
 }
 
-// OwnsLoadBalancer reports whether lb is cluster's by its name or one of its tags.
-func OwnsLoadBalancer(cluster string, lb *openstack.LoadBalancer) bool {
+// OwnsLoadBalancer reports whether lb is cluster's by its name or one of its tags (the cloud controller
+// manager's full prefix kube_service_<cluster>_, OwnsLoadBalancerName), and, when subnet is known (the
+// cluster's nodes' subnet, spec.openstack.subnetID), only with its VIP on that subnet: another cluster that
+// reuses the name elsewhere in the project is not this one.
+func OwnsLoadBalancer(cluster, subnet string, lb *openstack.LoadBalancer) bool {
+	if subnet != "" && lb.VIPSubnetID != subnet {
+		return false
+	}
 	if OwnsLoadBalancerName(cluster, lb.Name) {
 		return true
 	}
@@ -246,7 +252,7 @@ func (s *step) listedAway(ctx context.Context, cloud Cloud, rs []*v1alpha1.Deorb
 		if !lbGone(l.ProvisioningStatus) {
 			status[v1alpha1.DeorbitLoadBalancer+"/"+l.ID] = l.ProvisioningStatus
 		}
-		if OwnsLoadBalancer(s.in.Target.ClusterName, &lbs[i]) {
+		if OwnsLoadBalancer(s.in.Target.ClusterName, s.in.Target.SubnetID, &lbs[i]) {
 			s.trackVIPPort(&lbs[i])
 		}
 	}
@@ -392,7 +398,7 @@ func (s *step) sweep(ctx context.Context, cloud Cloud) (bool, time.Time) {
 		if lbGone(lb.ProvisioningStatus) {
 			continue // as not listed: a GET confirms it gone
 		}
-		own := OwnsLoadBalancer(cluster, lb)
+		own := OwnsLoadBalancer(cluster, s.in.Target.SubnetID, lb)
 		listed[v1alpha1.DeorbitLoadBalancer+"/"+lb.ID] = seen{lb.ProvisioningStatus, own}
 		if own {
 			s.track(v1alpha1.DeorbitLoadBalancer, lb.ID, lb.Name, v1alpha1.DeorbitPending)
@@ -486,6 +492,10 @@ func cloudFailed(status string) bool {
 func (s *step) unprovenWhy(r *v1alpha1.DeorbitResource) string {
 	if r.Type == v1alpha1.DeorbitVolume {
 		return fmt.Sprintf("volume is in the project but its metadata %s is not %q: never deleted directly", MetadataCluster, s.in.Target.ClusterName)
+	}
+	if sn := s.in.Target.SubnetID; sn != "" {
+		return fmt.Sprintf("load balancer is in the project but not both named or tagged %s<namespace>_<service> and with its VIP on the cluster's subnet %s: never deleted directly",
+			loadBalancerPrefix+s.in.Target.ClusterName+"_", sn)
 	}
 	return fmt.Sprintf("load balancer is in the project but neither its name nor its tags are %s<namespace>_<service>: never deleted directly",
 		loadBalancerPrefix+s.in.Target.ClusterName+"_")

@@ -40,6 +40,7 @@ type realCloud struct {
 	pc          *gophercloud.ProviderClient
 	bs, lb, net *gophercloud.ServiceClient
 	subnet      string
+	otherSubnet string // another subnet of the same network
 	env         testenv.OpenStackEnv
 }
 
@@ -71,6 +72,11 @@ func newRealCloud(t *testing.T) *realCloud {
 		t.Fatal(err)
 	}
 	rc.subnet = sn.ID
+	other, err := subnets.Create(ctx, rc.net, subnets.CreateOpts{NetworkID: n.ID, CIDR: "10.77.1.0/24", IPVersion: gophercloud.IPv4}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.otherSubnet = other.ID
 	return rc
 }
 
@@ -95,7 +101,12 @@ func (rc *realCloud) volume(t *testing.T, name string, meta map[string]string) s
 
 func (rc *realCloud) loadBalancer(t *testing.T, name string, tags []string) string {
 	t.Helper()
-	l, err := loadbalancers.Create(t.Context(), rc.lb, loadbalancers.CreateOpts{Name: name, VipSubnetID: rc.subnet, Tags: tags}).Extract()
+	return rc.loadBalancerOn(t, rc.subnet, name, tags)
+}
+
+func (rc *realCloud) loadBalancerOn(t *testing.T, subnet, name string, tags []string) string {
+	t.Helper()
+	l, err := loadbalancers.Create(t.Context(), rc.lb, loadbalancers.CreateOpts{Name: name, VipSubnetID: subnet, Tags: tags}).Extract()
 	if err != nil {
 		t.Fatalf("create load balancer %s: %v", name, err)
 	}
@@ -186,6 +197,8 @@ func TestEngineRealCloud(t *testing.T) {
 	lbWeb := rc.loadBalancer(t, LoadBalancerName(cluster, "app", "web"), nil)
 	lbStuck := rc.loadBalancer(t, "renamed", []string{LoadBalancerName(cluster, "app", "gone")})
 	lbOther := rc.loadBalancer(t, LoadBalancerName(cluster+"_x", "app", "web"), nil)
+	// the cluster's name, on another subnet of the project: another cluster's (only the cluster's subnet counts)
+	lbElsewhere := rc.loadBalancerOn(t, rc.otherSubnet, LoadBalancerName(cluster, "app", "elsewhere"), nil)
 
 	// The workload cluster, as the provisioner and the cloud controller manager left it.
 	wl, err := client.New(kube.Config(), client.Options{Scheme: clientgoscheme.Scheme})
@@ -251,8 +264,8 @@ func TestEngineRealCloud(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stuckBody := fmt.Sprintf(`{"loadbalancer": {"id": %q, "project_id": %q, "name": "renamed", "provisioning_status": "PENDING_DELETE", "operating_status": "ONLINE", "tags": [%q]}}`,
-		lbStuck, conn.ProjectID(), LoadBalancerName(cluster, "app", "gone"))
+	stuckBody := fmt.Sprintf(`{"loadbalancer": {"id": %q, "project_id": %q, "name": "renamed", "provisioning_status": "PENDING_DELETE", "operating_status": "ONLINE", "vip_subnet_id": %q, "tags": [%q]}}`,
+		lbStuck, conn.ProjectID(), rc.subnet, LoadBalancerName(cluster, "app", "gone"))
 	if err := octavia.Add(
 		faultproxy.Rule{Name: "stuck-delete", Method: http.MethodDelete, Path: stuckPath, Fault: faultproxy.Fault{Kind: faultproxy.KindStatus, Status: http.StatusNoContent, Body: []byte{}}},
 		faultproxy.Rule{Name: "stuck-get", Method: http.MethodGet, Path: stuckPath, Fault: faultproxy.Fault{Kind: faultproxy.KindStatus, Status: http.StatusOK, Body: []byte(stuckBody),
@@ -266,7 +279,7 @@ func TestEngineRealCloud(t *testing.T) {
 	}
 
 	e := &Engine{Clock: clock.RealClock{}, Backoff: 100 * time.Millisecond, MaxBackoff: time.Second, Poll: time.Second, Workers: 4}
-	in := Input{Target: Target{Key: cluster, ClusterName: cluster}, Workload: wl, Cloud: scope.Cloud, Policy: allow{},
+	in := Input{Target: Target{Key: cluster, ClusterName: cluster, SubnetID: rc.subnet}, Workload: wl, Cloud: scope.Cloud, Policy: allow{},
 		Settings: Settings{GiveUpAfter: 30 * time.Second, UnreachableGracePeriod: time.Minute, CloudWaitTimeout: 3 * time.Second, Budget: DefaultBudget}}
 	st := &v1alpha1.DeorbitStatus{}
 	var res Result
@@ -295,7 +308,7 @@ func TestEngineRealCloud(t *testing.T) {
 			t.Errorf("%s %s is still there", gone[0], gone[1])
 		}
 	}
-	for _, kept := range [][2]string{{v1alpha1.DeorbitVolume, vOther}, {v1alpha1.DeorbitVolume, vPlain}, {v1alpha1.DeorbitLoadBalancer, lbOther}} {
+	for _, kept := range [][2]string{{v1alpha1.DeorbitVolume, vOther}, {v1alpha1.DeorbitVolume, vPlain}, {v1alpha1.DeorbitLoadBalancer, lbOther}, {v1alpha1.DeorbitLoadBalancer, lbElsewhere}} {
 		if !rc.exists(t, kept[0], kept[1]) {
 			t.Errorf("%s %s, not the cluster's, was deleted", kept[0], kept[1])
 		}

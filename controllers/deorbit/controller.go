@@ -206,7 +206,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // cluster's scope (nil when its cloud is not verified).
 func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Settings) (Input, *tenancy.Scope, error) {
 	key := client.ObjectKeyFromObject(c)
-	in := Input{Settings: s, Target: Target{Key: key.String(), ClusterName: ClusterName(c), RouterID: c.Spec.OpenStack.RouterID}}
+	in := Input{Settings: s, Target: Target{Key: key.String(), ClusterName: ClusterName(c), RouterID: c.Spec.OpenStack.RouterID,
+		SubnetID: c.Spec.OpenStack.SubnetID}}
 	for _, p := range c.Spec.PodCIDRs {
 		pfx, err := netip.ParsePrefix(string(p))
 		if err != nil {

@@ -28,7 +28,7 @@ func (s *step) giveUp(ctx context.Context) {
 		}
 		if lbs, err := cloud.ListLoadBalancers(ctx, listAll); err == nil {
 			for i := range lbs {
-				if OwnsLoadBalancer(s.in.Target.ClusterName, &lbs[i]) {
+				if OwnsLoadBalancer(s.in.Target.ClusterName, s.in.Target.SubnetID, &lbs[i]) {
 					s.track(v1alpha1.DeorbitLoadBalancer, lbs[i].ID, lbs[i].Name, v1alpha1.DeorbitPending)
 					s.trackVIPPort(&lbs[i])
 				}

@@ -8,7 +8,8 @@
 // manager's annotation, else its name; this chain runs from the first step, beside the snapshots and
 // claims), Routes (inside the pod CIDRs, on the proven router), WaitForCloud (until the project's
 // lists of volumes and load balancers no longer show them, for at most cloudWaitTimeout), Sweep (the project's volumes carrying Cinder CSI's cluster metadata and load
-// balancers named or tagged kube_service_<cluster>_<namespace>_<service> are deleted directly, and what
+// balancers named or tagged kube_service_<cluster>_<namespace>_<service>, with their VIP on the cluster's subnet when
+// it is known, are deleted directly, and what
 // they leave in Neutron: the VIP ports recorded from the cluster's load balancers once these are gone,
 // the floating IPs the cloud controller manager described as the cluster's when on no port or on such a
 // VIP port; until the cloud shows none), then Done: the finalizer goes.

@@ -60,6 +60,9 @@ type Target struct {
 	Key string
 	// ClusterName is the name the cloud provider tags the cluster's resources with.
 	ClusterName string
+	// SubnetID is the nodes' subnet: a load balancer is proven the cluster's by its name only with its VIP
+	// there ("": on any subnet).
+	SubnetID string
 	// RouterID carries the cluster's pod routes ("": no routes phase).
 	RouterID string
 	// PodCIDRs: a route is the cluster's only if its destination lies inside one of them.

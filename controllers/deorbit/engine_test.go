@@ -519,6 +519,32 @@ func TestOwnsLoadBalancerName(t *testing.T) {
 	}
 }
 
+func TestOwnsLoadBalancer(t *testing.T) {
+	name := LoadBalancerName("c1", "default", "web")
+	for _, tc := range []struct {
+		name   string
+		subnet string
+		lb     openstack.LoadBalancer
+		want   bool
+	}{
+		{"named, subnet unknown", "", openstack.LoadBalancer{Name: name, VIPSubnetID: "s2"}, true},
+		{"named, on the cluster's subnet", "s1", openstack.LoadBalancer{Name: name, VIPSubnetID: "s1"}, true},
+		{"named, on another subnet", "s1", openstack.LoadBalancer{Name: name, VIPSubnetID: "s2"}, false},
+		{"named, no VIP subnet", "s1", openstack.LoadBalancer{Name: name}, false},
+		{"tagged, on the cluster's subnet", "s1", openstack.LoadBalancer{Name: "renamed", VIPSubnetID: "s1", Tags: []string{"x", name}}, true},
+		{"tagged, on another subnet", "s1", openstack.LoadBalancer{Name: "renamed", VIPSubnetID: "s2", Tags: []string{name}}, false},
+		{"another cluster's name with this one's prefix", "s1", openstack.LoadBalancer{Name: LoadBalancerName("c1_b", "default", "web"), VIPSubnetID: "s1"}, false},
+		{"the prefix without its separator", "s1", openstack.LoadBalancer{Name: "kube_service_c10_default_web", VIPSubnetID: "s1"}, false},
+		{"unnamed on the cluster's subnet", "s1", openstack.LoadBalancer{Name: "api", VIPSubnetID: "s1"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := OwnsLoadBalancer("c1", tc.subnet, &tc.lb); got != tc.want {
+				t.Errorf("OwnsLoadBalancer(c1, %q, %+v) = %v, want %v", tc.subnet, tc.lb, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestBackoff(t *testing.T) {
 	for _, tc := range []struct {
 		attempts int32
