@@ -23,6 +23,10 @@ const (
 	// confirmation names one resource, never a later one of the same name). One of the three interlocks;
 	// the others need no annotation (the owner being deleted, the servers gone).
 	AnnotationConfirmDeorbit = "vitals.vitalsproject.io/confirm-deorbit"
+	// AnnotationKeep "true" on a PersistentVolumeClaim or PersistentVolume of the workload cluster, or the same
+	// key in a Cinder volume's metadata, keeps it through deorbit: the claim is not deleted and its volume is
+	// never deleted (state Kept in status.deorbit).
+	AnnotationKeep = "vitals.vitalsproject.io/keep"
 )
 
 // DeletionPolicy says what deleting a VitalsCluster does to the cluster it describes.

@@ -390,7 +390,10 @@ func (s *step) sweep(ctx context.Context, cloud Cloud) (bool, time.Time) {
 		own := OwnsVolume(cluster, v)
 		listed[v1alpha1.DeorbitVolume+"/"+v.ID] = seen{v.Status, own}
 		if own {
-			s.track(v1alpha1.DeorbitVolume, v.ID, v.Name, v1alpha1.DeorbitPending)
+			r := s.track(v1alpha1.DeorbitVolume, v.ID, v.Name, v1alpha1.DeorbitPending)
+			if Keep(v.Metadata) && r.State != v1alpha1.DeorbitGone && r.State != v1alpha1.DeorbitKept {
+				r.State, r.LastError = v1alpha1.DeorbitKept, "volume's metadata carries "+v1alpha1.AnnotationKeep+": never deleted"
+			}
 		}
 	}
 	for i := range lbs {

@@ -334,6 +334,46 @@ func TestStep(t *testing.T) {
 			},
 		},
 		{
+			name: "keep markers: on a claim, on a PersistentVolume, in a volume's metadata",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				ctx := context.Background()
+				var pvc corev1.PersistentVolumeClaim
+				if err := in.Workload.Get(ctx, client.ObjectKey{Namespace: "app", Name: "data"}, &pvc); err != nil {
+					panic(err)
+				}
+				metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, v1alpha1.AnnotationKeep, "true")
+				if err := in.Workload.Update(ctx, &pvc); err != nil {
+					panic(err)
+				}
+				c.vols["v-marked"] = &openstack.Volume{ID: "v-marked", Status: "in-use", Metadata: map[string]string{MetadataCluster: "c1"}}
+				pv := cinderPV("pv-marked", "v-marked", "app", "marked", corev1.PersistentVolumeReclaimDelete, corev1.VolumeBound)
+				pv.Annotations = map[string]string{v1alpha1.AnnotationKeep: "true"}
+				for _, o := range []client.Object{pv, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "marked"}}} {
+					if err := in.Workload.Create(ctx, o); err != nil {
+						panic(err)
+					}
+				}
+				c.vols["v-meta"] = &openstack.Volume{ID: "v-meta", Status: "available", Metadata: map[string]string{MetadataCluster: "c1", v1alpha1.AnnotationKeep: "true"}}
+			},
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantRelease: true,
+			wantDeleted: []string{"v-orphan", "lb-orphan", "route 10.100.1.0/24"},
+			wantKept:    []string{"v-bound", "v-marked", "v-meta", "v-retain"},
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, wl client.Client) {
+				for _, k := range [][2]string{{v1alpha1.DeorbitVolume, "v-bound"}, {v1alpha1.DeorbitVolume, "v-marked"}, {v1alpha1.DeorbitVolume, "v-meta"},
+					{v1alpha1.DeorbitClaim, "app/data"}, {v1alpha1.DeorbitClaim, "app/marked"}} {
+					if s := state(st, k[0], k[1]); s != v1alpha1.DeorbitKept {
+						t.Errorf("%s %s: state %s, want Kept", k[0], k[1], s)
+					}
+				}
+				for _, name := range []string{"data", "marked"} {
+					var pvc corev1.PersistentVolumeClaim
+					if err := wl.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: name}, &pvc); err != nil || !pvc.DeletionTimestamp.IsZero() {
+						t.Errorf("the kept claim app/%s was deleted: %v", name, err)
+					}
+				}
+			},
+		},
+		{
 			name: "a protected route inside the pod CIDRs stays (routegc's protectedRoutes)",
 			setup: func(c *memCloud, in *Input, a *asker) {
 				c.routes = append(c.routes, openstack.Route{Destination: "10.100.7.0/24", NextHop: "10.0.0.7"})

@@ -79,11 +79,22 @@ func (s *step) snapshots(ctx context.Context, cl client.Client) (bool, time.Time
 
 // claims remembers the Cinder volume of every PersistentVolume (before its claim goes), then deletes
 // the claims bound to them: the provisioner deletes the volumes, which the cloud confirms later.
-// A volume of a PersistentVolume with reclaim policy Retain is kept; a Failed one is not waited on.
+// A volume of a PersistentVolume with reclaim policy Retain is kept; a Failed one is not waited on. A claim
+// or PersistentVolume marked to keep (v1alpha1.AnnotationKeep) keeps both: the claim is not deleted.
 func (s *step) claims(ctx context.Context, cl client.Client) (bool, time.Time, error) {
 	var pvs corev1.PersistentVolumeList
 	if err := cl.List(ctx, &pvs); err != nil {
 		return false, time.Time{}, fmt.Errorf("list persistent volumes: %w", err)
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := cl.List(ctx, &pvcs); err != nil {
+		return false, time.Time{}, fmt.Errorf("list persistent volume claims: %w", err)
+	}
+	keptClaims := map[string]bool{}
+	for i := range pvcs.Items {
+		if Keep(pvcs.Items[i].Annotations) {
+			keptClaims[pvcs.Items[i].Namespace+"/"+pvcs.Items[i].Name] = true
+		}
 	}
 	type claim struct {
 		volume string
@@ -96,13 +107,28 @@ func (s *step) claims(ctx context.Context, cl client.Client) (bool, time.Time, e
 		if vol == "" {
 			continue
 		}
+		// a kept claim keeps its volume, and a kept volume its claim (deleting it would delete the volume)
+		keep := ""
+		switch ref := pv.Spec.ClaimRef; {
+		case Keep(pv.Annotations):
+			keep = fmt.Sprintf("persistent volume %s carries %s: never deleted", pv.Name, v1alpha1.AnnotationKeep)
+		case ref != nil && keptClaims[ref.Namespace+"/"+ref.Name]:
+			keep = fmt.Sprintf("its claim %s/%s carries %s: never deleted", ref.Namespace, ref.Name, v1alpha1.AnnotationKeep)
+		}
 		v := s.track(v1alpha1.DeorbitVolume, vol, pv.Name, v1alpha1.DeorbitPending)
-		if pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimRetain && v.State == v1alpha1.DeorbitPending {
+		switch {
+		case v.State != v1alpha1.DeorbitPending:
+		case keep != "":
+			v.State, v.LastError = v1alpha1.DeorbitKept, keep
+		case pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimRetain:
 			v.State = v1alpha1.DeorbitKept
 			v.LastError = fmt.Sprintf("persistent volume %s has reclaim policy Retain", pv.Name)
 		}
 		if ref := pv.Spec.ClaimRef; ref != nil && pv.Status.Phase == corev1.VolumeBound {
-			s.track(v1alpha1.DeorbitClaim, ref.Namespace+"/"+ref.Name, pv.Name, v1alpha1.DeorbitPending)
+			c := s.track(v1alpha1.DeorbitClaim, ref.Namespace+"/"+ref.Name, pv.Name, v1alpha1.DeorbitPending)
+			if keep != "" && c.State == v1alpha1.DeorbitPending {
+				c.State, c.LastError = v1alpha1.DeorbitKept, keep
+			}
 		}
 		claims = append(claims, claim{volume: vol, pv: pv})
 	}
@@ -314,3 +340,7 @@ func splitKey(id string) (ns, name string) {
 	}
 	return "", id
 }
+
+// Keep reports whether annotations (a claim's, a PersistentVolume's) or a Cinder volume's metadata mark it to
+// keep through deorbit: v1alpha1.AnnotationKeep is "true".
+func Keep(marks map[string]string) bool { return marks[v1alpha1.AnnotationKeep] == "true" }
