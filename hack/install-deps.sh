@@ -25,6 +25,8 @@ PKGS=(
   containerd runc containernetworking-plugins iptables
   # tools for scripts, tests and benchmarks
   bc curl openssl wrk hyperfine iproute2 libcap2-bin
+  # the cgroup v2 guest of health/checks (TestMemoryCgroupV2RealMount; its kernel: hack/vmkernel-build.sh)
+  qemu-system-x86
   # the CA bundle the release image carries (make ca-bundle, deploy/Dockerfile, make release)
   ca-certificates
   # pushes the release's OCI archives to a registry (docs/getting-started.md, run by its test)

@@ -11,7 +11,7 @@
 # `up` is idempotent: a component that already runs (and answers) is kept, not restarted; a running full
 # OpenStack also serves a fast request.
 # After `up`:  source .testenv/env   (VITALS_TEST_KUBECONFIG, KUBEBUILDER_ASSETS, OS_*, VITALS_TEST_OPENSTACK,
-#              VITALS_TEST_DOCKER_HOST, VITALS_TEST_HELM, VITALS_TEST_PROMTOOL; full tier: VITALS_TEST_WORKLOAD_*,
+#              VITALS_TEST_DOCKER_HOST, VITALS_TEST_HELM, VITALS_TEST_PROMTOOL, VITALS_TEST_VM_KERNEL; full tier: VITALS_TEST_WORKLOAD_*,
 #              VITALS_TEST_CAPI_*, VITALS_TEST_NODE_*)
 # Env: VITALS_TESTENV_DIR (state, default <repo>/.testenv), VITALS_CACHE (built binaries), VITALS_SKIP_INSTALL=1.
 set -euo pipefail
@@ -44,7 +44,7 @@ docker_ok() {
 }
 
 up() {
-  local tier=${1:-${VITALS_OPENSTACK_TIER:-full}} kb_pid hb_pid pb_pid cb_pid= ab_pid= ap_pid= nb_pid= os_pid dk_pid assets helm promtool kubeconfig rc=0
+  local tier=${1:-${VITALS_OPENSTACK_TIER:-full}} kb_pid hb_pid pb_pid vk_pid vmkernel= cb_pid= ab_pid= ap_pid= nb_pid= os_pid dk_pid assets helm promtool kubeconfig rc=0
   [ "$tier" = fast ] || [ "$tier" = full ] || die "tier must be fast or full, not $tier"
   rm -f "$ENVF"
   # The kube-apiserver build is CPU-bound and the package installation network/disk-bound: overlap them.
@@ -56,6 +56,9 @@ up() {
   # promtool (to check the chart's alert rules and run their unit tests) likewise.
   "$H/promtool-build.sh" > "$TESTENV_DIR/logs/promtool-build.out" 2> "$TESTENV_DIR/logs/promtool-build.log" &
   pb_pid=$!
+  # the cgroup v2 guest's kernel (health/checks TestMemoryCgroupV2RealMount), fetched alongside
+  "$H/vmkernel-build.sh" > "$TESTENV_DIR/logs/vmkernel-build.out" 2> "$TESTENV_DIR/logs/vmkernel-build.log" &
+  vk_pid=$!
   # the workload cluster's controllers (full tier), from their Go modules too
   if [ "$tier" = full ]; then
     "$H/cloud-build.sh" > "$TESTENV_DIR/logs/cloud-build.out" 2> "$TESTENV_DIR/logs/cloud-build.log" &
@@ -136,12 +139,15 @@ up() {
   helm=$(tail -1 "$TESTENV_DIR/logs/helm-build.out")
   step "promtool binary" wait $pb_pid || { tail -20 "$TESTENV_DIR/logs/promtool-build.log" >&2; die "promtool-build failed; see $TESTENV_DIR/logs/promtool-build.log"; }
   promtool=$(tail -1 "$TESTENV_DIR/logs/promtool-build.out")
-  write_env "$assets" "$kubeconfig" "$helm" "$promtool"
+  # not fatal: without it the one test that needs it says so (and fails in the required mode)
+  if step "guest kernel" wait $vk_pid; then vmkernel=$(tail -1 "$TESTENV_DIR/logs/vmkernel-build.out")
+  else tail -5 "$TESTENV_DIR/logs/vmkernel-build.log" >&2; log "WARNING: no guest kernel; see $TESTENV_DIR/logs/vmkernel-build.log"; fi
+  write_env "$assets" "$kubeconfig" "$helm" "$promtool" "$vmkernel"
   log "all services up; for a shell: source $ENVF"
   echo "$ENVF"
 }
 
-write_env() { # ASSETS KUBECONFIG HELM PROMTOOL
+write_env() { # ASSETS KUBECONFIG HELM PROMTOOL [VMKERNEL]
   local os=$TESTENV_DIR/openstack
   {
     echo "# Written by hack/testenv.sh up on $(date -u +%FT%TZ). Source it: services for Vitals' tests."
@@ -152,6 +158,7 @@ write_env() { # ASSETS KUBECONFIG HELM PROMTOOL
     echo "export VITALS_TEST_DOCKER_HOST=unix://$TESTENV_DIR/docker/docker.sock"
     echo "export VITALS_TEST_HELM=$3"
     echo "export VITALS_TEST_PROMTOOL=$4"
+    if [ -n "${5:-}" ]; then echo "export VITALS_TEST_VM_KERNEL=$5"; fi
     if [ "$(cat "$os/tier")" = full ] && [ -f "$TESTENV_DIR/workload/env" ]; then cat "$TESTENV_DIR/workload/env"; fi
     if [ "$(cat "$os/tier")" = full ] && [ -f "$TESTENV_DIR/capi/env" ]; then cat "$TESTENV_DIR/capi/env"; fi
     if [ "$(cat "$os/tier")" = full ] && [ -f "$TESTENV_DIR/node/env" ]; then cat "$TESTENV_DIR/node/env"; fi
