@@ -91,6 +91,11 @@ func New(opts Options) (*Operator, error) {
 	if err := opts.checkFencing(); err != nil {
 		return nil, err
 	}
+	// client-go's request metrics name this server; every other (a workload cluster's, from a tenant's
+	// Secret) is labelled "other"
+	if err := workload.KeepHostLabel(opts.RestConfig); err != nil {
+		return nil, fmt.Errorf("operator: %w", err)
+	}
 	if opts.RestConfig.QPS == 0 && opts.RestConfig.RateLimiter == nil {
 		// client-go's default (5 requests/s) would hold every pass of every controller: each writes its
 		// cluster's status and reads its Secret (docs/benchmarks.md, "Operator at scale").
