@@ -156,9 +156,7 @@ type snapshot struct {
 func (e *env) snapshot(ctx context.Context, rs []*replica) (snapshot, error) {
 	s := snapshot{at: time.Now(), cpu: map[string]float64{}}
 	for _, r := range rs {
-		sctx, cancel := context.WithTimeout(ctx, time.Minute)
-		m, err := scrape(sctx, nil, r.metricsURL)
-		cancel()
+		m, err := scrapeRetry(ctx, r.metricsURL)
 		if err != nil {
 			return s, err
 		}
@@ -175,6 +173,25 @@ func (e *env) snapshot(ctx context.Context, rs []*replica) (snapshot, error) {
 		s.cpu[name] = e.smp.cpu(name)
 	}
 	return s, nil
+}
+
+// scrapeRetry scrapes url, up to five times 5 s apart: on a loaded machine the operator's metrics server
+// may time out writing a large page.
+func scrapeRetry(ctx context.Context, url string) (metrics, error) {
+	var err error
+	for range 5 {
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		var m metrics
+		m, err = scrape(sctx, nil, url)
+		cancel()
+		if err == nil {
+			return m, nil
+		}
+		if !benchproc.Sleep(ctx, 5*time.Second) {
+			break
+		}
+	}
+	return nil, err
 }
 
 // measure runs reps operators with --sharding (0: one without) on the VitalsClusters of e.ns, waits for every
