@@ -227,6 +227,19 @@ agent:
 		}
 	})
 
+	t.Run("metrics flags", func(t *testing.T) {
+		dep := chartFind(chartObjects(t, helm, ""), "Deployment")[0]
+		containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+		args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+		for _, a := range args {
+			if strings.HasPrefix(a, "--kubernetes-metric-names") || strings.HasPrefix(a, "--cluster-metrics") {
+				t.Errorf("the defaults pass %s (the operator's defaults: Vitals' names, cluster metrics on)", a)
+			}
+		}
+		dep = chartFind(chartObjects(t, helm, "metrics:\n  kubernetesMetricNames: true\n  clusterConditions: false\n"), "Deployment")[0]
+		chartHasArgs(t, dep, []string{"--kubernetes-metric-names", "--cluster-metrics=false"})
+	})
+
 	t.Run("podCIDRLimit 0 is no limit and not the default", func(t *testing.T) {
 		dep := chartFind(chartObjects(t, helm, "operator:\n  podCIDRLimit: {v4: 0, v6: 0}\n"), "Deployment")[0]
 		chartHasArgs(t, dep, []string{"--pod-cidr-limit-v4=0", "--pod-cidr-limit-v6=0"})
