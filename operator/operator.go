@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +35,7 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/access"
 	"github.com/vitalsproject/vitals/controllers/deorbit"
+	"github.com/vitalsproject/vitals/controllers/enrol"
 	"github.com/vitalsproject/vitals/controllers/flight"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/controllers/routegc"
@@ -75,6 +78,9 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = v1alpha1.AddToScheme(s)
+	// Cluster API's Cluster and CAPO's OpenStackCluster: read by the enrolment and by deorbit's interlock
+	_ = clusterv1.AddToScheme(s)
+	_ = infrav1.AddToScheme(s)
 	return s
 }
 
@@ -282,6 +288,15 @@ func (o *Operator) setupControllers() error {
 	}
 	if err := o.deorbit.SetupWithManager(ctx, mgr, workers(opts.DeorbitWorkers)); err != nil {
 		return fmt.Errorf("operator: %w", err)
+	}
+	if opts.CAPIEnrol {
+		en, err := enrol.New(deps, enrol.Options{Namespaces: opts.CAPIEnrolNamespaces})
+		if err != nil {
+			return fmt.Errorf("operator: %w", err)
+		}
+		if err := en.SetupWithManager(ctx, mgr, workers(1)); err != nil {
+			return fmt.Errorf("operator: %w", err)
+		}
 	}
 	summary, err := pass.NewSummary(deps, o.parts())
 	if err != nil {

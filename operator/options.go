@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/labels"
 	"log/slog"
 	"time"
 
@@ -120,6 +121,13 @@ type Options struct {
 	// DeorbitParallelDeletes bounds the deletes and reads of one deleted cluster running at once
 	// (default 8).
 	DeorbitParallelDeletes int
+
+	// CAPIEnrol runs the Cluster API enrolment (package controllers/enrol): Cluster API's Cluster and CAPO's
+	// OpenStackCluster must be served by the API server. Off: Clusters are not read.
+	CAPIEnrol bool
+	// CAPIEnrolNamespaces selects the namespaces whose OpenStack Clusters are enrolled without the label
+	// vitals.vitalsproject.io/enrol (nil: only the labelled ones).
+	CAPIEnrolNamespaces labels.Selector
 
 	// Remediation holds the operator-wide limits of the remediation policy: budget and window, storm
 	// cool-down, pause, dry-run (nil: remediation.DefaultLimits()).

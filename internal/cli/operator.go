@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"k8s.io/apimachinery/pkg/labels"
 	"net"
 	"net/url"
 	"os"
@@ -48,6 +49,8 @@ type operatorFlags struct {
 	flightWorkers           int
 	deorbitWorkers          int
 	deorbitParallelDeletes  int
+	capiEnrol               bool
+	capiEnrolNamespaces     string
 	remediationBudget       int
 	remediationWindow       time.Duration
 	stormCooldown           time.Duration
@@ -239,6 +242,8 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.IntVar(&f.flightWorkers, "flight-workers", operator.DefaultFlightWorkers, "how many clusters flight serves at once")
 	fl.IntVar(&f.deorbitWorkers, "deorbit-workers", operator.DefaultDeorbitWorkers, "how many deleted clusters deorbit serves at once")
 	fl.IntVar(&f.deorbitParallelDeletes, "deorbit-parallel-deletes", operator.DefaultDeorbitParallelDeletes, "deletes and reads of one deleted cluster running at once")
+	fl.BoolVar(&f.capiEnrol, "capi-enrol", false, "enrol Cluster API Clusters on CAPO's OpenStackClusters that opt in (label vitals.vitalsproject.io/enrol=true, or --capi-enrol-namespaces): create and own their VitalsClusters")
+	fl.StringVar(&f.capiEnrolNamespaces, "capi-enrol-namespaces", "", "label selector of the namespaces whose OpenStack Clusters are enrolled without the label (needs --capi-enrol; default: none)")
 	fl.IntVar(&f.remediationBudget, "remediation-budget", remediation.DefaultOperatorActions, "destructive actions of all controllers over all clusters per --remediation-window (0: none)")
 	fl.DurationVar(&f.remediationWindow, "remediation-window", remediation.DefaultOperatorWindow, "sliding window of --remediation-budget")
 	fl.DurationVar(&f.stormCooldown, "remediation-storm-cooldown", remediation.DefaultStormCooldown, "how long a cluster's actions stay held after its storm rule last tripped (0: none)")
@@ -378,6 +383,17 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	flightBudget := f.flightBudget
 	o.FlightInterval, o.FlightBudget, o.FlightWorkers = f.flightInterval, &flightBudget, f.flightWorkers
 	o.DeorbitWorkers, o.DeorbitParallelDeletes = f.deorbitWorkers, f.deorbitParallelDeletes
+	if f.capiEnrolNamespaces != "" {
+		if !f.capiEnrol {
+			return o, &config.Error{Field: "--capi-enrol-namespaces", Msg: "needs --capi-enrol"}
+		}
+		sel, err := labels.Parse(f.capiEnrolNamespaces)
+		if err != nil {
+			return o, &config.Error{Field: "--capi-enrol-namespaces", Msg: fmt.Sprintf("expected a label selector such as vitals.vitalsproject.io/enrol=true: %v", err)}
+		}
+		o.CAPIEnrolNamespaces = sel
+	}
+	o.CAPIEnrol = f.capiEnrol
 	o.Remediation = &remediation.Limits{Actions: f.remediationBudget, Window: f.remediationWindow, StormCooldown: f.stormCooldown,
 		Paused: f.remediationPaused, DryRun: f.dryRun}
 	o.PauseConfigMap = f.pauseConfigMap

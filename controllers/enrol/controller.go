@@ -1,0 +1,301 @@
+// Copyright The Vitals Authors. SPDX-License-Identifier: Apache-2.0
+
+package enrol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/events"
+	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/clusterapi"
+	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/fencing"
+)
+
+// Name of the controller (events, logs, its field manager vitals-enrol).
+const Name = "enrol"
+
+// DefaultNotReadyRequeue is how soon a Cluster whose OpenStackCluster has not yet made what its VitalsCluster
+// needs is looked at again (CAPO's status changes do requeue it too; this bounds a missed one).
+const DefaultNotReadyRequeue = 15 * time.Second
+
+// Options tune the enrolment.
+type Options struct {
+	// Namespaces selects, by their labels, the namespaces whose OpenStack Clusters are enrolled without the label
+	// clusterapi.EnrolLabel (nil: only the Clusters labelled "true").
+	Namespaces labels.Selector
+	// NotReadyRequeue (default DefaultNotReadyRequeue).
+	NotReadyRequeue time.Duration
+}
+
+// Reconciler enrols the Cluster API Clusters that opt in.
+type Reconciler struct {
+	d   *pass.Deps
+	o   Options
+	rec events.EventRecorder
+}
+
+// New returns the enrolment on d's Client (reads from the cache, fenced writes), APIReader (the fences' and
+// the namespaces' reads), Fencer (the replica's validity; nil: the write timeout only), Recorder and Observer.
+func New(d *pass.Deps, o Options) (*Reconciler, error) {
+	if d == nil || d.Client == nil {
+		return nil, errors.New(Name + ": controller dependencies missing: [Client]")
+	}
+	if d.APIReader == nil {
+		d.APIReader = d.Client
+	}
+	if o.NotReadyRequeue <= 0 {
+		o.NotReadyRequeue = DefaultNotReadyRequeue
+	}
+	r := &Reconciler{d: d, o: o}
+	if d.Recorder != nil {
+		r.rec = d.Recorder(Name)
+	}
+	return r, nil
+}
+
+// SetupWithManager registers the enrolment over Clusters, their OpenStackClusters and the VitalsClusters they own
+// (spec and annotation changes only: a status write is no reason to look again).
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if ctx == nil {
+		return errors.New("setup " + Name + ": no context")
+	}
+	wrap := func(r reconcile.Reconciler) reconcile.Reconciler { return r }
+	if r.d.Observer != nil {
+		var err error
+		if opts, wrap, err = r.d.Observer.Observe(Name, opts); err != nil {
+			return fmt.Errorf("setup %s: %w", Name, err)
+		}
+	}
+	owned := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	err := ctrl.NewControllerManagedBy(mgr).Named(Name).WithOptions(opts).
+		For(&clusterv1.Cluster{}).
+		Owns(&v1alpha1.VitalsCluster{}, builder.WithPredicates(owned)).
+		Watches(&infrav1.OpenStackCluster{}, handler.EnqueueRequestsFromMapFunc(r.clustersOf)).
+		Complete(wrap(r))
+	if err != nil {
+		return fmt.Errorf("setup %s: %w", Name, err)
+	}
+	return nil
+}
+
+// clustersOf maps an OpenStackCluster to the Clusters whose infrastructure it is.
+func (r *Reconciler) clustersOf(ctx context.Context, o client.Object) []reconcile.Request {
+	var list clusterv1.ClusterList
+	if err := r.d.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		logf.FromContext(ctx).Error(err, "cannot list the Clusters of an OpenStackCluster", "openStackCluster", o.GetNamespace()+"/"+o.GetName())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		cl := &list.Items[i]
+		if clusterapi.IsOpenStack(cl) && cl.Spec.InfrastructureRef.Name == o.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cl)})
+		}
+	}
+	return reqs
+}
+
+// Reconcile enrols one Cluster: it creates its VitalsCluster, makes it follow the Cluster and its
+// OpenStackCluster, pauses it with the Cluster, and deletes it when the Cluster is torn down.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logf.FromContext(ctx).WithValues("cluster", req.String())
+	var cl clusterv1.Cluster
+	if err := r.d.Client.Get(ctx, req.NamespacedName, &cl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil // its VitalsCluster goes with it (owner reference)
+		}
+		return ctrl.Result{}, fmt.Errorf("read Cluster %s: %w", req, err)
+	}
+	if !clusterapi.IsOpenStack(&cl) {
+		return ctrl.Result{}, nil
+	}
+	in, why, err := r.optedIn(ctx, &cl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !in {
+		log.V(1).Info("cluster not enrolled", "why", why)
+		return ctrl.Result{}, nil
+	}
+	var vcl v1alpha1.VitalsCluster
+	exists := true
+	if err := r.d.Client.Get(ctx, req.NamespacedName, &vcl); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("read VitalsCluster %s: %w", req, err)
+		}
+		exists = false
+	}
+	if exists && !metav1.IsControlledBy(&vcl, &cl) {
+		r.event(&cl, corev1.EventTypeWarning, "NameTaken", "Enrol",
+			fmt.Sprintf("VitalsCluster %s exists and this Cluster does not control it: it is left alone, and the Cluster is not enrolled", req))
+		return ctrl.Result{}, nil
+	}
+	if !cl.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.teardown(ctx, &cl, &vcl, exists)
+	}
+	paused := clusterapi.Paused(&cl, &cl)
+	if exists {
+		if err := r.followPause(ctx, &cl, &vcl, paused); err != nil {
+			return r.held(ctx, err)
+		}
+	}
+	if paused {
+		log.V(1).Info("cluster paused: its VitalsCluster is left as it is")
+		return ctrl.Result{}, nil
+	}
+	var osc infrav1.OpenStackCluster
+	if err := r.d.Client.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: cl.Spec.InfrastructureRef.Name}, &osc); err != nil {
+		if apierrors.IsNotFound(err) {
+			log.V(1).Info("openStackCluster not there yet", "openStackCluster", cl.Spec.InfrastructureRef.Name)
+			return ctrl.Result{RequeueAfter: r.o.NotReadyRequeue}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("read OpenStackCluster %s/%s: %w", cl.Namespace, cl.Spec.InfrastructureRef.Name, err)
+	}
+	spec, err := clusterapi.Spec(&cl, &osc, cl.Name)
+	if err != nil {
+		var nr *clusterapi.NotReadyError
+		if errors.As(err, &nr) {
+			log.V(1).Info("openStackCluster not ready for a VitalsCluster", "missing", nr.Missing)
+			return ctrl.Result{RequeueAfter: r.o.NotReadyRequeue}, nil
+		}
+		// a spec Cluster API accepts and Vitals does not: the next change of the Cluster is looked at
+		r.event(&cl, corev1.EventTypeWarning, "Invalid", "Enrol", "no VitalsCluster can describe this Cluster: "+err.Error())
+		return ctrl.Result{}, nil
+	}
+	if !exists {
+		return r.create(ctx, &cl, spec)
+	}
+	before := vcl.DeepCopy()
+	if !clusterapi.Follow(&vcl.Spec, spec) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.d.Client.Patch(r.fenced(ctx, &cl, notPaused), &vcl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return r.held(ctx, fmt.Errorf("update VitalsCluster %s to follow its Cluster: %w", req, err))
+	}
+	log.Info("vitalsCluster follows its cluster")
+	r.event(&cl, corev1.EventTypeNormal, "Updated", "Enrol", fmt.Sprintf("VitalsCluster %s follows the Cluster and its OpenStackCluster", req))
+	return ctrl.Result{}, nil
+}
+
+// optedIn reports whether cl opts in: its label, else its namespace's labels and the operator's selector.
+func (r *Reconciler) optedIn(ctx context.Context, cl *clusterv1.Cluster) (bool, string, error) {
+	switch v, ok := cl.Labels[clusterapi.EnrolLabel]; {
+	case v == "true":
+		return true, "", nil
+	case v == "false":
+		return false, "label " + clusterapi.EnrolLabel + " is \"false\"", nil
+	case ok:
+		return false, fmt.Sprintf("label %s is %q (expected \"true\" or \"false\"): not enrolled", clusterapi.EnrolLabel, v), nil
+	case r.o.Namespaces == nil:
+		return false, "no label " + clusterapi.EnrolLabel + " and no namespace selector", nil
+	}
+	var ns corev1.Namespace
+	if err := r.d.APIReader.Get(ctx, client.ObjectKey{Name: cl.Namespace}, &ns); err != nil {
+		return false, "", fmt.Errorf("read namespace %s of Cluster %s: %w", cl.Namespace, cl.Name, err)
+	}
+	if r.o.Namespaces.Matches(labels.Set(ns.Labels)) {
+		return true, "", nil
+	}
+	return false, "namespace " + cl.Namespace + " not selected by " + r.o.Namespaces.String(), nil
+}
+
+// create makes cl's VitalsCluster, owned (controlled) by cl, with deletionPolicy Deorbit.
+func (r *Reconciler) create(ctx context.Context, cl *clusterv1.Cluster, spec v1alpha1.ClusterSpec) (ctrl.Result, error) {
+	spec.DeletionPolicy = v1alpha1.DeletionPolicyDeorbit
+	vcl := &v1alpha1.VitalsCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cl.Namespace, Name: cl.Name, Labels: map[string]string{clusterv1.ClusterNameLabel: cl.Name}},
+		Spec:       spec,
+	}
+	if err := controllerutil.SetControllerReference(cl, vcl, r.d.Client.Scheme()); err != nil {
+		return ctrl.Result{}, fmt.Errorf("own VitalsCluster %s/%s by its Cluster: %w", cl.Namespace, cl.Name, err)
+	}
+	if err := r.d.Client.Create(r.fenced(ctx, cl, notPaused), vcl); err != nil {
+		return r.held(ctx, fmt.Errorf("create VitalsCluster %s/%s: %w", cl.Namespace, cl.Name, err))
+	}
+	logf.FromContext(ctx).Info("cluster enrolled", "vitalsCluster", cl.Namespace+"/"+cl.Name, "uid", string(vcl.UID))
+	r.event(cl, corev1.EventTypeNormal, "Enrolled", "Enrol", fmt.Sprintf("VitalsCluster %s/%s created (deletionPolicy Deorbit)", cl.Namespace, cl.Name))
+	return ctrl.Result{}, nil
+}
+
+// followPause pauses vcl while cl is paused, and takes the pause off (only the one it set) when cl is not.
+func (r *Reconciler) followPause(ctx context.Context, cl *clusterv1.Cluster, vcl *v1alpha1.VitalsCluster, paused bool) error {
+	before := vcl.DeepCopy()
+	ann, changed := clusterapi.FollowPause(maps.Clone(vcl.Annotations), paused)
+	if !changed {
+		return nil
+	}
+	vcl.Annotations = ann
+	// pausing is written while the Cluster is paused; unpausing only while it is not
+	check := notPaused
+	if paused {
+		check = nil
+	}
+	if err := r.d.Client.Patch(r.fenced(ctx, cl, check), vcl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("follow the pause of Cluster %s/%s on its VitalsCluster: %w", cl.Namespace, cl.Name, err)
+	}
+	logf.FromContext(ctx).Info("vitalsCluster pause follows its cluster", "paused", paused)
+	return nil
+}
+
+// teardown deletes the VitalsCluster of a Cluster being deleted, unless the deletion is a move (clusterctl).
+func (r *Reconciler) teardown(ctx context.Context, cl *clusterv1.Cluster, vcl *v1alpha1.VitalsCluster, exists bool) error {
+	going, why := clusterapi.Teardown(cl, nil)
+	if !going || !exists || !vcl.DeletionTimestamp.IsZero() {
+		logf.FromContext(ctx).V(1).Info("cluster deleting", "teardown", going, "why", why)
+		return nil
+	}
+	uid := vcl.UID
+	err := r.d.Client.Delete(r.fenced(ctx, cl, stillGoing), vcl, client.Preconditions{UID: &uid})
+	if err != nil && !apierrors.IsNotFound(err) {
+		_, herr := r.held(ctx, fmt.Errorf("delete VitalsCluster %s/%s of a Cluster being deleted: %w", vcl.Namespace, vcl.Name, err))
+		return herr
+	}
+	logf.FromContext(ctx).Info("vitalsCluster deleted with its cluster", "why", why)
+	r.event(cl, corev1.EventTypeNormal, "Deorbit", "Delete", fmt.Sprintf("VitalsCluster %s/%s deleted: %s", vcl.Namespace, vcl.Name, why))
+	return nil
+}
+
+// held turns a write its fence refused into a quiet result (logged; a pause, a Cluster gone or another
+// replica's shard is no failure), and passes any other error on.
+func (r *Reconciler) held(ctx context.Context, err error) (ctrl.Result, error) {
+	reason, ok := fencing.ReasonOf(err)
+	if !ok {
+		return ctrl.Result{}, err
+	}
+	if reason == fencing.ReasonUnverified || reason == fencing.ReasonExpired {
+		return ctrl.Result{}, err // try again once the API server answers, or the validity is renewed
+	}
+	logf.FromContext(ctx).V(1).Info("write held by its fence", "reason", string(reason), "error", err.Error())
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) event(cl *clusterv1.Cluster, typ, reason, action, note string) {
+	if r.rec == nil {
+		return
+	}
+	if len(note) > pass.MaxEventNote {
+		note = note[:pass.MaxEventNote]
+	}
+	r.rec.Eventf(cl, nil, typ, reason, action, "%s", note)
+}

@@ -1,0 +1,21 @@
+// Package enrol is the controller that enrols Cluster API clusters: for each Cluster whose infrastructure is a
+// CAPO OpenStackCluster and that opts in (the label vitals.vitalsproject.io/enrol "true" on the Cluster, or its
+// namespace selected by the operator's namespace selector and no label "false"), it creates and owns the
+// VitalsCluster of the same name in the Cluster's namespace (package clusterapi says what its spec is: CAPO's
+// identity Secret, the OpenStackCluster's router, network, subnet and nodes' security group, the Cluster's pod
+// CIDRs, Cluster API's <cluster>-kubeconfig Secret), with deletionPolicy Deorbit: its deletion tears the cluster
+// down once the interlock proves its owner going (package deorbit).
+//
+// Updates follow the owner: when the Cluster or its OpenStackCluster changes, the fields Cluster API and CAPO
+// decide are patched (clusterapi.Follow); the rest of the spec (remediation, controllers, deletionPolicy) stays
+// the user's. A VitalsCluster of that name that the Cluster does not control is never touched (an Event on the
+// Cluster says so). A paused Cluster (cluster.x-k8s.io/paused or spec.paused, as clusterctl move does) pauses
+// its VitalsCluster (vitals.vitalsproject.io/paused, marked as the enrolment's) and nothing else is changed
+// until it is unpaused. When the Cluster is being deleted, and not moved (clusterapi.Teardown), its
+// VitalsCluster is deleted, so that deorbit starts while the workload API is still there.
+//
+// Every write is fenced (package fencing) at the moment it is sent: the Cluster is read again from the API
+// server, and the write is refused when it is gone or another Cluster of the same name, when it is paused now
+// (except the write that pauses the VitalsCluster), when a deletion it carries no longer holds, and beyond this
+// replica's fenced validity for the Cluster's UID (its shard, or leadership).
+package enrol

@@ -1,0 +1,285 @@
+// Copyright The Vitals Authors. SPDX-License-Identifier: Apache-2.0
+
+package enrol_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/clusterapi"
+	"github.com/vitalsproject/vitals/controllers/enrol"
+	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/fencing"
+	"github.com/vitalsproject/vitals/internal/testenv"
+)
+
+const timeout = 5 * time.Minute
+
+func scheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, clusterv1.AddToScheme, infrav1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// startEnrol runs the enrolment in a manager of its own on cfg, its writes through fencing.Client as the
+// operator's are.
+func startEnrol(t *testing.T, cfg *rest.Config, o enrol.Options) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme(t), Metrics: metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		NewClient: func(cfg *rest.Config, co client.Options) (client.Client, error) {
+			c, err := client.NewWithWatch(cfg, co)
+			if err != nil {
+				return nil, err
+			}
+			return fencing.Client(c), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := enrol.New(&pass.Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := r.SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+}
+
+func eventually(t *testing.T, what string, f func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) {
+		ok, msg := f()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s: %s", what, timeout, last)
+}
+
+// TestEnrol: against the Cluster API management cluster of the harness (the Cluster API core manager and CAPO on
+// the real Keystone and Neutron), a labelled Cluster on an OpenStackCluster is enrolled with the VitalsCluster
+// CAPO's status describes, owned by the Cluster, deletionPolicy Deorbit; an edit of the fields the owner decides
+// is put back and a change of the Cluster's pod CIDRs followed; a paused Cluster pauses its VitalsCluster and
+// nothing of it follows until it is unpaused; a Cluster without the label is left alone; deleting the Cluster
+// deletes its VitalsCluster and CAPO's teardown ends.
+func TestEnrol(t *testing.T) {
+	env := testenv.CAPI(t)
+	cfg := env.Config(t)
+	testenv.InstallCRD(t, cfg)
+	c, err := client.New(cfg, client.Options{Scheme: scheme(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ns := testenv.Namespace(t, cfg, "enrol")
+	startEnrol(t, cfg, enrol.Options{NotReadyRequeue: 2 * time.Second})
+
+	clouds, err := os.ReadFile(env.CloudsYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-cloud-config"}, Data: map[string][]byte{"clouds.yaml": clouds}}
+	osc := &infrav1.OpenStackCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"},
+		Spec: infrav1.OpenStackClusterSpec{
+			IdentityRef:                infrav1.OpenStackIdentityReference{Name: secret.Name, CloudName: "openstack"},
+			ManagedSubnets:             []infrav1.SubnetSpec{{CIDR: "10.7.0.0/24"}},
+			ExternalNetwork:            &infrav1.NetworkParam{ID: ptr.To(env.ExternalNetworkID)},
+			DisableAPIServerFloatingIP: ptr.To(true),
+			ManagedSecurityGroups:      &infrav1.ManagedSecurityGroups{},
+		}}
+	ref := clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.SchemeGroupVersion.Group, Kind: "OpenStackCluster", Name: "c1"}
+	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1", Labels: map[string]string{clusterapi.EnrolLabel: "true"}},
+		Spec: clusterv1.ClusterSpec{ClusterNetwork: clusterv1.ClusterNetwork{Pods: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.244.0.0/16"}}},
+			InfrastructureRef: ref}}
+	// not labelled, on an OpenStackCluster that never comes: never enrolled
+	other := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c2"},
+		Spec: clusterv1.ClusterSpec{ClusterNetwork: clusterv1.ClusterNetwork{Pods: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.245.0.0/16"}}},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: ref.APIGroup, Kind: ref.Kind, Name: "c2"}}}
+	start := time.Now()
+	for _, o := range []client.Object{secret, osc, cl, other} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, o := range []client.Object{other, cl} {
+			_ = c.Delete(context.Background(), o)
+		}
+	})
+
+	key := client.ObjectKey{Namespace: ns, Name: "c1"}
+	var vcl v1alpha1.VitalsCluster
+	get := func() (bool, string) {
+		if err := c.Get(ctx, key, &vcl); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	}
+	eventually(t, "the VitalsCluster of the labelled Cluster created", get)
+	t.Logf("VitalsCluster created %.1f s after the Cluster", time.Since(start).Seconds())
+	if err := c.Get(ctx, key, osc); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key, cl); err != nil {
+		t.Fatal(err)
+	}
+	s := vcl.Spec
+	want := func(field, got, want string) {
+		t.Helper()
+		if got != want {
+			t.Errorf("spec.%s = %q, want %q", field, got, want)
+		}
+	}
+	st := osc.Status
+	want("openstack.routerID", s.OpenStack.RouterID, st.Router.ID)
+	want("openstack.networkID", s.OpenStack.NetworkID, st.Network.ID)
+	want("openstack.subnetID", s.OpenStack.SubnetID, st.Network.Subnets[0].ID)
+	want("openstack.securityGroupID", s.OpenStack.SecurityGroupID, st.WorkerSecurityGroup.ID)
+	want("openstack.credentialsSecretRef", fmt.Sprint(*s.OpenStack.CredentialsSecretRef), "{c1-cloud-config clouds.yaml}")
+	want("openstack.cloud", s.OpenStack.Cloud, "openstack")
+	want("openstack.caCertKey", s.OpenStack.CACertKey, "cacert")
+	want("openstack.clusterName", s.OpenStack.ClusterName, "c1")
+	want("kubeconfigSecretRef", fmt.Sprint(*s.KubeconfigSecretRef), "{c1-kubeconfig value}")
+	want("podCIDRs", fmt.Sprint(s.PodCIDRs), "[10.244.0.0/16]")
+	want("deletionPolicy", string(s.DeletionPolicy), string(v1alpha1.DeletionPolicyDeorbit))
+	if !metav1.IsControlledBy(&vcl, cl) {
+		t.Errorf("VitalsCluster owners %v, want controlled by Cluster %s", vcl.OwnerReferences, cl.UID)
+	}
+
+	// an edit of a field the owner decides is put back; one the user decides stays
+	before := vcl.DeepCopy()
+	vcl.Spec.OpenStack.SubnetID = "edited"
+	vcl.Spec.Remediation.DryRun = true
+	if err := c.Patch(ctx, &vcl, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the edited subnet put back", func() (bool, string) {
+		if ok, msg := get(); !ok {
+			return false, msg
+		}
+		return vcl.Spec.OpenStack.SubnetID == st.Network.Subnets[0].ID, "subnetID " + vcl.Spec.OpenStack.SubnetID
+	})
+	if !vcl.Spec.Remediation.DryRun {
+		t.Errorf("the user's spec.remediation.dryRun was taken off")
+	}
+
+	setPods := func(pods ...string) {
+		t.Helper()
+		if err := c.Get(ctx, key, cl); err != nil {
+			t.Fatal(err)
+		}
+		b := cl.DeepCopy()
+		cl.Spec.ClusterNetwork.Pods.CIDRBlocks = pods
+		if err := c.Patch(ctx, cl, client.MergeFrom(b)); err != nil {
+			t.Fatalf("change the Cluster's pod CIDRs: %v", err)
+		}
+	}
+	podsAre := func(want string) func() (bool, string) {
+		return func() (bool, string) {
+			if ok, msg := get(); !ok {
+				return false, msg
+			}
+			got := fmt.Sprint(vcl.Spec.PodCIDRs)
+			return got == want, "podCIDRs " + got
+		}
+	}
+	setPods("10.244.0.0/16", "10.250.0.0/16")
+	eventually(t, "the Cluster's new pod CIDRs followed", podsAre("[10.244.0.0/16 10.250.0.0/16]"))
+
+	// paused: the VitalsCluster is paused, and nothing of it follows until the Cluster is unpaused
+	pause := func(on bool) {
+		t.Helper()
+		if err := c.Get(ctx, key, cl); err != nil {
+			t.Fatal(err)
+		}
+		b := cl.DeepCopy()
+		if on {
+			metav1.SetMetaDataAnnotation(&cl.ObjectMeta, clusterv1.PausedAnnotation, "")
+		} else {
+			delete(cl.Annotations, clusterv1.PausedAnnotation)
+		}
+		if err := c.Patch(ctx, cl, client.MergeFrom(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pause(true)
+	eventually(t, "the VitalsCluster paused with its Cluster", func() (bool, string) {
+		if ok, msg := get(); !ok {
+			return false, msg
+		}
+		return vcl.Annotations[v1alpha1.AnnotationPaused] == "true" && vcl.Annotations[clusterapi.PausedByAnnotation] == clusterapi.PausedByValue,
+			fmt.Sprint("annotations ", vcl.Annotations)
+	})
+	setPods("10.244.0.0/16")
+	time.Sleep(3 * time.Second) // a follow would be written within a second or two
+	if ok, msg := podsAre("[10.244.0.0/16 10.250.0.0/16]")(); !ok {
+		t.Errorf("the VitalsCluster of a paused Cluster changed: %s", msg)
+	}
+	pause(false)
+	eventually(t, "the pause taken off and the pod CIDRs followed once the Cluster is unpaused", func() (bool, string) {
+		ok, msg := podsAre("[10.244.0.0/16]")()
+		_, paused := vcl.Annotations[v1alpha1.AnnotationPaused]
+		return ok && !paused, fmt.Sprint(msg, " annotations ", vcl.Annotations)
+	})
+
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c2"}, &v1alpha1.VitalsCluster{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Cluster without the label has a VitalsCluster (or the read failed): %v", err)
+	}
+
+	// deleting the Cluster deletes its VitalsCluster (no deorbit controller runs here: nothing holds it)
+	uid := vcl.UID
+	start = time.Now()
+	if err := c.Delete(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the VitalsCluster and the Cluster gone", func() (bool, string) {
+		var left []string
+		for _, o := range []client.Object{&v1alpha1.VitalsCluster{}, &clusterv1.Cluster{}, &infrav1.OpenStackCluster{}} {
+			switch err := c.Get(ctx, key, o); {
+			case err == nil:
+				left = append(left, fmt.Sprintf("%T (finalizers %v)", o, o.GetFinalizers()))
+			case !apierrors.IsNotFound(err):
+				return false, err.Error()
+			}
+		}
+		return len(left) == 0, fmt.Sprint("left: ", left)
+	})
+	t.Logf("the Cluster, its OpenStackCluster and its VitalsCluster (uid %s) gone %.1f s after the delete", uid, time.Since(start).Seconds())
+}
