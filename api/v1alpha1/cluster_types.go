@@ -204,6 +204,14 @@ type RemediationSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration, e.g. 5m"
 	MinProofAge *metav1.Duration `json:"minProofAge,omitempty"`
+	// OutageFreeze: after the workload cluster's API server or the cloud's API was unreachable, or most
+	// node Leases were stale at once, disruptive and destructive actions (reboots, drains, deletes, route
+	// removals) stay held this long, and every unhealthy node's timer starts again: an outage never turns
+	// into mass repairs (default 10m; 0s: resume at once, timers still restart). Safe repairs (security
+	// group rules and associations, forced syncs, re-added routes) are never held by it.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="must be a duration from 0s to 24h, e.g. 10m"
+	OutageFreeze *metav1.Duration `json:"outageFreeze,omitempty"`
 }
 
 // ControllersSpec configures the controllers for one cluster.
@@ -383,6 +391,14 @@ type RemediationStatus struct {
 	// StormSince is when the storm rule last tripped; actions resume after the cool-down.
 	// +optional
 	StormSince *metav1.Time `json:"stormSince,omitempty"`
+	// LastOutage is when an outage was last seen (the workload API server or the cloud unreachable, most
+	// node Leases stale); disruptive and destructive actions resume spec.remediation.outageFreeze after it.
+	// +optional
+	LastOutage *metav1.Time `json:"lastOutage,omitempty"`
+	// LastOutageReason says what the last outage was.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	LastOutageReason string `json:"lastOutageReason,omitempty"`
 }
 
 // ClusterStatus is what the controllers observed and did. Each controller owns its block and its

@@ -2,7 +2,11 @@
 
 package v1alpha1
 
-import "time"
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // Defaults of the settings a VitalsCluster leaves unset. They live with the types, so that the controllers,
 // `vitals doctor` and the documentation read the same values. The operator's flags replace the interval and
@@ -98,4 +102,101 @@ func (s *DeorbitSpec) Settings() DeorbitSettings {
 		out.CloudWaitTimeout = s.CloudWaitTimeout.Duration
 	}
 	return out
+}
+
+// Defaults of the node repair (spec.controllers.flight.repairs.nodes).
+const (
+	// DefaultUnhealthyTimeout is how long Ready must have been False or Unknown (the default
+	// unhealthyConditions): medik8s NHC and magnum-auto-healer use 300 s, Cluster API's examples 5m.
+	DefaultUnhealthyTimeout = 5 * time.Minute
+	// DefaultNodeStartupTimeout is how long an ACTIVE server may go without a Node.
+	DefaultNodeStartupTimeout = 15 * time.Minute
+	DefaultSoftRebootTimeout  = 5 * time.Minute
+	DefaultHardRebootTimeout  = 10 * time.Minute
+	// DefaultDrainTimeout bounds the drain before a step.
+	DefaultDrainTimeout = 10 * time.Minute
+	// DefaultServerCooldown: a new escalation of a server takes its first step this long after its last.
+	DefaultServerCooldown = time.Hour
+	// DefaultServerMaxSteps disruptive steps per server in DefaultServerWindow.
+	DefaultServerMaxSteps = 3
+	DefaultServerWindow   = 24 * time.Hour
+	// DefaultOutageFreeze holds disruptive actions after an outage (spec.remediation.outageFreeze).
+	DefaultOutageFreeze = 10 * time.Minute
+)
+
+// NodeSettings are the node repair's settings, defaults applied.
+type NodeSettings struct {
+	Enabled             bool
+	UnhealthyConditions []UnhealthyCondition
+	NodeStartupTimeout  time.Duration
+	// NodeSelector is nil when every Node is selected.
+	NodeSelector  *metav1.LabelSelector
+	NodePoolLabel string
+	DrainTimeout  time.Duration
+	DrainForce    DrainForce
+	SoftReboot    time.Duration
+	HardReboot    time.Duration
+	// Delete is false when spec.delete is false; a delete also needs ReplacementKey and a server that
+	// carries it.
+	Delete         bool
+	ReplacementKey string
+	Cooldown       time.Duration
+	MaxSteps       int
+	Window         time.Duration
+	ControlPlane   bool
+}
+
+// DefaultUnhealthyConditions are Ready False or Unknown for DefaultUnhealthyTimeout.
+func DefaultUnhealthyConditions() []UnhealthyCondition {
+	d := metav1.Duration{Duration: DefaultUnhealthyTimeout}
+	return []UnhealthyCondition{{Type: "Ready", Status: "False", Timeout: d}, {Type: "Ready", Status: "Unknown", Timeout: d}}
+}
+
+// Settings are r with the defaults applied.
+func (r *NodeRepair) Settings() NodeSettings {
+	s := NodeSettings{Enabled: r.IsEnabled(), UnhealthyConditions: r.UnhealthyConditions, NodeStartupTimeout: DefaultNodeStartupTimeout,
+		NodeSelector: r.NodeSelector, NodePoolLabel: r.NodePoolLabel, DrainTimeout: DefaultDrainTimeout, DrainForce: DrainForceWhenUnreachable,
+		SoftReboot: DefaultSoftRebootTimeout, HardReboot: DefaultHardRebootTimeout, Delete: r.Delete == nil || *r.Delete,
+		Cooldown: DefaultServerCooldown, MaxSteps: DefaultServerMaxSteps, Window: DefaultServerWindow}
+	if len(s.UnhealthyConditions) == 0 {
+		s.UnhealthyConditions = DefaultUnhealthyConditions()
+	}
+	set := func(dst *time.Duration, d *metav1.Duration) {
+		if d != nil && d.Duration >= 0 {
+			*dst = d.Duration
+		}
+	}
+	set(&s.NodeStartupTimeout, r.NodeStartupTimeout)
+	set(&s.SoftReboot, r.SoftRebootTimeout)
+	set(&s.HardReboot, r.HardRebootTimeout)
+	if d := r.Drain; d != nil {
+		set(&s.DrainTimeout, d.Timeout)
+		if d.Force != "" {
+			s.DrainForce = d.Force
+		}
+	}
+	if r.Replacement != nil {
+		s.ReplacementKey = r.Replacement.MetadataKey
+	}
+	if p := r.PerServer; p != nil {
+		set(&s.Cooldown, p.Cooldown)
+		if p.MaxSteps != nil && *p.MaxSteps > 0 {
+			s.MaxSteps = int(*p.MaxSteps)
+		}
+		if p.Window != nil && p.Window.Duration > 0 {
+			s.Window = p.Window.Duration
+		}
+	}
+	if c := r.ControlPlane; c != nil && c.Enabled != nil {
+		s.ControlPlane = *c.Enabled
+	}
+	return s
+}
+
+// OutageFreezeOrDefault is spec.remediation.outageFreeze (default DefaultOutageFreeze).
+func (s *RemediationSpec) OutageFreezeOrDefault() time.Duration {
+	if s.OutageFreeze != nil && s.OutageFreeze.Duration >= 0 {
+		return s.OutageFreeze.Duration
+	}
+	return DefaultOutageFreeze
 }

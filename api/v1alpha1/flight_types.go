@@ -46,24 +46,153 @@ type RepairSpec struct {
 	Enabled *bool `json:"enabled,omitempty"`
 }
 
-// NeverHealthyRepair escalates a server whose Node never becomes healthy: soft reboot, then hard
-// reboot, then delete, each step after its own timeout.
-type NeverHealthyRepair struct {
+// NodeRepair repairs the cluster's unhealthy nodes, rebooting first and replacing last: a node whose
+// Node has held one of UnhealthyConditions for its timeout, or an ACTIVE server no Node names
+// NodeStartupTimeout after its creation, is cordoned and drained (Eviction API, PodDisruptionBudgets
+// honoured), then soft-rebooted; a hard reboot follows after SoftRebootTimeout, and a delete after
+// HardRebootTimeout only for a server whose manager replaces it (Replacement). A server whose Node is a
+// Cluster API Machine's, or that Gardener or Magnum manages, is never rebooted or deleted behind its manager.
+type NodeRepair struct {
 	RepairSpec `json:",inline"`
-	// SpawnTimeout: an ACTIVE server with no Ready Node this long after it was created is never-healthy
-	// (default 15m).
+	// UnhealthyConditions: a Node is unhealthy once one of its conditions has had the given status for at
+	// least the timeout, measured from the condition's lastTransitionTime (a node NotReady for a minute
+	// after months of service is not touched). Any condition type counts: kubelet's (Ready), the node
+	// problem detector's (KernelDeadlock, ReadonlyFilesystem, ...), the Vitals agent's (PodNetworkHealthy).
+	// Default: Ready False or Unknown for 5m.
 	// +optional
-	SpawnTimeout *metav1.Duration `json:"spawnTimeout,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +listMapKey=status
+	// +kubebuilder:validation:MaxItems=32
+	UnhealthyConditions []UnhealthyCondition `json:"unhealthyConditions,omitempty"`
+	// NodeStartupTimeout: an ACTIVE server of the cluster that no Node names this long after the server
+	// was created never registered (default 15m); a server whose Node exists but was never Ready is judged
+	// by UnhealthyConditions.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="must be a duration of at least 1m, e.g. 15m"
+	NodeStartupTimeout *metav1.Duration `json:"nodeStartupTimeout,omitempty"`
+	// NodeSelector limits the repair to the Nodes it matches (default: every Node). Servers that never
+	// registered have no labels: NodeStartupTimeout judges them all. A Node labelled
+	// vitals.vitalsproject.io/exclude-from-remediation: "true" (or a server with that metadata) is never
+	// touched, whatever the selector.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	// NodePoolLabel is the label key that names a Node's pool (e.g. worker.gardener.cloud/pool,
+	// magnum.openstack.org/nodegroup, cluster.x-k8s.io/deployment-name); a server that never registered
+	// is placed by its Nova metadata of the same key. At most one disruptive step is in flight per pool.
+	// Empty (the default): the cluster's workers are one pool, repaired one node at a time.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	NodePoolLabel string `json:"nodePoolLabel,omitempty"`
+	// Drain tunes the drain before a reboot or a delete.
+	// +optional
+	Drain *NodeDrain `json:"drain,omitempty"`
 	// SoftRebootTimeout: how long after a soft reboot the node may take to become healthy before a hard
 	// reboot (default 5m).
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="must be a duration of at least 1m, e.g. 5m"
 	SoftRebootTimeout *metav1.Duration `json:"softRebootTimeout,omitempty"`
-	// HardRebootTimeout: how long after a hard reboot before the server is deleted (default 10m).
+	// HardRebootTimeout: how long after a hard reboot the node may take to become healthy before the server
+	// is deleted, where deleting is allowed (default 10m).
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="must be a duration of at least 1m, e.g. 10m"
 	HardRebootTimeout *metav1.Duration `json:"hardRebootTimeout,omitempty"`
-	// Delete allows the last step (default true); false stops the escalation at the hard reboot.
+	// Delete allows the last step (default true), and only for a server whose manager will replace it
+	// (Replacement). false, or no manager, stops the escalation at the hard reboot and says so (NodesHealthy
+	// reason NoReplacement, a Warning Event, vitals_flight_escalations_stopped).
 	// +optional
 	Delete *bool `json:"delete,omitempty"`
+	// Replacement says which servers a manager replaces once they are deleted.
+	// +optional
+	Replacement *ServerReplacement `json:"replacement,omitempty"`
+	// PerServer limits the steps taken on one server, against reboot loops.
+	// +optional
+	PerServer *PerServerLimits `json:"perServer,omitempty"`
+	// ControlPlane: whether control-plane nodes are repaired (off by default).
+	// +optional
+	ControlPlane *ControlPlaneRepair `json:"controlPlane,omitempty"`
+}
+
+// UnhealthyCondition is a Node condition that makes the node unhealthy once it has held its status for
+// Timeout.
+type UnhealthyCondition struct {
+	// Type of the Node condition, e.g. Ready, KernelDeadlock, PodNetworkHealthy.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	Type string `json:"type"`
+	// Status of the condition that is unhealthy.
+	// +kubebuilder:validation:Enum=True;False;Unknown
+	Status string `json:"status"`
+	// Timeout: how long the condition must have had Status (from its lastTransitionTime).
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration, e.g. 5m"
+	Timeout metav1.Duration `json:"timeout"`
+}
+
+// DrainForce says when a drain that has not finished by its timeout goes on without it.
+// +kubebuilder:validation:Enum=WhenUnreachable;Never
+type DrainForce string
+
+const (
+	// DrainForceWhenUnreachable: the step goes on once the drain timed out only when the node is
+	// unreachable (Ready Unknown: its kubelet no longer reports), where no pod can end gracefully anyway.
+	DrainForceWhenUnreachable DrainForce = "WhenUnreachable"
+	// DrainForceNever: the step waits for the drain however long it takes, and says so.
+	DrainForceNever DrainForce = "Never"
+)
+
+// NodeDrain tunes the drain that precedes a reboot or a delete. The node is cordoned first; its pods are
+// evicted through the Eviction API, which honours PodDisruptionBudgets (DaemonSet pods and mirror pods stay,
+// as kubectl drain leaves them); a reboot that heals the node uncordons it.
+type NodeDrain struct {
+	// Timeout of the drain (default 10m).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration, e.g. 10m"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// Force says when the step goes on after the timeout with pods left (default WhenUnreachable): a
+	// PodDisruptionBudget of a reachable node is never overridden.
+	// +optional
+	Force DrainForce `json:"force,omitempty"`
+}
+
+// ServerReplacement says which servers a manager replaces once deleted: a node pool controller, a Senlin
+// cluster, a Heat autoscaling group. Servers of Cluster API Machines, Gardener and Magnum are never deleted
+// by flight, whatever this says: their managers replace them themselves.
+type ServerReplacement struct {
+	// MetadataKey: a server that carries this Nova metadata key (any value) is replaced by its manager
+	// once deleted, e.g. "kubernikus:nodepool".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	MetadataKey string `json:"metadataKey"`
+}
+
+// PerServerLimits bound the steps on one server: a node that fails again and again is not rebooted
+// for ever.
+type PerServerLimits struct {
+	// Cooldown: after a repaired node was healthy again, a new escalation of the same server takes its first
+	// step no earlier than this after the last one (default 1h).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration, e.g. 1h"
+	Cooldown *metav1.Duration `json:"cooldown,omitempty"`
+	// MaxSteps is the most disruptive steps (reboots, deletes) on one server in any Window (default 3);
+	// beyond it the server is left alone and reported (NodesHealthy reason RebootLoop, a Warning Event).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MaxSteps *int32 `json:"maxSteps,omitempty"`
+	// Window of MaxSteps (default 24h).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('720h')",message="must be a duration from 1m to 720h, e.g. 24h"
+	Window *metav1.Duration `json:"window,omitempty"`
+}
+
+// ControlPlaneRepair turns the repair of control-plane nodes (label node-role.kubernetes.io/control-plane)
+// on. When on, one control-plane node at a time, and never when the etcd members left healthy would lose
+// quorum.
+type ControlPlaneRepair struct {
+	// Enabled repairs control-plane nodes too (default false).
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // SecurityGroupSyncRepair forces a security-group sync for a node whose agent reports a broken pod
@@ -83,9 +212,10 @@ type FlightRepairs struct {
 	// SecurityGroupAssociation gives a server of the cluster without the group the group back.
 	// +optional
 	SecurityGroupAssociation RepairSpec `json:"securityGroupAssociation,omitempty"`
-	// NeverHealthy escalates servers whose Node never becomes healthy.
+	// Nodes repairs unhealthy nodes: cordon, drain, soft reboot, hard reboot, and a delete only where a
+	// manager replaces the server.
 	// +optional
-	NeverHealthy NeverHealthyRepair `json:"neverHealthy,omitempty"`
+	Nodes NodeRepair `json:"nodes,omitempty"`
 	// ErroredServers deletes servers in vm_state error.
 	// +optional
 	ErroredServers RepairSpec `json:"erroredServers,omitempty"`
@@ -116,7 +246,7 @@ const (
 	ConditionRouteHeadroom = "RouteHeadroom"
 )
 
-// Escalation steps of a never-healthy node.
+// Escalation steps of an unhealthy node.
 const (
 	EscalationObserved   = "Observed"
 	EscalationSoftReboot = "SoftReboot"
@@ -124,24 +254,73 @@ const (
 	EscalationDelete     = "Delete"
 )
 
-// NodeEscalation is where one never-healthy node stands in its escalation; kept in the status so that
-// the timeouts survive operator restarts.
+// Phases of an escalation's step: the guards around it.
+const (
+	// PhaseDraining: the node is cordoned and its pods are being evicted; the step follows the drain.
+	PhaseDraining = "Draining"
+	// PhaseTaken: the step was taken (the reboot or delete sent).
+	PhaseTaken = "Taken"
+	// PhaseStopped: no further step will be taken (Stopped says why): a human or the server's manager
+	// takes over.
+	PhaseStopped = "Stopped"
+)
+
+// NodeEscalation is where one unhealthy node stands in its escalation; kept in the status so that the
+// timeouts survive operator restarts.
 type NodeEscalation struct {
 	// Node name ("" when the server never registered).
 	// +optional
 	Node string `json:"node,omitempty"`
 	// Server ID.
 	Server string `json:"server"`
-	// Step last taken (Observed, SoftReboot, HardReboot, Delete).
+	// Step last taken or under way (Observed, SoftReboot, HardReboot, Delete).
 	Step string `json:"step"`
-	// Since the step was taken.
+	// Phase of the step (Draining, Taken, Stopped; empty while Observed).
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Since the step (or its phase) began.
 	Since metav1.Time `json:"since"`
 	// FirstSeen is when the node was first seen unhealthy: the evidence of a delete.
 	// +optional
 	FirstSeen *metav1.Time `json:"firstSeen,omitempty"`
-	// Reason the node is unhealthy, e.g. NotReady, NeverRegistered, PodNetworkBroken.
+	// Reason the node is unhealthy, e.g. NeverRegistered, Ready=Unknown, KernelDeadlock=True.
 	// +optional
 	Reason string `json:"reason,omitempty"`
+	// Pool of the node (the value of spec.controllers.flight.repairs.nodes.nodePoolLabel).
+	// +optional
+	Pool string `json:"pool,omitempty"`
+	// Cordoned: flight cordoned the Node (and uncordons it when the node heals; a Node cordoned by someone
+	// else is left cordoned).
+	// +optional
+	Cordoned bool `json:"cordoned,omitempty"`
+	// Tainted: flight put the node.kubernetes.io/out-of-service taint on the Node (and takes it off when
+	// the node is back).
+	// +optional
+	Tainted bool `json:"tainted,omitempty"`
+	// Stopped says why no further step will be taken (NoReplacement, ManagedByGardener, RebootLoop, ...).
+	// +optional
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// StepRecord is one disruptive step taken on a server.
+type StepRecord struct {
+	// Step taken: SoftReboot, HardReboot, Delete.
+	Step string `json:"step"`
+	// Time it was taken.
+	Time metav1.Time `json:"time"`
+	// Reason the node was unhealthy.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// ServerHistory is the steps taken on one server, newest last, within the per-server window: the memory
+// that caps reboot loops, kept after the node heals.
+type ServerHistory struct {
+	// Server ID.
+	Server string `json:"server"`
+	// Steps within the window, newest last.
+	// +kubebuilder:validation:MaxItems=100
+	Steps []StepRecord `json:"steps"`
 }
 
 // ServerSighting is a server seen in a bad state, with when it was first seen so.
@@ -184,10 +363,15 @@ type FlightStatus struct {
 	// Counts of the last complete pass.
 	// +optional
 	Counts FlightCounts `json:"counts,omitempty"`
-	// Escalations of never-healthy nodes.
+	// Escalations of unhealthy nodes.
 	// +optional
 	// +kubebuilder:validation:MaxItems=1000
 	Escalations []NodeEscalation `json:"escalations,omitempty"`
+	// History of the disruptive steps taken on each server within spec.controllers.flight.repairs.nodes.
+	// perServer.window (bounded: the servers of the last steps, and each server's steps in the window).
+	// +optional
+	// +kubebuilder:validation:MaxItems=1000
+	History []ServerHistory `json:"history,omitempty"`
 	// Errored servers: when each was first seen in vm_state error.
 	// +optional
 	// +kubebuilder:validation:MaxItems=1000

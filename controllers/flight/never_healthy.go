@@ -20,9 +20,9 @@ const VerbRebootServer = "RebootServer"
 
 // Defaults of the never-healthy repair (spec.controllers.flight.repairs.neverHealthy).
 const (
-	DefaultSpawnTimeout      = 15 * time.Minute
-	DefaultSoftRebootTimeout = 5 * time.Minute
-	DefaultHardRebootTimeout = 10 * time.Minute
+	DefaultSpawnTimeout      = v1alpha1.DefaultNodeStartupTimeout
+	DefaultSoftRebootTimeout = v1alpha1.DefaultSoftRebootTimeout
+	DefaultHardRebootTimeout = v1alpha1.DefaultHardRebootTimeout
 )
 
 // Why a server's node is unhealthy (NodeEscalation.Reason).
@@ -72,7 +72,7 @@ func (NeverHealthy) Conditions() []string { return []string{v1alpha1.ConditionNo
 
 // Enabled implements Repair.
 func (NeverHealthy) Enabled(c *v1alpha1.VitalsCluster) bool {
-	return c.Spec.Controllers.Flight.Repairs.NeverHealthy.IsEnabled()
+	return c.Spec.Controllers.Flight.Repairs.Nodes.IsEnabled()
 }
 
 // neverHealthySettings are the repair's timeouts with defaults applied.
@@ -81,21 +81,9 @@ type neverHealthySettings struct {
 	deleteAllowed     bool
 }
 
-func neverHealthySettingsOf(sp v1alpha1.NeverHealthyRepair) neverHealthySettings {
-	s := neverHealthySettings{spawn: DefaultSpawnTimeout, soft: DefaultSoftRebootTimeout, hard: DefaultHardRebootTimeout, deleteAllowed: true}
-	if d := sp.SpawnTimeout; d != nil && d.Duration > 0 {
-		s.spawn = d.Duration
-	}
-	if d := sp.SoftRebootTimeout; d != nil && d.Duration > 0 {
-		s.soft = d.Duration
-	}
-	if d := sp.HardRebootTimeout; d != nil && d.Duration > 0 {
-		s.hard = d.Duration
-	}
-	if sp.Delete != nil {
-		s.deleteAllowed = *sp.Delete
-	}
-	return s
+func neverHealthySettingsOf(sp v1alpha1.NodeRepair) neverHealthySettings {
+	ns := sp.Settings()
+	return neverHealthySettings{spawn: ns.NodeStartupTimeout, soft: ns.SoftReboot, hard: ns.HardReboot, deleteAllowed: ns.Delete}
 }
 
 // Nova statuses of a server that is rebooting.
@@ -142,7 +130,7 @@ type nodeStep struct {
 
 // Detect implements Repair.
 func (NeverHealthy) Detect(in *pass.Input[*State]) pass.Finding[*State] {
-	s := neverHealthySettingsOf(in.Read.Settings.Repairs.NeverHealthy)
+	s := neverHealthySettingsOf(in.Read.Settings.Repairs.Nodes)
 	return detectNeverHealthy(in.Read.Snapshot.Servers, in.Read.Snapshot.ServerNode, in.Read.Prev.Escalations, s, in.Now)
 }
 
@@ -244,9 +232,9 @@ func (f *neverHealthyFinding) Unhealthy() []string {
 // stepAction is the policy's view of a step: a reboot is a change, a delete a removal whose evidence
 // is the fault's first sighting.
 func stepAction(st nodeStep) remediation.Action {
-	a := remediation.Action{Verb: VerbRebootServer, Kind: "server", ID: st.server.ID, Name: st.server.Name}
+	a := remediation.Action{Verb: VerbRebootServer, Kind: "server", ID: st.server.ID, Name: st.server.Name, Class: remediation.Disruptive}
 	if st.step == v1alpha1.EscalationDelete {
-		a.Verb, a.Removal, a.Evidence = VerbDeleteServer, true, st.esc.FirstSeen.Time
+		a.Verb, a.Removal, a.Evidence, a.Class = VerbDeleteServer, true, st.esc.FirstSeen.Time, remediation.Destructive
 	}
 	return a
 }

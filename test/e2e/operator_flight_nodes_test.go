@@ -368,7 +368,7 @@ var (
 	condNetOK       = corev1.NodeCondition{Type: flight.NodeConditionPodNetworkHealthy, Status: corev1.ConditionTrue, Reason: "CNIAddFailuresWithinBudget"}
 	condCutOff      = corev1.NodeCondition{Type: flight.NodeConditionPodNetworkConnectivity, Status: corev1.ConditionFalse, Reason: "PodToPodFailing"}
 	condReachable   = corev1.NodeCondition{Type: flight.NodeConditionPodNetworkConnectivity, Status: corev1.ConditionTrue, Reason: "PodNetworkReachable"}
-	neverHealthyCfg = v1alpha1.NeverHealthyRepair{SpawnTimeout: &metav1.Duration{Duration: 15 * time.Minute},
+	neverHealthyCfg = v1alpha1.NodeRepair{NodeStartupTimeout: &metav1.Duration{Duration: 15 * time.Minute},
 		SoftRebootTimeout: &metav1.Duration{Duration: 5 * time.Minute}, HardRebootTimeout: &metav1.Duration{Duration: 10 * time.Minute}}
 )
 
@@ -378,7 +378,7 @@ var (
 // each reboot recorded by Nova. A second server whose Node is healthy is never touched.
 func TestFlightNeverHealthyEscalation(t *testing.T) {
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
-		c.Spec.Controllers.Flight.Repairs.NeverHealthy = neverHealthyCfg
+		c.Spec.Controllers.Flight.Repairs.Nodes = neverHealthyCfg
 	})
 	bad, good := f.server(10), f.server(11)
 	badNode := f.node(bad, f.net.IP(10), "198.19.10.0/24", condReady, condNetBroken)
@@ -460,7 +460,7 @@ func TestFlightNeverHealthyEscalation(t *testing.T) {
 // the escalation.
 func TestFlightNeverHealthyForgedNode(t *testing.T) {
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
-		c.Spec.Controllers.Flight.Repairs.NeverHealthy = neverHealthyCfg
+		c.Spec.Controllers.Flight.Repairs.Nodes = neverHealthyCfg
 	})
 	sv := f.server(20)
 	real := f.node(sv, f.net.IP(20), "198.19.20.0/24", condReady, condNetOK)
@@ -493,7 +493,7 @@ func TestFlightNeverHealthyForgedNode(t *testing.T) {
 // is rebooted or deleted, however long it lasts.
 func TestFlightStorm(t *testing.T) {
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
-		c.Spec.Controllers.Flight.Repairs.NeverHealthy = neverHealthyCfg
+		c.Spec.Controllers.Flight.Repairs.Nodes = neverHealthyCfg
 		c.Spec.Remediation.MaxUnhealthy = new(intstr.FromString("20%"))
 	})
 	f.ensureInstanceQuota(20)
@@ -576,7 +576,7 @@ func (f *fnFixture) ensureInstanceQuota(n int) {
 func TestFlightSecurityGroupSync(t *testing.T) {
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
 		off := false
-		c.Spec.Controllers.Flight.Repairs.NeverHealthy.Enabled = &off
+		c.Spec.Controllers.Flight.Repairs.Nodes.Enabled = &off
 		c.Spec.Controllers.Flight.Repairs.SecurityGroupSync.MinInterval = &metav1.Duration{Duration: 10 * time.Minute}
 		// two of two nodes cut off below: not a storm for this test
 		c.Spec.Remediation.MaxUnhealthy = &intstr.IntOrString{Type: intstr.String, StrVal: "100%"}
