@@ -20,6 +20,10 @@ const (
 type CheckResult struct {
 	Err  error
 	Time time.Time
+	// LastFailure is when the check last failed, and LastErr how (kept after it passes again: the
+	// outage freeze counts from it).
+	LastFailure time.Time
+	LastErr     string
 }
 
 // Checks holds the per-cluster checks that gate remediation. Safe for concurrent use.

@@ -35,7 +35,11 @@ func (s *CheckSet) Set(cluster types.NamespacedName, check string, err error) {
 		m = map[string]CheckResult{}
 		s.results[cluster] = m
 	}
-	m[check] = CheckResult{Err: err, Time: now}
+	r := CheckResult{Err: err, Time: now, LastFailure: m[check].LastFailure, LastErr: m[check].LastErr}
+	if err != nil {
+		r.LastFailure, r.LastErr = now, err.Error()
+	}
+	m[check] = r
 }
 
 // Get returns the latest result; ok is false when the check never reported.

@@ -11,8 +11,11 @@
 //
 // Rules apply in this order, and the first that holds an action decides: exclusion, the shard (with several
 // active replicas, a cluster of a hash range this replica does not hold, or no longer holds safely), invalid policy,
-// operator-wide pause, the cluster's pause, the gate, the storm rule (and its cool-down), the proof age, the
-// cluster's budget, the operator's budget; then dry-run, or the action is allowed and counted.
+// operator-wide pause, the cluster's pause, the gate; then by the action's Class (safe actions pass): the storm
+// rule (and its cool-down), the outage freeze (the cluster's checks failed, or the controller saw an outage,
+// within spec.remediation.outageFreeze), the pool rule (one disruptive step in flight per pool), the quorum;
+// then the proof age, the cluster's budget, the operator's budget (safe actions spend none); then dry-run, or
+// the action is allowed and counted. Pass.Outage tells a controller when its unhealthy timers may start.
 //
 // Decisions are made when a controller asks; the writes that carry them out are fenced when they are sent
 // (package fencing). Pass.Fence makes the fence of an allowed action's write: it re-checks the operator-wide

@@ -167,6 +167,9 @@ type record struct {
 	stormSince time.Time
 	// stormWhy describes the storm last seen (in memory only: after a restart the cool-down says when).
 	stormWhy string
+	// lastOutage is when an outage was last seen, lastOutageWhy what it was (both in the status).
+	lastOutage    time.Time
+	lastOutageWhy string
 }
 
 var _ Policy = (*Engine)(nil)
@@ -246,6 +249,17 @@ func (e *Engine) Begin(ctx context.Context, c *v1alpha1.VitalsCluster, controlle
 		r.stormSince = stamp(now)
 		r.stormWhy = controller + ": " + why
 	}
+	var results []CheckResult
+	var names []string
+	for _, n := range needs {
+		if res, ok := e.checks.Get(key, n); ok {
+			results, names = append(results, res), append(names, n)
+		}
+	}
+	if last, why := outageOf(now, results, names, scope); last.After(r.lastOutage) && !last.After(now.Add(maxClockSkew)) {
+		r.lastOutage, r.lastOutageWhy = stamp(last), why
+	}
+	p.outage, p.outageWhy = r.lastOutage, r.lastOutageWhy
 	return p
 }
 
@@ -328,6 +342,9 @@ func (e *Engine) absorbLocked(r *record, st *v1alpha1.RemediationStatus, now tim
 	}
 	if st.StormSince != nil && st.StormSince.After(r.stormSince) && !st.StormSince.After(latest) {
 		r.stormSince = stamp(st.StormSince.Time)
+	}
+	if st.LastOutage != nil && st.LastOutage.After(r.lastOutage) && !st.LastOutage.After(latest) {
+		r.lastOutage, r.lastOutageWhy = stamp(st.LastOutage.Time), st.LastOutageReason
 	}
 }
 

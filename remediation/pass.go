@@ -40,6 +40,12 @@ type pass struct {
 	// back when its fence refuses the write.
 	reservedMu sync.Mutex
 	reserved   map[string]time.Time
+	// outage is the last outage seen (checks, the scope, the status), outageWhy what it was.
+	outage    time.Time
+	outageWhy string
+	// pools: the object each pool's disruptive step allowed in this pass is for.
+	poolMu sync.Mutex
+	pools  map[string]string
 }
 
 // Ask decides on one action and records a Held or DryRun decision.
@@ -110,6 +116,9 @@ func (p *pass) decide(now time.Time, a Action) Decision {
 	if reason, msg, retry := p.clusterRule(now); reason != "" {
 		return held(reason, msg, retry)
 	}
+	if reason, msg, retry := p.classRule(now, a); reason != "" {
+		return held(reason, msg, retry)
+	}
 	if a.Removal && !a.Evidence.IsZero() {
 		if due := a.Evidence.Add(p.s.minProofAge); now.Before(due) {
 			return held(ReasonProofPending, fmt.Sprintf("evidence first seen %s; minProofAge %s: allowed from %s",
@@ -121,6 +130,12 @@ func (p *pass) decide(now time.Time, a Action) Decision {
 			return Decision{Outcome: DryRun, Reason: ReasonDryRun, Message: "dry run (" + why + "): would " + a.Verb}
 		}
 		return Decision{Outcome: Allowed, Reason: ReasonAllowed, Message: "allowed (teardown: outside the budgets)"}
+	}
+	if a.Class == Safe {
+		if why := p.dryRunWhy(); why != "" {
+			return Decision{Outcome: DryRun, Reason: ReasonDryRun, Message: "dry run (" + why + "): would " + a.Verb}
+		}
+		return Decision{Outcome: Allowed, Reason: ReasonAllowed, Message: "allowed (safe: outside the budgets)"}
 	}
 	e := p.e
 	e.mu.Lock()
@@ -141,6 +156,7 @@ func (p *pass) decide(now time.Time, a Action) Decision {
 		return Decision{Outcome: DryRun, Reason: ReasonDryRun, Message: "dry run (" + why + "): would " + a.Verb}
 	}
 	e.reserveLocked(r, now)
+	p.claimPool(a)
 	p.reservedMu.Lock()
 	if p.reserved == nil {
 		p.reserved = map[string]time.Time{}
@@ -150,14 +166,14 @@ func (p *pass) decide(now time.Time, a Action) Decision {
 	return Decision{Outcome: Allowed, Reason: ReasonAllowed, Message: "allowed"}
 }
 
-// clusterRule is the first rule that holds back every action of this pass: an invalid policy, the
-// operator-wide pause, the cluster's pause, the gate, the storm rule.
+// clusterRule is the first rule that holds back every action of this pass, whatever its class: the shard,
+// an invalid policy, the operator-wide pause, the cluster's pause, the gate.
 func (p *pass) clusterRule(now time.Time) (reason, msg string, retry time.Time) {
 	return p.rule(now, true)
 }
 
-// rule is clusterRule; without pass, only the rules of the cluster as a whole (not this pass's gate and
-// storm, which differ from controller to controller), for the RemediationAllowed condition: every
+// rule is clusterRule; without pass, only the rules of the cluster as a whole (not this pass's gate,
+// which differs from controller to controller), for the RemediationAllowed condition: every
 // controller's pass then writes the same condition, and a condition that stays is not written again.
 func (p *pass) rule(now time.Time, pass bool) (reason, msg string, retry time.Time) {
 	if sh := p.e.shard; sh != nil && !sh.Holds(p.c.UID) {
@@ -180,7 +196,13 @@ func (p *pass) rule(now time.Time, pass bool) (reason, msg string, retry time.Ti
 	if why := p.gateClosed(needs); why != "" {
 		return ReasonGateClosed, "gate closed: " + why, time.Time{}
 	}
-	if pass && p.storm != "" {
+	return "", "", time.Time{}
+}
+
+// stormRule holds disruptive and destructive actions while this pass sees a storm, and for the cool-down
+// after the last one any controller saw.
+func (p *pass) stormRule(now time.Time) (reason, msg string, retry time.Time) {
+	if p.storm != "" {
 		return ReasonStorm, "storm: " + p.storm, now.Add(p.e.limits.StormCooldown)
 	}
 	p.e.mu.Lock()
@@ -341,6 +363,9 @@ func (p *pass) Apply(st *v1alpha1.ClusterStatus) {
 	if !r.stormSince.IsZero() {
 		rs.StormSince = &metav1.Time{Time: r.stormSince}
 	}
+	if !r.lastOutage.IsZero() {
+		rs.LastOutage, rs.LastOutageReason = &metav1.Time{Time: r.lastOutage}, truncate(r.lastOutageWhy, 1024)
+	}
 	opBudget := e.operatorBudget()
 	opLeft := max(opBudget-e.operatorUsedLocked(now), 0)
 	budgetMsg := p.budgetMessage(r, now)
@@ -354,6 +379,10 @@ func (p *pass) Apply(st *v1alpha1.ClusterStatus) {
 	status, reason, msg := metav1.ConditionTrue, ReasonAllowed, fmt.Sprintf("%d of %d actions left in the cluster's %s window", left, p.s.actions, p.s.window)
 	if cr, cmsg, _ := p.rule(now, false); cr != "" {
 		status, reason, msg = metav1.ConditionFalse, cr, cmsg
+	} else if sr, smsg, _ := p.stormRule(now); sr != "" {
+		status, reason, msg = metav1.ConditionFalse, sr, smsg+"; safe repairs go on"
+	} else if until := p.frozenUntil(); now.Before(until) {
+		status, reason, msg = metav1.ConditionFalse, ReasonFrozen, p.freezeMessage(until)+"; safe repairs go on"
 	} else if left == 0 {
 		status, reason, msg = metav1.ConditionFalse, ReasonBudget, budgetMsg
 	} else if opLeft == 0 {
@@ -373,6 +402,13 @@ func (p *pass) Apply(st *v1alpha1.ClusterStatus) {
 
 // maxActionTimes is the most action times the status holds (the CRD's limit).
 const maxActionTimes = 10000
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
 
 func b2f(b bool) float64 {
 	if b {

@@ -37,6 +37,14 @@ type Action struct {
 	// clusters need. Exclusions, pauses, the gate, dry-run and the audit apply as to every action; the
 	// controller proves each resource the cluster's before it asks.
 	Teardown bool
+	// Class of the action (default Destructive): the storm rule, the outage freeze, the pool rule and the
+	// budgets hold actions by class (see Class).
+	Class Class
+	// Pool groups the objects of which one disruptive step at a time may be in flight (a node pool); with
+	// Class Disruptive and no Pool, the cluster's one unnamed pool.
+	Pool string
+	// Quorum, when the action takes down a member of a group that needs a majority (etcd).
+	Quorum *Quorum
 }
 
 // Object is how an action is named in Events and status lines: "kind id", with the name in
@@ -103,6 +111,12 @@ type Scope struct {
 	// is going, so that a deletion policy set back to Orphan, or a confirmation withdrawn, holds the next
 	// write.
 	Interlock func(live *v1alpha1.VitalsCluster) string
+	// InFlight names, by pool, the objects with a disruptive step in flight when the pass began (their
+	// next step is theirs; another object of the pool waits).
+	InFlight map[string][]string
+	// Outage, when the controller's read saw one (e.g. most node Leases stale at once): disruptive and
+	// destructive actions are frozen (spec.remediation.outageFreeze), and the timers restart.
+	Outage string
 }
 
 // Pass is one controller's pass over one cluster: it asks, acts, and reports, and gives the status lines
@@ -123,6 +137,9 @@ type Pass interface {
 	Lines() []v1alpha1.Action
 	// Apply writes the policy's state (RemediationStatus, the RemediationAllowed condition) into st.
 	Apply(st *v1alpha1.ClusterStatus)
+	// Outage is the cluster's last outage as this pass sees it: a controller starts no unhealthy timer
+	// before Outage().Last.
+	Outage() Outage
 }
 
 // Policy opens passes, and fences the writes of a cluster's status and finalizers.

@@ -37,6 +37,8 @@ type settings struct {
 	window       time.Duration
 	maxUnhealthy intstr.IntOrString
 	minProofAge  time.Duration
+	// outageFreeze holds disruptive and destructive actions after an outage.
+	outageFreeze time.Duration
 	// proofAgeNote says how minProofAge relates to the floor when the spec asks for less than it: raised
 	// to it, or below it by the unsafe annotation (shortProofAge).
 	proofAgeNote  string
@@ -55,7 +57,7 @@ func settingsOf(c *v1alpha1.VitalsCluster) settings {
 	s := settings{
 		actions: DefaultClusterActions, window: DefaultClusterWindow,
 		maxUnhealthy: intstr.FromString(DefaultMaxUnhealthy), minProofAge: DefaultMinProofAge,
-		dryRun: sp.DryRun,
+		dryRun: sp.DryRun, outageFreeze: sp.OutageFreezeOrDefault(),
 	}
 	if b := sp.Budget; b != nil {
 		if b.Actions != nil {

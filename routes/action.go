@@ -23,7 +23,8 @@ func RemoveAction(rt openstack.Route, evidence time.Time) remediation.Action {
 	return remediation.Action{Verb: VerbRemoveRoute, Kind: "route", ID: ActionID(rt), Name: rt.Destination, Evidence: evidence, Removal: true}
 }
 
-// AddAction is the re-adding of a missing pod route.
+// AddAction is the re-adding of a missing pod route: a safe action (it puts back what the cluster needs and
+// takes nothing away), never held by the storm rule.
 func AddAction(rt openstack.Route) remediation.Action {
-	return remediation.Action{Verb: VerbAddRoute, Kind: "route", ID: ActionID(rt), Name: rt.Destination}
+	return remediation.Action{Verb: VerbAddRoute, Kind: "route", ID: ActionID(rt), Name: rt.Destination, Class: remediation.Safe}
 }

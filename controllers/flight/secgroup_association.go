@@ -94,7 +94,7 @@ func (f *assocFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass
 	}
 	var added, failed, held []string
 	for _, sv := range f.missing {
-		a := remediation.Action{Verb: VerbAddSecurityGroup, Kind: "server", ID: sv.ID, Name: sv.Name}
+		a := remediation.Action{Verb: VerbAddSecurityGroup, Kind: "server", ID: sv.ID, Name: sv.Name, Class: remediation.Safe}
 		outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error { return env.Cloud.AddSecurityGroup(ctx, sv.ID, f.group.ID) })
 		switch outcome {
 		case pass.OutcomeDone:

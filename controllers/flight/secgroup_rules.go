@@ -181,7 +181,7 @@ func (f *rulesFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass
 	}
 	var created, failed, held []string
 	for _, rule := range f.missing {
-		a := remediation.Action{Verb: VerbCreateRule, Kind: "securitygroup", ID: f.group.ID, Name: ruleName(rule)}
+		a := remediation.Action{Verb: VerbCreateRule, Kind: "securitygroup", ID: f.group.ID, Name: ruleName(rule), Class: remediation.Safe}
 		outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error {
 			_, err := env.Cloud.CreateSecurityGroupRule(ctx, f.group.ID, rule)
 			return err

@@ -173,7 +173,7 @@ func (f *syncFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass.
 				lost, f.last.UTC().Format(time.RFC3339), f.last.Add(f.minInterval).UTC().Format(time.RFC3339), f.minInterval)}}
 	}
 	var done, failed, held, skipped []string
-	a := remediation.Action{Verb: VerbSyncSecurityGroup, Kind: "securitygroup", ID: f.group.ID, Name: f.group.Name}
+	a := remediation.Action{Verb: VerbSyncSecurityGroup, Kind: "securitygroup", ID: f.group.ID, Name: f.group.Name, Class: remediation.Safe}
 	outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error { return forceSync(ctx, env.Cloud, f.group) })
 	switch outcome {
 	case pass.OutcomeDone:
@@ -198,7 +198,7 @@ func (f *syncFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass.
 		if outcome != pass.OutcomeDone {
 			continue
 		}
-		a := remediation.Action{Verb: VerbSetAddressPairs, Kind: "port", ID: c.port.ID, Name: c.port.Name}
+		a := remediation.Action{Verb: VerbSetAddressPairs, Kind: "port", ID: c.port.ID, Name: c.port.Name, Class: remediation.Safe}
 		outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error {
 			_, err := env.Cloud.SetAllowedAddressPairs(ctx, c.port.ID, withPairs(c.port.AllowedAddressPairs, c.cidrs))
 			return err
