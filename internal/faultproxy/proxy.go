@@ -1,6 +1,7 @@
 package faultproxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -286,6 +288,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // pick finds the rule for r and records the fault it injects.
 func (p *Proxy) pick(r *http.Request) (Fault, string) {
+	body := p.peekBody(r)
 	p.mu.Lock()
 	p.requests++
 	var (
@@ -293,7 +296,7 @@ func (p *Proxy) pick(r *http.Request) (Fault, string) {
 		rule string
 	)
 	for _, s := range p.rules {
-		if s.matches(r) {
+		if s.matches(r, body) {
 			f, rule = s.next(), s.Name
 			p.matched[rule]++
 			break
@@ -308,6 +311,23 @@ func (p *Proxy) pick(r *http.Request) (Fault, string) {
 		p.log.Info("fault injected", "rule", rule, "kind", string(f.Kind), "status", f.Status, "method", r.Method, "path", r.URL.Path, "query", r.URL.RawQuery)
 	}
 	return f, rule
+}
+
+// peekBody reads the first MaxBodyMatch bytes of r's body when a rule matches bodies, and puts them back in
+// front of the rest.
+func (p *Proxy) peekBody(r *http.Request) []byte {
+	p.mu.Lock()
+	need := slices.ContainsFunc(p.rules, func(s *ruleState) bool { return s.Body != "" })
+	p.mu.Unlock()
+	if !need || r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	head, _ := io.ReadAll(io.LimitReader(r.Body, MaxBodyMatch))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+	return head
 }
 
 // wait waits d; false when the client or the proxy went away first.

@@ -1,6 +1,7 @@
 package faultproxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,6 +23,9 @@ type Rule struct {
 	// Query: every key must be present in the query; a non-empty value must also equal it
 	// ({"marker": ""} = every page after the first).
 	Query map[string]string
+	// Body, when set, must occur in the request body (its first MaxBodyMatch bytes), e.g. `"type": "HARD"`
+	// to tell Nova's hard reboots from soft ones. The body is read once and passed on unchanged.
+	Body string
 
 	// Fault is injected into every matching request (at most Times times when Times > 0; after that the
 	// rule lets requests pass).
@@ -69,7 +73,13 @@ func (r Rule) validate() error {
 	return nil
 }
 
-func (r Rule) matches(req *http.Request) bool {
+// MaxBodyMatch is how much of a request body a Body rule looks at.
+const MaxBodyMatch = 1 << 20
+
+func (r Rule) matches(req *http.Request, body []byte) bool {
+	if r.Body != "" && !bytes.Contains(body, []byte(r.Body)) {
+		return false
+	}
 	if r.Method != "" && !strings.EqualFold(r.Method, req.Method) {
 		return false
 	}

@@ -99,9 +99,11 @@ func TestRuleMatching(t *testing.T) {
 		{"query present", Rule{Query: map[string]string{"marker": ""}}, req("GET", "/n?limit=1&marker=abc"), true},
 		{"query absent", Rule{Query: map[string]string{"marker": ""}}, req("GET", "/n?limit=1"), false},
 		{"query value", Rule{Query: map[string]string{"limit": "2"}}, req("GET", "/n?limit=1"), false},
+		{"body", Rule{Body: `"type": "HARD"`}, req("POST", "/servers/s/action"), true},
+		{"body not in it", Rule{Body: `"type": "SOFT"`}, req("POST", "/servers/s/action"), false},
 	}
 	for _, tt := range tests {
-		if got := tt.rule.matches(tt.req); got != tt.want {
+		if got := tt.rule.matches(tt.req, []byte(`{"reboot": {"type": "HARD"}}`)); got != tt.want {
 			t.Errorf("%s: matches = %v, want %v", tt.name, got, tt.want)
 		}
 	}
