@@ -81,7 +81,7 @@ func (p *pass) classRule(now time.Time, a Action) (reason, msg string, retry tim
 	if until := p.frozenUntil(); now.Before(until) {
 		return ReasonFrozen, p.freezeMessage(until), until
 	}
-	if a.Pool != "" || a.Class == Disruptive {
+	if a.Pool != "" {
 		if other := p.poolBusy(a); other != "" {
 			return ReasonPoolBusy, fmt.Sprintf("node pool %q has a disruptive step in flight (%s): one at a time per pool", a.Pool, other), time.Time{}
 		}
@@ -110,7 +110,7 @@ func (p *pass) poolBusy(a Action) string {
 
 // claimPool records an allowed disruptive action of a's pool.
 func (p *pass) claimPool(a Action) {
-	if a.Class == Safe || (a.Pool == "" && a.Class != Disruptive) {
+	if a.Class == Safe || a.Pool == "" {
 		return
 	}
 	p.poolMu.Lock()

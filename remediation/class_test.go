@@ -44,7 +44,7 @@ func TestClasses(t *testing.T) {
 			want: "Allowed,PoolBusy,Allowed,Allowed"},
 		{name: "a pool with a step in flight waits, the server in flight goes on", scope: Scope{InFlight: map[string][]string{"a": {"s1"}}},
 			actions: []Action{reboot("s2", "a"), reboot("s1", "a"), reboot("s3", "b")}, want: "PoolBusy,Allowed,Allowed"},
-		{name: "a cluster's unnamed pool", actions: []Action{reboot("s1", ""), reboot("s2", "")}, want: "Allowed,PoolBusy"},
+		{name: "no pool, no pool rule", actions: []Action{reboot("s1", ""), reboot("s2", "")}, want: "Allowed,Allowed"},
 		{name: "quorum: 3 members, 2 healthy, the target healthy", actions: []Action{{Verb: "RebootServer", Kind: "server", ID: "cp1", Class: Disruptive, Pool: "control-plane",
 			Quorum: &Quorum{Members: 3, Healthy: 2, TargetHealthy: true}}}, want: "QuorumAtRisk"},
 		{name: "quorum: 3 members, 2 healthy, the target already down", actions: []Action{{Verb: "RebootServer", Kind: "server", ID: "cp1", Class: Disruptive, Pool: "control-plane",

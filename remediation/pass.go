@@ -131,11 +131,12 @@ func (p *pass) decide(now time.Time, a Action) Decision {
 		}
 		return Decision{Outcome: Allowed, Reason: ReasonAllowed, Message: "allowed (teardown: outside the budgets)"}
 	}
-	if a.Class == Safe {
+	if a.Class == Safe || a.Continuation {
 		if why := p.dryRunWhy(); why != "" {
 			return Decision{Outcome: DryRun, Reason: ReasonDryRun, Message: "dry run (" + why + "): would " + a.Verb}
 		}
-		return Decision{Outcome: Allowed, Reason: ReasonAllowed, Message: "allowed (safe: outside the budgets)"}
+		p.claimPool(a)
+		return Decision{Outcome: Allowed, Reason: ReasonAllowed, Message: "allowed (" + map[bool]string{true: "safe", false: "a step allowed before"}[a.Class == Safe] + ": outside the budgets)"}
 	}
 	e := p.e
 	e.mu.Lock()

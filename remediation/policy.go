@@ -40,11 +40,15 @@ type Action struct {
 	// Class of the action (default Destructive): the storm rule, the outage freeze, the pool rule and the
 	// budgets hold actions by class (see Class).
 	Class Class
-	// Pool groups the objects of which one disruptive step at a time may be in flight (a node pool); with
-	// Class Disruptive and no Pool, the cluster's one unnamed pool.
+	// Pool groups the objects of which one disruptive or destructive step at a time may be in flight (a
+	// node pool); empty: no pool rule.
 	Pool string
 	// Quorum, when the action takes down a member of a group that needs a majority (etcd).
 	Quorum *Quorum
+	// Continuation marks the next write of a step the policy allowed in an earlier pass (a drain's next
+	// round, the reboot the drain was for): every rule holds it as before, but it does not count against
+	// the budgets again.
+	Continuation bool
 }
 
 // Object is how an action is named in Events and status lines: "kind id", with the name in

@@ -79,6 +79,12 @@ type Controller[S Settings, T any] interface {
 	Status(c *v1alpha1.VitalsCluster, t T, unhealthy []string, st *v1alpha1.ClusterStatus)
 }
 
+// Scoper is a Controller that tells the remediation policy more about a pass than its storm counts: the
+// objects with a disruptive step in flight by pool, an outage its read saw (remediation.Scope).
+type Scoper[T any] interface {
+	Scope(t T, s *remediation.Scope)
+}
+
 // ReadInput is what a controller's read works with.
 type ReadInput[S Settings] struct {
 	Cluster  *v1alpha1.VitalsCluster
@@ -343,7 +349,11 @@ func (r *Runner[S, T]) pass(ctx context.Context, c *v1alpha1.VitalsCluster, s S,
 	}
 	slices.Sort(o.unhealthy)
 	common := s.Common()
-	o.policy = r.d.Policy.Begin(ctx, c, name, needs, remediation.Scope{Unhealthy: len(o.unhealthy), Total: r.ctl.Total(t), DryRun: common.DryRun})
+	ps := remediation.Scope{Unhealthy: len(o.unhealthy), Total: r.ctl.Total(t), DryRun: common.DryRun}
+	if sc, ok := r.ctl.(Scoper[T]); ok {
+		sc.Scope(t, &ps)
+	}
+	o.policy = r.d.Policy.Begin(ctx, c, name, needs, ps)
 	capped := &cappedPass{Pass: o.policy, left: common.Budget, controller: name}
 	for _, f := range findings {
 		env := &Env[T]{Cluster: c, Cloud: scope.Cloud, Scope: scope, Workload: in.Workload, Read: t, Pass: capped, Unhealthy: o.unhealthy, Now: now,
