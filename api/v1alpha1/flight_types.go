@@ -99,7 +99,7 @@ type NodeRepair struct {
 	HardRebootTimeout *metav1.Duration `json:"hardRebootTimeout,omitempty"`
 	// Delete allows the last step (default true), and only for a server whose manager will replace it
 	// (Replacement). false, or no manager, stops the escalation at the hard reboot and says so (NodesHealthy
-	// reason NoReplacement, a Warning Event, vitals_flight_escalations_stopped).
+	// reason NoReplacement, a Warning Event EscalationStopped).
 	// +optional
 	Delete *bool `json:"delete,omitempty"`
 	// Replacement says which servers a manager replaces once they are deleted.

@@ -3,14 +3,21 @@ package flight
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
+	"sync"
 	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/nodes"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/routes"
 )
@@ -43,17 +50,21 @@ func New(d *pass.Deps, o Options) (*Reconciler, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
 	}
-	return pass.New[*Settings, *State](d, &flight{o: o}, pass.Options{Timeout: o.Timeout, Metrics: o.PassMetrics})
+	return pass.New[*Settings, *State](d, &flight{o: o, leases: map[types.NamespacedName]*nodes.Leases{}}, pass.Options{Timeout: o.Timeout, Metrics: o.PassMetrics})
 }
 
 // DefaultRepairs are every repair flight knows, in the order a pass runs them: the security group
 // first (a server without its rules or the group is cut off), then servers, then routes.
 func DefaultRepairs() []pass.Repair[*State] {
-	return []pass.Repair[*State]{SecurityGroupRules{}, SecurityGroupAssociation{}, ErroredServers{}, SecurityGroupSync{}, NeverHealthy{}, Routes{}}
+	return []pass.Repair[*State]{SecurityGroupRules{}, SecurityGroupAssociation{}, ErroredServers{}, SecurityGroupSync{}, Nodes{}, Routes{}}
 }
 
-// flight is flight's part of a pass.
-type flight struct{ o Options }
+// flight is flight's part of a pass; leases remembers each cluster's node Leases between passes.
+type flight struct {
+	o      Options
+	mu     sync.Mutex
+	leases map[types.NamespacedName]*nodes.Leases
+}
 
 // Settings are a cluster's flight settings with defaults applied.
 type Settings struct {
@@ -76,6 +87,8 @@ type State struct {
 	// Prev is flight's block before this pass (never nil); Status the block after it, a copy of Prev
 	// each repair rewrites its own fields of (Errored, Escalations, StaleRoutes ...).
 	Prev, Status *v1alpha1.FlightStatus
+	// LeaseOutage says why the node Leases show an outage ("" when they do not): most went stale at once.
+	LeaseOutage string
 }
 
 func (f *flight) Name() string { return Name }
@@ -86,7 +99,31 @@ func (f *flight) Repairs() []pass.Repair[*State] { return f.o.Repairs }
 
 func (f *flight) Total(st *State) int { return len(st.Snapshot.Servers) }
 
-func (f *flight) Forget(key types.NamespacedName) { f.o.Metrics.forget(key) }
+func (f *flight) Forget(key types.NamespacedName) {
+	f.o.Metrics.forget(key)
+	f.mu.Lock()
+	delete(f.leases, key)
+	f.mu.Unlock()
+}
+
+// Scope tells the policy which servers have a disruptive step in flight, by pool, and the outage the node
+// Leases show.
+func (f *flight) Scope(st *State, s *remediation.Scope) {
+	s.InFlight = inFlight(st.Prev.Escalations)
+	s.Outage = st.LeaseOutage
+}
+
+// leasesOf is the Lease memory of a cluster.
+func (f *flight) leasesOf(key types.NamespacedName) *nodes.Leases {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := f.leases[key]
+	if l == nil {
+		l = &nodes.Leases{}
+		f.leases[key] = l
+	}
+	return l
+}
 
 // Settings returns c's settings, or an error naming the field that cannot be used.
 func (f *flight) Settings(c *v1alpha1.VitalsCluster) (*Settings, error) {
@@ -127,6 +164,15 @@ func (f *flight) Read(ctx context.Context, in *pass.ReadInput[*Settings]) (*Stat
 		st.Prev = p.DeepCopy()
 	}
 	st.Status = st.Prev.DeepCopy()
+	if in.Settings.Repairs.Nodes.IsEnabled() {
+		// The node Leases, uncached (a Lease changes every 10 s per node: an informer would churn for nothing).
+		var leases coordinationv1.LeaseList
+		if err := in.Workload.Client().List(ctx, &leases, client.InNamespace(corev1.NamespaceNodeLease)); err != nil {
+			return nil, fmt.Errorf("list the node Leases of the workload cluster: %w", err)
+		}
+		key := types.NamespacedName{Namespace: in.Cluster.Namespace, Name: in.Cluster.Name}
+		st.LeaseOutage = nodes.MostStale(f.leasesOf(key).Observe(leases.Items, in.Now))
+	}
 	st.Status.Counts = v1alpha1.FlightCounts{Servers: int32(len(snap.Servers)), Nodes: int32(len(snap.Nodes)), Routes: int32(len(snap.Router.Routes))}
 	if snap.Group != nil {
 		st.Status.SecurityGroupID = snap.Group.ID

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/nodes"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 )
@@ -78,7 +79,7 @@ func (SecurityGroupSync) Detect(in *pass.Input[*State]) pass.Finding[*State] {
 		if sv.Status != "ACTIVE" || node == nil {
 			continue
 		}
-		c, ok := nodeCondition(node, NodeConditionPodNetworkConnectivity)
+		c, ok := nodes.Condition(node, NodeConditionPodNetworkConnectivity)
 		if !ok || c.Status != corev1.ConditionFalse {
 			continue
 		}

@@ -6,13 +6,8 @@ package e2e
 // restarted operator), the forced security group sync, and the storm.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -22,11 +17,13 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/instanceactions"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/quotasets"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -39,6 +36,7 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/flight"
 	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/internal/faultproxy"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
@@ -63,11 +61,16 @@ type fnFixture struct {
 	passm  *pass.Metrics
 	reg    *prometheus.Registry
 	events *events.FakeRecorder
-	checks remediation.Checks
-	pm     *remediation.Metrics
-	wl     *workload.Manager
-	wire   *novaWire
-	nodes  []string
+	// nova is the fault proxy in front of Nova that flight's cloud goes through: its rules "soft" and
+	// "hard" count the reboots by their type on the wire.
+	nova *faultproxy.Proxy
+	// kubeProxy is the fault proxy in front of the workload cluster's API server (flight's and the workload
+	// access' only way to it; the test's own clients go direct).
+	kubeProxy *faultproxy.Proxy
+	checks    remediation.Checks
+	pm        *remediation.Metrics
+	wl        *workload.Manager
+	nodes     []string
 }
 
 func newFNFixture(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) *fnFixture {
@@ -84,8 +87,7 @@ func newFNFixture(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) *fnFixture
 	}
 	f.kube = kc
 	auth := opAuth(t, env)
-	f.wire = &novaWire{base: http.DefaultTransport, types: map[string][]string{}}
-	f.cloud = opConnect(t, auth, f.wire)
+	f.cloud = opConnect(t, auth, nil)
 	f.net = opNewNet(t, opConnect(t, auth, nil))
 	nc, err := f.cloud.Client(openstack.ServiceNetworking)
 	if err != nil {
@@ -126,13 +128,27 @@ func newFNFixture(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) *fnFixture
 	f.checks = remediation.NewChecks(f.clock)
 	// The access controller proves the cloud in the operator; here the static tenancy does.
 	f.checks.Set(f.key, remediation.CheckCloud, nil)
-	wl, err := workload.NewManager(workload.Options{Secrets: f.c, Checks: f.checks, AllowLocal: true, Local: cfg})
+	kp, kcfg, err := faultproxy.NewKube(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.kubeProxy = kp
+	t.Cleanup(func() { _ = kp.Close() })
+	wl, err := workload.NewManager(workload.Options{Secrets: f.c, Checks: f.checks, AllowLocal: true, Local: kcfg,
+		HealthInterval: time.Second, HealthTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.wl = wl
 	t.Cleanup(wl.Close)
-	f.deps = &pass.Deps{Client: f.c, Tenancy: staticTenancy{f.cloud, f.cloud.ProjectID()}, Workload: wl,
+	pauth, proxies := opFaultProxy(t, env, f.cloud, openstack.ServiceCompute)
+	f.nova = proxies[0]
+	if err := f.nova.Add(faultproxy.Rule{Name: "soft", Method: "POST", Body: `"SOFT"`, Fault: faultproxy.Pass()},
+		faultproxy.Rule{Name: "hard", Method: "POST", Body: `"HARD"`, Fault: faultproxy.Pass()}); err != nil {
+		t.Fatal(err)
+	}
+	flightCloud := opConnect(t, pauth, nil)
+	f.deps = &pass.Deps{Client: f.c, Tenancy: staticTenancy{flightCloud, f.cloud.ProjectID()}, Workload: wl,
 		Clock: f.clock, Recorder: func(string) events.EventRecorder { return f.events }}
 	f.restart()
 	t.Cleanup(func() {
@@ -196,7 +212,8 @@ func (f *fnFixture) node(sv openstack.Server, ip, podCIDR string, conds ...corev
 
 func (f *fnFixture) setConditions(n *corev1.Node, conds ...corev1.NodeCondition) {
 	f.t.Helper()
-	now := metav1.NewTime(time.Now())
+	// the kubelet's clock is the test's: the fixture's fake clock
+	now := metav1.NewTime(f.clock.Now())
 	for _, c := range conds {
 		c.LastHeartbeatTime, c.LastTransitionTime = now, now
 		if c.Reason == "" {
@@ -269,53 +286,19 @@ func (f *fnFixture) pass(step time.Duration) *v1alpha1.VitalsCluster {
 	if cl.Status.Flight == nil || cl.Status.Flight.ObservedGeneration != cl.Generation {
 		f.t.Fatalf("flight pass did not complete: %+v, conditions %+v", cl.Status.Flight, cl.Status.Conditions)
 	}
-	if c := condition(&cl, v1alpha1.ConditionNodesHealthy); c.Status == metav1.ConditionUnknown {
+	if c := condition(&cl, v1alpha1.ConditionNodesHealthy); c.Status == metav1.ConditionUnknown && c.Reason != pass.ReasonDisabled {
 		f.t.Fatalf("flight pass did not complete: NodesHealthy %s/%s (%s)", c.Status, c.Reason, c.Message)
 	}
 	return &cl
 }
 
-// novaWire records, from the requests flight sends, the type of each reboot (Nova's body is
-// {"reboot": {"type": "SOFT"|"HARD"}}; Nova's own action records say "reboot" for both).
-type novaWire struct {
-	base  http.RoundTripper
-	mu    sync.Mutex
-	types map[string][]string // server ID: reboot types in order
+// reboots counts the reboots flight sent through the proxy in front of Nova, soft and hard apart.
+func (f *fnFixture) reboots() (soft, hard int) {
+	return f.nova.Matched("soft"), f.nova.Matched("hard")
 }
 
-var serverActionPath = regexp.MustCompile(`/servers/([0-9a-f-]{36})/action$`)
-
-func (w *novaWire) RoundTrip(r *http.Request) (*http.Response, error) {
-	if m := serverActionPath.FindStringSubmatch(r.URL.Path); m != nil && r.Method == http.MethodPost && r.Body != nil {
-		body, err := io.ReadAll(r.Body)
-		r.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var act struct {
-			Reboot *struct {
-				Type string `json:"type"`
-			} `json:"reboot"`
-		}
-		if json.Unmarshal(body, &act) == nil && act.Reboot != nil {
-			w.mu.Lock()
-			w.types[m[1]] = append(w.types[m[1]], act.Reboot.Type)
-			w.mu.Unlock()
-		}
-	}
-	return w.base.RoundTrip(r)
-}
-
-// rebootTypes are the types of the reboots sent for a server, in order ("SOFT,HARD").
-func (f *fnFixture) rebootTypes(id string) string {
-	f.wire.mu.Lock()
-	defer f.wire.mu.Unlock()
-	return strings.Join(f.wire.types[id], ",")
-}
-
-// reboots counts the reboot actions Nova recorded for a server.
-func (f *fnFixture) reboots(id string) int {
+// novaReboots counts the reboot actions Nova recorded for a server (what the proxy counted arrived).
+func (f *fnFixture) novaReboots(id string) int {
 	f.t.Helper()
 	cc, err := f.cloud.Client(openstack.ServiceCompute)
 	if err != nil {
@@ -338,19 +321,20 @@ func (f *fnFixture) reboots(id string) int {
 	return n
 }
 
-func (f *fnFixture) waitActive(id string) {
-	f.t.Helper()
-	opEventually(f.t, 2*time.Minute, "server "+id+" ACTIVE again", func() (bool, string) {
-		sv, err := f.cloud.GetServer(context.Background(), id)
-		if err != nil {
-			return false, err.Error()
-		}
-		return sv.Status == "ACTIVE", sv.Status
-	})
-}
-
 func (f *fnFixture) repairs(repair, outcome string) float64 {
 	return testutil.ToFloat64(f.passm.Repairs.WithLabelValues(repair, outcome))
+}
+
+// metadata sets Nova metadata on a server.
+func (f *fnFixture) metadata(id string, md map[string]string) {
+	f.t.Helper()
+	cc, err := f.cloud.Client(openstack.ServiceCompute)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := servers.UpdateMetadata(context.Background(), cc, id, servers.MetadataOpts(md)).Extract(); err != nil {
+		f.t.Fatalf("set metadata of server %s: %v", id, err)
+	}
 }
 
 func escalation(cl *v1alpha1.VitalsCluster, server string) v1alpha1.NodeEscalation {
@@ -363,68 +347,102 @@ func escalation(cl *v1alpha1.VitalsCluster, server string) v1alpha1.NodeEscalati
 }
 
 var (
-	condReady       = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue}
-	condNetBroken   = corev1.NodeCondition{Type: flight.NodeConditionPodNetworkHealthy, Status: corev1.ConditionFalse, Reason: "CNIAddFailuresExceeded"}
-	condNetOK       = corev1.NodeCondition{Type: flight.NodeConditionPodNetworkHealthy, Status: corev1.ConditionTrue, Reason: "CNIAddFailuresWithinBudget"}
-	condCutOff      = corev1.NodeCondition{Type: flight.NodeConditionPodNetworkConnectivity, Status: corev1.ConditionFalse, Reason: "PodToPodFailing"}
-	condReachable   = corev1.NodeCondition{Type: flight.NodeConditionPodNetworkConnectivity, Status: corev1.ConditionTrue, Reason: "PodNetworkReachable"}
-	neverHealthyCfg = v1alpha1.NodeRepair{NodeStartupTimeout: &metav1.Duration{Duration: 15 * time.Minute},
+	condReady     = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue}
+	condNotReady  = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady"}
+	condCutOff    = corev1.NodeCondition{Type: flight.NodeConditionPodNetworkConnectivity, Status: corev1.ConditionFalse, Reason: "PodToPodFailing"}
+	condReachable = corev1.NodeCondition{Type: flight.NodeConditionPodNetworkConnectivity, Status: corev1.ConditionTrue, Reason: "PodNetworkReachable"}
+	nodesCfg      = v1alpha1.NodeRepair{NodeStartupTimeout: &metav1.Duration{Duration: 15 * time.Minute},
 		SoftRebootTimeout: &metav1.Duration{Duration: 5 * time.Minute}, HardRebootTimeout: &metav1.Duration{Duration: 10 * time.Minute}}
 )
 
-// TestFlightNeverHealthyEscalation: a node whose agent says the pod network is broken is observed,
-// soft-rebooted, hard-rebooted after the soft reboot's timeout (by a restarted operator, from the
-// escalation in status), then deleted after the hard reboot's timeout; each step asked of the policy,
-// each reboot recorded by Nova. A second server whose Node is healthy is never touched.
-func TestFlightNeverHealthyEscalation(t *testing.T) {
+// TestFlightNodesNeverRegistered: a server no Node names is left alone for nodeStartupTimeout, then
+// observed, soft-rebooted, hard-rebooted after the soft reboot's timeout (by a restarted operator, from the
+// escalation in status), and, since no manager replaces it, left there with NodesHealthy NoReplacement and
+// a Warning; once its metadata says a manager replaces it (repairs.nodes.replacement), deleted. Soft and
+// hard reboots are told apart on the wire (the body Nova receives). A server with a Ready Node and a Cluster
+// API Machine's node that is NotReady are never touched.
+func TestFlightNodesNeverRegistered(t *testing.T) {
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
-		c.Spec.Controllers.Flight.Repairs.Nodes = neverHealthyCfg
+		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
+		c.Spec.Controllers.Flight.Repairs.Nodes.Replacement = &v1alpha1.ServerReplacement{MetadataKey: "e2e-pool"}
 	})
-	bad, good := f.server(10), f.server(11)
-	badNode := f.node(bad, f.net.IP(10), "198.19.10.0/24", condReady, condNetBroken)
-	f.node(good, f.net.IP(11), "198.19.11.0/24", condReady, condNetOK)
-
-	cl := f.pass(time.Minute)
-	e := escalation(cl, bad.ID)
-	if e.Step != v1alpha1.EscalationObserved || e.Reason != flight.FaultPodNetworkBroken || e.Node != badNode || e.FirstSeen == nil {
-		t.Fatalf("after the first pass: escalation %+v; flight %+v; conditions %+v", e, cl.Status.Flight, cl.Status.Conditions)
+	bad, good, capi := f.server(10), f.server(11), f.server(12)
+	// Nova's clock names the servers' creation: the fake clock starts no earlier (booting took a while).
+	if now := time.Now(); now.After(f.clock.Now()) {
+		f.clock.SetTime(now)
 	}
-	if c := condition(cl, v1alpha1.ConditionNodesHealthy); c.Status != metav1.ConditionFalse || c.Reason != "NodesUnhealthy" || !strings.Contains(c.Message, "first seen") {
-		t.Errorf("NodesHealthy = %+v", c)
-	}
-	if n := f.reboots(bad.ID); n != 0 {
-		t.Fatalf("rebooted %d times on the first sighting", n)
+	f.node(good, f.net.IP(11), "198.19.11.0/24", condReady)
+	machine := f.node(capi, f.net.IP(12), "198.19.12.0/24", condNotReady)
+	n := f.getNode(machine)
+	n.Annotations = map[string]string{"cluster.x-k8s.io/machine": "md-0-x7k2p"}
+	if _, err := f.kube.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 
+	// Within nodeStartupTimeout: nothing.
+	cl := f.pass(10 * time.Minute)
+	if e := escalation(cl, bad.ID); e.Server != "" {
+		t.Fatalf("10m after its creation: escalation %+v", e)
+	}
+	cl = f.pass(6 * time.Minute)
+	if e := escalation(cl, bad.ID); e.Step != v1alpha1.EscalationObserved || e.Reason != flight.FaultNeverRegistered {
+		t.Fatalf("16m after its creation: escalation %+v; conditions %+v", e, cl.Status.Conditions)
+	}
 	cl = f.pass(time.Minute)
-	if e := escalation(cl, bad.ID); e.Step != v1alpha1.EscalationSoftReboot {
+	if e := escalation(cl, bad.ID); e.Step != v1alpha1.EscalationSoftReboot || e.Phase != v1alpha1.PhaseTaken {
 		t.Fatalf("second pass: escalation %+v, want a soft reboot", e)
 	}
-	if n, types := f.reboots(bad.ID), f.rebootTypes(bad.ID); n != 1 || types != "SOFT" {
-		t.Fatalf("Nova recorded %d reboots after the soft reboot, of types sent %q; want one, SOFT", n, types)
+	if soft, hard := f.reboots(); soft != 1 || hard != 0 {
+		t.Fatalf("on the wire: %d soft, %d hard reboots; want 1 soft", soft, hard)
 	}
-	f.waitActive(bad.ID)
-
-	// Within the soft reboot's timeout nothing more happens.
-	cl = f.pass(2 * time.Minute)
+	f.waitStatus(bad.ID, "ACTIVE")
+	cl = f.pass(2 * time.Minute) // within the soft reboot's timeout
 	if e := escalation(cl, bad.ID); e.Step != v1alpha1.EscalationSoftReboot {
-		t.Fatalf("within the soft reboot's timeout: escalation %+v; flight %+v; conditions %+v", e, cl.Status.Flight, cl.Status.Conditions)
+		t.Fatalf("within the soft reboot's timeout: %+v", e)
 	}
-
-	// A restarted operator (a new policy, the escalation only in status) takes the next step.
 	f.restart()
 	cl = f.pass(4 * time.Minute)
 	if e := escalation(cl, bad.ID); e.Step != v1alpha1.EscalationHardReboot {
 		t.Fatalf("after the soft reboot's timeout: escalation %+v, want a hard reboot", e)
 	}
-	if n, types := f.reboots(bad.ID), f.rebootTypes(bad.ID); n != 2 || types != "SOFT,HARD" {
-		t.Fatalf("Nova recorded %d reboots after the hard reboot, of types sent %q; want two, SOFT then HARD", n, types)
+	if soft, hard := f.reboots(); soft != 1 || hard != 1 {
+		t.Fatalf("on the wire: %d soft, %d hard reboots; want 1 and 1", soft, hard)
 	}
-	f.waitActive(bad.ID)
-
+	if n := f.novaReboots(bad.ID); n != 2 {
+		t.Errorf("Nova recorded %d reboots, want 2", n)
+	}
+	f.waitStatus(bad.ID, "ACTIVE")
+	// No manager replaces it: the escalation stops at the hard reboot, and says so.
 	cl = f.pass(11 * time.Minute)
+	e := escalation(cl, bad.ID)
+	if e.Phase != v1alpha1.PhaseStopped || e.Stopped != flight.StopNoReplacement {
+		t.Fatalf("after the hard reboot's timeout without a manager: escalation %+v", e)
+	}
+	if c := condition(cl, v1alpha1.ConditionNodesHealthy); c.Status != metav1.ConditionFalse || c.Reason != flight.StopNoReplacement {
+		t.Errorf("NodesHealthy = %+v, want False/NoReplacement", c)
+	}
+	if sv, err := f.cloud.GetServer(context.Background(), bad.ID); err != nil || sv.Status != "ACTIVE" {
+		t.Fatalf("the server without a manager was touched: %+v, %v", sv, err)
+	}
+	// Its manager is named by metadata: deleted (the stop is lifted by a new escalation of the operator's
+	// making: the test clears status as an operator would after fixing the cause).
+	f.metadata(bad.ID, map[string]string{"e2e-pool": "a"})
+	var cur v1alpha1.VitalsCluster
+	if err := f.c.Get(context.Background(), f.key, &cur); err != nil {
+		t.Fatal(err)
+	}
+	for i := range cur.Status.Flight.Escalations {
+		if cur.Status.Flight.Escalations[i].Server == bad.ID {
+			cur.Status.Flight.Escalations[i].Phase, cur.Status.Flight.Escalations[i].Stopped = v1alpha1.PhaseTaken, ""
+		}
+	}
+	if err := f.c.Status().Update(context.Background(), &cur); err != nil {
+		t.Fatal(err)
+	}
+	f.restart()
+	cl = f.pass(time.Minute)
 	if e := escalation(cl, bad.ID); e.Step != v1alpha1.EscalationDelete {
-		t.Fatalf("after the hard reboot's timeout: escalation %+v, want a delete", e)
+		t.Fatalf("with a manager: escalation %+v, want a delete; NodesHealthy %+v", e, condition(cl, v1alpha1.ConditionNodesHealthy))
 	}
 	opEventually(t, 2*time.Minute, "server "+bad.ID+" deleted", func() (bool, string) {
 		sv, err := f.cloud.GetServer(context.Background(), bad.ID)
@@ -436,64 +454,110 @@ func TestFlightNeverHealthyEscalation(t *testing.T) {
 		}
 		return sv.Status == "DELETED", sv.Status
 	})
-	if sv, err := f.cloud.GetServer(context.Background(), good.ID); err != nil || sv.Status != "ACTIVE" || f.reboots(good.ID) != 0 {
-		t.Errorf("the healthy server was touched: %+v, %v, %d reboots", sv, err, f.reboots(good.ID))
-	}
-	if got := f.repairs("neverHealthy", pass.OutcomeDone); got != 3 {
-		t.Errorf("vitals_flight_repairs_total{repair=neverHealthy,outcome=done} = %v, want 3", got)
-	}
-	for _, verb := range []string{flight.VerbRebootServer, flight.VerbDeleteServer} {
-		if n := testutil.ToFloat64(f.pm.Actions.WithLabelValues(flight.Name, verb, "taken", remediation.ReasonAllowed)); n == 0 {
-			t.Errorf("the policy recorded no %s", verb)
+	for _, sv := range []openstack.Server{good, capi} {
+		if got, err := f.cloud.GetServer(context.Background(), sv.ID); err != nil || got.Status != "ACTIVE" || f.novaReboots(sv.ID) != 0 {
+			t.Errorf("server %s was touched: %+v, %v, %d reboots", sv.ID, got, err, f.novaReboots(sv.ID))
 		}
 	}
-	// The server is gone: the escalation ends with it.
-	cl = f.pass(time.Minute)
-	if e := escalation(cl, bad.ID); e.Server != "" {
-		t.Errorf("escalation of a deleted server kept: %+v", e)
+	if e := escalation(cl, capi.ID); e.Stopped != flight.StopClusterAPI {
+		t.Errorf("the Machine's server: escalation %+v, want stopped %s", e, flight.StopClusterAPI)
+	}
+	if !drainEvents(f.events, "EscalationStopped", capi.ID, "md-0-x7k2p") {
+		t.Errorf("no Warning EscalationStopped naming the Machine md-0-x7k2p of server %s", capi.ID)
+	}
+	if got := f.repairs("nodes", pass.OutcomeDone); got != 3 {
+		t.Errorf("vitals_flight_repairs_total{repair=nodes,outcome=done} = %v, want 3", got)
 	}
 }
 
-// TestFlightNeverHealthyForgedNode: who may write Nodes may name any server; a Node naming a server
-// the cluster's project does not list, or a second Node claiming the cluster's server, makes flight
-// touch nothing but the server the cloud lists, and a Node whose condition turns healthy again ends
-// the escalation.
-func TestFlightNeverHealthyForgedNode(t *testing.T) {
+// TestFlightNodesDwell: a Node NotReady for less than its timeout is never touched, however many passes
+// see it; past the timeout it is observed, then cordoned, drained (it has no pods) and soft-rebooted; when
+// it is Ready again it is uncordoned (flight cordoned it). The second time it fails, within the cooldown,
+// nothing happens; with perServer.maxSteps 2 a third failure is a reboot loop: left alone, and said so.
+func TestFlightNodesDwell(t *testing.T) {
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
-		c.Spec.Controllers.Flight.Repairs.Nodes = neverHealthyCfg
+		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
+		c.Spec.Controllers.Flight.Repairs.Nodes.PerServer = &v1alpha1.PerServerLimits{Cooldown: &metav1.Duration{Duration: 30 * time.Minute}, MaxSteps: new(int32(2))}
 	})
 	sv := f.server(20)
-	real := f.node(sv, f.net.IP(20), "198.19.20.0/24", condReady, condNetOK)
-	// A forged Node names a server of no project the cluster can see.
-	forged := f.node(openstack.Server{ID: "00000000-0000-4000-8000-000000000001"}, f.net.IP(21), "198.19.21.0/24", condNetBroken)
-	for range 3 {
-		cl := f.pass(20 * time.Minute)
-		if len(cl.Status.Flight.Escalations) != 0 {
-			t.Fatalf("escalations from a forged Node: %+v", cl.Status.Flight.Escalations)
+	name := f.node(sv, f.net.IP(20), "198.19.20.0/24", condReady)
+	f.pass(time.Minute)
+	f.setConditions(f.getNode(name), condNotReady)
+	for range 4 {
+		cl := f.pass(time.Minute)
+		if e := escalation(cl, sv.ID); e.Server != "" {
+			t.Fatalf("NotReady for less than 5m: escalation %+v", e)
 		}
-		if c := condition(cl, v1alpha1.ConditionNodesHealthy); c.Status != metav1.ConditionTrue {
-			t.Errorf("NodesHealthy = %+v", c)
+		if c := condition(cl, v1alpha1.ConditionNodesHealthy); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "Ready=False") {
+			t.Errorf("NodesHealthy = %+v, want it to name the pending Ready=False", c)
 		}
 	}
-	_ = forged
-	// The real Node breaks, is observed, then heals before any step: the escalation ends.
-	f.setConditions(f.getNode(real), condNetBroken)
-	if cl := f.pass(time.Minute); escalation(cl, sv.ID).Step != v1alpha1.EscalationObserved {
-		t.Fatalf("escalation %+v", escalation(cl, sv.ID))
+	if soft, hard := f.reboots(); soft+hard != 0 || f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("a node NotReady for 4m was touched: %d reboots, cordoned %v", soft+hard, f.getNode(name).Spec.Unschedulable)
 	}
-	f.setConditions(f.getNode(real), condNetOK)
-	cl := f.pass(time.Minute)
-	if len(cl.Status.Flight.Escalations) != 0 || f.reboots(sv.ID) != 0 {
-		t.Fatalf("healed node still escalated: %+v, %d reboots", cl.Status.Flight.Escalations, f.reboots(sv.ID))
+	cl := f.pass(2 * time.Minute)
+	if e := escalation(cl, sv.ID); e.Step != v1alpha1.EscalationObserved || e.Reason != "Ready=False" {
+		t.Fatalf("NotReady for 6m: escalation %+v", e)
+	}
+	cl = f.pass(time.Minute)
+	if e := escalation(cl, sv.ID); e.Step != v1alpha1.EscalationSoftReboot || !e.Cordoned {
+		t.Fatalf("then: escalation %+v, want a soft reboot of a node flight cordoned", e)
+	}
+	if !f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("the node was not cordoned before its reboot")
+	}
+	if soft, _ := f.reboots(); soft != 1 {
+		t.Fatalf("%d soft reboots on the wire, want 1", soft)
+	}
+	f.waitStatus(sv.ID, "ACTIVE")
+	f.setConditions(f.getNode(name), condReady)
+	cl = f.pass(time.Minute)
+	if e := escalation(cl, sv.ID); e.Server != "" || f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("healed: escalation %+v, cordoned %v", e, f.getNode(name).Spec.Unschedulable)
+	}
+	if h := cl.Status.Flight.History; len(h) != 1 || h[0].Server != sv.ID || len(h[0].Steps) != 1 {
+		t.Errorf("history %+v, want the one soft reboot", h)
+	}
+	// It fails again within the cooldown: observed, not rebooted.
+	f.setConditions(f.getNode(name), condNotReady)
+	f.pass(6 * time.Minute)
+	cl = f.pass(time.Minute)
+	if soft, _ := f.reboots(); soft != 1 {
+		t.Fatalf("rebooted within the cooldown: %d soft reboots", soft)
+	}
+	if c := condition(cl, v1alpha1.ConditionNodesHealthy); !strings.Contains(c.Message, "cooling down") {
+		t.Errorf("NodesHealthy = %+v, want it to say cooling down", c)
+	}
+	// After the cooldown, the second step; healed; fails again: a loop, stopped at maxSteps 2.
+	cl = f.pass(30 * time.Minute)
+	if soft, _ := f.reboots(); soft != 2 {
+		t.Fatalf("after the cooldown: %d soft reboots, want 2; NodesHealthy %+v", soft, condition(cl, v1alpha1.ConditionNodesHealthy))
+	}
+	f.waitStatus(sv.ID, "ACTIVE")
+	f.setConditions(f.getNode(name), condReady)
+	f.pass(time.Minute)
+	f.setConditions(f.getNode(name), condNotReady)
+	f.pass(6 * time.Minute)
+	f.pass(31 * time.Minute)
+	cl = f.pass(time.Minute)
+	if soft, hard := f.reboots(); soft != 2 || hard != 0 {
+		t.Fatalf("a reboot loop went on: %d soft, %d hard reboots", soft, hard)
+	}
+	if c := condition(cl, v1alpha1.ConditionNodesHealthy); c.Reason != flight.StopRebootLoop {
+		t.Errorf("NodesHealthy = %+v, want RebootLoop", c)
+	}
+	if e := escalation(cl, sv.ID); e.Stopped != flight.StopRebootLoop {
+		t.Errorf("escalation %+v, want stopped RebootLoop", e)
 	}
 }
 
-// TestFlightStorm: 3 of 10 nodes (30 %) report a broken pod network at once, more than the cluster's
-// maxUnhealthy (20 %): the storm rule holds every step, NodesHealthy says TooManyUnhealthy, and nothing
-// is rebooted or deleted, however long it lasts.
+// TestFlightStorm: 3 of 10 nodes are NotReady at once, more than the cluster's maxUnhealthy (20 %): the
+// storm rule holds every reboot, NodesHealthy says TooManyUnhealthy, and nothing is rebooted, however long
+// it lasts; meanwhile the safe repairs run: a rule missing from the security group is put back.
 func TestFlightStorm(t *testing.T) {
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
-		c.Spec.Controllers.Flight.Repairs.Nodes = neverHealthyCfg
+		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
+		c.Spec.Controllers.Flight.Repairs.SecurityGroupRules.Enabled = new(true)
 		c.Spec.Remediation.MaxUnhealthy = new(intstr.FromString("20%"))
 	})
 	f.ensureInstanceQuota(20)
@@ -507,14 +571,14 @@ func TestFlightStorm(t *testing.T) {
 		t.FailNow()
 	}
 	for i, sv := range servers {
-		cond := condNetOK
+		cond := condReady
 		if i < 3 {
-			cond = condNetBroken
+			cond = condNotReady
 		}
-		f.node(sv, f.net.IP(30+i), fmt.Sprintf("198.19.%d.0/24", 30+i), condReady, cond)
+		f.node(sv, f.net.IP(30+i), fmt.Sprintf("198.19.%d.0/24", 30+i), cond)
 	}
 	var cl *v1alpha1.VitalsCluster
-	for _, step := range []time.Duration{time.Minute, time.Minute, 10 * time.Minute, 20 * time.Minute} {
+	for _, step := range []time.Duration{6 * time.Minute, time.Minute, 10 * time.Minute, 20 * time.Minute} {
 		cl = f.pass(step)
 	}
 	c := condition(cl, v1alpha1.ConditionNodesHealthy)
@@ -529,22 +593,18 @@ func TestFlightStorm(t *testing.T) {
 			t.Errorf("a step was taken in the storm: %+v", e)
 		}
 	}
-	for _, sv := range servers {
-		if n := f.reboots(sv.ID); n != 0 {
-			t.Errorf("server %s rebooted %d times in the storm", sv.ID, n)
-		}
-		if got, err := f.cloud.GetServer(context.Background(), sv.ID); err != nil || got.Status != "ACTIVE" {
-			t.Errorf("server %s after the storm: %+v, %v", sv.ID, got, err)
-		}
+	if soft, hard := f.reboots(); soft+hard != 0 {
+		t.Errorf("%d soft and %d hard reboots in the storm", soft, hard)
 	}
-	if n := f.repairs("neverHealthy", pass.OutcomeDone); n != 0 {
-		t.Errorf("%v repairs done in the storm", n)
+	if n := testutil.ToFloat64(f.pm.Actions.WithLabelValues(flight.Name, flight.VerbDrainNode, "held", remediation.ReasonStorm)); n == 0 {
+		t.Errorf("the policy recorded no drain held by the storm rule")
 	}
-	if n := testutil.ToFloat64(f.pm.Actions.WithLabelValues(flight.Name, flight.VerbRebootServer, "held", remediation.ReasonStorm)); n == 0 {
-		t.Errorf("the policy recorded no reboot held by the storm rule")
+	// The safe repairs went on: the security group has the rules the cluster needs.
+	if c := condition(cl, v1alpha1.ConditionSecurityGroupRules); c.Status != metav1.ConditionTrue {
+		t.Errorf("SecurityGroupRulesHealthy = %+v during the storm, want True (repaired)", c)
 	}
-	if cl.Status.Remediation == nil || cl.Status.Remediation.StormSince == nil {
-		t.Errorf("status.remediation.stormSince not set: %+v", cl.Status.Remediation)
+	if n := testutil.ToFloat64(f.pm.Actions.WithLabelValues(flight.Name, flight.VerbCreateRule, "taken", remediation.ReasonAllowed)); n == 0 {
+		t.Errorf("no security group rule was created during the storm")
 	}
 }
 
@@ -575,8 +635,7 @@ func (f *fnFixture) ensureInstanceQuota(n int) {
 // sync waits for minInterval; the condition turns True when the agent reports connectivity again.
 func TestFlightSecurityGroupSync(t *testing.T) {
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
-		off := false
-		c.Spec.Controllers.Flight.Repairs.Nodes.Enabled = &off
+		c.Spec.Controllers.Flight.Repairs.Nodes.Enabled = new(false)
 		c.Spec.Controllers.Flight.Repairs.SecurityGroupSync.MinInterval = &metav1.Duration{Duration: 10 * time.Minute}
 		// two of two nodes cut off below: not a storm for this test
 		c.Spec.Remediation.MaxUnhealthy = &intstr.IntOrString{Type: intstr.String, StrVal: "100%"}
@@ -681,4 +740,221 @@ func portPairs(t *testing.T, nc *gophercloud.ServiceClient, server string) []str
 		out = append(out, p.IPAddress)
 	}
 	return out
+}
+
+// TestFlightNodesDrainPDB: before a reboot the Node is cordoned and drained through the Eviction API; a pod
+// whose PodDisruptionBudget allows no disruption is refused (the API server's 429), the step waits, past the
+// drain timeout too since the node is reachable (Ready=False: its kubelet reports); once the budget allows it,
+// the pod is evicted, and when it is gone the soft reboot follows. The test writes what a kubelet and the
+// disruption controller would: the pod Running and Ready on the node, the budget's status.
+func TestFlightNodesDrainPDB(t *testing.T) {
+	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
+		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
+	})
+	ctx := context.Background()
+	sv := f.server(60)
+	name := f.node(sv, f.net.IP(60), "198.19.60.0/24", condReady)
+	ns := f.key.Namespace
+	pod, err := f.kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Labels: map[string]string{"app": "db"}},
+		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	if _, err := f.kube.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	one := intstr.FromInt32(1)
+	pdb, err := f.kube.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := func(allowed int32) {
+		t.Helper()
+		cur, err := f.kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, pdb.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: cur.Generation, DisruptionsAllowed: allowed,
+			CurrentHealthy: 1, DesiredHealthy: 1 - allowed, ExpectedPods: 1}
+		if _, err := f.kube.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	budget(0)
+	f.pass(time.Minute)
+	f.setConditions(f.getNode(name), condNotReady)
+	if e := escalation(f.pass(6*time.Minute), sv.ID); e.Step != v1alpha1.EscalationObserved {
+		t.Fatalf("NotReady for 6m: escalation %+v", e)
+	}
+	cl := f.pass(time.Minute)
+	e := escalation(cl, sv.ID)
+	if e.Step != v1alpha1.EscalationSoftReboot || e.Phase != v1alpha1.PhaseDraining || !e.Cordoned {
+		t.Fatalf("then: escalation %+v, want draining before a soft reboot", e)
+	}
+	if c := condition(cl, v1alpha1.ConditionNodesHealthy); !strings.Contains(c.Message, "PodDisruptionBudget") {
+		t.Errorf("NodesHealthy = %+v, want it to name the PodDisruptionBudget", c)
+	}
+	if !f.getNode(name).Spec.Unschedulable {
+		t.Errorf("node not cordoned while draining")
+	}
+	// Past the drain timeout (10m): the node is reachable, the budget is never overridden.
+	cl = f.pass(11 * time.Minute)
+	if c := condition(cl, v1alpha1.ConditionNodesHealthy); c.Reason != "DrainBlocked" {
+		t.Errorf("after the drain timeout: NodesHealthy = %+v, want DrainBlocked", c)
+	}
+	if soft, hard := f.reboots(); soft+hard != 0 {
+		t.Fatalf("rebooted with a pod its budget protects: %d soft, %d hard", soft, hard)
+	}
+	if _, err := f.kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the protected pod: %v", err)
+	}
+	// The budget allows one disruption: evicted; the kubelet confirms the pod gone; then the reboot.
+	budget(1)
+	f.pass(time.Minute)
+	got, err := f.kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err == nil && got.DeletionTimestamp == nil {
+		t.Fatalf("the pod was not evicted once its budget allowed it")
+	}
+	if soft, _ := f.reboots(); soft != 0 {
+		t.Fatalf("rebooted before the evicted pod was gone")
+	}
+	if err == nil {
+		if err := f.kube.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl = f.pass(time.Minute)
+	if e := escalation(cl, sv.ID); e.Step != v1alpha1.EscalationSoftReboot || e.Phase != v1alpha1.PhaseTaken {
+		t.Fatalf("drained: escalation %+v, want the soft reboot taken", e)
+	}
+	if soft, hard := f.reboots(); soft != 1 || hard != 0 {
+		t.Fatalf("on the wire: %d soft, %d hard reboots; want 1 soft", soft, hard)
+	}
+}
+
+// TestFlightNodesOutOfService: a server stopped in Nova (SHUTOFF) under a Node that is not Ready gets the
+// out-of-service taint (non-graceful node shutdown: its pods' volumes detach); started again and Ready, the
+// taint comes off and the escalation ends. Nothing is rebooted.
+func TestFlightNodesOutOfService(t *testing.T) {
+	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
+		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
+	})
+	ctx := context.Background()
+	sv := f.server(70)
+	name := f.node(sv, f.net.IP(70), "198.19.70.0/24", condReady)
+	f.pass(time.Minute)
+	cc, err := f.cloud.Client(openstack.ServiceCompute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := servers.Stop(ctx, cc, sv.ID).ExtractErr(); err != nil {
+		t.Fatalf("stop server: %v", err)
+	}
+	f.waitStatus(sv.ID, "SHUTOFF")
+	f.setConditions(f.getNode(name), corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown"})
+	tainted := func() bool {
+		return slices.ContainsFunc(f.getNode(name).Spec.Taints, func(x corev1.Taint) bool { return x.Key == corev1.TaintNodeOutOfService })
+	}
+	cl := f.pass(time.Minute)
+	if e := escalation(cl, sv.ID); e.Reason != flight.FaultShutOff || !e.Tainted || !tainted() {
+		t.Fatalf("a SHUTOFF server under a NotReady node: escalation %+v, taint on %v; NodesHealthy %+v", e, tainted(), condition(cl, v1alpha1.ConditionNodesHealthy))
+	}
+	if n := testutil.ToFloat64(f.pm.Actions.WithLabelValues(flight.Name, flight.VerbTaintNode, "taken", remediation.ReasonAllowed)); n != 1 {
+		t.Errorf("the policy recorded %v taints, want 1", n)
+	}
+	f.pass(time.Minute)
+	if !tainted() {
+		t.Fatalf("the taint came off while the server is off")
+	}
+	if err := servers.Start(ctx, cc, sv.ID).ExtractErr(); err != nil {
+		t.Fatalf("start server: %v", err)
+	}
+	f.waitStatus(sv.ID, "ACTIVE")
+	f.setConditions(f.getNode(name), condReady)
+	cl = f.pass(time.Minute)
+	if e := escalation(cl, sv.ID); e.Server != "" || tainted() {
+		t.Fatalf("back: escalation %+v, taint on %v", e, tainted())
+	}
+	if soft, hard := f.reboots(); soft+hard != 0 {
+		t.Errorf("%d soft and %d hard reboots of a server that was off", soft, hard)
+	}
+}
+
+// TestFlightNodesWorkloadOutage: the workload cluster's API server stops answering (the fault proxy in front
+// of it resets every connection) while a node is unhealthy and observed: the pass aborts and nothing is
+// touched; once it answers again disruptive steps are frozen for outageFreeze, and the node's timer restarts
+// from the outage, so the soft reboot comes only unhealthyTimeout after it, not at once.
+func TestFlightNodesWorkloadOutage(t *testing.T) {
+	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
+		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
+		c.Spec.Remediation.OutageFreeze = &metav1.Duration{Duration: 3 * time.Minute}
+	})
+	sv := f.server(80)
+	name := f.node(sv, f.net.IP(80), "198.19.80.0/24", condReady)
+	f.pass(time.Minute)
+	f.setConditions(f.getNode(name), condNotReady)
+	if e := escalation(f.pass(6*time.Minute), sv.ID); e.Step != v1alpha1.EscalationObserved {
+		t.Fatalf("NotReady for 6m: escalation %+v", e)
+	}
+	workloadCheck := func(failing bool) {
+		t.Helper()
+		opEventually(t, time.Minute, fmt.Sprintf("the workload check failing=%v", failing), func() (bool, string) {
+			r, ok := f.checks.Get(f.key, remediation.CheckWorkload)
+			return ok && (r.Err != nil) == failing, fmt.Sprint(r.Err)
+		})
+	}
+	if err := f.kubeProxy.Add(faultproxy.Rule{Name: "down", Fault: faultproxy.Reset()}); err != nil {
+		t.Fatal(err)
+	}
+	workloadCheck(true)
+	f.clock.Step(time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, _ = f.rec.Reconcile(ctx, ctrl.Request{NamespacedName: f.key})
+	var cl v1alpha1.VitalsCluster
+	if err := f.c.Get(ctx, f.key, &cl); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(&cl, v1alpha1.ConditionNodesHealthy); c.Status != metav1.ConditionUnknown {
+		t.Errorf("the workload API down: NodesHealthy = %+v, want Unknown", c)
+	}
+	f.kubeProxy.Remove("down")
+	workloadCheck(false)
+	f.seen(name, condNotReady)
+
+	got := f.pass(time.Minute) // within outageFreeze of the outage
+	if c := condition(got, v1alpha1.ConditionNodesHealthy); c.Reason != remediation.ReasonFrozen {
+		t.Errorf("after the outage: NodesHealthy = %+v, want Frozen", c)
+	}
+	got = f.pass(2 * time.Minute) // the freeze is over; the timer restarted from the outage
+	if c := condition(got, v1alpha1.ConditionNodesHealthy); c.Reason == remediation.ReasonFrozen || !strings.Contains(c.Message, "timer restarted") {
+		t.Errorf("after the freeze: NodesHealthy = %+v, want the timer restarted", c)
+	}
+	if soft, hard := f.reboots(); soft+hard != 0 {
+		t.Fatalf("rebooted within unhealthyTimeout of the outage: %d soft, %d hard", soft, hard)
+	}
+	if got.Status.Remediation == nil || got.Status.Remediation.LastOutage == nil {
+		t.Errorf("status.remediation.lastOutage not set: %+v", got.Status.Remediation)
+	}
+	got = f.pass(3 * time.Minute) // unhealthyTimeout after the outage
+	if e := escalation(got, sv.ID); e.Step != v1alpha1.EscalationSoftReboot {
+		t.Fatalf("unhealthyTimeout after the outage: escalation %+v, want a soft reboot; NodesHealthy %+v", e, condition(got, v1alpha1.ConditionNodesHealthy))
+	}
+	if soft, _ := f.reboots(); soft != 1 {
+		t.Errorf("%d soft reboots, want 1", soft)
+	}
+}
+
+// waitStatus waits for the server's Nova status.
+func (f *fnFixture) waitStatus(id, status string) {
+	f.t.Helper()
+	opEventually(f.t, 3*time.Minute, "server "+id+" "+status, func() (bool, string) {
+		sv, err := f.cloud.GetServer(context.Background(), id)
+		if err != nil {
+			return false, err.Error()
+		}
+		return sv.Status == status, sv.Status
+	})
 }

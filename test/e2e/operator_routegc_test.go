@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -295,12 +296,13 @@ func TestOperatorRouteGCRemovesOrphanAfterTwoPassesOnly(t *testing.T) {
 	}
 }
 
-func drainEvents(r *events.FakeRecorder, reason string) bool {
+// drainEvents empties the recorder and reports whether an Event of reason came, naming each of texts.
+func drainEvents(r *events.FakeRecorder, reason string, texts ...string) bool {
 	found := false
 	for {
 		select {
 		case e := <-r.Events:
-			if strings.Contains(e, " "+reason+" ") {
+			if strings.Contains(e, " "+reason+" ") && !slices.ContainsFunc(texts, func(s string) bool { return !strings.Contains(e, s) }) {
 				found = true
 			}
 		default:

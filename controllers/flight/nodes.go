@@ -1,0 +1,595 @@
+package flight
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/nodes"
+	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/remediation"
+)
+
+// Verbs of the node repair's writes.
+const (
+	VerbRebootServer = "RebootServer"
+	VerbDrainNode    = "DrainNode"
+	VerbUncordonNode = "UncordonNode"
+	VerbTaintNode    = "TaintOutOfService"
+	VerbUntaintNode  = "UntaintOutOfService"
+)
+
+// Why a server's node is unhealthy (NodeEscalation.Reason), besides the condition that tripped
+// ("Ready=Unknown", "KernelDeadlock=True").
+const (
+	// FaultNeverRegistered: an ACTIVE server that no Node names NodeStartupTimeout after its creation.
+	FaultNeverRegistered = "NeverRegistered"
+	// FaultShutOff: the server is SHUTOFF under a Node that is not Ready (the out-of-service taint's case).
+	FaultShutOff = "ServerShutOff"
+	// FaultGone: flight deleted the server and its Node is still there.
+	FaultGone = "ServerGone"
+)
+
+// Reasons an escalation stops (NodeEscalation.Stopped) and NodesHealthy's reasons.
+const (
+	// StopNoReplacement: after the hard reboot no delete follows, since no manager replaces the server
+	// (repairs.nodes.replacement) or deleting is off (repairs.nodes.delete).
+	StopNoReplacement = "NoReplacement"
+	// StopRebootLoop: the server had perServer.maxSteps steps in perServer.window.
+	StopRebootLoop = "RebootLoop"
+	// StopClusterAPI: the Node is a Cluster API Machine's: its MachineHealthCheck remediates it.
+	StopClusterAPI = "ManagedByClusterAPI"
+	// ReasonTooManyUnhealthy is NodesHealthy's reason while the storm rule holds every disruptive step.
+	ReasonTooManyUnhealthy = "TooManyUnhealthy"
+)
+
+// NodeConditionPodNetworkHealthy is the node agent's condition (agent/conditions.go; the operator does not
+// import the agent); name it in unhealthyConditions to repair nodes whose CNI is broken.
+const NodeConditionPodNetworkHealthy corev1.NodeConditionType = "PodNetworkHealthy"
+
+// Nova statuses of a server that is rebooting.
+var rebootingStatus = map[string]bool{"REBOOT": true, "HARD_REBOOT": true}
+
+// Nodes repairs the cluster's unhealthy nodes (spec.controllers.flight.repairs.nodes), rebooting first and
+// replacing last, with the guards an operator expects of it:
+//   - detection with dwell: a Node is unhealthy once one of unhealthyConditions has held for its timeout
+//     from the condition's lastTransitionTime; an ACTIVE server with no Node, nodeStartupTimeout after its
+//     creation. No timer starts before the cluster's last outage (remediation.Pass.Outage): an outage never
+//     becomes mass repairs once it is over;
+//   - a step is asked of the policy with its class, its pool and, for a control-plane node, etcd's quorum:
+//     the storm rule, the outage freeze and one disruptive step per pool hold it, the safe repairs go on;
+//   - before a reboot or a delete the Node is cordoned and drained through the Eviction API
+//     (PodDisruptionBudgets honoured); a drain that has not finished by its timeout goes on only when the
+//     node is unreachable (drain.force WhenUnreachable), else the step waits and says so;
+//   - soft reboot, hard reboot after softRebootTimeout, delete after hardRebootTimeout only for a server
+//     whose manager replaces it (replacement.metadataKey; never a Cluster API, Gardener or Magnum server),
+//     else the escalation stops at the hard reboot and says so;
+//   - a node that heals is uncordoned (only when flight cordoned it); a SHUTOFF server under a NotReady Node,
+//     or a server flight deleted whose Node stays, gets the out-of-service taint, taken off when the node is
+//     back;
+//   - the steps per server are remembered (status.flight.history): a cooldown between escalations and a cap
+//     per window stop reboot loops;
+//   - a Cluster API Machine's node is never rebooted or deleted by flight (its MachineHealthCheck, with
+//     Vitals as external remediation, does it); control-plane nodes only when turned on; servers in ERROR
+//     are the errored-servers repair's; the exclusion label keeps a node out.
+type Nodes struct{}
+
+// Name implements Repair.
+func (Nodes) Name() string { return "nodes" }
+
+// Conditions implements Repair.
+func (Nodes) Conditions() []string { return []string{v1alpha1.ConditionNodesHealthy} }
+
+// Enabled implements Repair.
+func (Nodes) Enabled(c *v1alpha1.VitalsCluster) bool {
+	return c.Spec.Controllers.Flight.Repairs.Nodes.IsEnabled()
+}
+
+// nodeCase is one server (or one gone server's Node) the repair looks at.
+type nodeCase struct {
+	server openstack.Server
+	// gone: the server is no longer listed (flight deleted it); node is still there.
+	gone bool
+	node *corev1.Node
+	prev v1alpha1.NodeEscalation
+	had  bool
+	// owner of the machine; excluded: the exclusion label or metadata; skip says why the repair does not
+	// look at it ("" when it does).
+	owner        nodes.Owner
+	controlPlane bool
+	pool         string
+	replaceable  bool
+	skip         string
+	// steps on the server within the window, oldest first.
+	steps []v1alpha1.StepRecord
+}
+
+// Detect implements Repair: it sorts the cluster's servers into cases; Repair plans each against the
+// outage floor and acts.
+func (Nodes) Detect(in *pass.Input[*State]) pass.Finding[*State] {
+	s := in.Read.Settings.Repairs.Nodes.Settings()
+	f := &nodesFinding{s: s, now: in.Now, lease: in.Read.LeaseOutage}
+	var sel labels.Selector
+	if s.NodeSelector != nil {
+		var err error
+		if sel, err = metav1.LabelSelectorAsSelector(s.NodeSelector); err != nil {
+			f.err = fmt.Errorf("spec.controllers.flight.repairs.nodes.nodeSelector: %w", err)
+			return f
+		}
+	}
+	snap := in.Read.Snapshot
+	prev := map[string]v1alpha1.NodeEscalation{}
+	for _, e := range in.Read.Prev.Escalations {
+		prev[e.Server] = e
+	}
+	hist := map[string][]v1alpha1.StepRecord{}
+	for _, h := range in.Read.Prev.History {
+		hist[h.Server] = h.Steps
+	}
+	f.history = in.Read.Prev.History
+	listed := map[string]bool{}
+	for _, sv := range snap.Servers {
+		listed[sv.ID] = true
+		c := newCase(sv, snap.ServerNode[sv.ID], s, in.Cluster, sel)
+		c.prev, c.had = prev[sv.ID]
+		c.steps = hist[sv.ID]
+		if sv.Status == "ACTIVE" || rebootingStatus[sv.Status] {
+			f.active++
+		}
+		f.cases = append(f.cases, c)
+	}
+	// A server flight deleted whose Node is still there: the out-of-service taint's case, until the Node goes.
+	for _, e := range in.Read.Prev.Escalations {
+		if listed[e.Server] || e.Step != v1alpha1.EscalationDelete || e.Node == "" {
+			continue
+		}
+		n := nodeNamed(snap.Nodes, e.Node)
+		if n == nil || ServerID(n.Spec.ProviderID) != e.Server {
+			continue // the Node is gone (or names another server now): the escalation ends
+		}
+		f.cases = append(f.cases, &nodeCase{server: openstack.Server{ID: e.Server}, gone: true, node: n, prev: e, had: true, steps: hist[e.Server]})
+	}
+	return f
+}
+
+func nodeNamed(ns []corev1.Node, name string) *corev1.Node {
+	for i := range ns {
+		if ns[i].Name == name {
+			return &ns[i]
+		}
+	}
+	return nil
+}
+
+func newCase(sv openstack.Server, node *corev1.Node, s v1alpha1.NodeSettings, c *v1alpha1.VitalsCluster, sel labels.Selector) *nodeCase {
+	nc := &nodeCase{server: sv, node: node, owner: nodes.OwnerOf(node, sv.Metadata, c.Labels), controlPlane: nodes.IsControlPlane(node)}
+	_, nc.replaceable = sv.Metadata[s.ReplacementKey]
+	nc.replaceable = nc.replaceable && s.ReplacementKey != ""
+	switch {
+	case nc.controlPlane:
+		nc.pool = nodes.PoolControlPlane
+	case s.NodePoolLabel != "" && node != nil && node.Labels[s.NodePoolLabel] != "":
+		nc.pool = node.Labels[s.NodePoolLabel]
+	case s.NodePoolLabel != "" && sv.Metadata[s.NodePoolLabel] != "":
+		nc.pool = sv.Metadata[s.NodePoolLabel]
+	default:
+		nc.pool = "workers"
+	}
+	switch {
+	case nodes.Excluded(node, sv.Metadata):
+		nc.skip = "excluded by " + nodes.LabelExclude
+	case strings.EqualFold(sv.VMState, "error") || sv.Status == "ERROR":
+		nc.skip = "in ERROR: the errored-servers repair's"
+	case sel != nil && node != nil && !sel.Matches(labels.Set(node.Labels)):
+		nc.skip = "not matched by nodeSelector"
+	case nc.controlPlane && !s.ControlPlane:
+		nc.skip = "a control-plane node (repairs.nodes.controlPlane.enabled is false)"
+	}
+	return nc
+}
+
+// nodesFinding is what Nodes found.
+type nodesFinding struct {
+	s       v1alpha1.NodeSettings
+	now     time.Time
+	err     error
+	cases   []*nodeCase
+	active  int
+	history []v1alpha1.ServerHistory
+	// lease is the outage the node Leases show ("" when none).
+	lease string
+}
+
+// fault is why a case is unhealthy now ("" when it is not), with when its timer started and how long
+// it runs; pending names a fault whose timer has not run out.
+func (f *nodesFinding) fault(c *nodeCase, floor time.Time) (fault string, since, due time.Time) {
+	sv, n, s := c.server, c.node, f.s
+	switch {
+	case c.gone:
+		return FaultGone, c.prev.Since.Time, c.prev.Since.Time
+	case sv.Status == "SHUTOFF" && n != nil && !nodes.Ready(n):
+		return FaultShutOff, sv.Updated, sv.Updated
+	case sv.Status != "ACTIVE" && !rebootingStatus[sv.Status]:
+		return "", time.Time{}, time.Time{}
+	case n == nil:
+		if sv.Created.IsZero() {
+			return "", time.Time{}, time.Time{}
+		}
+		start := laterOf(sv.Created, floor)
+		return FaultNeverRegistered, start, start.Add(s.NodeStartupTimeout)
+	}
+	v := nodes.Judge(n, s.UnhealthyConditions, f.now, floor)
+	if v.Reason == "" {
+		return "", time.Time{}, time.Time{}
+	}
+	if v.Unhealthy {
+		return v.Reason, v.Since, v.Since
+	}
+	return v.Reason, v.Since, v.Due
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// Unhealthy counts every server whose Node has an unhealthy condition now, due or not (the storm rule sees
+// a mass failure as it starts, not only once its timers have run out), and every server that did not
+// register within nodeStartupTimeout (a server still booting is no symptom: a scale-up is no storm).
+func (f *nodesFinding) Unhealthy() []string {
+	var ids []string
+	for _, c := range f.cases {
+		if c.gone {
+			continue
+		}
+		fault, _, due := f.fault(c, time.Time{})
+		if fault == "" || fault == FaultShutOff || (fault == FaultNeverRegistered && f.now.Before(due)) {
+			continue
+		}
+		ids = append(ids, c.server.ID)
+	}
+	return ids
+}
+
+// inFlight are the servers with a disruptive step under way, by pool: draining, or rebooted and within
+// the step's timeout (their next step is theirs).
+func inFlight(prev []v1alpha1.NodeEscalation) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range prev {
+		if e.Step == v1alpha1.EscalationObserved || e.Phase == v1alpha1.PhaseStopped || e.Pool == "" {
+			continue
+		}
+		out[e.Pool] = append(out[e.Pool], e.Server)
+	}
+	return out
+}
+
+// actionFor is the policy's view of a step on c: a reboot is disruptive, a delete destructive (a removal
+// whose evidence is the fault's first sighting), each in the node's pool, with etcd's quorum for a
+// control-plane node.
+func actionFor(c *nodeCase, e *v1alpha1.NodeEscalation, step string, q *remediation.Quorum) remediation.Action {
+	a := remediation.Action{Verb: VerbRebootServer, Kind: "server", ID: c.server.ID, Name: c.server.Name, Class: remediation.Disruptive, Pool: c.pool, Quorum: q}
+	if step == v1alpha1.EscalationDelete {
+		a.Verb, a.Class, a.Removal, a.Evidence = VerbDeleteServer, remediation.Destructive, true, e.FirstSeen.Time
+	}
+	return a
+}
+
+// nodeAction is a write on c's Node, named by its server (exclusions match the server's ID or the node's name).
+func nodeAction(c *nodeCase, verb string, class remediation.Class) remediation.Action {
+	name := ""
+	if c.node != nil {
+		name = c.node.Name
+	}
+	return remediation.Action{Verb: verb, Kind: "server", ID: c.server.ID, Name: name, Class: class}
+}
+
+// nodeReport gathers what the repair did, for NodesHealthy's message.
+type nodeReport struct {
+	taken, failed, held, waiting, stopped, blocked []string
+	storm, frozen                                  bool
+}
+
+func (r *nodeReport) add(list *[]string, id, msg string) { *list = append(*list, id+" "+msg) }
+
+func (f *nodesFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass.Report {
+	if f.err != nil {
+		return []pass.Report{{Status: metav1.ConditionUnknown, Reason: pass.ReasonInvalidSpec, Message: f.err.Error()}}
+	}
+	outage := env.Pass.Outage()
+	var rep nodeReport
+	var kept []v1alpha1.NodeEscalation
+	hist := newHistory(f.history, f.now.Add(-f.s.Window))
+	for _, c := range f.cases {
+		p := f.plan(c, outage.Last)
+		switch p.act {
+		case actRecover:
+			if f.recover(ctx, env, c, p.esc) {
+				continue
+			}
+		case actTaint:
+			f.taint(ctx, env, c, p.esc, &rep)
+		case actStep:
+			f.step(ctx, env, c, p, hist, &rep)
+		}
+		if p.stop != "" {
+			msg := fmt.Sprintf("server %s (%s): %s; %s", c.server.ID, p.fault, p.stop, stopMessage(p.stop, f.s))
+			if p.wait != "" {
+				msg += " (" + p.wait + ")"
+			}
+			env.Warn("EscalationStopped", "Stop", msg)
+		}
+		if p.esc != nil {
+			if p.esc.Phase == v1alpha1.PhaseStopped {
+				rep.add(&rep.stopped, c.server.ID, p.esc.Stopped+": "+stopMessage(p.esc.Stopped, f.s))
+			}
+			kept = append(kept, *p.esc)
+		}
+		if p.wait != "" && p.fault != "" {
+			rep.add(&rep.waiting, c.server.ID, p.wait)
+		}
+	}
+	env.Read.Status.Escalations = kept
+	env.Read.Status.History = hist.list()
+	return f.report(env, kept, &rep, outage)
+}
+
+// recover ends an escalation: it uncordons the Node if flight cordoned it and takes off the taint flight
+// put on (both safe); it reports whether the escalation may go (false: an undo failed, tried again next pass).
+func (f *nodesFinding) recover(ctx context.Context, env *pass.Env[*State], c *nodeCase, e *v1alpha1.NodeEscalation) bool {
+	wc := env.Workload.Client()
+	if e.Tainted && c.node != nil {
+		outcome, _, _ := env.Act(ctx, nodeAction(c, VerbUntaintNode, remediation.Safe), func(ctx context.Context) error {
+			_, err := nodes.Taint(ctx, wc, c.node.Name, nodes.TaintOutOfService, false)
+			return err
+		})
+		if outcome != pass.OutcomeDone {
+			return false
+		}
+		e.Tainted = false
+	}
+	if e.Cordoned && c.node != nil && c.node.Spec.Unschedulable {
+		outcome, _, _ := env.Act(ctx, nodeAction(c, VerbUncordonNode, remediation.Safe), func(ctx context.Context) error {
+			return nodes.Cordon(ctx, wc, c.node, false)
+		})
+		if outcome != pass.OutcomeDone {
+			return false
+		}
+	}
+	env.Event(corev1.EventTypeNormal, "NodeRecovered", "Observe", fmt.Sprintf("server %s (node %s) is healthy again after %s, at step %s", e.Server, e.Node, e.Reason, e.Step))
+	return true
+}
+
+func (f *nodesFinding) taint(ctx context.Context, env *pass.Env[*State], c *nodeCase, e *v1alpha1.NodeEscalation, rep *nodeReport) {
+	a := nodeAction(c, VerbTaintNode, remediation.Disruptive)
+	outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error {
+		_, err := nodes.Taint(ctx, env.Workload.Client(), c.node.Name, nodes.TaintOutOfService, true)
+		return err
+	})
+	switch outcome {
+	case pass.OutcomeDone:
+		e.Tainted = true
+		rep.add(&rep.taken, c.server.ID, "out-of-service taint on node "+c.node.Name)
+		env.Event(corev1.EventTypeNormal, "NodeTainted", VerbTaintNode, fmt.Sprintf("node %s: %s (server %s %s): its pods' volumes may detach and its StatefulSet pods move", c.node.Name, corev1.TaintNodeOutOfService, c.server.ID, e.Reason))
+	case pass.OutcomeFailed:
+		rep.add(&rep.failed, c.server.ID, "out-of-service taint: "+err.Error())
+	default:
+		rep.note(d, c.server.ID, "out-of-service taint")
+	}
+}
+
+func (r *nodeReport) note(d remediation.Decision, id, what string) {
+	r.storm = r.storm || d.Reason == remediation.ReasonStorm
+	r.frozen = r.frozen || d.Reason == remediation.ReasonFrozen
+	r.add(&r.held, id, what+" ("+d.Reason+")")
+}
+
+// step drains c's Node (cordon, then one round of evictions per pass) and takes the step once the drain
+// is done, or timed out on an unreachable node; a never-registered server's step is taken at once.
+func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeCase, p nodePlan, hist *history, rep *nodeReport) {
+	e := p.esc
+	var q *remediation.Quorum
+	if c.controlPlane {
+		qq, err := etcdQuorum(ctx, env, c)
+		if err != nil {
+			rep.add(&rep.failed, c.server.ID, "read etcd's members: "+err.Error())
+			return
+		}
+		q = &qq
+	}
+	continuing := false
+	if c.node != nil {
+		draining := e.Phase == v1alpha1.PhaseDraining && e.Step == p.step
+		da := nodeAction(c, VerbDrainNode, remediation.Disruptive)
+		da.Pool, da.Quorum, da.Continuation = c.pool, q, draining
+		if p.step == v1alpha1.EscalationDelete {
+			da.Removal, da.Evidence = true, e.FirstSeen.Time
+		}
+		var res nodes.DrainResult
+		wc := env.Workload.Client()
+		outcome, d, err := env.Act(ctx, da, func(ctx context.Context) error {
+			if err := nodes.Cordon(ctx, wc, c.node, true); err != nil {
+				return err
+			}
+			var err error
+			res, err = nodes.Drain(ctx, wc, c.node.Name)
+			return err
+		})
+		switch outcome {
+		case pass.OutcomeDone:
+		case pass.OutcomeFailed:
+			rep.add(&rep.failed, c.server.ID, "drain of node "+c.node.Name+": "+err.Error())
+			return
+		default:
+			rep.note(d, c.server.ID, p.step+" (drain)")
+			return
+		}
+		if !c.node.Spec.Unschedulable {
+			e.Cordoned = true // flight cordoned it: flight uncordons it
+		}
+		if !draining {
+			e.Step, e.Phase, e.Since = p.step, v1alpha1.PhaseDraining, metav1.NewTime(f.now)
+			env.Event(corev1.EventTypeNormal, "NodeDraining", VerbDrainNode, fmt.Sprintf("node %s (server %s, %s): cordoned and draining before a %s", c.node.Name, c.server.ID, e.Reason, p.step))
+		}
+		if !res.Done() {
+			timedOut := !f.now.Before(e.Since.Add(f.s.DrainTimeout))
+			if !timedOut || f.s.DrainForce != v1alpha1.DrainForceWhenUnreachable || !nodes.Unreachable(c.node) {
+				msg := fmt.Sprintf("draining node %s before a %s: %d pods left, %d evicted in this pass", c.node.Name, p.step, len(res.Left), len(res.Evicted))
+				if len(res.Blocked) > 0 {
+					msg += fmt.Sprintf(", %d held by a PodDisruptionBudget (%s)", len(res.Blocked), strings.Join(res.Blocked, "; "))
+				}
+				if timedOut {
+					msg += fmt.Sprintf("; the drain timed out (%s) and the node is reachable: the step waits for the drain (a PodDisruptionBudget is never overridden)", f.s.DrainTimeout)
+					env.Warn("DrainTimedOut", VerbDrainNode, msg)
+					rep.add(&rep.blocked, c.server.ID, msg)
+				} else {
+					rep.add(&rep.waiting, c.server.ID, msg)
+				}
+				return
+			}
+			env.Warn("DrainForced", VerbDrainNode, fmt.Sprintf("node %s is unreachable and its drain timed out (%s) with %d pods left (%s): the %s goes on",
+				c.node.Name, f.s.DrainTimeout, len(res.Left), strings.Join(res.Left, ", "), p.step))
+		}
+		continuing = true
+	}
+	a := actionFor(c, e, p.step, q)
+	a.Continuation = continuing
+	outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error { return takeStep(ctx, env, c.server.ID, p.step) })
+	switch outcome {
+	case pass.OutcomeDone:
+		e.Step, e.Phase, e.Since = p.step, v1alpha1.PhaseTaken, metav1.NewTime(f.now)
+		hist.add(c.server.ID, v1alpha1.StepRecord{Step: p.step, Time: metav1.NewTime(f.now), Reason: e.Reason})
+		rep.add(&rep.taken, c.server.ID, p.step)
+		env.Event(corev1.EventTypeNormal, "NodeEscalated", p.step, fmt.Sprintf("server %s (%s): %s, %s since %s", c.server.ID, c.server.Name, p.step, e.Reason, e.FirstSeen.UTC().Format(time.RFC3339)))
+	case pass.OutcomeFailed:
+		rep.add(&rep.failed, c.server.ID, p.step+": "+err.Error())
+	default:
+		rep.note(d, c.server.ID, p.step)
+	}
+}
+
+// etcdQuorum reads etcd's members (kube-system pods labelled component=etcd, uncached) for a control-plane
+// node's step.
+func etcdQuorum(ctx context.Context, env *pass.Env[*State], c *nodeCase) (remediation.Quorum, error) {
+	var pods corev1.PodList
+	if err := env.Workload.Client().List(ctx, &pods, client.InNamespace("kube-system"), client.MatchingLabels{"component": "etcd"}); err != nil {
+		return remediation.Quorum{}, err
+	}
+	return nodes.EtcdQuorum(c.node.Name, env.Read.Snapshot.Nodes, pods.Items), nil
+}
+
+// takeStep reads the server again (through the cluster's scoped cloud: it must still be the project's)
+// and takes the step only if it is still ACTIVE.
+func takeStep(ctx context.Context, env *pass.Env[*State], id, step string) error {
+	sv, err := env.Cloud.GetServer(ctx, id)
+	if err != nil {
+		return fmt.Errorf("read server %s again: %w", id, err)
+	}
+	if sv.Status != "ACTIVE" {
+		return fmt.Errorf("server %s is %s now, no longer ACTIVE: %s not taken", sv.ID, sv.Status, step)
+	}
+	switch step {
+	case v1alpha1.EscalationSoftReboot:
+		return env.Cloud.RebootServer(ctx, sv.ID, false)
+	case v1alpha1.EscalationHardReboot:
+		return env.Cloud.RebootServer(ctx, sv.ID, true)
+	}
+	return env.Cloud.DeleteServer(ctx, sv.ID)
+}
+
+// report is NodesHealthy after the pass.
+func (f *nodesFinding) report(env *pass.Env[*State], kept []v1alpha1.NodeEscalation, rep *nodeReport, outage remediation.Outage) []pass.Report {
+	if len(kept) == 0 && len(rep.waiting) == 0 {
+		return []pass.Report{{Status: metav1.ConditionTrue, Reason: "NodesHealthy",
+			Message: fmt.Sprintf("every ACTIVE server of the cluster (%d) has a healthy Node, or is still starting", f.active)}}
+	}
+	list := func(name string, l []string) string {
+		if len(l) == 0 {
+			return ""
+		}
+		return fmt.Sprintf("; %s %d [%s]", name, len(l), strings.Join(l, "; "))
+	}
+	summary := fmt.Sprintf("%d of %d servers unhealthy", len(f.Unhealthy()), f.active) + list("steps taken", rep.taken) + list("failed", rep.failed) +
+		list("held back", rep.held) + list("drain blocked", rep.blocked) + list("stopped", rep.stopped) + list("waiting", rep.waiting)
+	reason := "NodesUnhealthy"
+	storm, why := remediation.Storm(env.Cluster, remediation.Scope{Unhealthy: len(env.Unhealthy), Total: len(env.Read.Snapshot.Servers)})
+	switch {
+	case storm || rep.storm:
+		if why == "" {
+			why = "the remediation policy's storm rule holds every disruptive step"
+		}
+		return []pass.Report{{Status: metav1.ConditionFalse, Reason: ReasonTooManyUnhealthy,
+			Message: "too many unhealthy nodes to repair any (" + why + "): nothing is rebooted, drained or deleted; " + summary}}
+	case rep.frozen || f.now.Before(outage.Until):
+		reason = remediation.ReasonFrozen
+		summary = fmt.Sprintf("frozen after an outage (%s, last seen %s) until %s, and every timer restarted; %s", outage.Why, outage.Last.UTC().Format(time.RFC3339), outage.Until.UTC().Format(time.RFC3339), summary)
+	case len(rep.failed) > 0:
+		reason = "RepairFailed"
+	case slices.ContainsFunc(kept, func(e v1alpha1.NodeEscalation) bool { return e.Stopped == StopRebootLoop }):
+		reason = StopRebootLoop
+	case slices.ContainsFunc(kept, func(e v1alpha1.NodeEscalation) bool { return e.Stopped == StopNoReplacement }):
+		reason = StopNoReplacement
+	case len(rep.blocked) > 0:
+		reason = "DrainBlocked"
+	}
+	return []pass.Report{{Status: metav1.ConditionFalse, Reason: reason, Message: summary}}
+}
+
+// history is status.flight.history being rewritten: each server's steps within the window.
+type history struct {
+	since time.Time
+	by    map[string][]v1alpha1.StepRecord
+	order []string
+}
+
+// maxHistoryServers bounds status.flight.history (the CRD's limit); maxHistorySteps each server's steps.
+const (
+	maxHistoryServers = 1000
+	maxHistorySteps   = 100
+)
+
+func newHistory(prev []v1alpha1.ServerHistory, since time.Time) *history {
+	h := &history{since: since, by: map[string][]v1alpha1.StepRecord{}}
+	for _, s := range prev {
+		for _, st := range s.Steps {
+			if st.Time.After(since) {
+				h.add(s.Server, st)
+			}
+		}
+	}
+	return h
+}
+
+func (h *history) add(server string, st v1alpha1.StepRecord) {
+	if _, ok := h.by[server]; !ok {
+		h.order = append(h.order, server)
+	}
+	steps := append(h.by[server], st)
+	if n := len(steps) - maxHistorySteps; n > 0 {
+		steps = steps[n:]
+	}
+	h.by[server] = steps
+}
+
+func (h *history) list() []v1alpha1.ServerHistory {
+	order := h.order
+	if n := len(order) - maxHistoryServers; n > 0 {
+		order = order[n:]
+	}
+	var out []v1alpha1.ServerHistory
+	for _, s := range order {
+		out = append(out, v1alpha1.ServerHistory{Server: s, Steps: h.by[s]})
+	}
+	return out
+}

@@ -1,0 +1,188 @@
+package flight
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/nodes"
+)
+
+// nodeAct is what the node repair does for one case in a pass.
+type nodeAct int
+
+const (
+	// actNone: nothing to do in this pass (the zero plan).
+	actNone nodeAct = iota
+	// actRecover: the node is healthy again: uncordon and untaint what flight did, end the escalation.
+	actRecover
+	// actStep: drain (a Node) and take the step.
+	actStep
+	// actTaint: put the out-of-service taint on the Node of a server that is off or gone.
+	actTaint
+)
+
+// nodePlan is the plan for one case: what to do, and the escalation to keep (nil: none).
+type nodePlan struct {
+	act   nodeAct
+	step  string
+	fault string
+	esc   *v1alpha1.NodeEscalation
+	// wait says why nothing happens now; stop is a reason the escalation stops at in this pass.
+	wait, stop string
+}
+
+// plan decides one case at f.now, no timer starting before floor (the last outage).
+func (f *nodesFinding) plan(c *nodeCase, floor time.Time) nodePlan {
+	now, s := f.now, f.s
+	fault, since, due := f.fault(c, floor)
+	e := c.prev
+	if fault == "" && c.had && rebootingStatus[c.server.Status] {
+		fault, due = e.Reason, now // rebooting: neither healed nor a new fault
+	}
+	if fault == "" {
+		if !c.had {
+			return nodePlan{}
+		}
+		return nodePlan{act: actRecover, esc: &e}
+	}
+	p := nodePlan{fault: fault}
+	if c.skip != "" {
+		p.wait = "not repaired: " + c.skip
+		if c.had && (e.Cordoned || e.Tainted) {
+			p.esc = &e // what flight did stays recorded until the node heals
+		}
+		return p
+	}
+	if !c.had {
+		if now.Before(due) {
+			p.wait = fmt.Sprintf("%s since %s, unhealthy from %s", fault, since.UTC().Format(time.RFC3339), due.UTC().Format(time.RFC3339))
+			return p
+		}
+		e = v1alpha1.NodeEscalation{Server: c.server.ID, Step: v1alpha1.EscalationObserved, Since: metav1.NewTime(now), FirstSeen: ptrTime(now)}
+	}
+	if e.FirstSeen == nil {
+		e.FirstSeen = e.Since.DeepCopy()
+	}
+	e.Reason, e.Pool = fault, c.pool
+	if c.node != nil {
+		e.Node = c.node.Name
+	}
+	p.esc = &e
+	if fault == FaultShutOff || fault == FaultGone {
+		if c.node != nil && !e.Tainted {
+			p.act = actTaint
+		} else {
+			p.wait = "out-of-service taint on, until the node is back or its Node is deleted"
+		}
+		return p
+	}
+	if c.owner.Manager == nodes.ManagerClusterAPI {
+		if e.Phase != v1alpha1.PhaseStopped || e.Stopped != StopClusterAPI {
+			p.stop = StopClusterAPI // refused, once: a Warning naming the Machine
+		}
+		e.Phase, e.Stopped = v1alpha1.PhaseStopped, StopClusterAPI
+		p.wait = fmt.Sprintf("a Cluster API Machine's node (%s %s): its MachineHealthCheck remediates it (Vitals as external remediation), never flight", c.owner.By, c.owner.Name)
+		return p
+	}
+	if !c.had {
+		p.wait = "first seen " + fault + "; the first step follows at the next pass"
+		return p
+	}
+	if now.Before(due) {
+		// the outage floor moved the timer on: the escalation waits as if it had just begun
+		p.wait = fmt.Sprintf("%s: its timer restarted after an outage, unhealthy from %s", fault, due.UTC().Format(time.RFC3339))
+		return p
+	}
+	if rebootingStatus[c.server.Status] {
+		p.wait = "rebooting (" + c.server.Status + ")"
+		return p
+	}
+	if e.Phase == v1alpha1.PhaseStopped {
+		p.wait = "stopped: " + e.Stopped
+		return p
+	}
+	next, at, stop := f.next(c, e, floor)
+	if stop != "" {
+		e.Phase, e.Stopped = v1alpha1.PhaseStopped, stop
+		p.stop = stop
+		return p
+	}
+	draining := e.Phase == v1alpha1.PhaseDraining && e.Step == next
+	if !draining {
+		if n := stepsSince(c.steps, now.Add(-s.Window)); n >= s.MaxSteps {
+			e.Phase, e.Stopped = v1alpha1.PhaseStopped, StopRebootLoop
+			p.stop = StopRebootLoop
+			p.wait = fmt.Sprintf("%d steps in the last %s (perServer.maxSteps %d)", n, s.Window, s.MaxSteps)
+			return p
+		}
+		if e.Step == v1alpha1.EscalationObserved && len(c.steps) > 0 {
+			if cool := c.steps[len(c.steps)-1].Time.Add(s.Cooldown); now.Before(cool) {
+				p.wait = fmt.Sprintf("cooling down after the last step at %s: %s no earlier than %s (perServer.cooldown %s)",
+					c.steps[len(c.steps)-1].Time.UTC().Format(time.RFC3339), next, cool.UTC().Format(time.RFC3339), s.Cooldown)
+				return p
+			}
+		}
+		if now.Before(at) {
+			p.wait = fmt.Sprintf("%s due at %s", next, at.UTC().Format(time.RFC3339))
+			return p
+		}
+	}
+	p.act, p.step = actStep, next
+	return p
+}
+
+// next is the step after e's, when it is due, or why none follows.
+func (f *nodesFinding) next(c *nodeCase, e v1alpha1.NodeEscalation, floor time.Time) (string, time.Time, string) {
+	s := f.s
+	if e.Phase == v1alpha1.PhaseDraining {
+		return e.Step, e.Since.Time, ""
+	}
+	start := laterOf(e.Since.Time, floor)
+	switch e.Step {
+	case v1alpha1.EscalationSoftReboot:
+		return v1alpha1.EscalationHardReboot, start.Add(s.SoftReboot), ""
+	case v1alpha1.EscalationHardReboot, v1alpha1.EscalationDelete:
+		// a delete that did not take (the server is still listed) is asked for again
+		switch {
+		case c.owner.Manager != "":
+			return "", time.Time{}, "ManagedBy" + c.owner.Manager
+		case !s.Delete || !c.replaceable:
+			return "", time.Time{}, StopNoReplacement
+		}
+		return v1alpha1.EscalationDelete, start.Add(s.HardReboot), ""
+	}
+	return v1alpha1.EscalationSoftReboot, e.Since.Time, ""
+}
+
+// stepsSince counts the steps taken after t.
+func stepsSince(steps []v1alpha1.StepRecord, t time.Time) int {
+	n := 0
+	for _, st := range steps {
+		if st.Time.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// stopMessage explains a stop reason.
+func stopMessage(stop string, s v1alpha1.NodeSettings) string {
+	switch stop {
+	case StopNoReplacement:
+		if !s.Delete {
+			return "deleting is turned off (repairs.nodes.delete: false): a human replaces the server"
+		}
+		if s.ReplacementKey == "" {
+			return "no manager replaces deleted servers (repairs.nodes.replacement names none): a human replaces the server"
+		}
+		return "the server lacks metadata " + s.ReplacementKey + " (repairs.nodes.replacement): no manager would replace it, a human does"
+	case StopRebootLoop:
+		return fmt.Sprintf("%d steps within %s (perServer.maxSteps): left alone, it keeps failing", s.MaxSteps, s.Window)
+	case StopClusterAPI:
+		return "a Cluster API Machine's node: its MachineHealthCheck remediates it"
+	}
+	return "its manager (" + stop + ") replaces it: flight never deletes it"
+}

@@ -1,0 +1,145 @@
+package flight
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/openstack"
+)
+
+// TestPlanNode: the node repair's plan for one server: dwell, escalation, owners, caps, the outage floor,
+// recovery and the out-of-service taint.
+func TestPlanNode(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(d)) }
+	active := openstack.Server{ID: "s1", Status: "ACTIVE", Created: t0.Add(-30 * 24 * time.Hour), Metadata: map[string]string{}}
+	node := func(status corev1.ConditionStatus, ago time.Duration, mutate ...func(*corev1.Node)) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{}, Annotations: map[string]string{}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastTransitionTime: at(-ago)}}}}
+		for _, m := range mutate {
+			m(n)
+		}
+		return n
+	}
+	esc := func(step, phase string, since time.Duration) *v1alpha1.NodeEscalation {
+		return &v1alpha1.NodeEscalation{Server: "s1", Node: "n1", Step: step, Phase: phase, Since: at(-since), FirstSeen: new(at(-time.Hour)), Reason: "Ready=Unknown"}
+	}
+	steps := func(ago ...time.Duration) []v1alpha1.StepRecord {
+		var out []v1alpha1.StepRecord
+		for _, a := range ago {
+			out = append(out, v1alpha1.StepRecord{Step: "SoftReboot", Time: at(-a)})
+		}
+		return out
+	}
+	replaceable := openstack.Server{ID: "s1", Status: "ACTIVE", Created: active.Created, Metadata: map[string]string{"pool": "a"}}
+	tests := []struct {
+		name    string
+		server  openstack.Server
+		node    *corev1.Node
+		prev    *v1alpha1.NodeEscalation
+		steps   []v1alpha1.StepRecord
+		spec    func(*v1alpha1.NodeRepair)
+		cluster map[string]string
+		floor   time.Time
+		act     nodeAct
+		step    string
+		stop    string
+		esc     bool
+	}{
+		{name: "NotReady for a minute after a month: never touched", server: active, node: node("False", time.Minute), act: actNone},
+		{name: "NotReady past its timeout: observed", server: active, node: node("False", 6*time.Minute), esc: true},
+		{name: "observed before: soft reboot", server: active, node: node("Unknown", 7*time.Minute), prev: esc("Observed", "", time.Minute), act: actStep, step: "SoftReboot", esc: true},
+		{name: "draining: the same step goes on", server: active, node: node("Unknown", 9*time.Minute), prev: esc("SoftReboot", "Draining", time.Minute), act: actStep, step: "SoftReboot", esc: true},
+		{name: "soft reboot within its timeout: waits", server: active, node: node("Unknown", time.Hour), prev: esc("SoftReboot", "Taken", 3*time.Minute), esc: true},
+		{name: "soft reboot timed out: hard reboot", server: active, node: node("Unknown", time.Hour), prev: esc("SoftReboot", "Taken", 6*time.Minute), act: actStep, step: "HardReboot", esc: true},
+		{name: "hard reboot timed out, nobody replaces: stop", server: active, node: node("Unknown", time.Hour), prev: esc("HardReboot", "Taken", 11*time.Minute), stop: StopNoReplacement, esc: true},
+		{name: "hard reboot timed out, a manager replaces: delete", server: replaceable, node: node("Unknown", time.Hour), prev: esc("HardReboot", "Taken", 11*time.Minute),
+			spec: func(r *v1alpha1.NodeRepair) { r.Replacement = &v1alpha1.ServerReplacement{MetadataKey: "pool"} }, act: actStep, step: "Delete", esc: true},
+		{name: "delete turned off", server: replaceable, node: node("Unknown", time.Hour), prev: esc("HardReboot", "Taken", 11*time.Minute),
+			spec: func(r *v1alpha1.NodeRepair) {
+				r.Replacement = &v1alpha1.ServerReplacement{MetadataKey: "pool"}
+				r.Delete = new(false)
+			}, stop: StopNoReplacement, esc: true},
+		{name: "Gardener's server is never deleted", server: replaceable, node: node("Unknown", time.Hour, func(n *corev1.Node) { n.Labels["worker.gardener.cloud/pool"] = "w" }),
+			prev: esc("HardReboot", "Taken", 11*time.Minute), spec: func(r *v1alpha1.NodeRepair) { r.Replacement = &v1alpha1.ServerReplacement{MetadataKey: "pool"} }, stop: "ManagedByGardener", esc: true},
+		{name: "a Cluster API Machine's node: never rebooted by flight, refused once", server: active, node: node("Unknown", time.Hour, func(n *corev1.Node) { n.Annotations["cluster.x-k8s.io/machine"] = "md-0" }),
+			prev: esc("Observed", "", time.Minute), stop: StopClusterAPI, esc: true},
+		{name: "a Cluster API Machine's node, refused before: no second Warning", server: active, node: node("Unknown", time.Hour, func(n *corev1.Node) { n.Annotations["cluster.x-k8s.io/machine"] = "md-0" }),
+			prev: func() *v1alpha1.NodeEscalation {
+				e := esc("Observed", "Stopped", time.Minute)
+				e.Stopped = StopClusterAPI
+				return e
+			}(), esc: true},
+		{name: "three steps in the window: a reboot loop", server: active, node: node("Unknown", time.Hour), prev: esc("Observed", "", 2*time.Minute), steps: steps(20*time.Hour, 3*time.Hour, 2*time.Hour), stop: StopRebootLoop, esc: true},
+		{name: "a step 30m ago: cooling down", server: active, node: node("Unknown", time.Hour), prev: esc("Observed", "", 2*time.Minute), steps: steps(30 * time.Minute), esc: true},
+		{name: "a step 2h ago: cooled down", server: active, node: node("Unknown", time.Hour), prev: esc("Observed", "", 2*time.Minute), steps: steps(2 * time.Hour), act: actStep, step: "SoftReboot", esc: true},
+		{name: "an outage a minute ago restarts the timers", server: active, node: node("Unknown", time.Hour), prev: esc("Observed", "", 2*time.Minute), floor: t0.Add(-time.Minute), esc: true},
+		{name: "and after a reboot too", server: active, node: node("Unknown", time.Hour), prev: esc("SoftReboot", "Taken", 6*time.Minute), floor: t0.Add(-time.Minute), esc: true},
+		{name: "healed: recover (uncordon)", server: active, node: node("True", time.Minute), prev: func() *v1alpha1.NodeEscalation {
+			e := esc("SoftReboot", "Taken", 3*time.Minute)
+			e.Cordoned = true
+			return e
+		}(), act: actRecover, esc: true},
+		{name: "rebooting: waits", server: openstack.Server{ID: "s1", Status: "REBOOT", Created: active.Created}, node: node("Unknown", time.Minute), prev: esc("SoftReboot", "Taken", time.Minute), esc: true},
+		{name: "SHUTOFF under a NotReady node: the out-of-service taint", server: openstack.Server{ID: "s1", Status: "SHUTOFF", Created: active.Created, Updated: t0.Add(-time.Minute)}, node: node("Unknown", time.Minute), act: actTaint, esc: true},
+		{name: "a control-plane node, off by default", server: active, node: node("Unknown", time.Hour, func(n *corev1.Node) { n.Labels["node-role.kubernetes.io/control-plane"] = "" }), prev: esc("Observed", "", time.Minute)},
+		{name: "excluded", server: active, node: node("Unknown", time.Hour, func(n *corev1.Node) { n.Labels["vitals.vitalsproject.io/exclude-from-remediation"] = "true" }), prev: esc("Observed", "", time.Minute)},
+		{name: "never registered, 16m after its creation", server: openstack.Server{ID: "s1", Status: "ACTIVE", Created: t0.Add(-16 * time.Minute)}, esc: true},
+		{name: "never registered, 10m after its creation", server: openstack.Server{ID: "s1", Status: "ACTIVE", Created: t0.Add(-10 * time.Minute)}},
+		{name: "never registered, observed: soft reboot", server: openstack.Server{ID: "s1", Status: "ACTIVE", Created: t0.Add(-17 * time.Minute)}, prev: esc("Observed", "", time.Minute), act: actStep, step: "SoftReboot", esc: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var spec v1alpha1.NodeRepair
+			if tt.spec != nil {
+				tt.spec(&spec)
+			}
+			cl := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Labels: tt.cluster}}
+			s := spec.Settings()
+			f := &nodesFinding{s: s, now: t0}
+			c := newCase(tt.server, tt.node, s, cl, nil)
+			if tt.prev != nil {
+				c.prev, c.had = *tt.prev, true
+			}
+			c.steps = tt.steps
+			p := f.plan(c, tt.floor)
+			if p.act != tt.act || p.step != tt.step || p.stop != tt.stop || (p.esc != nil) != tt.esc {
+				t.Errorf("plan = act %d step %q stop %q esc %+v wait %q; want act %d step %q stop %q esc %v", p.act, p.step, p.stop, p.esc, p.wait, tt.act, tt.step, tt.stop, tt.esc)
+			}
+		})
+	}
+}
+
+// TestNodesUnhealthy: what the storm rule counts: a Node's unhealthy condition at once, a server without a
+// Node only past nodeStartupTimeout (servers of a scale-up are still booting), never a SHUTOFF server.
+func TestNodesUnhealthy(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	notReady := &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: "False", LastTransitionTime: metav1.NewTime(t0.Add(-time.Minute))}}}}
+	ready := &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: "True", LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))}}}}
+	tests := []struct {
+		name string
+		sv   openstack.Server
+		node *corev1.Node
+		want bool
+	}{
+		{"booting, no Node yet", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-5 * time.Minute)}, nil, false},
+		{"no Node past nodeStartupTimeout", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-16 * time.Minute)}, nil, true},
+		{"NotReady for a minute", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-time.Hour)}, notReady, true},
+		{"Ready", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-time.Hour)}, ready, false},
+		{"SHUTOFF", openstack.Server{ID: "s", Status: "SHUTOFF", Created: t0.Add(-time.Hour), Updated: t0.Add(-time.Minute)}, notReady, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var spec v1alpha1.NodeRepair
+			s := spec.Settings()
+			f := &nodesFinding{s: s, now: t0, cases: []*nodeCase{newCase(tt.sv, tt.node, s, &v1alpha1.VitalsCluster{}, nil)}}
+			if got := len(f.Unhealthy()) == 1; got != tt.want {
+				t.Errorf("counted %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

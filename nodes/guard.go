@@ -1,0 +1,139 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TaintOutOfService is the taint of Kubernetes' non-graceful node shutdown: on a Node whose machine is off
+// or gone, it lets the pods' volumes detach and StatefulSet pods move (the pod garbage collector deletes
+// the pods bound to it).
+var TaintOutOfService = corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
+
+// Cordon marks the Node unschedulable (desired true) or schedulable again; the write goes through c, so
+// through the fence of ctx. A Node already as desired is not written.
+func Cordon(ctx context.Context, c client.Client, n *corev1.Node, desired bool) error {
+	if n.Spec.Unschedulable == desired {
+		return nil
+	}
+	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, desired)
+	if err := c.Patch(ctx, n.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		verb := "cordon"
+		if !desired {
+			verb = "uncordon"
+		}
+		return fmt.Errorf("%s node %s: %w", verb, n.Name, err)
+	}
+	return nil
+}
+
+// Taint puts t on the Node (desired true) or takes it off, read again uncached and updated with its
+// resourceVersion (a conflict is an error: the next pass tries again). A Node already as desired, or gone,
+// is not written. It reports whether it wrote.
+func Taint(ctx context.Context, c client.Client, name string, t corev1.Taint, desired bool) (bool, error) {
+	var n corev1.Node
+	if err := c.Get(ctx, types.NamespacedName{Name: name}, &n); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("read node %s before tainting it: %w", name, err)
+	}
+	has := slices.ContainsFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.Key == t.Key && x.Effect == t.Effect })
+	if has == desired {
+		return false, nil
+	}
+	if desired {
+		at := metav1.Now()
+		t.TimeAdded = &at
+		n.Spec.Taints = append(n.Spec.Taints, t)
+	} else {
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.Key == t.Key && x.Effect == t.Effect })
+	}
+	if err := c.Update(ctx, &n); err != nil {
+		return false, fmt.Errorf("update the taints of node %s (%s %s): %w", name, t.Key, map[bool]string{true: "added", false: "removed"}[desired], err)
+	}
+	return true, nil
+}
+
+// DrainResult is one round of a drain.
+type DrainResult struct {
+	// Left are the pods still to go ("namespace/name"), those evicted in this round included.
+	Left []string
+	// Evicted in this round; Blocked by a PodDisruptionBudget (the API server's 429), with its message.
+	Evicted []string
+	Blocked []string
+	// Skipped: DaemonSet pods, mirror pods, finished pods: a drain leaves them, as kubectl drain
+	// --ignore-daemonsets does.
+	Skipped int
+}
+
+// Done reports whether no pod is left to go.
+func (r DrainResult) Done() bool { return len(r.Left) == 0 }
+
+// Drain runs one round of a drain of node: it lists the node's pods (uncached, by field selector) and asks
+// the Eviction API to evict each that is left, which honours PodDisruptionBudgets; a pod the API server
+// refuses for its budget (429) is Blocked and asked again next round. Pods being deleted are waited for,
+// not evicted again. It never deletes a pod itself: a PodDisruptionBudget is never overridden. The
+// evictions go through c, so through the fence of ctx.
+func Drain(ctx context.Context, c client.Client, node string) (DrainResult, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node}); err != nil {
+		return DrainResult{}, fmt.Errorf("list the pods of node %s: %w", node, err)
+	}
+	sort.Slice(pods.Items, func(i, j int) bool {
+		return pods.Items[i].Namespace+"/"+pods.Items[i].Name < pods.Items[j].Namespace+"/"+pods.Items[j].Name
+	})
+	var r DrainResult
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName != node {
+			continue
+		}
+		if Leaves(p) {
+			r.Skipped++
+			continue
+		}
+		id := p.Namespace + "/" + p.Name
+		r.Left = append(r.Left, id)
+		if p.DeletionTimestamp != nil {
+			continue // being deleted: wait for it
+		}
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
+		err := c.SubResource("eviction").Create(ctx, p, ev)
+		switch {
+		case err == nil:
+			r.Evicted = append(r.Evicted, id)
+		case apierrors.IsNotFound(err):
+			r.Left = r.Left[:len(r.Left)-1]
+		case apierrors.IsTooManyRequests(err):
+			r.Blocked = append(r.Blocked, id+": "+err.Error())
+		default:
+			return r, fmt.Errorf("evict pod %s from node %s: %w", id, node, err)
+		}
+	}
+	return r, nil
+}
+
+// Leaves reports whether a drain leaves the pod on its node: a DaemonSet's pod (its controller would put
+// it back, and it tolerates the cordon), a mirror pod (a static pod of the kubelet), a finished pod.
+func Leaves(p *corev1.Pod) bool {
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return true
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "DaemonSet" {
+		return true
+	}
+	return false
+}
