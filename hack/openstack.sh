@@ -258,6 +258,12 @@ workers = 1
 workers = 1
 [glance]
 api_servers = http://127.0.0.1:9292
+[quota]
+# test packages boot servers in parallel in the admin project (the fake driver's hosts have room): the default
+# 10 instances and 20 cores stopped the flight node tests
+instances = 200
+cores = 400
+ram = 409600
 [neutron]
 $KSA
 [placement]
