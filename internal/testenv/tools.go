@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -54,4 +55,17 @@ func MustCheck(t testing.TB) func(func(context.Context) error, error) func(conte
 		}
 		return f
 	}
+}
+
+// Skopeo returns the path of skopeo (Debian's, installed by hack/install-deps.sh), which pushes the release's
+// OCI archives to a registry in the test of docs/getting-started.md. It skips t (fails it when
+// VITALS_TESTENV_REQUIRED=1) in -short runs and when skopeo is not installed.
+func Skopeo(t testing.TB) string {
+	t.Helper()
+	short(t, "skopeo test")
+	bin, err := exec.LookPath("skopeo")
+	if err != nil {
+		unavailable(t, "skopeo not available: %v (apt-get install skopeo, or hack/install-deps.sh)", err)
+	}
+	return bin
 }
