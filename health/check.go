@@ -249,8 +249,14 @@ func (e *checkEntry) runOnce(ctx context.Context, clk clock.WithTicker, start ti
 		e.record(clk.Now(), e.c.Timeout, fmt.Errorf("%w after %s", ErrTimeout, e.c.Timeout))
 		return true
 	case <-ctx.Done():
-		timer.Stop()
 		cancel()
+		// The run sees its cancellation; wait for it, at most its timeout, so that a stopped manager leaves no
+		// run behind that still reads what its owner tears down after the stop.
+		select {
+		case <-done:
+		case <-timer.C():
+		}
+		timer.Stop()
 		return false
 	}
 }

@@ -276,8 +276,9 @@ func (m *Manager) Start(ctx context.Context) {
 	}
 }
 
-// Stop stops the checks and waits for their goroutines. A check function that ignores its
-// context may outlive Stop; its result is discarded.
+// Stop stops the checks and waits for their goroutines and for the runs in flight, each at most its
+// timeout. A check function that ignores its context beyond its timeout may outlive Stop; its result is
+// discarded.
 func (m *Manager) Stop() {
 	m.mu.Lock()
 	if !m.started || m.stopped {

@@ -158,10 +158,14 @@ current-context: %[1]s
 	logs := &lockedBuffer{}
 	h := slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})
 	klog.SetLogger(logr.FromSlogHandler(h))
-	defer klog.ClearLogger()
 	prev := slog.Default()
 	slog.SetDefault(slog.New(h))
-	defer slog.SetDefault(prev)
+	// Cleanups run last in first out: these after the operator's (registered by opStart below) has stopped it,
+	// never under its goroutines (klog's logger is a global without a lock).
+	t.Cleanup(func() {
+		klog.ClearLogger()
+		slog.SetDefault(prev)
+	})
 	r := opStart(t, operator.Options{RestConfig: cfg, Namespace: ns, Identity: "secrets-test", Logger: slog.New(h),
 		CheckInterval: time.Second, CheckTimeout: time.Second, AccessInterval: 2 * time.Second,
 		TrustedAuthURLs: []string{proxy.URL + "/"}})
