@@ -21,20 +21,19 @@ type Metrics struct {
 
 // NewMetrics creates controller's pass metrics and registers them with reg (nil: not registered).
 func NewMetrics(controller string, reg prometheus.Registerer) *Metrics {
-	p := "vitals_" + controller + "_"
 	m := &Metrics{
 		Passes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: p + "passes_total", Help: "Passes of the " + controller + " controller by result (ok, aborted, error).",
+			Namespace: "vitals", Subsystem: controller, Name: "passes_total", Help: "Passes of the " + controller + " controller by result (ok, aborted, error).",
 		}, []string{"vitalscluster", "result"}),
 		PassSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: p + "pass_duration_seconds", Help: "Duration of the " + controller + " controller's passes.",
+			Namespace: "vitals", Subsystem: controller, Name: "pass_duration_seconds", Help: "Duration of the " + controller + " controller's passes.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
 		}, []string{"result"}),
 		LastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: p + "last_success_timestamp_seconds", Help: "When the " + controller + " controller's last complete pass of the cluster ended (Unix seconds).",
+			Namespace: "vitals", Subsystem: controller, Name: "last_success_timestamp_seconds", Help: "When the " + controller + " controller's last complete pass of the cluster ended (Unix seconds).",
 		}, []string{"vitalscluster"}),
 		Repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: p + "repairs_total", Help: "Changes the " + controller + " controller's repairs asked for, by repair and outcome (done, failed, held, dryrun).",
+			Namespace: "vitals", Subsystem: controller, Name: "repairs_total", Help: "Changes the " + controller + " controller's repairs asked for, by repair and outcome (done, failed, held, dryrun).",
 		}, []string{"repair", "outcome"}),
 	}
 	if reg != nil {

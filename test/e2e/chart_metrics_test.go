@@ -21,9 +21,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/internal/testenv"
 )
 
@@ -37,6 +39,18 @@ var targetLabels = []string{"namespace", "pod", "container", "service", "endpoin
 func codeMetrics(t *testing.T) map[string][]string {
 	t.Helper()
 	metrics := map[string][]string{"up": nil}
+	// add records a metric made by prometheus.<constructor> with its labels (a histogram's series too).
+	add := func(name, constructor string, labels []string) {
+		metrics[name] = labels
+		switch {
+		case strings.Contains(constructor, "Histogram"):
+			metrics[name+"_bucket"] = append(slices.Clone(labels), "le")
+			metrics[name+"_sum"], metrics[name+"_count"] = labels, labels
+		case strings.Contains(constructor, "Summary"):
+			metrics[name] = append(slices.Clone(labels), "quantile")
+			metrics[name+"_sum"], metrics[name+"_count"] = labels, labels
+		}
+	}
 	root := opRepoRoot()
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -117,19 +131,33 @@ func codeMetrics(t *testing.T) map[string][]string {
 				if !ok {
 					return true
 				}
-				name := ""
+				// The name: Name, or Namespace_Subsystem_Name; a Subsystem that is not a constant is a controller's
+				// name (pass.NewMetrics), one metric per controller.
+				var name, namespace, subsystem string
+				subsystems := []string{""}
 				for _, el := range opts.Elts {
 					kv, ok := el.(*ast.KeyValueExpr)
 					if !ok {
 						continue
 					}
-					if k, isIdent := kv.Key.(*ast.Ident); !isIdent || k.Name != "Name" {
+					k, isIdent := kv.Key.(*ast.Ident)
+					if !isIdent {
 						continue
 					}
-					if s, ok := stringLit(kv.Value); ok {
-						name = s
-					} else if id, ok := kv.Value.(*ast.Ident); ok {
-						name = consts[id.Name]
+					v, known := stringLit(kv.Value)
+					if id, ok := kv.Value.(*ast.Ident); ok {
+						v, known = consts[id.Name], consts[id.Name] != ""
+					}
+					switch k.Name {
+					case "Name":
+						name = v
+					case "Namespace":
+						namespace = v
+					case "Subsystem":
+						subsystem = v
+						if !known {
+							subsystems = []string{v1alpha1.ControllerAccess, v1alpha1.ControllerRouteGC, v1alpha1.ControllerFlight, v1alpha1.ControllerDeorbit}
+						}
 					}
 				}
 				if name == "" {
@@ -146,14 +174,11 @@ func codeMetrics(t *testing.T) map[string][]string {
 						}
 					}
 				}
-				metrics[name] = labels
-				switch {
-				case strings.Contains(sel.Sel.Name, "Histogram"):
-					metrics[name+"_bucket"] = append(slices.Clone(labels), "le")
-					metrics[name+"_sum"], metrics[name+"_count"] = labels, labels
-				case strings.Contains(sel.Sel.Name, "Summary"):
-					metrics[name] = append(slices.Clone(labels), "quantile")
-					metrics[name+"_sum"], metrics[name+"_count"] = labels, labels
+				for _, sub := range subsystems {
+					if sub == "" {
+						sub = subsystem
+					}
+					add(prometheus.BuildFQName(namespace, sub, name), sel.Sel.Name, labels)
 				}
 				return true
 			})
