@@ -11,17 +11,42 @@ cd "$ROOT"
 was_up=0
 [ -f "$TESTENV_DIR/env" ] && was_up=1
 
+# What each phase printed, kept for the digest at the end (outside the state directory, which down removes).
+OUT=$ROOT/_out/test
+mkdir -p "$OUT"; : > "$OUT/testenv-up.log"; : > "$OUT/go-test.out"
+
+# digest: after the services are stopped, the last lines a CI log shows say why the run failed: the step
+# that failed, the failed tests and packages (with the first lines of each failure), a panic or a race.
+digest() {
+  log "failure digest (full output above; also $OUT):"
+  if grep -qE '^(--- FAIL|FAIL|panic:|WARNING: DATA RACE|fatal error:)' "$OUT/go-test.out"; then
+    grep -E -A4 '^(--- FAIL|FAIL|panic:|WARNING: DATA RACE|fatal error:)' "$OUT/go-test.out" | cut -c1-300 | head -80 >&2
+  elif [ -s "$OUT/go-test.out" ]; then
+    tail -15 "$OUT/go-test.out" | cut -c1-300 >&2
+  fi
+  if [ -n "${failed_step:-}" ]; then
+    log "failed step: $failed_step"
+    [ "$failed_step" != "start test services" ] || tail -25 "$OUT/testenv-up.log" | cut -c1-300 >&2
+  fi
+}
+
 cleanup() {
+  local rc=$?
   # Leave services a developer had running before (make testenv-up) as they were.
   if [ "${VITALS_KEEP_TESTENV:-}" != 1 ] && [ $was_up = 0 ]; then
     step "stop test services" "$ROOT/hack/testenv.sh" down || true
   fi
+  [ $rc = 0 ] || digest
   log "total: $(awk "BEGIN{printf \"%.0f\", $(_now) - $_LIB_T0}") s"
 }
 trap cleanup EXIT
 
+failed_step="install dependencies"
 VITALS_SKIP_GO_TOOLS=1 step "install dependencies" "$ROOT/hack/install-deps.sh"
-step "start test services" "$ROOT/hack/testenv.sh" up "${VITALS_OPENSTACK_TIER:-full}" >/dev/null
+failed_step="start test services"
+step "start test services" "$ROOT/hack/testenv.sh" up "${VITALS_OPENSTACK_TIER:-full}" \
+  2> >(tee "$OUT/testenv-up.log" >&2) >/dev/null
+failed_step=
 set -a; . "$TESTENV_DIR/env"; set +a
 export VITALS_TESTENV_REQUIRED=1
 rc=0
@@ -29,5 +54,5 @@ rc=0
 # 2 cores), well past go test's default 10-minute limit per package.
 FLAGS=${GO_TEST_FLAGS:--race -count=1 -timeout 60m}
 # shellcheck disable=SC2086
-step "go test $FLAGS ${TEST_PKGS:-./...}" go test $FLAGS ${TEST_PKGS:-./...} || rc=$?
+step "go test $FLAGS ${TEST_PKGS:-./...}" go test $FLAGS ${TEST_PKGS:-./...} > >(tee "$OUT/go-test.out") 2>&1 || rc=$?
 exit $rc
