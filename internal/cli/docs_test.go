@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 // dotVersion is the Graphviz hack/render-docs.sh pins (what dot -V says of Debian bookworm's graphviz).
@@ -22,9 +23,7 @@ const dotVersion = "2.43.0"
 // TestArchitecturePictureIsCurrent: each docs/images/*.svg is its .dot's rendering by the pinned dot, as
 // hack/render-docs.sh writes it: a source changed without rendering it again fails here.
 func TestArchitecturePictureIsCurrent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs dot")
-	}
+	prereq.Short(t, "runs dot")
 	dot, err := exec.LookPath("dot")
 	if err != nil {
 		testenv.Unavailable(t, "Graphviz's dot not available: %v (apt-get install graphviz, or hack/install-deps.sh)", err)
@@ -62,9 +61,7 @@ func TestArchitecturePictureIsCurrent(t *testing.T) {
 // TestAPIReferenceIsCurrent: docs/api.md is what hack/api-docs.sh (crd-ref-docs, pinned by its tools module)
 // writes from the Go types of api/v1alpha1 now.
 func TestAPIReferenceIsCurrent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds crd-ref-docs (cached after the first run)")
-	}
+	prereq.Short(t, "builds crd-ref-docs (cached after the first run)")
 	root := repoRoot(t)
 	out := filepath.Join(t.TempDir(), "api.md")
 	cmd := exec.Command(filepath.Join(root, "hack", "api-docs.sh"), out)

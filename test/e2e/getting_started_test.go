@@ -46,6 +46,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/testenv/prereq"
 )
 
 // gsBlock is one fenced shell block of the document and what the test does with it.
@@ -113,7 +114,7 @@ func gsHostIP(t *testing.T) string {
 			return n.IP.String()
 		}
 	}
-	t.Skip("this host has no IPv4 address besides loopback: a workload kubeconfig on loopback is refused")
+	prereq.Missing(t, "this host has no IPv4 address besides loopback: a workload kubeconfig on loopback is refused")
 	return ""
 }
 
@@ -171,9 +172,7 @@ func gsImageBinary(t *testing.T, archive, path, dst string) {
 }
 
 func TestGettingStarted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("makes the release (every binary for two platforms)")
-	}
+	prereq.Short(t, "makes the release (every binary for two platforms)")
 	gsLock(t)
 	helm := testenv.Helm(t)
 	_, c, _ := opKube(t)
