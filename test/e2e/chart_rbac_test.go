@@ -388,6 +388,8 @@ func testChartRBACOperator(t *testing.T, values string, sharded bool) {
 			OpenStack: v1alpha1.OpenStackSpec{CredentialsSecretRef: &v1alpha1.SecretKeyRef{Name: "creds"},
 				RouterID: n.Router, NetworkID: n.Network, SubnetID: n.Subnet},
 			PodCIDRs: []v1alpha1.CIDR{"198.19.0.0/16"},
+			// Deorbit: the finalizer (and the permission to patch it) is on Deorbit clusters only
+			DeletionPolicy: v1alpha1.DeletionPolicyDeorbit,
 			Controllers: v1alpha1.ControllersSpec{RouteGC: v1alpha1.RouteGCSpec{
 				ControllerSpec: v1alpha1.ControllerSpec{Interval: &metav1.Duration{Duration: 2 * time.Second}},
 				AddressSources: []v1alpha1.AddressSource{v1alpha1.AddressSourcePorts},

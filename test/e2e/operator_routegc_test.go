@@ -337,7 +337,11 @@ func TestOperatorRouteGCNodeBackKeepsRoute(t *testing.T) {
 
 func TestOperatorRouteGCReadFailureRemovesNothing(t *testing.T) {
 	t.Parallel()
-	f := newGCFixture(t, nil)
+	// The read failures are outages the collector saw: no outage freeze, so that the pass after the faults
+	// cleared may remove (the freeze has tests of its own).
+	f := newGCFixture(t, func(cl *v1alpha1.VitalsCluster) {
+		cl.Spec.Remediation.OutageFreeze = &metav1.Duration{}
+	})
 	// The pass reads the real cloud through internal/faultproxy: a proxy in front of Keystone that points
 	// the token's catalog at one proxy per service.
 	env := testenv.OpenStack(t)

@@ -30,14 +30,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -157,13 +155,13 @@ current-context: %[1]s
 	// The operator at debug level, its logs (and client-go's, routed as the binary routes them) captured.
 	logs := &lockedBuffer{}
 	h := slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})
-	klog.SetLogger(logr.FromSlogHandler(h))
+	var kh slog.Handler = h
+	prevKlog := klogTarget.Swap(&kh) // klog's own global is set once (klog_test.go)
 	prev := slog.Default()
 	slog.SetDefault(slog.New(h))
-	// Cleanups run last in first out: these after the operator's (registered by opStart below) has stopped it,
-	// never under its goroutines (klog's logger is a global without a lock).
+	// Cleanups run last in first out: these after the operator's (registered by opStart below) has stopped it.
 	t.Cleanup(func() {
-		klog.ClearLogger()
+		klogTarget.Store(prevKlog)
 		slog.SetDefault(prev)
 	})
 	r := opStart(t, operator.Options{RestConfig: cfg, Namespace: ns, Identity: "secrets-test", Logger: slog.New(h),
