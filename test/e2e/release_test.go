@@ -150,18 +150,7 @@ func relCheckArtifacts(t *testing.T, out, version, commit string) {
 	} {
 		t.Run(im.kind, func(t *testing.T) {
 			dir := relUntar(t, filepath.Join(out, want[im.kind]))
-			lp, err := layout.FromPath(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			top, err := lp.ImageIndex()
-			if err != nil {
-				t.Fatal(err)
-			}
-			tm, err := top.IndexManifest()
-			if err != nil || len(tm.Manifests) != 1 {
-				t.Fatalf("index.json: %v, %+v; want one image index", err, tm)
-			}
+			top, tm := relTopIndex(t, dir)
 			ref := "docker.io/vitalsproject/" + im.repo + ":" + version
 			if got := tm.Manifests[0].Annotations["org.opencontainers.image.ref.name"]; got != ref {
 				t.Errorf("the archive names %q, want %s (the chart's default repository)", got, ref)
@@ -282,7 +271,9 @@ func relCheckArtifacts(t *testing.T, out, version, commit string) {
 
 // relPlatformImage returns the image of platform p from the OCI image layout in dir (whose index.json names
 // one image index).
-func relPlatformImage(t *testing.T, dir string, p v1.Platform) v1.Image {
+// relTopIndex reads the OCI layout in dir: its top index and that index's manifest, which must name exactly
+// one image index (the release's multi-platform image).
+func relTopIndex(t *testing.T, dir string) (v1.ImageIndex, *v1.IndexManifest) {
 	t.Helper()
 	lp, err := layout.FromPath(dir)
 	if err != nil {
@@ -296,6 +287,12 @@ func relPlatformImage(t *testing.T, dir string, p v1.Platform) v1.Image {
 	if err != nil || len(tm.Manifests) != 1 {
 		t.Fatalf("index.json: %v, %+v; want one image index", err, tm)
 	}
+	return top, tm
+}
+
+func relPlatformImage(t *testing.T, dir string, p v1.Platform) v1.Image {
+	t.Helper()
+	top, tm := relTopIndex(t, dir)
 	idx, err := top.ImageIndex(tm.Manifests[0].Digest)
 	if err != nil {
 		t.Fatal(err)
