@@ -70,9 +70,12 @@ const (
 )
 
 // classRule is the first rule of an action's class that holds it ("" when none): the storm rule and its
-// cool-down, the outage freeze, the pool rule and the quorum. Safe actions pass.
+// cool-down, the outage freeze, the pool rule and the quorum. Safe actions pass, and so does a teardown: its
+// evidence is the cluster's own confirmed deletion, not its health, and a cluster that goes away is expected
+// to lose its workload API and nodes (an outage) while the region may be failing (a storm); holding its
+// deletes would leave the cloud's resources behind the cluster, not protect it.
 func (p *pass) classRule(now time.Time, a Action) (reason, msg string, retry time.Time) {
-	if a.Class == Safe {
+	if a.Class == Safe || a.Teardown {
 		return "", "", time.Time{}
 	}
 	if reason, msg, retry = p.stormRule(now); reason != "" {

@@ -17,6 +17,10 @@ func reboot(id, pool string) Action {
 	return Action{Verb: "RebootServer", Kind: "server", ID: id, Class: Disruptive, Pool: pool}
 }
 
+func teardown(id string) Action {
+	return Action{Verb: "RemoveRoute", Kind: "route", ID: id, Removal: true, Teardown: true}
+}
+
 func safeRule(i int) Action {
 	return Action{Verb: "CreateSecurityGroupRule", Kind: "securitygroup", ID: "g", Name: string(rune('a' + i)), Class: Safe}
 }
@@ -63,6 +67,15 @@ func TestClasses(t *testing.T) {
 		}, actions: []Action{reboot("s1", "")}, want: "Allowed"},
 		{name: "outageFreeze 0s: no freeze", cluster: []func(*v1alpha1.VitalsCluster){func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.OutageFreeze = &metav1.Duration{} }},
 			scope: Scope{Outage: "Leases stale"}, actions: []Action{reboot("s1", "")}, want: "Allowed"},
+		{name: "a teardown is held neither by the outage freeze nor by the storm", scope: Scope{Outage: "the workload API server is unreachable", Unhealthy: 6, Total: 10},
+			actions: []Action{teardown("r1"), teardown("v1"), reboot("s1", "")}, want: "Allowed,Allowed,Storm"},
+		{name: "a teardown after a failed workload check", needs: []string{CheckCloud, CheckWorkload}, setup: func(v *env) {
+			v.checks.Set(key1, CheckWorkload, errors.New("connection refused"))
+			v.clock.Step(time.Minute)
+			v.checks.Set(key1, CheckWorkload, nil)
+		}, actions: []Action{teardown("r1"), proven(1)}, want: "Allowed,Frozen"},
+		{name: "pause holds a teardown", cluster: []func(*v1alpha1.VitalsCluster){annotate(v1alpha1.AnnotationPaused, "true")},
+			actions: []Action{teardown("r1")}, want: "Paused"},
 		{name: "pause holds safe actions too", cluster: []func(*v1alpha1.VitalsCluster){annotate(v1alpha1.AnnotationPaused, "true")},
 			actions: []Action{safeRule(0)}, want: "Paused"},
 	}

@@ -34,8 +34,9 @@ type Action struct {
 	// Teardown marks a delete asked for by the cluster's own deletion (deorbit). The cluster's and the
 	// operator-wide budgets neither hold nor count it: a cluster with 200 volumes must not wait 20 hours
 	// on a budget of 10 actions per hour, and tearing one cluster down must not spend the actions other
-	// clusters need. Exclusions, pauses, the gate, dry-run and the audit apply as to every action; the
-	// controller proves each resource the cluster's before it asks.
+	// clusters need. Nor do the storm rule and the outage freeze hold it (see classRule): a cluster being
+	// deleted loses its workload API by design. Exclusions, pauses, the gate, dry-run and the audit apply as
+	// to every action; the controller proves each resource the cluster's before it asks.
 	Teardown bool
 	// Class of the action (default Destructive): the storm rule, the outage freeze, the pool rule and the
 	// budgets hold actions by class (see Class).
