@@ -1,6 +1,7 @@
 package remediation
 
 import (
+	"errors"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -20,10 +21,28 @@ const (
 type CheckResult struct {
 	Err  error
 	Time time.Time
-	// LastFailure is when the check last failed, and LastErr how (kept after it passes again: the
-	// outage freeze counts from it).
+	// LastFailure is when the check last failed as an outage, and LastErr how (kept after it passes
+	// again: the outage freeze counts from it). A failure that is not an outage (see NotAnOutage) closes
+	// the gate while it lasts and leaves them as they were.
 	LastFailure time.Time
 	LastErr     string
+}
+
+// NotAnOutage is implemented by check errors that say whether they are an outage. A check that fails
+// because the cluster is not configured yet (no kubeconfig Secret, a kubeconfig the operator refuses) is
+// not an outage: its evidence was missing, not wrong, and once the configuration is fixed nothing needs to
+// wait out the freeze. Errors without the method are outages.
+type NotAnOutage interface {
+	NotAnOutage() bool
+}
+
+// IsOutage says whether a failed check's err counts as an outage for the outage freeze.
+func IsOutage(err error) bool {
+	var n NotAnOutage
+	if errors.As(err, &n) && n.NotAnOutage() {
+		return false
+	}
+	return err != nil
 }
 
 // Checks holds the per-cluster checks that gate remediation. Safe for concurrent use.

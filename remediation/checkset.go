@@ -36,7 +36,7 @@ func (s *CheckSet) Set(cluster types.NamespacedName, check string, err error) {
 		s.results[cluster] = m
 	}
 	r := CheckResult{Err: err, Time: now, LastFailure: m[check].LastFailure, LastErr: m[check].LastErr}
-	if err != nil {
+	if IsOutage(err) {
 		r.LastFailure, r.LastErr = now, err.Error()
 	}
 	m[check] = r

@@ -17,6 +17,12 @@ func reboot(id, pool string) Action {
 	return Action{Verb: "RebootServer", Kind: "server", ID: id, Class: Disruptive, Pool: pool}
 }
 
+// notConfigured is a check error of a cluster not configured yet: not an outage.
+type notConfigured struct{}
+
+func (notConfigured) Error() string     { return "MissingKubeconfig: no Secret" }
+func (notConfigured) NotAnOutage() bool { return true }
+
 func teardown(id string) Action {
 	return Action{Verb: "RemoveRoute", Kind: "route", ID: id, Removal: true, Teardown: true}
 }
@@ -60,6 +66,14 @@ func TestClasses(t *testing.T) {
 			v.clock.Step(5 * time.Minute)
 			v.checks.Set(key1, CheckWorkload, nil)
 		}, actions: []Action{reboot("s1", ""), safeRule(0)}, want: "Frozen,Allowed"},
+		{name: "a workload check that failed 5m ago for want of a kubeconfig does not freeze", needs: []string{CheckCloud, CheckWorkload}, setup: func(v *env) {
+			v.checks.Set(key1, CheckWorkload, notConfigured{})
+			v.clock.Step(5 * time.Minute)
+			v.checks.Set(key1, CheckWorkload, nil)
+		}, actions: []Action{reboot("s1", "")}, want: "Allowed"},
+		{name: "and while it fails the gate is closed", needs: []string{CheckCloud, CheckWorkload}, setup: func(v *env) {
+			v.checks.Set(key1, CheckWorkload, notConfigured{})
+		}, actions: []Action{reboot("s1", "")}, want: "GateClosed"},
 		{name: "and 11m ago no longer", needs: []string{CheckCloud, CheckWorkload}, setup: func(v *env) {
 			v.checks.Set(key1, CheckWorkload, errors.New("connection refused"))
 			v.clock.Step(11 * time.Minute)

@@ -40,6 +40,18 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Reason, e.Message) }
 
+// NotAnOutage implements remediation.NotAnOutage: a workload cluster not configured yet (no kubeconfig,
+// one the operator refuses or cannot parse, a loopback one not allowed) or an access stopped on purpose
+// is not an outage of the cluster; its API unreachable, refusing the operator's credentials or not
+// keeping its informers in sync is.
+func (e *Error) NotAnOutage() bool {
+	switch e.Reason {
+	case ReasonLocalNotAllowed, ReasonMissingKubeconfig, ReasonInvalidKubeconfig, ReasonRefusedKubeconfig, ReasonStopped:
+		return true
+	}
+	return false
+}
+
 func errorf(reason, format string, args ...any) *Error {
 	return &Error{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
