@@ -178,16 +178,68 @@ log "the router after (vitals routes audit):"
 "$VITALS" routes audit --router "$ROUTER_ID" --pod-cidr "$PODCIDR" --sources ports --protect 198.19.7.0/24 | sed 's/^/    /'
 [ "$healthy" = NoOrphanedRoutes ] || die "the orphaned routes were not all collected; see $DIR/operator.log"
 
-# --- 5. Deorbit (simulator: its demo project holds the cluster's Cinder CSI volumes and load balancers) --------
+# --- 5. Node repair (simulator: its demo project holds the cluster's five servers) ------------------------------
 if [ "$CLOUD" = sim ]; then
-  log "what deorbit would delete in the cloud for cluster 'demo' (vitals deorbit --dry-run: the same engine, deleting nothing):"
-  "$VITALS" deorbit --cluster-name demo --router "$ROUTER_ID" --pod-cidr "$PODCIDR" --protect 198.19.7.0/24 --dry-run 2>&1 | sed 's/^/    /'
   # The workload cluster is the demo's kube-apiserver itself; a tenant's kubeconfig carries everything inline.
   CA=$(base64 -w0 <"$DIR/kube/certs/apiserver.crt")
   sed "s|certificate-authority: .*|certificate-authority-data: $CA|" "$KUBECONFIG" >"$DIR/workload.kubeconfig"
   kubectl create secret generic demo-kubeconfig --from-file=kubeconfig="$DIR/workload.kubeconfig" >/dev/null
+  # The demo plays the kubelets: a Node for four of the five servers (the fifth never registers), each Ready.
+  read -r -a SERVERS <<<"$DEMO_SERVERS"
+  kubelet_says() { # NODE STATUS REASON: the Node's Ready condition as its kubelet would write it
+    local now; now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+    kubectl patch node "$1" --subresource=status --type merge -p "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"$2\",\"reason\":\"$3\",\"message\":\"demo kubelet\",\"lastHeartbeatTime\":\"$now\",\"lastTransitionTime\":\"$now\"}]}}" >/dev/null
+  }
+  for i in 0 1 2 3; do
+    id=${SERVERS[$i]%%=*} name=${SERVERS[$i]#*=}
+    kubectl create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata: {name: $name, labels: {vitals-demo/pool: pool-$i}}
+spec: {providerID: "openstack:///$id"}
+YAML
+    kubelet_says "$name" True KubeletReady
+  done
+  SICK=${SERVERS[1]#*=} NEVER=${SERVERS[4]#*=}
+  log "node repair: the workload cluster (this kube-apiserver) has a Ready Node for four of the five servers; $NEVER never registered"
+  kubectl patch vitalscluster demo --type merge -p "$(cat <<JSON
+{"spec":{"kubeconfigSecretRef":{"name":"demo-kubeconfig"},"controllers":{"flight":{"interval":"5s",
+ "servers":{"metadata":{"kubernikus:cluster":"demo"}},
+ "repairs":{"nodes":{"unhealthyConditions":[{"type":"Ready","status":"False","timeout":"15s"},{"type":"Ready","status":"Unknown","timeout":"15s"}],
+  "nodeStartupTimeout":"1m","softRebootTimeout":"1m","nodePoolLabel":"vitals-demo/pool"}}}}}}
+JSON
+)" >/dev/null
+  log "  spec: a node is unhealthy after Ready False or Unknown for 15s, a server unregistered 1m after its creation; one step at a time per pool (vitals-demo/pool)"
+  kubelet_says "$SICK" False KubeletNotReady
+  log "  $SICK: its kubelet reports NotReady; flight waits out the 15s dwell, then cordons, drains (the Eviction API) and soft-reboots it"
+  escalation() { kubectl get vitalscluster demo -o jsonpath="{range .status.flight.escalations[?(@.node==\"$1\")]}{.step}/{.phase}{end}" 2>/dev/null || true; }
+  unregistered() { kubectl get vitalscluster demo -o jsonpath="{range .status.flight.escalations[?(@.reason==\"NeverRegistered\")]}{.step}/{.phase}{end}" 2>/dev/null || true; }
+  last="" lastn="" rebooted=""
+  for i in $(seq 1 180); do
+    e=$(escalation "$SICK") n=$(unregistered)
+    [ "$e" != "$last" ] && log "  $SICK: escalation ${e:-none yet}; cordoned: $(kubectl get node "$SICK" -o jsonpath='{.spec.unschedulable}')" && last=$e
+    [ "$n" != "$lastn" ] && log "  $NEVER (never registered): escalation ${n:-none yet}" && lastn=$n
+    if [ -z "$rebooted" ] && [[ "$e" == SoftReboot/* ]]; then
+      rebooted=1
+      log "  $SICK: soft-rebooted; its kubelet comes back and reports Ready: flight uncordons it"
+      kubelet_says "$SICK" True KubeletReady
+    fi
+    if [ -n "$rebooted" ] && [ -z "$e" ] && [ "$(kubectl get node "$SICK" -o jsonpath='{.spec.unschedulable}')" != true ] && [[ "$n" == SoftReboot/* || "$n" == HardReboot/* ]]; then break; fi
+    sleep 0.5
+  done
+  [ -n "$rebooted" ] || die "flight did not repair $SICK; see $DIR/operator.log"
+  log "flight's node steps (status.flight.actions):"
+  kubectl get vitalscluster demo -o jsonpath='{range .status.flight.actions[*]}{.action}{"\t"}{.reason}{"\t"}{.object}{"\n"}{end}' | grep -v -i 'securitygroup' | sed 's/^/    /' | tail -12
+  log "metrics (vitals_remediation_actions_total of flight):"
+  curl -s "http://127.0.0.1:$METRICS_PORT/metrics" | grep '^vitals_remediation_actions_total{.*controller="flight"' | sed 's/^/    /' || true
+fi
+
+# --- 6. Deorbit (simulator: its demo project holds the cluster's Cinder CSI volumes and load balancers) --------
+if [ "$CLOUD" = sim ]; then
+  log "what deorbit would delete in the cloud for cluster 'demo' (vitals deorbit --dry-run: the same engine, deleting nothing):"
+  "$VITALS" deorbit --cluster-name demo --router "$ROUTER_ID" --pod-cidr "$PODCIDR" --protect 198.19.7.0/24 --dry-run 2>&1 | sed 's/^/    /'
   # deletionPolicy Deorbit: deleting the VitalsCluster may tear the cluster down (the default, Orphan, deletes nothing)
-  kubectl patch vitalscluster demo --type merge -p '{"spec":{"kubeconfigSecretRef":{"name":"demo-kubeconfig"},"deletionPolicy":"Deorbit"}}' >/dev/null
+  kubectl patch vitalscluster demo --type merge -p '{"spec":{"deletionPolicy":"Deorbit"}}' >/dev/null
   for i in $(seq 1 60); do
     [ "$(kubectl get vitalscluster demo -o jsonpath='{.status.conditions[?(@.type=="WorkloadReachable")].status}')" = True ] && break
     sleep 0.5

@@ -171,8 +171,10 @@ func runCloudsim(cmd *cobra.Command, o *cloudsimOptions) error {
 			}
 		}
 	}
+	var demo *cloudsim.SeededCluster
 	if o.demo {
-		if err := seedCloudsimDemo(sim); err != nil {
+		var err error
+		if demo, err = seedCloudsimDemo(sim); err != nil {
 			return err
 		}
 	}
@@ -185,6 +187,14 @@ func runCloudsim(cmd *cobra.Command, o *cloudsimOptions) error {
 	fmt.Fprintf(out, "export OS_AUTH_URL=%s\nexport OS_USERNAME=%s\nexport OS_PASSWORD=%s\nexport OS_PROJECT_NAME=%s\n"+
 		"export OS_USER_DOMAIN_NAME=Default\nexport OS_PROJECT_DOMAIN_NAME=Default\nexport OS_DOMAIN_NAME=Default\n"+
 		"export OS_REGION_NAME=%s\n", sim.AuthURL(), o.adminUser, o.adminPassword, o.adminProject, o.region)
+	if demo != nil {
+		// The demo's cluster, for the demo script: its node network and its servers (ID=name).
+		servers := make([]string, 0, len(demo.Nodes))
+		for _, n := range demo.Nodes {
+			servers = append(servers, n.ID+"="+n.Name)
+		}
+		fmt.Fprintf(out, "export DEMO_NETWORK_ID=%s\nexport DEMO_SERVERS='%s'\n", demo.NetworkID, strings.Join(servers, " "))
+	}
 	<-ctx.Done()
 	log.Info("cloudsim stopping")
 	if err := sim.Close(); err != nil {
@@ -237,20 +247,22 @@ func loadCloudsimSeeds(path string) (*cloudsimSeedFile, error) {
 	return &f, nil
 }
 
-// seedCloudsimDemo creates the demo project "demo" (user demo, password demo) with one cluster.
-func seedCloudsimDemo(sim *cloudsim.Sim) error {
+// seedCloudsimDemo creates the demo project "demo" (user demo, password demo) with one cluster, and returns
+// what it made (nil when the project was loaded from --state).
+func seedCloudsimDemo(sim *cloudsim.Sim) (*cloudsim.SeededCluster, error) {
 	if _, ok := sim.ProjectID("demo"); ok {
-		return nil // loaded from --state
+		return nil, nil // loaded from --state
 	}
 	pid := sim.CreateProject("demo")
 	if _, err := sim.CreateUser("demo", "demo", false, pid); err != nil {
-		return fmt.Errorf("cloudsim demo: %w", err)
+		return nil, fmt.Errorf("cloudsim demo: %w", err)
 	}
-	if _, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: "demo", Name: "demo", Nodes: 5, OrphanedRoutes: 3,
-		ForeignRoutes: 2, Volumes: 3, LoadBalancers: 2}); err != nil {
-		return fmt.Errorf("cloudsim demo: %w", err)
+	c, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: "demo", Name: "demo", Nodes: 5, OrphanedRoutes: 3,
+		ForeignRoutes: 2, Volumes: 3, LoadBalancers: 2})
+	if err != nil {
+		return nil, fmt.Errorf("cloudsim demo: %w", err)
 	}
-	return nil
+	return c, nil
 }
 
 // CheckSeedFile reads a seed file (--seed-file) and reports what is wrong with it, as the simulator
