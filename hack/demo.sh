@@ -11,7 +11,9 @@
 #      DEMO_CLOUD=real a fresh router on the real Neutron carrying the same kinds of routes,
 #   3. `vitals operator` with its health server,
 # then creates a VitalsCluster resource for that router, shows the probes and the routes being collected; with the
-# simulator it then runs `vitals doctor` on it (the quota checks included), sets its deletionPolicy to Deorbit, deletes it, shows
+# simulator it then plays the kubelets of four of the cluster's five servers and shows a node repair (a Node NotReady
+# past its dwell cordoned, drained and soft-rebooted, uncordoned once Ready again; the server that never registered
+# rebooted), runs `vitals doctor` on it (the quota checks included), sets its deletionPolicy to Deorbit, deletes it, shows
 # deorbit holding the deletion that nothing confirms (the interlock), confirms it, and shows deorbit clearing the cluster's volumes,
 # load balancers and routes from the cloud before the finalizer goes; and it stops everything it started (also on Ctrl-C). Nothing outside _out/demo/ is written, besides the Go build cache.
 # Env: DEMO_CLOUD=sim|real, DEMO_KEEP=1 (leave the services running and print how to use them),
@@ -211,13 +213,19 @@ JSON
 )" >/dev/null
   log "  spec: a node is unhealthy after Ready False or Unknown for 15s, a server unregistered 1m after its creation; one step at a time per pool (vitals-demo/pool)"
   kubelet_says "$SICK" False KubeletNotReady
+  events | cut -f1 >"$DIR/events-nodes.txt"
   log "  $SICK: its kubelet reports NotReady; flight waits out the 15s dwell, then cordons, drains (the Eviction API) and soft-reboots it"
   escalation() { kubectl get vitalscluster demo -o jsonpath="{range .status.flight.escalations[?(@.node==\"$1\")]}{.step}/{.phase}{end}" 2>/dev/null || true; }
+  cordoned() { local v; v=$(kubectl get node "$1" -o jsonpath='{.spec.unschedulable}'); echo "${v:-false}"; }
   unregistered() { kubectl get vitalscluster demo -o jsonpath="{range .status.flight.escalations[?(@.reason==\"NeverRegistered\")]}{.step}/{.phase}{end}" 2>/dev/null || true; }
   last="" lastn="" rebooted=""
   for i in $(seq 1 180); do
     e=$(escalation "$SICK") n=$(unregistered)
-    [ "$e" != "$last" ] && log "  $SICK: escalation ${e:-none yet}; cordoned: $(kubectl get node "$SICK" -o jsonpath='{.spec.unschedulable}')" && last=$e
+    if [ "$e" != "$last" ]; then
+      if [ -n "$rebooted" ] && [ -z "$e" ]; then log "  $SICK: Ready again, the escalation closed; cordoned: $(cordoned "$SICK")"
+      else log "  $SICK: escalation ${e:-none yet}; cordoned: $(cordoned "$SICK")"; fi
+      last=$e
+    fi
     [ "$n" != "$lastn" ] && log "  $NEVER (never registered): escalation ${n:-none yet}" && lastn=$n
     if [ -z "$rebooted" ] && [[ "$e" == SoftReboot/* ]]; then
       rebooted=1
@@ -228,8 +236,8 @@ JSON
     sleep 0.5
   done
   [ -n "$rebooted" ] || die "flight did not repair $SICK; see $DIR/operator.log"
-  log "flight's node steps (status.flight.actions):"
-  kubectl get vitalscluster demo -o jsonpath='{range .status.flight.actions[*]}{.action}{"\t"}{.reason}{"\t"}{.object}{"\n"}{end}' | grep -v -i 'securitygroup' | sed 's/^/    /' | tail -12
+  log "events of the node repair:"
+  events | grep -v -F -f "$DIR/events-nodes.txt" | awk -F'\t' '{ printf "    %-24s %s\n", $2, $3 }' | cut -c1-220 | tail -14 || true
   log "metrics (vitals_remediation_actions_total of flight):"
   curl -s "http://127.0.0.1:$METRICS_PORT/metrics" | grep '^vitals_remediation_actions_total{.*controller="flight"' | sed 's/^/    /' || true
 fi
