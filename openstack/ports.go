@@ -47,8 +47,9 @@ func (c *Cloud) ListPorts(ctx context.Context, opts ListOpts) ([]Port, error) {
 	return out, nil
 }
 
-// SetAllowedAddressPairs replaces a port's allowed address pairs (nil or empty clears them).
-func (c *Cloud) SetAllowedAddressPairs(ctx context.Context, portID string, pairs []AddressPair) (*Port, error) {
+// SetAllowedAddressPairs replaces a port's allowed address pairs (nil or empty clears them), only if the port
+// is still at revision (If-Match; 0: unconditionally).
+func (c *Cloud) SetAllowedAddressPairs(ctx context.Context, portID string, revision int, pairs []AddressPair) (*Port, error) {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
 		return nil, fmt.Errorf("set allowed address pairs of port %s: %w", portID, err)
@@ -57,9 +58,13 @@ func (c *Cloud) SetAllowedAddressPairs(ctx context.Context, portID string, pairs
 	for _, p := range pairs {
 		aap = append(aap, ports.AddressPair{IPAddress: p.IPAddress, MACAddress: p.MACAddress})
 	}
-	p, err := ports.Update(ctx, nc, portID, ports.UpdateOpts{AllowedAddressPairs: &aap}).Extract()
+	opts := ports.UpdateOpts{AllowedAddressPairs: &aap}
+	if revision > 0 {
+		opts.RevisionNumber = &revision
+	}
+	p, err := ports.Update(ctx, nc, portID, opts).Extract()
 	if err != nil {
-		return nil, fmt.Errorf("set %d allowed address pairs of port %s: %w", len(pairs), portID, err)
+		return nil, fmt.Errorf("set %d allowed address pairs of port %s at revision %d: %w", len(pairs), portID, revision, err)
 	}
 	out := portFrom(p)
 	return &out, nil

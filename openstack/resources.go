@@ -84,8 +84,10 @@ type Port struct {
 type Ports interface {
 	ListPorts(ctx context.Context, opts ListOpts) ([]Port, error)
 	GetPort(ctx context.Context, id string) (*Port, error)
-	// SetAllowedAddressPairs replaces a port's allowed address pairs.
-	SetAllowedAddressPairs(ctx context.Context, portID string, pairs []AddressPair) (*Port, error)
+	// SetAllowedAddressPairs replaces a port's allowed address pairs, only if the port is still at revision
+	// (If-Match: a pair another writer, e.g. the cloud controller manager, added since the read is never
+	// lost; a port changed since answers 412, which IsConflict recognises). revision 0 writes unconditionally.
+	SetAllowedAddressPairs(ctx context.Context, portID string, revision int, pairs []AddressPair) (*Port, error)
 	// DeletePort deletes a port (Neutron detaches the floating IPs on it).
 	DeletePort(ctx context.Context, id string) error
 }

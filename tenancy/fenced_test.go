@@ -97,7 +97,7 @@ func TestScopedWritesAreFenced(t *testing.T) {
 			return err
 		}},
 		{"SetAllowedAddressPairs", func(ctx context.Context) error {
-			_, err := cl.SetAllowedAddressPairs(ctx, node.PortID, []openstack.AddressPair{{IPAddress: "198.19.0.0/24"}})
+			_, err := cl.SetAllowedAddressPairs(ctx, node.PortID, 0, []openstack.AddressPair{{IPAddress: "198.19.0.0/24"}})
 			return err
 		}},
 		{"CreateSecurityGroupRule", func(ctx context.Context) error {

@@ -135,7 +135,7 @@ func (s *scoped) ListPorts(ctx context.Context, o openstack.ListOpts) ([]opensta
 	return ps, own(s, "port", ps, func(p *openstack.Port) string { return p.ID }, func(p *openstack.Port) string { return p.ProjectID })
 }
 
-func (s *scoped) SetAllowedAddressPairs(ctx context.Context, portID string, pairs []openstack.AddressPair) (*openstack.Port, error) {
+func (s *scoped) SetAllowedAddressPairs(ctx context.Context, portID string, revision int, pairs []openstack.AddressPair) (*openstack.Port, error) {
 	ps, err := s.ListPorts(ctx, openstack.ListOpts{})
 	if err != nil {
 		return nil, fmt.Errorf("prove port %s is the project's: %w", portID, err)
@@ -144,7 +144,7 @@ func (s *scoped) SetAllowedAddressPairs(ctx context.Context, portID string, pair
 		return nil, s.foreign("port", portID)
 	}
 	return fenced(ctx, func(ctx context.Context) (*openstack.Port, error) {
-		return s.conn.SetAllowedAddressPairs(ctx, portID, pairs)
+		return s.conn.SetAllowedAddressPairs(ctx, portID, revision, pairs)
 	})
 }
 

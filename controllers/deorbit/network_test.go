@@ -57,7 +57,7 @@ func (m *memCloud) GetPort(ctx context.Context, id string) (*openstack.Port, err
 	return &c, nil
 }
 
-func (m *memCloud) SetAllowedAddressPairs(context.Context, string, []openstack.AddressPair) (*openstack.Port, error) {
+func (m *memCloud) SetAllowedAddressPairs(context.Context, string, int, []openstack.AddressPair) (*openstack.Port, error) {
 	return nil, errors.New("not used by deorbit")
 }
 

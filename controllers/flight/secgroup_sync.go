@@ -201,7 +201,12 @@ func (f *syncFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass.
 		}
 		a := remediation.Action{Verb: VerbSetAddressPairs, Kind: "port", ID: c.port.ID, Name: c.port.Name, Class: remediation.Safe}
 		outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error {
-			_, err := env.Cloud.SetAllowedAddressPairs(ctx, c.port.ID, withPairs(c.port.AllowedAddressPairs, c.cidrs))
+			// At the revision read: a pair added since (the cloud controller manager's) is never lost; the
+			// next pass reads the port again.
+			_, err := env.Cloud.SetAllowedAddressPairs(ctx, c.port.ID, c.port.RevisionNumber, withPairs(c.port.AllowedAddressPairs, c.cidrs))
+			if openstack.IsConflict(err) {
+				return fmt.Errorf("port %s changed since it was read (If-Match revision %d): written again after the next read: %w", c.port.ID, c.port.RevisionNumber, err)
+			}
 			return err
 		})
 		switch outcome {

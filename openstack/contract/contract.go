@@ -430,9 +430,20 @@ func (s *suite) ports(t *testing.T) {
 	}
 
 	pairs := []openstack.AddressPair{{IPAddress: "10.244.1.0/24"}, {IPAddress: "10.10.0.100"}}
-	p, err := s.cloud.SetAllowedAddressPairs(ctx, ids[1], pairs)
+	read, err := s.cloud.GetPort(ctx, ids[1])
 	if err != nil {
-		t.Fatalf("SetAllowedAddressPairs: %v", err)
+		t.Fatalf("GetPort: %v", err)
+	}
+	p, err := s.cloud.SetAllowedAddressPairs(ctx, ids[1], read.RevisionNumber, pairs)
+	if err != nil {
+		t.Fatalf("SetAllowedAddressPairs at the port's revision %d: %v", read.RevisionNumber, err)
+	}
+	if p.RevisionNumber <= read.RevisionNumber {
+		t.Fatalf("after SetAllowedAddressPairs: revision %d, was %d", p.RevisionNumber, read.RevisionNumber)
+	}
+	// A writer that read the port before that write (the revision it read is stale) changes nothing.
+	if _, err := s.cloud.SetAllowedAddressPairs(ctx, ids[1], read.RevisionNumber, nil); !openstack.IsConflict(err) {
+		t.Fatalf("SetAllowedAddressPairs at the stale revision %d: err %v, want a conflict (412)", read.RevisionNumber, err)
 	}
 	if len(p.AllowedAddressPairs) != 2 || p.AllowedAddressPairs[0].MACAddress == "" && p.MACAddress == "" {
 		t.Fatalf("after SetAllowedAddressPairs: %+v", p.AllowedAddressPairs)
@@ -442,7 +453,7 @@ func (s *suite) ports(t *testing.T) {
 	if !slices.Equal(gotIPs, []string{"10.10.0.100", "10.244.1.0/24"}) {
 		t.Fatalf("allowed address pairs = %v", gotIPs)
 	}
-	p, err = s.cloud.SetAllowedAddressPairs(ctx, ids[1], nil)
+	p, err = s.cloud.SetAllowedAddressPairs(ctx, ids[1], 0, nil)
 	if err != nil || len(p.AllowedAddressPairs) != 0 {
 		t.Fatalf("clearing allowed address pairs: %+v, %v", p, err)
 	}
@@ -682,7 +693,7 @@ func (s *suite) notFound(t *testing.T) {
 	if _, err := s.cloud.AddRoutes(ctx, missingUUID, []openstack.Route{{Destination: "10.1.0.0/24", NextHop: "10.0.0.1"}}); !openstack.IsNotFound(err) {
 		t.Errorf("AddRoutes(missing router): err %v, want not found", err)
 	}
-	if _, err := s.cloud.SetAllowedAddressPairs(ctx, missingUUID, nil); !openstack.IsNotFound(err) {
+	if _, err := s.cloud.SetAllowedAddressPairs(ctx, missingUUID, 0, nil); !openstack.IsNotFound(err) {
 		t.Errorf("SetAllowedAddressPairs(missing port): err %v, want not found", err)
 	}
 	if s.env.Compute {
