@@ -3,14 +3,17 @@ package flight
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/nodes"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/routes"
@@ -116,6 +119,7 @@ func (f *routesFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pas
 	}
 	// Duplicates: reported while more than one route to the destination is left.
 	var ds []string
+	dup := map[string][]string{} // destination -> nexthops left
 	for _, d := range plan.Duplicates {
 		var left []string
 		for _, hop := range d.NextHops {
@@ -125,7 +129,11 @@ func (f *routesFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pas
 		}
 		if len(left) > 1 {
 			ds = append(ds, d.Destination+" via "+strings.Join(left, ", "))
+			dup[canonicalPrefix(d.Destination)] = left
 		}
+	}
+	if failed := markDuplicateNodes(ctx, env, dup); len(failed) > 0 {
+		problems = append(problems, "Node conditions not written: "+strings.Join(failed, "; "))
 	}
 	if len(ds) > 0 {
 		note := fmt.Sprintf("%d destinations with several nexthops: %s; the router's device side may keep a stale one and need a resync", len(ds), strings.Join(ds, "; "))
@@ -255,4 +263,62 @@ func RouteHeadroom(routes, limit int) pass.Report {
 			Message: msg + fmt.Sprintf("; at %d%% of the limit new nodes may get no route (raise max_routes or spec.controllers.flight.maxRoutes)", HeadroomPercent)}
 	}
 	return pass.Report{Type: v1alpha1.ConditionRouteHeadroom, Status: metav1.ConditionTrue, Reason: "Headroom", Message: msg}
+}
+
+// VerbSetNodeCondition is the verb of a Node condition write.
+const VerbSetNodeCondition = "SetNodeCondition"
+
+// markDuplicateNodes puts the PodRouteDuplicate condition on each Node whose pod CIDR has several routes
+// left (dup: destination -> nexthops), and turns it False on a Node that had it True and has one route
+// again. A Node already as wanted is not written (steady state writes nothing). Each write is a safe action
+// asked of the policy. It returns the writes that failed.
+func markDuplicateNodes(ctx context.Context, env *pass.Env[*State], dup map[string][]string) []string {
+	if env.Workload == nil {
+		return nil
+	}
+	var failed []string
+	for i := range env.Read.Snapshot.Nodes {
+		n := &env.Read.Snapshot.Nodes[i]
+		cond := corev1.NodeCondition{Type: nodes.ConditionPodRouteDuplicate, Status: corev1.ConditionFalse, Reason: "OneRoute",
+			Message: "the cluster's router holds one route to this Node's pod CIDR"}
+		for _, cidr := range podCIDRsOf(n) {
+			if hops, ok := dup[canonicalPrefix(cidr)]; ok {
+				cond.Status, cond.Reason = corev1.ConditionTrue, "DuplicateRoutes"
+				cond.Message = fmt.Sprintf("the cluster's router holds %d routes to this Node's pod CIDR %s (via %s): the router's device side may keep a stale one and need a resync",
+					len(hops), cidr, strings.Join(hops, ", "))
+				break
+			}
+		}
+		if !nodes.NeedsCondition(n, cond) {
+			continue
+		}
+		a := remediation.Action{Verb: VerbSetNodeCondition, Kind: "node", ID: n.Name, Name: string(cond.Type) + "=" + string(cond.Status), Class: remediation.Safe}
+		outcome, _, err := env.Act(ctx, a, func(ctx context.Context) error {
+			_, err := nodes.SetCondition(ctx, env.Workload.Client(), n, cond, env.Now)
+			return err
+		})
+		if outcome == pass.OutcomeFailed {
+			failed = append(failed, err.Error())
+		}
+	}
+	return failed
+}
+
+// podCIDRsOf are the Node's pod CIDRs (spec.podCIDRs, else spec.podCIDR).
+func podCIDRsOf(n *corev1.Node) []string {
+	if len(n.Spec.PodCIDRs) > 0 {
+		return n.Spec.PodCIDRs
+	}
+	if n.Spec.PodCIDR != "" {
+		return []string{n.Spec.PodCIDR}
+	}
+	return nil
+}
+
+// canonicalPrefix is p masked, as a string (p itself when it does not parse).
+func canonicalPrefix(p string) string {
+	if pfx, err := netip.ParsePrefix(p); err == nil {
+		return pfx.Masked().String()
+	}
+	return p
 }

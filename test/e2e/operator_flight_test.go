@@ -35,6 +35,7 @@ import (
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/internal/faultproxy"
 	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/nodes"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
@@ -198,6 +199,16 @@ func (f *flFixture) update(mutate func(*v1alpha1.VitalsCluster)) {
 
 // node registers a Node as a kubelet (and the cloud provider) would: the object with its providerID
 // and pod CIDR, then its status with the InternalIP and Ready.
+// nodeCondition reads a Node's condition of type t from the workload cluster.
+func (f *flFixture) nodeCondition(name string, t corev1.NodeConditionType) (corev1.NodeCondition, bool) {
+	f.t.Helper()
+	var n corev1.Node
+	if err := f.work.Get(context.Background(), types.NamespacedName{Name: name}, &n); err != nil {
+		f.t.Fatalf("read node %s: %v", name, err)
+	}
+	return nodes.Condition(&n, t)
+}
+
 func (f *flFixture) node(name, server, podCIDR, ip string) {
 	f.t.Helper()
 	ctx := context.Background()
@@ -461,6 +472,16 @@ func TestOperatorFlight(t *testing.T) {
 		if st := cl.Status.Flight; st == nil || len(st.StaleRoutes) != 1 {
 			t.Errorf("status.flight.staleRoutes %+v, want the stale route's first sighting", cl.Status.Flight)
 		}
+		// The duplicate is also on the Node it concerns (n1), not on the others.
+		if c, ok := f.nodeCondition("n1", nodes.ConditionPodRouteDuplicate); !ok || c.Status != corev1.ConditionTrue || !strings.Contains(c.Message, f.net.IP(99)) {
+			t.Errorf("node n1: %s = %+v (present %v), want True naming the stale nexthop", nodes.ConditionPodRouteDuplicate, c, ok)
+		}
+		if c, ok := f.nodeCondition("n2", nodes.ConditionPodRouteDuplicate); ok {
+			t.Errorf("node n2 has %s %+v, want none (its pod CIDR has one route)", nodes.ConditionPodRouteDuplicate, c)
+		}
+		if c, ok := f.nodeCondition("n1", corev1.NodeReady); !ok || c.Status != corev1.ConditionTrue {
+			t.Errorf("node n1: Ready = %+v after flight's condition write, want the kubelet's True kept", c)
+		}
 		cl = f.pass()
 		rs = f.net.Routes()
 		if rs[stale] || !rs[good] || !rs[missing] || len(rs) != 2 {
@@ -468,6 +489,9 @@ func TestOperatorFlight(t *testing.T) {
 		}
 		if c := condition(cl, v1alpha1.ConditionPodRoutes); c.Status != metav1.ConditionTrue {
 			t.Errorf("PodRoutesHealthy = %s/%s (%s), want True", c.Status, c.Reason, c.Message)
+		}
+		if c, ok := f.nodeCondition("n1", nodes.ConditionPodRouteDuplicate); !ok || c.Status != corev1.ConditionFalse {
+			t.Errorf("node n1: %s = %+v once one route is left, want False", nodes.ConditionPodRouteDuplicate, c)
 		}
 		cl = f.pass()
 		if c := condition(cl, v1alpha1.ConditionRouteHeadroom); c.Status != metav1.ConditionTrue {

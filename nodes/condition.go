@@ -1,0 +1,52 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ConditionPodRouteDuplicate is the Node condition the operator's flight sets on a Node whose pod CIDR has
+// more than one route on the cluster's router (True), and clears (False) once one is left: what the
+// cluster's status says, on the Node the duplicate concerns, as node-problem-detector reports a node's own
+// problems.
+const ConditionPodRouteDuplicate corev1.NodeConditionType = "PodRouteDuplicate"
+
+// NeedsCondition says whether n's condition of cond's type differs from cond in status, reason or message
+// (a Node without it needs it only when cond is True: a problem never seen is not reported as gone).
+func NeedsCondition(n *corev1.Node, cond corev1.NodeCondition) bool {
+	cur, ok := Condition(n, cond.Type)
+	if !ok {
+		return cond.Status == corev1.ConditionTrue
+	}
+	return cur.Status != cond.Status || cur.Reason != cond.Reason || cur.Message != cond.Message
+}
+
+// SetCondition writes cond on n's status (a strategic merge patch of that one condition, keyed by its type:
+// the kubelet's and other writers' conditions are left as they are), when NeedsCondition says so. Its
+// lastTransitionTime is now when the status changes, else kept; lastHeartbeatTime is now. The write goes
+// through c, so through the fence of ctx. It reports whether it wrote.
+func SetCondition(ctx context.Context, c client.Client, n *corev1.Node, cond corev1.NodeCondition, now time.Time) (bool, error) {
+	if !NeedsCondition(n, cond) {
+		return false, nil
+	}
+	cond.LastHeartbeatTime = metav1.NewTime(now)
+	cond.LastTransitionTime = metav1.NewTime(now)
+	if cur, ok := Condition(n, cond.Type); ok && cur.Status == cond.Status {
+		cond.LastTransitionTime = cur.LastTransitionTime
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{cond}}})
+	if err != nil {
+		return false, fmt.Errorf("encode condition %s of node %s: %w", cond.Type, n.Name, err)
+	}
+	if err := c.Status().Patch(ctx, n.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+		return false, fmt.Errorf("set condition %s=%s of node %s: %w", cond.Type, cond.Status, n.Name, err)
+	}
+	return true, nil
+}
