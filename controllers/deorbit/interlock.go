@@ -73,6 +73,9 @@ type serverLister interface {
 // clusterctl; or no server of the cluster is left in the project but those being deleted (servers is nil
 // without a verified cloud). Without a proof, why says what each interlock found.
 func (r *Reconciler) interlock(ctx context.Context, c *v1alpha1.VitalsCluster, servers serverLister, project string) proof {
+	if moved, why := movedAway(c); moved {
+		return proof{why: []string{why}} // before any other proof: a confirmation made for this copy moves with it
+	}
 	var why []string
 	switch got := c.Annotations[v1alpha1.AnnotationConfirmDeorbit]; got {
 	case string(c.UID):
@@ -93,6 +96,16 @@ func (r *Reconciler) interlock(ctx context.Context, c *v1alpha1.VitalsCluster, s
 		return proof{kind: proofServers, why: []string{msg}}
 	}
 	return proof{why: append(why, msg)}
+}
+
+// movedAway reports whether c is being deleted by clusterctl move, which copies a Cluster's VitalsCluster to the
+// new management cluster with the Cluster (the CRD's clusterctl label puts it in the move) and then deletes it here,
+// annotated, and takes its finalizers off itself: the cluster lives on, nothing of it may be deleted.
+func movedAway(c *v1alpha1.VitalsCluster) (bool, string) {
+	if _, ok := c.Annotations[clusterapi.DeleteForMoveAnnotation]; !ok {
+		return false, ""
+	}
+	return true, "deleted by clusterctl move (annotation " + clusterapi.DeleteForMoveAnnotation + "): the cluster moved to another management cluster and lives on, nothing of it is deleted"
 }
 
 // ownerGoing reads c's Cluster API owner (and its OpenStackCluster) from the API server, and reports whether it

@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/clusterapi"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/internal/cloudsim"
 	"github.com/vitalsproject/vitals/openstack"
@@ -121,6 +122,31 @@ func TestInterlockRecheck(t *testing.T) {
 			got := proof{kind: tc.kind}.recheck("u1")(tc.live)
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("recheck = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestInterlockMovedAway: a VitalsCluster clusterctl move deletes from the old management cluster (annotation
+// clusterctl.cluster.x-k8s.io/delete-for-move) proves nothing, even with a confirmation naming its uid: the cluster
+// lives on in the new management cluster. Without the annotation the confirmation holds.
+func TestInterlockMovedAway(t *testing.T) {
+	r := &Reconciler{d: &pass.Deps{Clock: clocktesting.NewFakeClock(time.Now())}}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		holds       bool
+		contains    string
+	}{
+		{"confirmed", map[string]string{v1alpha1.AnnotationConfirmDeorbit: "u1"}, true, "confirmed"},
+		{"confirmed, then moved", map[string]string{v1alpha1.AnnotationConfirmDeorbit: "u1", clusterapi.DeleteForMoveAnnotation: ""}, false, "clusterctl move"},
+		{"moved", map[string]string{clusterapi.DeleteForMoveAnnotation: ""}, false, "lives on"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: "u1", Annotations: tc.annotations}}
+			p := r.interlock(context.Background(), c, nil, "")
+			if p.holds() != tc.holds || !strings.Contains(strings.Join(p.why, "; "), tc.contains) {
+				t.Errorf("interlock: holds %v (%v), want %v and %q", p.holds(), p.why, tc.holds, tc.contains)
 			}
 		})
 	}
