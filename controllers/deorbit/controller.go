@@ -168,13 +168,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.event(&c, corev1.EventTypeNormal, "DeorbitPhase", "Deorbit", fmt.Sprintf("phase %s: %d of %d resources done", st.Phase, st.Counts.Done, st.Counts.Total))
 		log.Info("deorbit phase", "phase", st.Phase, "done", st.Counts.Done, "remaining", st.Counts.Remaining)
 	}
-	switch st.Phase {
-	case v1alpha1.DeorbitPhaseGaveUp:
+	switch changed := st.Phase != before; {
+	case changed && st.Phase == v1alpha1.DeorbitPhaseGaveUp:
 		r.event(&c, corev1.EventTypeWarning, "DeorbitGaveUp", "Deorbit", debrisNote(st))
 		for _, d := range st.Debris {
 			log.Info("deorbit debris", "type", d.Type, "id", d.ID, "name", d.Name, "status", d.Status, "lastError", d.LastError)
 		}
-	case v1alpha1.DeorbitPhaseDone:
+	case changed && st.Phase == v1alpha1.DeorbitPhaseDone:
 		r.event(&c, corev1.EventTypeNormal, "DeorbitDone", "Deorbit", fmt.Sprintf("the cloud confirmed every resource of the cluster gone (%d tracked)", st.Counts.Total))
 	}
 	reason, status, msg := conditionOf(st, in)
