@@ -470,6 +470,46 @@ func TestFlightNodesNeverRegistered(t *testing.T) {
 	}
 }
 
+// TestFlightNodesForgedNode: whoever may create Nodes in the workload cluster chooses their providerIDs, so a
+// Node can name any server. With spec.controllers.flight.servers.metadata set, a server without that metadata
+// (another workload's VM in the same project) is not the cluster's: a NotReady Node naming it never gets it
+// cordoned, drained or rebooted, however long it stays NotReady, while the cluster's own server named by
+// another NotReady Node is repaired in the same passes.
+func TestFlightNodesForgedNode(t *testing.T) {
+	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
+		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
+		c.Spec.Controllers.Flight.Servers.Metadata = map[string]string{"e2e-cluster": "forged"}
+		c.Spec.Remediation.MaxUnhealthy = &intstr.IntOrString{Type: intstr.String, StrVal: "100%"}
+	})
+	mine, foreign := f.server(30), f.server(31)
+	f.metadata(mine.ID, map[string]string{"e2e-cluster": "forged"})
+	f.metadata(foreign.ID, map[string]string{"e2e-cluster": "another"})
+	own := f.node(mine, f.net.IP(30), "198.19.30.0/24", condNotReady)
+	forged := f.node(foreign, f.net.IP(31), "198.19.31.0/24", condNotReady)
+	var cl *v1alpha1.VitalsCluster
+	for _, step := range []time.Duration{6 * time.Minute, time.Minute, time.Minute, 6 * time.Minute, 10 * time.Minute} {
+		cl = f.pass(step)
+		if e := escalation(cl, foreign.ID); e.Server != "" {
+			t.Fatalf("the forged Node's server %s has an escalation: %+v", foreign.ID, e)
+		}
+	}
+	if n := f.novaReboots(foreign.ID); n != 0 {
+		t.Errorf("Nova recorded %d reboots of the server the forged Node names, want none", n)
+	}
+	if f.getNode(forged).Spec.Unschedulable {
+		t.Errorf("the forged Node %s was cordoned", forged)
+	}
+	if sv, err := f.cloud.GetServer(context.Background(), foreign.ID); err != nil || sv.Status != "ACTIVE" {
+		t.Errorf("the server the forged Node names: %+v, %v; want it ACTIVE and untouched", sv, err)
+	}
+	if n := f.novaReboots(mine.ID); n == 0 {
+		t.Errorf("the cluster's own NotReady server %s was not rebooted (escalation %+v): the test would prove nothing", mine.ID, escalation(cl, mine.ID))
+	}
+	if !f.getNode(own).Spec.Unschedulable {
+		t.Errorf("the cluster's own NotReady Node %s was not cordoned before its reboot", own)
+	}
+}
+
 // TestFlightNodesDwell: a Node NotReady for less than its timeout is never touched, however many passes
 // see it; past the timeout it is observed, then cordoned, drained (it has no pods) and soft-rebooted; when
 // it is Ready again it is uncordoned (flight cordoned it). The second time it fails, within the cooldown,
