@@ -6,7 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// GroupVersion is the API group and version of the VitalsCluster resource.
+// GroupVersion is the API group and version of the VitalsCluster, VitalsRemediation and
+// VitalsRemediationTemplate resources.
 var GroupVersion = schema.GroupVersion{Group: "vitals.vitalsproject.io", Version: "v1alpha1"}
 
 var (
@@ -17,7 +18,8 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &VitalsCluster{}, &VitalsClusterList{})
+	s.AddKnownTypes(GroupVersion, &VitalsCluster{}, &VitalsClusterList{}, &VitalsRemediation{}, &VitalsRemediationList{},
+		&VitalsRemediationTemplate{}, &VitalsRemediationTemplateList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -81,21 +81,6 @@ func TestRequiredAndMissingRules(t *testing.T) {
 	}
 }
 
-func TestServerID(t *testing.T) {
-	for in, want := range map[string]string{
-		"openstack:///6f1c":        "6f1c",
-		"openstack://RegionOne/ab": "ab",
-		"openstack:///":            "",
-		"aws:///eu-west-1a/i-1":    "",
-		"":                         "",
-		"openstack:6f1c":           "",
-	} {
-		if got := ServerID(in); got != want {
-			t.Errorf("ServerID(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestLacksGroup(t *testing.T) {
 	ports := []openstack.Port{
 		{ID: "p1", NetworkID: "nodes", SecurityGroups: []string{"g1", "default"}},

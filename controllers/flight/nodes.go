@@ -153,7 +153,7 @@ func (Nodes) Detect(in *pass.Input[*State]) pass.Finding[*State] {
 			continue
 		}
 		n := nodeNamed(snap.Nodes, e.Node)
-		if n == nil || ServerID(n.Spec.ProviderID) != e.Server {
+		if n == nil || nodes.ServerID(n.Spec.ProviderID) != e.Server {
 			continue // the Node is gone (or names another server now): the escalation ends
 		}
 		f.cases = append(f.cases, &nodeCase{server: openstack.Server{ID: e.Server}, gone: true, node: n, prev: e, had: true, steps: hist[e.Server]})

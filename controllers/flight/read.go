@@ -9,14 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vitalsproject/vitals/nodes"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/routes"
 	"github.com/vitalsproject/vitals/tenancy"
 )
-
-// ProviderIDPrefix starts the providerID the OpenStack cloud provider gives a Node: openstack:///<server id>
-// (a region may stand between the slashes: openstack://<region>/<server id>).
-const ProviderIDPrefix = "openstack://"
 
 // Snapshot is one complete read of everything the repairs need. It is taken once per pass; a failed or
 // partial read leaves no snapshot, and then no repair runs.
@@ -66,7 +63,7 @@ func (e *UnsafeError) Error() string { return "refusing to repair: " + e.Reason 
 // Read reads the router, the project's servers and ports, the cluster's security group and the
 // workload's Nodes, completely or not at all: any failed list is an error, never an empty list, and a
 // read that contradicts itself is an *UnsafeError.
-func Read(ctx context.Context, cloud tenancy.Cloud, nodes client.Reader, o ReadOptions) (*Snapshot, error) {
+func Read(ctx context.Context, cloud tenancy.Cloud, workload client.Reader, o ReadOptions) (*Snapshot, error) {
 	router, err := cloud.GetRouter(ctx, o.RouterID)
 	if err != nil {
 		return nil, fmt.Errorf("read router %s: %w", o.RouterID, err)
@@ -80,7 +77,7 @@ func Read(ctx context.Context, cloud tenancy.Cloud, nodes client.Reader, o ReadO
 		return nil, fmt.Errorf("list ports of project %s: %w", o.ProjectID, err)
 	}
 	var nl corev1.NodeList
-	if err := nodes.List(ctx, &nl); err != nil {
+	if err := workload.List(ctx, &nl); err != nil {
 		return nil, fmt.Errorf("list nodes of the workload cluster: %w", err)
 	}
 	snap := &Snapshot{Router: router, Ports: ports, PortsByServer: map[string][]openstack.Port{}, Live: routes.NewAddresses(),
@@ -108,7 +105,7 @@ func Read(ctx context.Context, cloud tenancy.Cloud, nodes client.Reader, o ReadO
 	snap.Nodes = slices.Clone(nl.Items)
 	slices.SortFunc(snap.Nodes, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	for _, n := range snap.Nodes {
-		if id := ServerID(n.Spec.ProviderID); id != "" {
+		if id := nodes.ServerID(n.Spec.ProviderID); id != "" {
 			snap.NodeServer[n.Name] = id
 		}
 	}
@@ -212,17 +209,4 @@ func readGroup(ctx context.Context, cloud tenancy.Cloud, o ReadOptions) (*openst
 		}
 	}
 	return nil, &Problem{Reason: "NoSecurityGroup", Message: "the spec names no security group (spec.openstack.securityGroupID or securityGroupName)"}, nil
-}
-
-// ServerID is the server a Node's providerID names ("" when it is no OpenStack providerID).
-func ServerID(providerID string) string {
-	rest, ok := strings.CutPrefix(providerID, ProviderIDPrefix)
-	if !ok {
-		return ""
-	}
-	i := strings.LastIndexByte(rest, '/')
-	if i < 0 {
-		return ""
-	}
-	return rest[i+1:]
 }

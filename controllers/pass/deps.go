@@ -95,6 +95,12 @@ func (d *Deps) recorder(controller string) events.EventRecorder {
 // events filtered by preds; more adds watches.
 func (d *Deps) Setup(ctx context.Context, mgr ctrl.Manager, name string, opts controller.Options, r reconcile.Reconciler,
 	preds []predicate.Predicate, more func(*builder.Builder) *builder.Builder) error {
+	return d.SetupFor(ctx, mgr, name, &v1alpha1.VitalsCluster{}, opts, r, preds, more)
+}
+
+// SetupFor is Setup over the objects of obj's type (a VitalsRemediation, ...).
+func (d *Deps) SetupFor(ctx context.Context, mgr ctrl.Manager, name string, obj client.Object, opts controller.Options, r reconcile.Reconciler,
+	preds []predicate.Predicate, more func(*builder.Builder) *builder.Builder) error {
 	if ctx == nil {
 		return errors.New("setup " + name + ": no context")
 	}
@@ -108,7 +114,7 @@ func (d *Deps) Setup(ctx context.Context, mgr ctrl.Manager, name string, opts co
 			return fmt.Errorf("setup %s: %w", name, err)
 		}
 	}
-	b := ctrl.NewControllerManagedBy(mgr).Named(name).For(&v1alpha1.VitalsCluster{}, builder.WithPredicates(preds...)).WithOptions(opts)
+	b := ctrl.NewControllerManagedBy(mgr).Named(name).For(obj, builder.WithPredicates(preds...)).WithOptions(opts)
 	if more != nil {
 		b = more(b)
 	}
