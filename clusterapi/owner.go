@@ -13,6 +13,11 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
 
+// ManagedSecurityGroupDescription is the description CAPO gives the security groups it manages
+// (OpenStackCluster spec.managedSecurityGroups): it deletes every rule of them its spec does not name, so a rule
+// anyone else adds is taken away again at its next reconcile.
+const ManagedSecurityGroupDescription = "Cluster API managed group"
+
 // DeleteForMoveAnnotation is what clusterctl move sets on the objects it deletes from the old management
 // cluster once they exist in the new one (sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3): such a
 // deletion moves a cluster, it does not end it.

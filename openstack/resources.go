@@ -166,6 +166,7 @@ type SecurityGroupRule struct {
 type SecurityGroup struct {
 	ID             string
 	Name           string
+	Description    string
 	ProjectID      string
 	Rules          []SecurityGroupRule
 	RevisionNumber int

@@ -36,7 +36,7 @@ func (c *Cloud) ListSecurityGroups(ctx context.Context, opts ListOpts) ([]Securi
 	}
 	out := make([]SecurityGroup, 0, len(gs))
 	for _, g := range gs {
-		sg := SecurityGroup{ID: g.ID, Name: g.Name, ProjectID: g.ProjectID, RevisionNumber: g.RevisionNumber,
+		sg := SecurityGroup{ID: g.ID, Name: g.Name, Description: g.Description, ProjectID: g.ProjectID, RevisionNumber: g.RevisionNumber,
 			Rules: make([]SecurityGroupRule, 0, len(g.Rules))}
 		for i := range g.Rules {
 			sg.Rules = append(sg.Rules, ruleFrom(&g.Rules[i]))

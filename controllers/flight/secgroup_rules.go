@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/clusterapi"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
@@ -16,6 +17,10 @@ import (
 
 // VerbCreateRule is the verb of a security group rule flight creates.
 const VerbCreateRule = "CreateSecurityGroupRule"
+
+// ReasonRulesManagedByClusterAPI: the cluster's group misses rules and is CAPO's, which would delete any rule
+// flight added: SecurityGroupRulesHealthy says which are missing and where to add them.
+const ReasonRulesManagedByClusterAPI = "ManagedByClusterAPI"
 
 // RuleDescription starts the description of every rule flight creates, so that they can be told from
 // the rules others made (flight never deletes a rule it did not make).
@@ -178,6 +183,19 @@ func (f *rulesFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass
 	if len(f.missing) == 0 {
 		return []pass.Report{{Status: metav1.ConditionTrue, Reason: "RulesPresent",
 			Message: fmt.Sprintf("security group %s allows every one of the %d rules the cluster needs", f.group.ID, f.want)}}
+	}
+	if f.group.Description == clusterapi.ManagedSecurityGroupDescription {
+		// CAPO deletes every rule of its groups that its spec does not name: a rule added here would be taken
+		// away at its next reconcile and added again at the next pass, for ever. Its owner must name them.
+		var names []string
+		for _, r := range f.missing {
+			names = append(names, ruleName(r))
+		}
+		note := fmt.Sprintf("security group %s is managed by Cluster API's OpenStack provider (CAPO), which deletes the rules its spec does not name: "+
+			"the %d rules the cluster misses (%s) are not added here; add them to the OpenStackCluster's spec.managedSecurityGroups.allNodesSecurityGroupRules",
+			f.group.ID, len(f.missing), strings.Join(names, "; "))
+		env.Warn(ReasonRulesManagedByClusterAPI, VerbCreateRule, note)
+		return []pass.Report{{Status: metav1.ConditionFalse, Reason: ReasonRulesManagedByClusterAPI, Message: note}}
 	}
 	var created, failed, held []string
 	for _, rule := range f.missing {

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/clusterapi"
 	"github.com/vitalsproject/vitals/controllers/flight"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/internal/faultproxy"
@@ -372,6 +373,35 @@ func TestOperatorFlight(t *testing.T) {
 		}
 		if got := f.repairs("securityGroupRules", pass.OutcomeDone); got != 0 {
 			t.Errorf("%v rules created in an ambiguous group", got)
+		}
+	})
+
+	t.Run("a group CAPO manages gets no rules", func(t *testing.T) {
+		var name string
+		f := newFlFixture(t, wl, func(c *v1alpha1.VitalsCluster) {
+			name = "k8s-cluster-e2e-" + opRandHex(3) + "-secgroup-worker"
+			c.Spec.OpenStack.SecurityGroupID, c.Spec.OpenStack.SecurityGroupName = "", name
+		})
+		g, err := groups.Create(context.Background(), f.nc, groups.CreateOpts{Name: name, Description: clusterapi.ManagedSecurityGroupDescription}).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = groups.Delete(context.Background(), f.nc, g.ID).ExtractErr() })
+		before := len(g.Rules)
+		cl := f.pass()
+		c := condition(cl, v1alpha1.ConditionSecurityGroupRules)
+		if c.Status != metav1.ConditionFalse || c.Reason != flight.ReasonRulesManagedByClusterAPI || !strings.Contains(c.Message, "allNodesSecurityGroupRules") {
+			t.Errorf("%s = %s/%s (%s), want False/%s naming where to add the rules", v1alpha1.ConditionSecurityGroupRules, c.Status, c.Reason, c.Message, flight.ReasonRulesManagedByClusterAPI)
+		}
+		after, err := groups.Get(context.Background(), f.nc, g.ID).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after.Rules) != before || f.repairs("securityGroupRules", pass.OutcomeDone) != 0 {
+			t.Errorf("rules were added to CAPO's group: %d before, %d after", before, len(after.Rules))
+		}
+		if !drainEvents(f.events, flight.ReasonRulesManagedByClusterAPI) {
+			t.Errorf("no %s Warning", flight.ReasonRulesManagedByClusterAPI)
 		}
 	})
 
