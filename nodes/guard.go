@@ -79,25 +79,49 @@ type DrainResult struct {
 // Done reports whether no pod is left to go.
 func (r DrainResult) Done() bool { return len(r.Left) == 0 }
 
-// Drain runs one round of a drain of node: it lists the node's pods (uncached, by field selector) and asks
-// the Eviction API to evict each that is left, which honours PodDisruptionBudgets; a pod the API server
-// refuses for its budget (429) is Blocked and asked again next round. Pods being deleted are waited for,
-// not evicted again. It never deletes a pod itself: a PodDisruptionBudget is never overridden. The
-// evictions go through c, so through the fence of ctx.
-func Drain(ctx context.Context, c client.Client, node string) (DrainResult, error) {
+// NodePods lists node's pods (uncached, by field selector), sorted by namespace and name.
+func NodePods(ctx context.Context, c client.Reader, node string) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node}); err != nil {
-		return DrainResult{}, fmt.Errorf("list the pods of node %s: %w", node, err)
+		return nil, fmt.Errorf("list the pods of node %s: %w", node, err)
 	}
-	sort.Slice(pods.Items, func(i, j int) bool {
-		return pods.Items[i].Namespace+"/"+pods.Items[i].Name < pods.Items[j].Namespace+"/"+pods.Items[j].Name
-	})
+	out := slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool { return p.Spec.NodeName != node })
+	sort.Slice(out, func(i, j int) bool { return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name })
+	return out, nil
+}
+
+// Waiting is what a round of a drain over pods (NodePods) would find without asking anything: the pods
+// still to go, and whether any of them would be evicted. False: every pod left is being deleted already
+// (evicted earlier, and ending, or never ending on a node whose kubelet is gone), or none is left, and the
+// round would write nothing.
+func Waiting(pods []corev1.Pod) (DrainResult, bool) {
 	var r DrainResult
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Spec.NodeName != node {
+	evict := false
+	for i := range pods {
+		p := &pods[i]
+		if Leaves(p) {
+			r.Skipped++
 			continue
 		}
+		r.Left = append(r.Left, p.Namespace+"/"+p.Name)
+		evict = evict || p.DeletionTimestamp == nil
+	}
+	return r, evict
+}
+
+// Drain runs one round of a drain of node: it lists the node's pods (NodePods) and asks the Eviction API
+// to evict each that is left, which honours PodDisruptionBudgets; a pod the API server refuses for its
+// budget (429) is Blocked and asked again next round. Pods being deleted are waited for, not evicted again.
+// It never deletes a pod itself: a PodDisruptionBudget is never overridden. The evictions go through c, so
+// through the fence of ctx.
+func Drain(ctx context.Context, c client.Client, node string) (DrainResult, error) {
+	pods, err := NodePods(ctx, c, node)
+	if err != nil {
+		return DrainResult{}, err
+	}
+	var r DrainResult
+	for i := range pods {
+		p := &pods[i]
 		if Leaves(p) {
 			r.Skipped++
 			continue

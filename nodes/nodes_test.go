@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -145,5 +146,42 @@ func TestLeaves(t *testing.T) {
 		if got := Leaves(&tt.p); got != tt.want {
 			t.Errorf("Leaves(%+v) = %v", tt.p.ObjectMeta, got)
 		}
+	}
+}
+
+// TestWaiting: a drain round that would evict nothing (every pod left ending, or none left) is told apart
+// from one that would ask the Eviction API.
+func TestWaiting(t *testing.T) {
+	ctrl := true
+	now := metav1.NewTime(t0)
+	pod := func(name string, mutate ...func(*corev1.Pod)) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		for _, m := range mutate {
+			m(&p)
+		}
+		return p
+	}
+	ending := func(p *corev1.Pod) { p.DeletionTimestamp = &now }
+	daemon := func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "x", Controller: &ctrl}}
+	}
+	for _, tt := range []struct {
+		name    string
+		pods    []corev1.Pod
+		left    []string
+		skipped int
+		evict   bool
+	}{
+		{name: "no pod", evict: false},
+		{name: "a DaemonSet's pod only", pods: []corev1.Pod{pod("ds", daemon)}, skipped: 1, evict: false},
+		{name: "evicted, ending", pods: []corev1.Pod{pod("db-1", ending), pod("ds", daemon)}, left: []string{"ns/db-1"}, skipped: 1, evict: false},
+		{name: "one still running", pods: []corev1.Pod{pod("db-1", ending), pod("web-0")}, left: []string{"ns/db-1", "ns/web-0"}, evict: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, evict := Waiting(tt.pods)
+			if evict != tt.evict || !slices.Equal(r.Left, tt.left) || r.Skipped != tt.skipped || len(r.Evicted)+len(r.Blocked) != 0 {
+				t.Errorf("Waiting = %+v, evict %v; want left %v, skipped %d, evict %v", r, evict, tt.left, tt.skipped, tt.evict)
+			}
+		})
 	}
 }

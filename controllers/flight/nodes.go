@@ -418,22 +418,36 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 		}
 		var res nodes.DrainResult
 		wc := env.Workload.Client()
-		outcome, d, err := env.Act(ctx, da, func(ctx context.Context) error {
-			if err := nodes.Cordon(ctx, wc, c.node, true); err != nil {
-				return err
+		evict := true
+		if draining && c.node.Spec.Unschedulable {
+			// A round with nothing to evict (every pod left is ending already, as evicted pods do for as long
+			// as the node's kubelet is gone) writes nothing: it is no action, neither asked of the policy nor
+			// recorded, or each pass of a long drain would add a status line and an Event of its own.
+			pods, err := nodes.NodePods(ctx, wc, c.node.Name)
+			if err != nil {
+				rep.add(&rep.failed, c.server.ID, "drain of node "+c.node.Name+": "+err.Error())
+				return
 			}
-			var err error
-			res, err = nodes.Drain(ctx, wc, c.node.Name)
-			return err
-		})
-		switch outcome {
-		case pass.OutcomeDone:
-		case pass.OutcomeFailed:
-			rep.add(&rep.failed, c.server.ID, "drain of node "+c.node.Name+": "+err.Error())
-			return
-		default:
-			rep.note(d, c.server.ID, p.step+" (drain)")
-			return
+			res, evict = nodes.Waiting(pods)
+		}
+		if evict {
+			outcome, d, err := env.Act(ctx, da, func(ctx context.Context) error {
+				if err := nodes.Cordon(ctx, wc, c.node, true); err != nil {
+					return err
+				}
+				var err error
+				res, err = nodes.Drain(ctx, wc, c.node.Name)
+				return err
+			})
+			switch outcome {
+			case pass.OutcomeDone:
+			case pass.OutcomeFailed:
+				rep.add(&rep.failed, c.server.ID, "drain of node "+c.node.Name+": "+err.Error())
+				return
+			default:
+				rep.note(d, c.server.ID, p.step+" (drain)")
+				return
+			}
 		}
 		if !c.node.Spec.Unschedulable {
 			e.Cordoned = true // flight cordoned it: flight uncordons it
