@@ -38,6 +38,7 @@ import (
 	"github.com/vitalsproject/vitals/controllers/enrol"
 	"github.com/vitalsproject/vitals/controllers/flight"
 	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/controllers/remediate"
 	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/health"
@@ -295,6 +296,15 @@ func (o *Operator) setupControllers() error {
 			return fmt.Errorf("operator: %w", err)
 		}
 		if err := en.SetupWithManager(ctx, mgr, workers(1)); err != nil {
+			return fmt.Errorf("operator: %w", err)
+		}
+	}
+	if opts.CAPIRemediate {
+		rm, err := remediate.New(deps, remediate.Options{Metrics: remediate.NewMetrics(opts.Registry), Timeout: min(remediate.DefaultTimeout, opts.PassTimeout/2)})
+		if err != nil {
+			return fmt.Errorf("operator: %w", err)
+		}
+		if err := rm.SetupWithManager(ctx, mgr, workers(1)); err != nil {
 			return fmt.Errorf("operator: %w", err)
 		}
 	}

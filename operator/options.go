@@ -2,9 +2,10 @@ package operator
 
 import (
 	"fmt"
-	"k8s.io/apimachinery/pkg/labels"
 	"log/slog"
 	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
@@ -128,6 +129,10 @@ type Options struct {
 	// CAPIEnrolNamespaces selects the namespaces whose OpenStack Clusters are enrolled without the label
 	// vitals.vitalsproject.io/enrol (nil: only the labelled ones).
 	CAPIEnrolNamespaces labels.Selector
+	// CAPIRemediate runs Vitals as Cluster API's external remediation (package controllers/remediate): the
+	// VitalsRemediations a MachineHealthCheck makes from a VitalsRemediationTemplate reboot their Machine's
+	// server. Cluster API's Machine must be served by the API server. Off: Machines are not read.
+	CAPIRemediate bool
 
 	// Remediation holds the operator-wide limits of the remediation policy: budget and window, storm
 	// cool-down, pause, dry-run (nil: remediation.DefaultLimits()).

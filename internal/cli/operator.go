@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"k8s.io/apimachinery/pkg/labels"
 	"net"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -51,6 +52,7 @@ type operatorFlags struct {
 	deorbitParallelDeletes  int
 	capiEnrol               bool
 	capiEnrolNamespaces     string
+	capiRemediate           bool
 	remediationBudget       int
 	remediationWindow       time.Duration
 	stormCooldown           time.Duration
@@ -243,6 +245,7 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.IntVar(&f.deorbitWorkers, "deorbit-workers", operator.DefaultDeorbitWorkers, "how many deleted clusters deorbit serves at once")
 	fl.IntVar(&f.deorbitParallelDeletes, "deorbit-parallel-deletes", operator.DefaultDeorbitParallelDeletes, "deletes and reads of one deleted cluster running at once")
 	fl.BoolVar(&f.capiEnrol, "capi-enrol", false, "enrol Cluster API Clusters on CAPO's OpenStackClusters that opt in (label vitals.vitalsproject.io/enrol=true, or --capi-enrol-namespaces): create and own their VitalsClusters")
+	fl.BoolVar(&f.capiRemediate, "capi-remediate", false, "act as Cluster API's external remediation: reboot the servers of the Machines whose MachineHealthCheck made a VitalsRemediation (soft, then hard)")
 	fl.StringVar(&f.capiEnrolNamespaces, "capi-enrol-namespaces", "", "label selector of the namespaces whose OpenStack Clusters are enrolled without the label (needs --capi-enrol; default: none)")
 	fl.IntVar(&f.remediationBudget, "remediation-budget", remediation.DefaultOperatorActions, "destructive actions of all controllers over all clusters per --remediation-window (0: none)")
 	fl.DurationVar(&f.remediationWindow, "remediation-window", remediation.DefaultOperatorWindow, "sliding window of --remediation-budget")
@@ -393,7 +396,7 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 		}
 		o.CAPIEnrolNamespaces = sel
 	}
-	o.CAPIEnrol = f.capiEnrol
+	o.CAPIEnrol, o.CAPIRemediate = f.capiEnrol, f.capiRemediate
 	o.Remediation = &remediation.Limits{Actions: f.remediationBudget, Window: f.remediationWindow, StormCooldown: f.stormCooldown,
 		Paused: f.remediationPaused, DryRun: f.dryRun}
 	o.PauseConfigMap = f.pauseConfigMap
