@@ -21,6 +21,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vitalsproject/vitals/agent"
@@ -198,11 +199,27 @@ func checkJSON(s snippet) error {
 
 func checkYAML(t *testing.T, s snippet) error {
 	t.Helper()
+	if docs := strings.Split(s.body, "\n---\n"); len(docs) > 1 {
+		for i, d := range docs {
+			one := s
+			one.body = d
+			if err := checkYAML(t, one); err != nil {
+				return fmt.Errorf("document %d: %w", i+1, err)
+			}
+		}
+		return nil
+	}
 	var generic map[string]any
 	if err := yaml.Unmarshal([]byte(s.body), &generic); err != nil || s.partial != "" {
 		return err
 	}
 	switch {
+	case generic["apiVersion"] == v1alpha1.GroupVersion.String() && generic["kind"] == "VitalsRemediationTemplate":
+		var tpl v1alpha1.VitalsRemediationTemplate
+		return yaml.UnmarshalStrict([]byte(s.body), &tpl)
+	case generic["apiVersion"] == clusterv1.GroupVersion.String() && generic["kind"] == "MachineHealthCheck":
+		var mhc clusterv1.MachineHealthCheck
+		return yaml.UnmarshalStrict([]byte(s.body), &mhc)
 	case generic["apiVersion"] == v1alpha1.GroupVersion.String():
 		var vc v1alpha1.VitalsCluster
 		return yaml.UnmarshalStrict([]byte(s.body), &vc)
