@@ -62,6 +62,8 @@ func TestRequiredAndMissingRules(t *testing.T) {
 		"ingress IPv4 tcp from 10.100.0.0/16", "ingress IPv4 udp from 10.100.0.0/16", "ingress IPv4 icmp from 10.100.0.0/16",
 		"ingress IPv6 tcp from fd00:10::/56", "ingress IPv6 udp from fd00:10::/56", "ingress IPv6 ipv6-icmp from fd00:10::/56",
 		"ingress IPv4 any from group g1", "ingress IPv6 any from group g1",
+		"egress IPv4 any to 10.100.0.0/16", "egress IPv6 any to fd00:10::/56",
+		"egress IPv4 any to group g1", "egress IPv6 any to group g1",
 	}
 	if !slices.Equal(names, wantNames) {
 		t.Fatalf("required rules\n%q\nwant\n%q", names, wantNames)
@@ -75,7 +77,9 @@ func TestRequiredAndMissingRules(t *testing.T) {
 	for _, r := range MissingRules(want, have) {
 		missing = append(missing, ruleName(r))
 	}
-	wantMissing := []string{"ingress IPv6 tcp from fd00:10::/56", "ingress IPv6 udp from fd00:10::/56", "ingress IPv6 ipv6-icmp from fd00:10::/56", "ingress IPv4 any from group g1"}
+	// The IPv4 egress rule to anywhere covers both IPv4 egress rules; nothing covers the IPv6 ones.
+	wantMissing := []string{"ingress IPv6 tcp from fd00:10::/56", "ingress IPv6 udp from fd00:10::/56", "ingress IPv6 ipv6-icmp from fd00:10::/56", "ingress IPv4 any from group g1",
+		"egress IPv6 any to fd00:10::/56", "egress IPv6 any to group g1"}
 	if !slices.Equal(missing, wantMissing) {
 		t.Fatalf("missing\n%q\nwant\n%q", missing, wantMissing)
 	}

@@ -30,7 +30,9 @@ const RuleDescription = "vitals flight: "
 //   - for each pod CIDR, ingress TCP, UDP and ICMP (ipv6-icmp for IPv6) from the pod CIDR, so that pod
 //     traffic routed through the router (not the nodes' own addresses) is let in;
 //   - ingress of any protocol from the group itself, for each ethertype of the pod CIDRs and IPv4 (the
-//     nodes' network): node-to-node traffic (kubelet, the CNI's overlay, NodePorts between nodes).
+//     nodes' network): node-to-node traffic (kubelet, the CNI's overlay, NodePorts between nodes);
+//   - egress of any protocol to each pod CIDR and to the group itself (covered by Neutron's default egress
+//     rule to anywhere; needed where a hardened project removed it).
 //
 // A rule counts as present when an existing rule allows at least as much (same direction and ethertype,
 // any or the same protocol, all ports, a remote prefix containing ours or none, or the same remote
@@ -79,6 +81,23 @@ func RequiredRules(pods []netip.Prefix, group string) []openstack.SecurityGroupR
 		if ethers[eth] {
 			out = append(out, openstack.SecurityGroupRule{Direction: "ingress", EtherType: eth, RemoteGroupID: group,
 				Description: RuleDescription + "nodes to nodes " + eth})
+		}
+	}
+	// Egress: what leaves a node for the pods of other nodes and for the other nodes. Neutron gives every new
+	// group an egress rule to anywhere, which covers both; a hardened project that removed it still lets the
+	// cluster's own traffic out.
+	for _, p := range pods {
+		eth := "IPv4"
+		if p.Addr().Is6() {
+			eth = "IPv6"
+		}
+		out = append(out, openstack.SecurityGroupRule{Direction: "egress", EtherType: eth, RemoteIPPrefix: p.String(),
+			Description: RuleDescription + "to pod CIDR " + p.String()})
+	}
+	for _, eth := range []string{"IPv4", "IPv6"} {
+		if ethers[eth] {
+			out = append(out, openstack.SecurityGroupRule{Direction: "egress", EtherType: eth, RemoteGroupID: group,
+				Description: RuleDescription + "nodes to nodes egress " + eth})
 		}
 	}
 	return out
@@ -167,13 +186,17 @@ type rulesFinding struct {
 
 func (f *rulesFinding) Unhealthy() []string { return nil }
 
-// ruleName names a rule in Events and status lines: "ingress IPv4 tcp from 10.0.0.0/16".
+// ruleName names a rule in Events and status lines: "ingress IPv4 tcp from 10.0.0.0/16", "egress IPv4 any to group g".
 func ruleName(r openstack.SecurityGroupRule) string {
 	from := r.RemoteIPPrefix
 	if r.RemoteGroupID != "" {
 		from = "group " + r.RemoteGroupID
 	}
-	return fmt.Sprintf("%s %s %s from %s", r.Direction, r.EtherType, orDefault(r.Protocol, "any"), from)
+	dir := "from"
+	if strings.EqualFold(r.Direction, "egress") {
+		dir = "to"
+	}
+	return fmt.Sprintf("%s %s %s %s %s", r.Direction, r.EtherType, orDefault(r.Protocol, "any"), dir, from)
 }
 
 func (f *rulesFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass.Report {
