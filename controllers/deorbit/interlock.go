@@ -86,12 +86,18 @@ func (r *Reconciler) interlock(ctx context.Context, c *v1alpha1.VitalsCluster, s
 		why = append(why, fmt.Sprintf("annotation %s names uid %q, not this VitalsCluster's %s (a confirmation is for one resource, not for a later one of the same name)",
 			v1alpha1.AnnotationConfirmDeorbit, got, c.UID))
 	}
-	held, msg := r.ownerGoing(ctx, c)
-	if held {
+	owner, msg := r.ownerGoing(ctx, c)
+	switch owner {
+	case ownerGoing:
 		return proof{kind: proofOwner, why: []string{msg}}
+	case ownerLives, ownerUnread:
+		// A Cluster API owner that lives (or could not be read) is the cluster's own word that it goes on:
+		// its servers being gone proves nothing then (a cluster scaled to zero, or whose control plane is
+		// not up yet, has volumes and load balancers too).
+		return proof{why: append(why, msg+"; while it lives, the cluster's servers being gone proves nothing")}
 	}
 	why = append(why, msg)
-	held, msg = r.serversGone(ctx, c, servers, project)
+	held, msg := r.serversGone(ctx, c, servers, project)
 	if held {
 		return proof{kind: proofServers, why: []string{msg}}
 	}
@@ -111,31 +117,48 @@ func movedAway(c *v1alpha1.VitalsCluster) (bool, string) {
 // ownerGoing reads c's Cluster API owner (and its OpenStackCluster) from the API server, and reports whether it
 // is being torn down (clusterapi.Teardown). An owner that is gone proves nothing: clusterctl move deletes it too,
 // and a deleted Cluster was seen deleting while Vitals held its deletion (the hooks).
-func (r *Reconciler) ownerGoing(ctx context.Context, c *v1alpha1.VitalsCluster) (bool, string) {
+// What ownerGoing found of a VitalsCluster's Cluster API owner.
+type ownerState int
+
+const (
+	ownerAbsent ownerState = iota // no owner, or it is gone (moved, or deleted while the operator was away)
+	ownerGoing                    // it is being torn down (clusterapi.Teardown)
+	ownerLives                    // it is there and not being torn down (or only moved)
+	ownerUnread                   // it could not be read: nothing is proven either way
+)
+
+func (r *Reconciler) ownerGoing(ctx context.Context, c *v1alpha1.VitalsCluster) (ownerState, string) {
 	ref, ok := clusterapi.OwnerOf(c)
 	if !ok {
-		return false, "no Cluster API Cluster owns it"
+		return ownerAbsent, "no Cluster API Cluster owns it"
 	}
 	key := client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}
 	var cl clusterv1.Cluster
 	switch err := r.d.APIReader.Get(ctx, key, &cl); {
 	case apierrors.IsNotFound(err):
-		return false, fmt.Sprintf("its owner Cluster %s is gone without Vitals seeing it deleted (moved by clusterctl, or deleted while the operator was away)", key)
+		return ownerAbsent, fmt.Sprintf("its owner Cluster %s is gone without Vitals seeing it deleted (moved by clusterctl, or deleted while the operator was away)", key)
 	case meta.IsNoMatchError(err) || runtime.IsNotRegisteredError(err):
-		return false, fmt.Sprintf("its owner Cluster %s cannot be read: Cluster API is not installed here", key)
+		return ownerAbsent, fmt.Sprintf("its owner Cluster %s cannot be read: Cluster API is not installed here", key)
 	case err != nil:
-		return false, fmt.Sprintf("its owner Cluster %s could not be read: %v", key, err)
+		return ownerUnread, fmt.Sprintf("its owner Cluster %s could not be read: %v", key, err)
 	case cl.UID != ref.UID:
-		return false, fmt.Sprintf("its owner Cluster %s (uid %s) is gone: the Cluster of that name is another (uid %s)", key, ref.UID, cl.UID)
+		return ownerAbsent, fmt.Sprintf("its owner Cluster %s (uid %s) is gone: the Cluster of that name is another (uid %s)", key, ref.UID, cl.UID)
 	}
 	var osc *infrav1.OpenStackCluster
 	if clusterapi.IsOpenStack(&cl) {
 		o := &infrav1.OpenStackCluster{}
-		if err := r.d.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: cl.Spec.InfrastructureRef.Name}, o); err == nil {
+		switch err := r.d.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: cl.Spec.InfrastructureRef.Name}, o); {
+		case err == nil:
 			osc = o
+		case !apierrors.IsNotFound(err):
+			return ownerUnread, fmt.Sprintf("the OpenStackCluster of its owner Cluster %s could not be read: %v", key, err)
 		}
 	}
-	return clusterapi.Teardown(&cl, osc)
+	going, why := clusterapi.Teardown(&cl, osc)
+	if going {
+		return ownerGoing, why
+	}
+	return ownerLives, why
 }
 
 // serversGone reports whether none of the cluster's servers is left in the project but those being deleted. The

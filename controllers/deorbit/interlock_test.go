@@ -9,13 +9,21 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/clusterapi"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/internal/cloudsim"
+	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 )
 
@@ -149,5 +157,78 @@ func TestInterlockMovedAway(t *testing.T) {
 				t.Errorf("interlock: holds %v (%v), want %v and %q", p.holds(), p.why, tc.holds, tc.contains)
 			}
 		})
+	}
+}
+
+// TestInterlockOwnerLives, against the Cluster API management cluster's kube-apiserver and the simulator's Nova:
+// a VitalsCluster owned by a Cluster that lives (not being deleted) is not proven going by its servers being
+// gone (a cluster scaled to zero, or whose control plane is not up yet, still has volumes and load balancers);
+// once its Cluster is gone, the servers' proof counts again.
+func TestInterlockOwnerLives(t *testing.T) {
+	ctx := context.Background()
+	env := testenv.CAPI(t)
+	cfg := env.Config(t)
+	testenv.InstallCRD(t, cfg)
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, clusterv1.AddToScheme, infrav1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := testenv.Namespace(t, cfg, "interlock")
+	// A Cluster on an infrastructure that never comes: Cluster API keeps it, nothing tears it down.
+	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lives"},
+		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.SchemeGroupVersion.Group, Kind: "OpenStackCluster", Name: "lives"}}}
+	if err := c.Create(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	sim, err := cloudsim.New(cloudsim.Options{Seed: 29})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(sim.Handler())
+	t.Cleanup(ts.Close)
+	seeded, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: "p", Name: "lives", Nodes: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.CreateUser("tenant", "tenant-password", false, seeded.ProjectID); err != nil {
+		t.Fatal(err)
+	}
+	auth := openstack.Auth{}
+	auth.Options.IdentityEndpoint, auth.Options.Username, auth.Options.Password = ts.URL+"/v3", "tenant", "tenant-password"
+	auth.Options.DomainName, auth.Options.TenantName = "Default", "p"
+	cloud, err := openstack.Connect(ctx, openstack.Config{Auth: auth, QPS: -1, HTTPTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vcl := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lives", UID: "u-lives",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cl.Name, UID: cl.UID, Controller: ptr.To(true)}}}}
+	vcl.Spec.OpenStack.NetworkID = seeded.NetworkID // no server on it: the servers' proof would hold
+	r := &Reconciler{d: &pass.Deps{Clock: clocktesting.NewFakeClock(time.Now()), APIReader: c}}
+	if p := r.interlock(ctx, vcl, cloud, seeded.ProjectID); p.holds() || !strings.Contains(strings.Join(p.why, "; "), "proves nothing") {
+		t.Fatalf("owner lives: holds %v (%v), want no proof, the servers not counted", p.holds(), p.why)
+	}
+	if err := c.Delete(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := c.Get(ctx, client.ObjectKeyFromObject(cl), &clusterv1.Cluster{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Cluster is not gone after 2 minutes: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	r.proven.forget(vcl.UID)
+	if p := r.interlock(ctx, vcl, cloud, seeded.ProjectID); !p.holds() || p.kind != proofServers {
+		t.Fatalf("owner gone: holds %v kind %q (%v), want the servers' proof", p.holds(), p.kind, p.why)
 	}
 }
