@@ -30,8 +30,12 @@ type Scope struct {
 	ProjectID string
 	// Source says which credentials: "secret NS/NAME key KEY" or "operator credentials".
 	Source string
-	// Router named by the spec, read and proven to be the project's.
+	// Router named by the spec, read and proven to be the project's; nil when it is gone (Gone).
 	Router *openstack.Router
+	// Gone lists what the spec names that the project no longer shows ("router ID", "network ID", "subnet ID",
+	// "security group \"NAME\""): only for a cluster being deleted that was proven in this project before
+	// (its owner's teardown may have deleted them), never for a live one, whose Scope names them all.
+	Gone []string
 }
 
 // Resolver gives each cluster its Scope, or a *Refusal.

@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,7 +129,23 @@ func (v *Verifier) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*Sco
 			return nil, err
 		}
 	}
-	return scopeFor(ctx, conn, project, c.Spec.OpenStack, source)
+	// A cluster being deleted, proven in this project with its spec of now: its owner may have deleted its
+	// router, network or subnet already (CAPO deletes the router first, and the network last), and deorbit
+	// still has the project's volumes and load balancers to delete.
+	return scopeFor(ctx, conn, project, c.Spec.OpenStack, source, provenBeforeDeletion(c, project))
+}
+
+// provenBeforeDeletion reports whether c is being deleted and was proven in project with the spec it has now:
+// status.projectID is project and its CloudVerified condition is True for the generation before its deletion
+// (which bumps the generation once) or a later one. A resource of its spec the project no longer shows is
+// then gone with the cluster's teardown: to a project's own credentials another project's resource looks
+// the same (Neutron answers 404), so a spec changed since the proof is never trusted so.
+func provenBeforeDeletion(c *v1alpha1.VitalsCluster, project string) bool {
+	if c.DeletionTimestamp.IsZero() || c.Status.ProjectID != project {
+		return false
+	}
+	cd := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionCloudVerified)
+	return cd != nil && cd.Status == metav1.ConditionTrue && cd.ObservedGeneration >= c.Generation-1
 }
 
 // ScopeOf proves what the credentials of conn act in, without a VitalsCluster (the `vitals deorbit`
@@ -144,16 +162,22 @@ func ScopeOf(ctx context.Context, conn Connection, spec v1alpha1.OpenStackSpec, 
 	if spec.RouterID == "" {
 		return &Scope{Cloud: &scoped{conn: conn, project: project}, ProjectID: project, Source: source}, nil
 	}
-	return scopeFor(ctx, conn, project, spec, source)
+	return scopeFor(ctx, conn, project, spec, source, false)
 }
 
-// scopeFor proves the resources spec names in project and returns the Scope limited to them.
-func scopeFor(ctx context.Context, conn Connection, project string, spec v1alpha1.OpenStackSpec, source string) (*Scope, error) {
-	router, err := Prove(ctx, conn, project, spec)
+// scopeFor proves the resources spec names in project and returns the Scope limited to them. With
+// toleratingGone, a resource the project no longer shows is gone rather than foreign (Scope.Gone); a router
+// gone leaves the Scope without one, and every router write is refused.
+func scopeFor(ctx context.Context, conn Connection, project string, spec v1alpha1.OpenStackSpec, source string, toleratingGone bool) (*Scope, error) {
+	router, gone, err := prove(ctx, conn, project, spec, toleratingGone)
 	if err != nil {
 		return nil, err
 	}
-	return &Scope{Cloud: &scoped{conn: conn, project: project, router: router.ID}, ProjectID: project, Source: source, Router: router}, nil
+	sc := &scoped{conn: conn, project: project}
+	if router != nil {
+		sc.router = router.ID
+	}
+	return &Scope{Cloud: sc, ProjectID: project, Source: source, Router: router, Gone: gone}, nil
 }
 
 // Forget drops the connection of a cluster that is gone, unless another cluster uses the same Secret.
@@ -310,51 +334,77 @@ func (v *Verifier) operatorConnection(ctx context.Context, c *v1alpha1.VitalsClu
 // network, the subnet (on that network) and the security group (exactly one of that name in the
 // project). A resource that is absent, or of another project, is a ForeignResource refusal that names
 // its type and ID only; a failed read is an error.
-func Prove(ctx context.Context, cloud interface {
+func Prove(ctx context.Context, cloud provable, project string, spec v1alpha1.OpenStackSpec) (*openstack.Router, error) {
+	router, _, err := prove(ctx, cloud, project, spec, false)
+	return router, err
+}
+
+type provable interface {
 	openstack.Routers
 	openstack.Networks
 	openstack.SecurityGroups
-}, project string, spec v1alpha1.OpenStackSpec) (*openstack.Router, error) {
+}
+
+// prove is Prove; with toleratingGone, a resource the project does not show (absent: a router, network or
+// subnet read answers 404, no security group of the name) is listed in gone instead of refused (a router
+// gone: the router returned is nil). A resource of another project is refused either way.
+func prove(ctx context.Context, cloud provable, project string, spec v1alpha1.OpenStackSpec, toleratingGone bool) (*openstack.Router, []string, error) {
+	var gone []string
 	foreign := func(kind, id string) error {
 		return &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf("%s %s is not in project %s", kind, id, project)}
+	}
+	// absent is a resource the project does not show: gone when tolerated, else foreign.
+	absent := func(kind, id string) error {
+		if toleratingGone {
+			gone = append(gone, kind+" "+id)
+			return nil
+		}
+		return foreign(kind, id)
 	}
 	router, err := cloud.GetRouter(ctx, spec.RouterID)
 	switch {
 	case openstack.IsNotFound(err):
-		return nil, foreign("router", spec.RouterID)
+		if err := absent("router", spec.RouterID); err != nil {
+			return nil, nil, err
+		}
+		router = nil
 	case err != nil:
-		return nil, fmt.Errorf("prove router %s: %w", spec.RouterID, err)
+		return nil, nil, fmt.Errorf("prove router %s: %w", spec.RouterID, err)
 	case router.ProjectID != project:
-		return nil, foreign("router", spec.RouterID)
+		return nil, nil, foreign("router", spec.RouterID)
 	}
 	if spec.NetworkID != "" {
 		n, err := cloud.GetNetwork(ctx, spec.NetworkID)
 		switch {
 		case openstack.IsNotFound(err):
-			return nil, foreign("network", spec.NetworkID)
+			if err := absent("network", spec.NetworkID); err != nil {
+				return nil, nil, err
+			}
 		case err != nil:
-			return nil, fmt.Errorf("prove network %s: %w", spec.NetworkID, err)
+			return nil, nil, fmt.Errorf("prove network %s: %w", spec.NetworkID, err)
 		case n.ProjectID != project:
-			return nil, foreign("network", spec.NetworkID)
+			return nil, nil, foreign("network", spec.NetworkID)
 		}
 	}
 	if spec.SubnetID != "" {
 		s, err := cloud.GetSubnet(ctx, spec.SubnetID)
 		switch {
 		case openstack.IsNotFound(err):
-			return nil, foreign("subnet", spec.SubnetID)
+			if err := absent("subnet", spec.SubnetID); err != nil {
+				return nil, nil, err
+			}
 		case err != nil:
-			return nil, fmt.Errorf("prove subnet %s: %w", spec.SubnetID, err)
+			return nil, nil, fmt.Errorf("prove subnet %s: %w", spec.SubnetID, err)
 		case s.ProjectID != project:
-			return nil, foreign("subnet", spec.SubnetID)
+			return nil, nil, foreign("subnet", spec.SubnetID)
 		case spec.NetworkID != "" && s.NetworkID != spec.NetworkID:
-			return nil, &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf("subnet %s is not on network %s", spec.SubnetID, spec.NetworkID)}
+			return nil, nil, &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf("subnet %s is not on network %s", spec.SubnetID, spec.NetworkID)}
 		}
 	}
 	if name := spec.SecurityGroupName; name != "" {
 		gs, err := cloud.ListSecurityGroups(ctx, openstack.ListOpts{Name: name, ProjectID: project})
 		if err != nil {
-			return nil, fmt.Errorf("prove security group %q: %w", name, err)
+			return nil, nil, fmt.Errorf("prove security group %q: %w", name, err)
 		}
 		var ids []string
 		for _, g := range gs {
@@ -362,10 +412,13 @@ func Prove(ctx context.Context, cloud interface {
 				ids = append(ids, g.ID)
 			}
 		}
-		if len(ids) != 1 {
-			return nil, &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf(
+		switch {
+		case len(ids) == 0 && toleratingGone:
+			gone = append(gone, fmt.Sprintf("security group %q", name))
+		case len(ids) != 1:
+			return nil, nil, &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf(
 				"security group named %q: %d in project %s (expected exactly one)", name, len(ids), project)}
 		}
 	}
-	return router, nil
+	return router, gone, nil
 }

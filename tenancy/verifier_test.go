@@ -446,3 +446,79 @@ func externalNetwork(t *testing.T, nc *gophercloud.ServiceClient) string {
 func authOptions(url, user, project string) gophercloud.AuthOptions {
 	return gophercloud.AuthOptions{IdentityEndpoint: url, Username: user, Password: user + "-password", DomainName: "Default", TenantName: project}
 }
+
+// TestVerifierClusterBeingDeleted: a cluster being deleted that was proven in its project before keeps its
+// scope when its owner's teardown has deleted its router, network, subnet or security group (they are listed
+// as gone, and a router gone takes every router write with it); a live cluster, one never proven, or one
+// whose resources are another project's is refused as before.
+func TestVerifierClusterBeingDeleted(t *testing.T) {
+	f := newSimFixture(t)
+	const missing = "00000000-0000-0000-0000-000000000000"
+	// deleted: proven at generation 3, deleted (generation 4)
+	deleted := func(c *v1alpha1.VitalsCluster) {
+		c.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		c.Finalizers = []string{v1alpha1.FinalizerDeorbit}
+		c.Generation = 4
+		c.Status.ProjectID = f.a.ProjectID
+		c.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionCloudVerified, Status: metav1.ConditionTrue, ObservedGeneration: 3}}
+	}
+	tests := []struct {
+		name    string
+		cluster func(*v1alpha1.VitalsCluster)
+		reason  string   // "": verified
+		gone    []string // what the scope lists as gone
+	}{
+		{name: "deleted, nothing gone", cluster: deleted},
+		{name: "deleted, router gone", cluster: func(c *v1alpha1.VitalsCluster) { deleted(c); c.Spec.OpenStack.RouterID = missing },
+			gone: []string{"router " + missing}},
+		{name: "deleted, network, subnet and security group gone", cluster: func(c *v1alpha1.VitalsCluster) {
+			deleted(c)
+			c.Spec.OpenStack.NetworkID, c.Spec.OpenStack.SubnetID, c.Spec.OpenStack.SecurityGroupName = missing, missing, "nodes"
+		}, gone: []string{"network " + missing, "subnet " + missing, `security group "nodes"`}},
+		{name: "live, router gone", cluster: func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.RouterID = missing }, reason: tenancy.ReasonForeignResource},
+		{name: "deleted, never proven, router gone", cluster: func(c *v1alpha1.VitalsCluster) {
+			deleted(c)
+			c.Status.ProjectID, c.Spec.OpenStack.RouterID = "", missing
+		}, reason: tenancy.ReasonForeignResource},
+		{name: "deleted, proven in another project, router gone", cluster: func(c *v1alpha1.VitalsCluster) {
+			deleted(c)
+			c.Status.ProjectID, c.Spec.OpenStack.RouterID = f.b.ProjectID, missing
+		}, reason: tenancy.ReasonForeignResource},
+		{name: "deleted, its spec changed since the proof to another project's subnet", cluster: func(c *v1alpha1.VitalsCluster) {
+			deleted(c)
+			c.Spec.OpenStack.SubnetID, c.Generation = f.b.SubnetID, 5
+		}, reason: tenancy.ReasonForeignResource},
+		{name: "deleted, its last proof refused, router gone", cluster: func(c *v1alpha1.VitalsCluster) {
+			deleted(c)
+			c.Status.Conditions[0].Status, c.Spec.OpenStack.RouterID = metav1.ConditionFalse, missing
+		}, reason: tenancy.ReasonForeignResource},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := f.cluster(tc.cluster)
+			scope, err := f.verifier(nil).Resolve(t.Context(), c)
+			if tc.reason != "" {
+				var r *tenancy.Refusal
+				if !errors.As(err, &r) || r.Reason != tc.reason {
+					t.Fatalf("Resolve = %+v, %v; want refusal %s", scope, err, tc.reason)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Resolve: %v", err)
+			}
+			if fmt.Sprint(scope.Gone) != fmt.Sprint(tc.gone) || scope.ProjectID != f.a.ProjectID {
+				t.Fatalf("scope project %s gone %q; want %s, %q", scope.ProjectID, scope.Gone, f.a.ProjectID, tc.gone)
+			}
+			routerGone := c.Spec.OpenStack.RouterID == missing
+			if routerGone != (scope.Router == nil) {
+				t.Fatalf("scope router %+v with the router gone %v", scope.Router, routerGone)
+			}
+			_, err = scope.Cloud.SetRoutes(t.Context(), c.Spec.OpenStack.RouterID, nil, 1)
+			var r *tenancy.Refusal
+			if refused := errors.As(err, &r) && r.Reason == tenancy.ReasonForeignResource; refused != routerGone {
+				t.Fatalf("a route write on router %s: %v; want refused only when the router is gone", c.Spec.OpenStack.RouterID, err)
+			}
+		})
+	}
+}

@@ -231,6 +231,13 @@ func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Set
 	}
 	if err == nil {
 		in.Cloud = scope.Cloud
+		if scope.Router == nil {
+			// gone with the cluster's teardown (its owner deletes it), and its routes with it
+			in.Target.RouterID = ""
+		}
+		if len(scope.Gone) > 0 {
+			logf.FromContext(ctx).V(1).Info("cluster's network resources gone", "gone", strings.Join(scope.Gone, ", "))
+		}
 		in.SweepRefused, err = r.sweepGuard(ctx, c, scope.ProjectID, in.Target.ClusterName)
 		if err != nil {
 			return in, nil, err

@@ -24,6 +24,7 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
 )
@@ -372,5 +373,43 @@ func TestInterlock(t *testing.T) {
 	step()
 	if err := c.Get(ctx, key, &cur); !apierrors.IsNotFound(err) {
 		t.Fatalf("after Orphan: %v, want the cluster gone", err)
+	}
+}
+
+// scopeResolver resolves every cluster to scope.
+type scopeResolver struct{ scope *tenancy.Scope }
+
+func (s scopeResolver) Resolve(context.Context, *v1alpha1.VitalsCluster) (*tenancy.Scope, error) {
+	return s.scope, nil
+}
+func (scopeResolver) Forget(types.NamespacedName) {}
+
+// A router its owner's teardown has deleted (CAPO deletes a cluster's router before its network): the scope
+// proves none, and the step has no router to remove routes from (they went with it) rather than a read that
+// fails until the give-up.
+func TestInputRouterGone(t *testing.T) {
+	me := deleted("c1", nil)
+	c := mgmtClient(t, me)
+	for _, tc := range []struct {
+		name  string
+		scope *tenancy.Scope
+		want  string
+	}{
+		{"router proven", &tenancy.Scope{ProjectID: "p1", Router: &openstack.Router{ID: "r1", ProjectID: "p1"}}, "r1"},
+		{"router gone", &tenancy.Scope{ProjectID: "p1", Gone: []string{"router r1"}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(&pass.Deps{Client: c, Tenancy: scopeResolver{tc.scope}, Policy: noPolicy{}}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, scope, err := r.input(context.Background(), me, SettingsOf(me))
+			if err != nil || scope != tc.scope {
+				t.Fatalf("input: scope %+v, %v; want the resolver's", scope, err)
+			}
+			if in.Target.RouterID != tc.want {
+				t.Fatalf("target router %q, want %q", in.Target.RouterID, tc.want)
+			}
+		})
 	}
 }
