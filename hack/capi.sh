@@ -61,6 +61,7 @@ tenant() {
   PASSWORD=$(cat "$DIR/tenant-password") NAME=$PROJECT EXTNET=$EXTNET EXTCIDR=$EXTCIDR $PY - <<'EOF'
 import os
 from keystoneauth1.identity import v3
+from keystoneauth1 import exceptions as ksexc
 from keystoneauth1 import session
 from keystoneclient.v3 import client as ksclient
 name, password = os.environ["NAME"], os.environ["PASSWORD"]
@@ -76,7 +77,12 @@ if user is None:
 else:
     ks.users.update(user, password=password, default_project=project)
 for rname in ("member", "load-balancer_member"):
-    role = next(iter(ks.roles.list(name=rname)), None) or ks.roles.create(rname)
+    role = next(iter(ks.roles.list(name=rname)), None)
+    if role is None:
+        try:
+            role = ks.roles.create(rname)
+        except ksexc.Conflict:  # made in between by the other script of testenv up (capi.sh, workload.sh start together)
+            role = next(iter(ks.roles.list(name=rname)))
     ks.roles.grant(role, user=user, project=project)
 n = dict(service_type="network", interface="public")
 ext = os.environ["EXTNET"]

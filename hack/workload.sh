@@ -69,6 +69,7 @@ tenant() {
   PASSWORD=$(cat "$DIR/tenant-password") NAME=$PROJECT $PY - <<'EOF'
 import os
 from keystoneauth1.identity import v3
+from keystoneauth1 import exceptions as ksexc
 from keystoneauth1 import session
 from keystoneclient.v3 import client as ksclient
 name, password = os.environ["NAME"], os.environ["PASSWORD"]
@@ -85,7 +86,12 @@ else:
     ks.users.update(user, password=password, default_project=project)
 # member for Nova/Neutron/Cinder; load-balancer_member for Octavia's role-based policy
 for rname in ("member", "load-balancer_member"):
-    role = next(iter(ks.roles.list(name=rname)), None) or ks.roles.create(rname)
+    role = next(iter(ks.roles.list(name=rname)), None)
+    if role is None:
+        try:
+            role = ks.roles.create(rname)
+        except ksexc.Conflict:  # made in between by the other script of testenv up (capi.sh, workload.sh start together)
+            role = next(iter(ks.roles.list(name=rname)))
     ks.roles.grant(role, user=user, project=project)
 # room for many volumes: the tests create dozens, and a debris test leaves some until its cleanup
 cinder = dict(service_type="volumev3", interface="public")
