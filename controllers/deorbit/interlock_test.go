@@ -32,12 +32,7 @@ import (
 // network or without the metadata never counts; without a way to tell the servers apart nothing is proven.
 func TestInterlockServers(t *testing.T) {
 	ctx := context.Background()
-	sim, err := cloudsim.New(cloudsim.Options{Seed: 28})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(sim.Handler())
-	t.Cleanup(ts.Close)
+	sim, connect := simTenant(t, 28)
 	mine, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: "p", Name: "mine", Nodes: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -46,16 +41,7 @@ func TestInterlockServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sim.CreateUser("tenant", "tenant-password", false, mine.ProjectID); err != nil {
-		t.Fatal(err)
-	}
-	auth := openstack.Auth{}
-	auth.Options.IdentityEndpoint, auth.Options.Username, auth.Options.Password = ts.URL+"/v3", "tenant", "tenant-password"
-	auth.Options.DomainName, auth.Options.TenantName = "Default", "p"
-	cloud, err := openstack.Connect(ctx, openstack.Config{Auth: auth, QPS: -1, HTTPTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cloud := connect(mine.ProjectID)
 	clk := clocktesting.NewFakeClock(time.Now())
 	r := &Reconciler{d: &pass.Deps{Clock: clk}}
 	cluster := func(network string, meta map[string]string) *v1alpha1.VitalsCluster {
@@ -186,26 +172,12 @@ func TestInterlockOwnerLives(t *testing.T) {
 	if err := c.Create(ctx, cl); err != nil {
 		t.Fatal(err)
 	}
-	sim, err := cloudsim.New(cloudsim.Options{Seed: 29})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(sim.Handler())
-	t.Cleanup(ts.Close)
+	sim, connect := simTenant(t, 29)
 	seeded, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: "p", Name: "lives", Nodes: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sim.CreateUser("tenant", "tenant-password", false, seeded.ProjectID); err != nil {
-		t.Fatal(err)
-	}
-	auth := openstack.Auth{}
-	auth.Options.IdentityEndpoint, auth.Options.Username, auth.Options.Password = ts.URL+"/v3", "tenant", "tenant-password"
-	auth.Options.DomainName, auth.Options.TenantName = "Default", "p"
-	cloud, err := openstack.Connect(ctx, openstack.Config{Auth: auth, QPS: -1, HTTPTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cloud := connect(seeded.ProjectID)
 	vcl := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lives", UID: "u-lives",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cl.Name, UID: cl.UID, Controller: ptr.To(true)}}}}
 	vcl.Spec.OpenStack.NetworkID = seeded.NetworkID // no server on it: the servers' proof would hold
@@ -230,5 +202,31 @@ func TestInterlockOwnerLives(t *testing.T) {
 	r.proven.forget(vcl.UID)
 	if p := r.interlock(ctx, vcl, cloud, seeded.ProjectID); !p.holds() || p.kind != proofServers {
 		t.Fatalf("owner gone: holds %v kind %q (%v), want the servers' proof", p.holds(), p.kind, p.why)
+	}
+}
+
+// simTenant starts the simulator (seeded for repeatable IDs) and returns it with connect, which makes a user
+// "tenant" in a project and connects as it (the project named "p", as the tests seed it).
+func simTenant(t *testing.T, seed uint64) (*cloudsim.Sim, func(projectID string) *openstack.Cloud) {
+	t.Helper()
+	sim, err := cloudsim.New(cloudsim.Options{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(sim.Handler())
+	t.Cleanup(ts.Close)
+	return sim, func(projectID string) *openstack.Cloud {
+		t.Helper()
+		if _, err := sim.CreateUser("tenant", "tenant-password", false, projectID); err != nil {
+			t.Fatal(err)
+		}
+		auth := openstack.Auth{}
+		auth.Options.IdentityEndpoint, auth.Options.Username, auth.Options.Password = ts.URL+"/v3", "tenant", "tenant-password"
+		auth.Options.DomainName, auth.Options.TenantName = "Default", "p"
+		cloud, err := openstack.Connect(context.Background(), openstack.Config{Auth: auth, QPS: -1, HTTPTimeout: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cloud
 	}
 }
