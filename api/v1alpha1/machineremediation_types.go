@@ -18,8 +18,9 @@ const (
 
 // VitalsRemediationSpec says how a Machine's server is remediated: a soft reboot through Nova, a hard reboot
 // when the Machine is not healthy again softRebootTimeout later, and, when it is still not healthy
-// hardRebootTimeout after that, nothing more: the remediation stops and says so (Cluster API, or the operator,
-// replaces the Machine; Vitals never deletes the server).
+// hardRebootTimeout after that, the Machine is handed back to the MachineSet or control plane that controls it
+// (its OwnerRemediated condition False), which replaces it; with no such owner the remediation stops and says
+// so. Vitals never deletes the server.
 type VitalsRemediationSpec struct {
 	// SoftRebootTimeout is how long after the soft reboot the Machine must be healthy again (its
 	// MachineHealthCheck's HealthCheckSucceeded condition True), else the server is rebooted hard (default 5m).
@@ -81,7 +82,8 @@ type VitalsRemediationStatus struct {
 	// Phase of the remediation.
 	// +optional
 	Phase RemediationPhase `json:"phase,omitempty"`
-	// Reason in CamelCase for the phase or the last hold (e.g. Rebooted, Paused, ForeignServer, NoRecovery).
+	// Reason in CamelCase for the phase or the last hold (e.g. Rebooted, Paused, ForeignServer, HandedBack,
+	// NoRecovery).
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	Reason string `json:"reason,omitempty"`

@@ -215,10 +215,7 @@ func (r *Reconciler) remediate(ctx context.Context, s *run) time.Duration {
 		if due := s.st.LastStepTime.Add(s.rem.Spec.HardReboot().Duration); s.now.Before(due) {
 			return due.Sub(s.now)
 		}
-		r.stop(s, ReasonNoRecovery, fmt.Sprintf("the hard reboot of server %s at %s did not bring Machine %s back within %s: Vitals does nothing more and never deletes the server; "+
-			"the Machine is replaced when its MachineHealthCheck gives up on it or when it is deleted (kubectl delete machine -n %s %s)",
-			s.st.Server, s.st.LastStepTime.UTC().Format(time.RFC3339), key, s.rem.Spec.HardReboot().Duration, key.Namespace, key.Name))
-		return 0
+		return r.handBack(ctx, s)
 	}
 	if clusterapi.Paused(nil, &m) {
 		return r.hold(s, ReasonMachinePaused, "Machine "+key.String()+" is paused (annotation "+clusterv1.PausedAnnotation+"): no step while Cluster API pauses it", time.Time{})
@@ -235,19 +232,11 @@ func (r *Reconciler) remediate(ctx context.Context, s *run) time.Duration {
 // reboot proves the server the cluster's and takes the step through the policy and the fence.
 func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.Duration {
 	m := s.machine
-	name := s.rem.Spec.VitalsCluster
-	if name == "" {
-		name = m.Spec.ClusterName
+	if after, ok := r.loadCluster(ctx, s); !ok {
+		return after
 	}
-	var vc v1alpha1.VitalsCluster
-	if err := r.d.Client.Get(ctx, client.ObjectKey{Namespace: s.rem.Namespace, Name: name}, &vc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return r.hold(s, ReasonNoVitalsCluster, fmt.Sprintf("no VitalsCluster %s/%s (spec.vitalsCluster, or the Machine's spec.clusterName): its credentials prove which servers may be rebooted", s.rem.Namespace, name), time.Time{})
-		}
-		return r.hold(s, ReasonReadFailed, fmt.Sprintf("read VitalsCluster %s/%s: %v", s.rem.Namespace, name, err), time.Time{})
-	}
-	s.cluster = &vc
-	scope, err := r.d.Tenancy.Resolve(ctx, &vc)
+	vc := s.cluster
+	scope, err := r.d.Tenancy.Resolve(ctx, vc)
 	if err != nil {
 		return r.hold(s, ReasonCloudUnverified, fmt.Sprintf("the credentials of VitalsCluster %s/%s are not proven: %v", vc.Namespace, vc.Name, err), time.Time{})
 	}
@@ -270,7 +259,7 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 	if !rebootable(step, sv.Status) {
 		return r.hold(s, ReasonServerNotActive, fmt.Sprintf("server %s is %s: a %s reboot waits for it to be ACTIVE", id, sv.Status, step), time.Time{})
 	}
-	s.policy = r.d.Policy.Begin(ctx, &vc, Name, nil, remediation.Scope{})
+	s.policy = r.d.Policy.Begin(ctx, vc, Name, nil, remediation.Scope{})
 	a := remediation.Action{Verb: VerbRebootServer, Kind: "server", ID: sv.ID, Name: sv.Name, Class: remediation.Disruptive}
 	d := s.policy.Ask(ctx, a)
 	switch d.Outcome {
@@ -281,7 +270,7 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 		r.o.Metrics.step(step, pass.OutcomeHeld)
 		return r.hold(s, d.Reason, "the "+step+" reboot of server "+id+" is held: "+d.Message, d.RetryAt)
 	}
-	err = scope.Cloud.RebootServer(fencing.With(ctx, r.fence(m, s.policy.Fence(a))), sv.ID, step == StepHard)
+	err = scope.Cloud.RebootServer(fencing.With(ctx, r.fence(m, nil, s.policy.Fence(a))), sv.ID, step == StepHard)
 	s.policy.Done(ctx, a, err)
 	if reason, ok := fencing.ReasonOf(err); ok {
 		r.o.Metrics.step(step, pass.OutcomeHeld)
@@ -297,13 +286,31 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 	next := "else it is rebooted hard"
 	if step == StepHard {
 		timeout, s.st.Phase = s.rem.Spec.HardReboot().Duration, v1alpha1.RemediationHardRebooted
-		next = "else the remediation stops and the Machine is left to Cluster API"
+		next = "else it is handed back to the MachineSet or control plane that owns it for replacement (with none, the remediation stops)"
 	}
 	t := metav1.NewTime(s.now)
 	s.st.LastStepTime = &t
 	r.note(s, corev1.EventTypeNormal, ReasonRebooted, fmt.Sprintf("server %s (%s) of Machine %s/%s rebooted %s through Nova; the Machine must be healthy again within %s, %s",
 		sv.ID, sv.Name, m.Namespace, m.Name, step, timeout, next))
 	return timeout
+}
+
+// loadCluster reads the VitalsCluster of the remediation into s.cluster: spec.vitalsCluster, else the one named
+// like the Machine's Cluster. ok is false when there is none or it cannot be read (the hold's retry is returned).
+func (r *Reconciler) loadCluster(ctx context.Context, s *run) (time.Duration, bool) {
+	name := s.rem.Spec.VitalsCluster
+	if name == "" {
+		name = s.machine.Spec.ClusterName
+	}
+	var vc v1alpha1.VitalsCluster
+	if err := r.d.Client.Get(ctx, client.ObjectKey{Namespace: s.rem.Namespace, Name: name}, &vc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return r.hold(s, ReasonNoVitalsCluster, fmt.Sprintf("no VitalsCluster %s/%s (spec.vitalsCluster, or the Machine's spec.clusterName): its credentials prove the server the cluster's, and its remediation policy decides each step", s.rem.Namespace, name), time.Time{}), false
+		}
+		return r.hold(s, ReasonReadFailed, fmt.Sprintf("read VitalsCluster %s/%s: %v", s.rem.Namespace, name, err), time.Time{}), false
+	}
+	s.cluster = &vc
+	return 0, true
 }
 
 // rebootable reports whether Nova takes the step on a server in status: a soft reboot needs an ACTIVE server; a
@@ -335,10 +342,10 @@ func machineOwner(rem *v1alpha1.VitalsRemediation) (metav1.OwnerReference, bool)
 	return metav1.OwnerReference{}, false
 }
 
-// fence is the fence of a reboot: the Machine as the API server has it at the write (the same Machine, not
-// being deleted, not paused by Cluster API), then the pass's fence (the cluster's pause, exclusions, dry-run
-// and this replica's validity, read live).
-func (r *Reconciler) fence(m *clusterv1.Machine, next fencing.Fence) fencing.Fence {
+// fence is the fence of a step: the Machine as the API server has it at the write (the same Machine, not being
+// deleted, not paused by Cluster API, then more, if any), then the pass's fence (the cluster's pause,
+// exclusions, dry-run and this replica's validity, read live).
+func (r *Reconciler) fence(m *clusterv1.Machine, more func(*clusterv1.Machine) *fencing.Error, next fencing.Fence) fencing.Fence {
 	key, uid := client.ObjectKeyFromObject(m), m.UID
 	return fencing.Func(func(ctx context.Context) (context.Context, context.CancelFunc, error) {
 		var live clusterv1.Machine
@@ -354,6 +361,11 @@ func (r *Reconciler) fence(m *clusterv1.Machine, next fencing.Fence) fencing.Fen
 			return nil, nil, &fencing.Error{Reason: fencing.ReasonInterlock, Message: "Machine " + key.String() + " is being deleted"}
 		case clusterapi.Paused(nil, &live):
 			return nil, nil, &fencing.Error{Reason: fencing.ReasonPaused, Message: "Machine " + key.String() + " is paused (annotation " + clusterv1.PausedAnnotation + ")"}
+		}
+		if more != nil {
+			if ferr := more(&live); ferr != nil {
+				return nil, nil, ferr
+			}
 		}
 		return next.Enter(ctx)
 	})

@@ -4,8 +4,10 @@
 // template is a VitalsRemediationTemplate creates a VitalsRemediation for each Machine that fails its checks
 // (named like the Machine, owned by it), and this controller reboots the Machine's server through Nova: soft
 // first, hard when the Machine is not healthy again after softRebootTimeout, and nothing more when the hard
-// reboot did not bring it back within hardRebootTimeout (the remediation stops and says so; Cluster API, or
-// the operator, replaces the Machine: Vitals never deletes the server). Flight never reboots a Machine's node
+// reboot did not bring it back within hardRebootTimeout: then the Machine is handed back to the MachineSet or
+// control plane that controls it (its OwnerRemediated condition False, as Cluster API's contract for external
+// remediation has it), which replaces it; a Machine nothing controls stops with NoRecovery. Vitals never
+// deletes the server. Flight never reboots a Machine's node
 // itself; this is the only path by which Vitals does.
 //
 // Every step is safe the way flight's node steps are: the server is the one the Machine's providerID names,

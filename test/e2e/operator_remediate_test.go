@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +33,7 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/controllers/remediate"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/internal/faultproxy"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
@@ -43,6 +45,8 @@ import (
 // credentials the operator's in a trusted namespace, connected through the fault proxy in front of Nova.
 type rmFixture struct {
 	t      *testing.T
+	cfg    *rest.Config // the API server's, as its admin
+	deps   *pass.Deps
 	c      client.Client
 	cloud  *openstack.Cloud
 	net    *opNet
@@ -79,7 +83,7 @@ func newRMFixture(t *testing.T) *rmFixture {
 	cfg := testenv.PrivateKube(t).Config()
 	opInstallCRD(t, cfg)
 	capiMachineCRD(t, cfg)
-	f := &rmFixture{t: t, c: opClient(t, cfg)}
+	f := &rmFixture{t: t, cfg: cfg, c: opClient(t, cfg)}
 	auth := opAuth(t, env)
 	f.cloud = opConnect(t, auth, nil)
 	f.net = opNewNet(t, f.cloud)
@@ -110,9 +114,9 @@ func newRMFixture(t *testing.T) *rmFixture {
 	}
 	verifier := tenancy.NewVerifier(tenancy.Options{Secrets: f.c, Clusters: f.c, TrustedNamespaces: []string{f.ns},
 		Operator: func(context.Context) (tenancy.Connection, error) { return viaProxy, nil }})
-	deps := &pass.Deps{Client: f.c, Tenancy: verifier, Policy: p, Clock: f.clock, Recorder: func(string) events.EventRecorder { return f.events }}
+	f.deps = &pass.Deps{Client: f.c, Tenancy: verifier, Policy: p, Clock: f.clock, Recorder: func(string) events.EventRecorder { return f.events }}
 	f.m = remediate.NewMetrics(reg)
-	if f.rec, err = remediate.New(deps, remediate.Options{Metrics: f.m}); err != nil {
+	if f.rec, err = remediate.New(f.deps, remediate.Options{Metrics: f.m}); err != nil {
 		t.Fatal(err)
 	}
 	tpl := &v1alpha1.VitalsRemediationTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "reboot"},
@@ -124,12 +128,28 @@ func newRMFixture(t *testing.T) *rmFixture {
 	return f
 }
 
-// machine creates a Machine of cluster c1 whose providerID names server id, and the VitalsRemediation Cluster
-// API's MachineHealthCheck makes for it from the template "reboot".
-func (f *rmFixture) machine(id string) *clusterv1.Machine {
+// asChart makes the controller's reads and writes of the Kubernetes API (not the tenancy verifier's) those of
+// the chart's operator ServiceAccount with operator.capi.remediate on, through the recording proxy; it returns
+// the chart's RBAC and the ServiceAccount's name.
+func (f *rmFixture) asChart() (*chartRBAC, string) {
+	f.t.Helper()
+	cr := applyChartRBAC(f.t, f.cfg, testenv.Helm(f.t), f.ns, "operator:\n  replicas: 1\n  capi:\n    remediate: true\n")
+	sa := cr.release + "-operator"
+	c := opClient(f.t, cr.token(sa))
+	f.deps.Client, f.deps.APIReader = c, c
+	var err error
+	if f.rec, err = remediate.New(f.deps, remediate.Options{Metrics: f.m}); err != nil {
+		f.t.Fatal(err)
+	}
+	return cr, sa
+}
+
+// machine creates a Machine of cluster c1 whose providerID names server id (controlled by owner, when given),
+// and the VitalsRemediation Cluster API's MachineHealthCheck makes for it from the template "reboot".
+func (f *rmFixture) machine(id string, owner ...metav1.OwnerReference) *clusterv1.Machine {
 	f.t.Helper()
 	ctx := context.Background()
-	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "m-" + opRandHex(3)},
+	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "m-" + opRandHex(3), OwnerReferences: owner},
 		Spec: clusterv1.MachineSpec{ClusterName: "c1", ProviderID: "openstack:///" + id,
 			Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To("bootstrap")},
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "OpenStackMachine", Name: "osm"}}}
@@ -257,8 +277,8 @@ func TestRemediateMachine(t *testing.T) {
 	f.waitActive(f.cloud, id)
 	rem = f.reconcile(m, 11*time.Minute)
 	f.want(rem, v1alpha1.RemediationStopped, remediate.ReasonNoRecovery)
-	if !strings.Contains(rem.Status.Message, "never deletes the server") {
-		t.Errorf("message %q does not say that the server is left", rem.Status.Message)
+	if !strings.Contains(rem.Status.Message, "never deletes the server") || !strings.Contains(rem.Status.Message, "nothing would replace it") {
+		t.Errorf("message %q does not say that the server is left, and why", rem.Status.Message)
 	}
 	if n := f.reboots(id); n != 2 {
 		t.Errorf("Nova recorded %d reboots of %s, want 2", n, id)
@@ -291,6 +311,95 @@ func TestRemediateMachine(t *testing.T) {
 	}
 	if !eventSeen(f.events, remediate.ReasonRecovered) {
 		t.Error("no Recovered Event")
+	}
+}
+
+// TestRemediateHandBack: a Machine a MachineSet controls, which neither reboot brought back, is handed back to it
+// as Cluster API's contract for external remediation has it: its OwnerRemediated condition False with reason
+// WaitingForRemediation, in the v1beta2 conditions and the deprecated v1beta1 ones, the conditions it had kept,
+// and the server left to Cluster API. A Machine healthy again at the moment of the write is not handed back. The
+// controller runs as the chart's operator ServiceAccount (operator.capi.remediate: true): every request it makes
+// is allowed by the chart, the status patch of the Machine among them.
+func TestRemediateHandBack(t *testing.T) {
+	f := newRMFixture(t)
+	cr, sa := f.asChart()
+	ctx := context.Background()
+	ms := metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineSet", Name: "workers-7d9f", UID: "6b1c2f4e-0d5a-4c1b-9e8f-2a7d3c4b5e6f", Controller: ptr.To(true)}
+	id := f.server()
+	m := f.machine(id, ms)
+	// The conditions Cluster API's controllers set stay as they are.
+	m.Status.Conditions = []metav1.Condition{{Type: clusterv1.MachineHealthCheckSucceededCondition, Status: metav1.ConditionFalse, Reason: "UnhealthyNode",
+		LastTransitionTime: metav1.NewTime(f.clock.Now().Add(-time.Minute))}}
+	if err := f.c.Status().Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	f.want(f.reconcile(m, 0), v1alpha1.RemediationSoftRebooted, remediate.ReasonRebooted)
+	f.waitActive(f.cloud, id)
+	f.want(f.reconcile(m, 6*time.Minute), v1alpha1.RemediationHardRebooted, remediate.ReasonRebooted)
+	f.waitActive(f.cloud, id)
+	rem := f.reconcile(m, 11*time.Minute)
+	f.want(rem, v1alpha1.RemediationStopped, remediate.ReasonHandedBack)
+	if !strings.Contains(rem.Status.Message, "MachineSet workers-7d9f") {
+		t.Errorf("message %q does not name the MachineSet", rem.Status.Message)
+	}
+	var got clusterv1.Machine
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(m), &got); err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(got.Status.Conditions, clusterv1.MachineOwnerRemediatedCondition)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != clusterv1.MachineOwnerRemediatedWaitingForRemediationReason {
+		t.Fatalf("Machine's %s condition %+v, want False %s", clusterv1.MachineOwnerRemediatedCondition, c, clusterv1.MachineOwnerRemediatedWaitingForRemediationReason)
+	}
+	if h := meta.FindStatusCondition(got.Status.Conditions, clusterv1.MachineHealthCheckSucceededCondition); h == nil || h.Status != metav1.ConditionFalse {
+		t.Errorf("the Machine's %s condition was not kept: %+v", clusterv1.MachineHealthCheckSucceededCondition, got.Status.Conditions)
+	}
+	if got.Status.Deprecated == nil || got.Status.Deprecated.V1Beta1 == nil || len(got.Status.Deprecated.V1Beta1.Conditions) != 1 ||
+		got.Status.Deprecated.V1Beta1.Conditions[0].Type != clusterv1.MachineOwnerRemediatedV1Beta1Condition || got.Status.Deprecated.V1Beta1.Conditions[0].Status != "False" {
+		t.Errorf("the Machine's v1beta1 conditions %+v, want OwnerRemediated False", got.Status.Deprecated)
+	}
+	if f.steps(remediate.StepReplace, pass.OutcomeDone) != 1 || !eventSeen(f.events, remediate.ReasonHandedBack) {
+		t.Errorf("hand-back not recorded: vitals_remediate_steps_total{step=replace,outcome=done} %v", f.steps(remediate.StepReplace, pass.OutcomeDone))
+	}
+	if sv, err := f.cloud.GetServer(ctx, id); err != nil || sv.Status != "ACTIVE" {
+		t.Errorf("server %s after the hand-back: %+v %v, want it left to Cluster API", id, sv, err)
+	}
+
+	// Healthy again at the write: the fence refuses the hand-back.
+	id2 := f.server()
+	m2 := f.machine(id2, ms)
+	f.want(f.reconcile(m2, 0), v1alpha1.RemediationSoftRebooted, remediate.ReasonRebooted)
+	f.waitActive(f.cloud, id2)
+	f.want(f.reconcile(m2, 6*time.Minute), v1alpha1.RemediationHardRebooted, remediate.ReasonRebooted)
+	f.waitActive(f.cloud, id2)
+	healthy := func(ctx context.Context) {
+		var live clusterv1.Machine
+		if err := f.c.Get(ctx, client.ObjectKeyFromObject(m2), &live); err != nil {
+			t.Fatal(err)
+		}
+		// before the hard reboot: the remediation does not count it as recovered, and the fence sees it healthy
+		live.Status.Conditions = []metav1.Condition{{Type: clusterv1.MachineHealthCheckSucceededCondition, Status: metav1.ConditionTrue, Reason: "Succeeded",
+			LastTransitionTime: metav1.NewTime(f.clock.Now().Add(-7 * time.Minute))}}
+		if err := f.c.Status().Update(ctx, &live); err != nil {
+			t.Fatal(err)
+		}
+	}
+	healthy(ctx)
+	rem = f.reconcile(m2, 11*time.Minute)
+	f.want(rem, v1alpha1.RemediationHardRebooted, string(fencing.ReasonInterlock))
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(m2), &got); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, clusterv1.MachineOwnerRemediatedCondition); c != nil {
+		t.Errorf("a Machine healthy at the write was handed back: %+v", c)
+	}
+	if n := f.steps(remediate.StepReplace, pass.OutcomeHeld); n != 1 {
+		t.Errorf("vitals_remediate_steps_total{step=replace,outcome=held} = %v, want 1", n)
+	}
+	if f := cr.forbidden(sa); len(f) > 0 {
+		t.Errorf("the chart does not allow what the remediate controller did: %s", strings.Join(f, "; "))
+	}
+	if !cr.used(sa)[rbacPerm{"cluster.x-k8s.io", "machines/status", "patch"}] {
+		t.Error("the run did not patch a Machine's status as the chart's ServiceAccount")
 	}
 }
 
