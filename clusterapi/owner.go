@@ -26,6 +26,12 @@ const DeleteForMoveAnnotation = "clusterctl.cluster.x-k8s.io/delete-for-move"
 // ClusterKind is Cluster API's kind of a cluster.
 const ClusterKind = "Cluster"
 
+// ConditionCleanedUp is the condition Vitals puts on a Cluster API Cluster whose VitalsCluster deorbit tears down:
+// the VitalsCluster's CleanedUp condition (InProgress, WorkloadUnreachable, CleanedUp, GaveUp with the debris
+// report, ...), where `clusterctl describe cluster` and `kubectl describe cluster` show it, and where it stays
+// once the VitalsCluster is gone while the Cluster waits for its own teardown.
+const ConditionCleanedUp = "VitalsCleanedUp"
+
 // OwnerOf returns the owner reference of the Cluster API Cluster that controls obj (kind Cluster of the group
 // cluster.x-k8s.io, any version), or false.
 func OwnerOf(obj metav1.Object) (metav1.OwnerReference, bool) {

@@ -190,6 +190,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if _, err := r.d.Writer.Write(ctx, &c, own); err != nil {
 		return ctrl.Result{}, err
 	}
+	onOwner := own.Conditions[0]
+	if st.Phase == v1alpha1.DeorbitPhaseGaveUp {
+		onOwner.Message += "; " + debrisNote(st) // the VitalsCluster and its status go
+	}
+	r.onOwner(ctx, &c, onOwner)
 	if err := pass.WriteRemediation(ctx, r.d.Writer, &c, policy); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -346,6 +351,7 @@ func (r *Reconciler) holdUnconfirmed(ctx context.Context, c *v1alpha1.VitalsClus
 	if err != nil {
 		return err
 	}
+	r.onOwner(ctx, c, own.Conditions[0])
 	if changed {
 		r.event(c, corev1.EventTypeWarning, "Deorbit"+ReasonNotConfirmed, "Deorbit", msg)
 		logf.FromContext(ctx).Info("deorbit not confirmed", "why", strings.Join(p.why, "; "))
@@ -375,6 +381,7 @@ func (r *Reconciler) releaseAt(ctx context.Context, c *v1alpha1.VitalsCluster, r
 	if _, err := r.d.Writer.Write(ctx, c, own); err != nil {
 		return err
 	}
+	r.onOwner(ctx, c, own.Conditions[0])
 	return r.release(ctx, c)
 }
 

@@ -286,7 +286,7 @@ func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 			t.Fatalf("delete the Cluster: %v", err)
 		}
 		var last v1alpha1.VitalsCluster
-		var phases []string
+		var phases, onCluster []string // deorbit's phases, the reasons of the Cluster's VitalsCleanedUp condition
 		var vcGone, clGone time.Duration
 		opEventually(t, capiTimeout+2*grace, "the Cluster, its OpenStackCluster and its VitalsCluster gone", func() (bool, string) {
 			ctx := context.Background()
@@ -305,10 +305,16 @@ func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 				}
 			}
 			var state []string
-			for _, obj := range []client.Object{&clusterv1.Cluster{}, &infrav1.OpenStackCluster{}} {
+			cur := &clusterv1.Cluster{}
+			for _, obj := range []client.Object{cur, &infrav1.OpenStackCluster{}} {
 				err := m.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
 				switch {
 				case err == nil:
+					if c := meta.FindStatusCondition(cur.Status.Conditions, clusterapi.ConditionCleanedUp); obj == cur && c != nil &&
+						(len(onCluster) == 0 || onCluster[len(onCluster)-1] != c.Reason) {
+						onCluster = append(onCluster, c.Reason)
+						t.Logf("the Cluster's %s condition: %s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+					}
 					state = append(state, fmt.Sprintf("%T still there, finalizers %v", obj, obj.GetFinalizers()))
 				case !apierrors.IsNotFound(err):
 					return false, err.Error()
@@ -325,6 +331,10 @@ func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 		t.Logf("after the Cluster's deletion: the VitalsCluster gone after %.1f s, the Cluster and its OpenStackCluster after %.1f s; deorbit's phases %v",
 			vcGone.Seconds(), clGone.Seconds(), phases)
 		t.Logf("the VitalsCluster's last status: %s", capiDeorbitSummary(&last))
+		// the Cluster outlives the VitalsCluster's first steps (CAPO's network waits for the load balancer's port)
+		if len(onCluster) == 0 {
+			t.Errorf("the Cluster never showed deorbit's %s condition while it was deleted", clusterapi.ConditionCleanedUp)
+		}
 		// the Cluster's deletion proves the teardown; once the Cluster is gone, its servers' absence does
 		if d := last.Status.Deorbit; d == nil || !strings.Contains(d.Interlock, "is being deleted") && !strings.Contains(d.Interlock, "no server of the cluster") {
 			t.Errorf("deorbit's last status %s, want its interlock the Cluster's deletion or its servers' absence", capiDeorbitSummary(&last))
@@ -361,7 +371,7 @@ func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 		{"vitals.vitalsproject.io", "vitalsclusters", "create"}, {"vitals.vitalsproject.io", "vitalsclusters", "delete"},
 		{"cluster.x-k8s.io", "clusters", "list"}, {"cluster.x-k8s.io", "clusters", "watch"}, {"cluster.x-k8s.io", "clusters", "get"},
 		{"infrastructure.cluster.x-k8s.io", "openstackclusters", "list"}, {"infrastructure.cluster.x-k8s.io", "openstackclusters", "watch"},
-		{"infrastructure.cluster.x-k8s.io", "openstackclusters", "get"},
+		{"infrastructure.cluster.x-k8s.io", "openstackclusters", "get"}, {"cluster.x-k8s.io", "clusters/status", "patch"},
 	} {
 		if !used[p] {
 			t.Errorf("%s: the enrolment never used %s", sa, p)
