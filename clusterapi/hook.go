@@ -34,7 +34,7 @@ const MachineDeletionHook = clusterv1.PreDrainDeleteHookAnnotationPrefix + "/vit
 func BeforeClusterDelete(vcl *v1alpha1.VitalsCluster, now time.Time, resp *runtimehooksv1.BeforeClusterDeleteResponse) {
 	resp.Status = runtimehooksv1.ResponseStatusSuccess
 	retry := func(d time.Duration, format string, args ...any) {
-		resp.RetryAfterSeconds = int32(d / time.Second)
+		resp.RetryAfterSeconds = int32((d + time.Second - 1) / time.Second) // not before the step is due
 		resp.Message = fmt.Sprintf(format, args...)
 	}
 	if vcl == nil {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/exp/runtime/server"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/clusterapi"
 	"github.com/vitalsproject/vitals/controllers/access"
 	"github.com/vitalsproject/vitals/controllers/deorbit"
 	"github.com/vitalsproject/vitals/controllers/enrol"
@@ -306,6 +308,16 @@ func (o *Operator) setupControllers() error {
 		}
 		if err := rm.SetupWithManager(ctx, mgr, workers(1)); err != nil {
 			return fmt.Errorf("operator: %w", err)
+		}
+	}
+	if opts.RuntimeExtensionPort > 0 {
+		srv, err := clusterapi.NewExtensionServer(&clusterapi.Extension{Reader: mgr.GetAPIReader(), Clock: opts.Clock},
+			server.Options{Port: opts.RuntimeExtensionPort, CertDir: opts.RuntimeExtensionCertDir})
+		if err != nil {
+			return fmt.Errorf("operator: %w", err)
+		}
+		if err := mgr.Add(srv); err != nil {
+			return fmt.Errorf("operator: add the runtime extension server: %w", err)
 		}
 	}
 	summary, err := pass.NewSummary(deps, o.parts())

@@ -133,6 +133,12 @@ type Options struct {
 	// VitalsRemediations a MachineHealthCheck makes from a VitalsRemediationTemplate reboot their Machine's
 	// server. Cluster API's Machine must be served by the API server. Off: Machines are not read.
 	CAPIRemediate bool
+	// RuntimeExtensionPort serves Cluster API's BeforeClusterDelete lifecycle hook on this port over TLS (a Runtime
+	// Extension, clusterapi.NewExtensionServer: the deletion of a Cluster with a topology waits until deorbit has
+	// released its VitalsCluster); 0: not served.
+	RuntimeExtensionPort int
+	// RuntimeExtensionCertDir holds the extension server's tls.crt and tls.key (reloaded when they change).
+	RuntimeExtensionCertDir string
 
 	// Remediation holds the operator-wide limits of the remediation policy: budget and window, storm
 	// cool-down, pause, dry-run (nil: remediation.DefaultLimits()).

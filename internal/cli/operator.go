@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,8 @@ type operatorFlags struct {
 	capiEnrol               bool
 	capiEnrolNamespaces     string
 	capiRemediate           bool
+	extensionPort           int
+	extensionCertDir        string
 	remediationBudget       int
 	remediationWindow       time.Duration
 	stormCooldown           time.Duration
@@ -245,7 +248,9 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.IntVar(&f.deorbitWorkers, "deorbit-workers", operator.DefaultDeorbitWorkers, "how many deleted clusters deorbit serves at once")
 	fl.IntVar(&f.deorbitParallelDeletes, "deorbit-parallel-deletes", operator.DefaultDeorbitParallelDeletes, "deletes and reads of one deleted cluster running at once")
 	fl.BoolVar(&f.capiEnrol, "capi-enrol", false, "enrol Cluster API Clusters on CAPO's OpenStackClusters that opt in (label vitals.vitalsproject.io/enrol=true, or --capi-enrol-namespaces): create and own their VitalsClusters")
-	fl.BoolVar(&f.capiRemediate, "capi-remediate", false, "act as Cluster API's external remediation: reboot the servers of the Machines whose MachineHealthCheck made a VitalsRemediation (soft, then hard)")
+	fl.BoolVar(&f.capiRemediate, "capi-remediate", false, "act as Cluster API's external remediation: reboot the servers of the Machines whose MachineHealthCheck made a VitalsRemediation (soft, then hard, then hand the Machine back to its MachineSet or control plane for replacement)")
+	fl.IntVar(&f.extensionPort, "runtime-extension-port", 0, "serve Cluster API's BeforeClusterDelete lifecycle hook (a Runtime Extension) over TLS on this port, so that the deletion of a Cluster with a topology waits for deorbit (0: not served)")
+	fl.StringVar(&f.extensionCertDir, "runtime-extension-cert-dir", "", "directory of the runtime extension's tls.crt and tls.key (needs --runtime-extension-port)")
 	fl.StringVar(&f.capiEnrolNamespaces, "capi-enrol-namespaces", "", "label selector of the namespaces whose OpenStack Clusters are enrolled without the label (needs --capi-enrol; default: none)")
 	fl.IntVar(&f.remediationBudget, "remediation-budget", remediation.DefaultOperatorActions, "destructive actions of all controllers over all clusters per --remediation-window (0: none)")
 	fl.DurationVar(&f.remediationWindow, "remediation-window", remediation.DefaultOperatorWindow, "sliding window of --remediation-budget")
@@ -397,6 +402,10 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 		o.CAPIEnrolNamespaces = sel
 	}
 	o.CAPIEnrol, o.CAPIRemediate = f.capiEnrol, f.capiRemediate
+	if err := f.checkExtension(); err != nil {
+		return o, err
+	}
+	o.RuntimeExtensionPort, o.RuntimeExtensionCertDir = f.extensionPort, f.extensionCertDir
 	o.Remediation = &remediation.Limits{Actions: f.remediationBudget, Window: f.remediationWindow, StormCooldown: f.stormCooldown,
 		Paused: f.remediationPaused, DryRun: f.dryRun}
 	o.PauseConfigMap = f.pauseConfigMap
@@ -567,4 +576,28 @@ func podPrefixLimit(flag int) int {
 		return tenancy.NoPodPrefixLimit
 	}
 	return flag
+}
+
+// checkExtension validates the runtime extension's flags: a port, and a directory with a readable tls.crt and
+// tls.key (the server would fail only once started).
+func (f *operatorFlags) checkExtension() error {
+	switch {
+	case f.extensionPort == 0 && f.extensionCertDir == "":
+		return nil
+	case f.extensionPort == 0:
+		return &config.Error{Field: "--runtime-extension-cert-dir", Msg: "needs --runtime-extension-port"}
+	case f.extensionPort < 0 || f.extensionPort > 65535:
+		return &config.Error{Field: "--runtime-extension-port", Msg: fmt.Sprintf("expected a port 1-65535, got %d", f.extensionPort)}
+	case f.extensionCertDir == "":
+		return &config.Error{Field: "--runtime-extension-cert-dir", Msg: "expected the directory of the extension's tls.crt and tls.key"}
+	}
+	for _, name := range []string{"tls.crt", "tls.key"} {
+		p := filepath.Join(f.extensionCertDir, name)
+		fh, err := os.Open(p)
+		if err != nil {
+			return &config.Error{Field: "--runtime-extension-cert-dir", Msg: fmt.Sprintf("expected %s: %v", name, err)}
+		}
+		_ = fh.Close()
+	}
+	return nil
 }

@@ -305,12 +305,12 @@ func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 				}
 			}
 			var state []string
-			cur := &clusterv1.Cluster{}
-			for _, obj := range []client.Object{cur, &infrav1.OpenStackCluster{}} {
+			clNow := &clusterv1.Cluster{}
+			for _, obj := range []client.Object{clNow, &infrav1.OpenStackCluster{}} {
 				err := m.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
 				switch {
 				case err == nil:
-					if c := meta.FindStatusCondition(cur.Status.Conditions, clusterapi.ConditionCleanedUp); obj == cur && c != nil &&
+					if c := meta.FindStatusCondition(clNow.Status.Conditions, clusterapi.ConditionCleanedUp); obj == clNow && c != nil &&
 						(len(onCluster) == 0 || onCluster[len(onCluster)-1] != c.Reason) {
 						onCluster = append(onCluster, c.Reason)
 						t.Logf("the Cluster's %s condition: %s %s: %s", c.Type, c.Status, c.Reason, c.Message)

@@ -86,8 +86,10 @@ func TestOperatorChartLint(t *testing.T) {
 func TestOperatorChartServerSideDryRun(t *testing.T) {
 	helm := testenv.Helm(t)
 	cfg := testenv.Kube(t)
-	// The CRD is really installed (idempotently), so that the API server serves the VitalsCluster kind.
+	// The CRD is really installed (idempotently), so that the API server serves the VitalsCluster kind; and Cluster
+	// API's ExtensionConfig, the chart's registration of its runtime extension.
 	opInstallCRD(t, cfg)
+	capiCRDs(t, cfg, "runtime.cluster.x-k8s.io_extensionconfigs.yaml")
 	ns := opNamespace(t, opClient(t, cfg))
 	release := "v" + opRandHex(4)
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -134,6 +136,10 @@ func TestOperatorChartServerSideDryRun(t *testing.T) {
 		{"zero-replicas-no-pdb", "operator:\n  replicas: 0\n  podDisruptionBudget:\n    enabled: false\n",
 			[]string{"Deployment"}, []string{"PodDisruptionBudget"}, false, nil, nil},
 		{"no-flowschema", "operator:\n  apiPriority:\n    enabled: false\n", []string{"Deployment"}, []string{"FlowSchema"}, false, nil, nil},
+		{"runtime-extension", "operator:\n  capi:\n    enrol: true\n    runtimeExtension:\n      enabled: true\n      certSecret: vitals-extension-tls\n" +
+			"      namespaceSelector: {matchLabels: {vitals.vitalsproject.io/enrol: \"true\"}}\n",
+			[]string{"Deployment", "Service", "ExtensionConfig"}, nil, false,
+			[]string{"--capi-enrol", "--runtime-extension-port=9443", "--runtime-extension-cert-dir=/etc/vitals/extension-tls"}, nil},
 		{"secrets-named-namespaces", "operator:\n  secrets:\n    namespaces: [default, " + ns + "]\n",
 			[]string{"Role", "RoleBinding"}, nil, false, nil, []string{"default"}},
 		{"secrets-cluster-wide", "operator:\n  secrets:\n    clusterWide: true\n", []string{"ClusterRole"}, nil, false, nil, nil},

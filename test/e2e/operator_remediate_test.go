@@ -63,17 +63,27 @@ type rmFixture struct {
 // capiMachineCRD installs Cluster API's Machine CRD (of the module the project builds with) in the API server of
 // cfg.
 func capiMachineCRD(t *testing.T, cfg *rest.Config) {
+	capiCRDs(t, cfg, "cluster.x-k8s.io_machines.yaml")
+}
+
+// capiCRDs installs Cluster API's CRDs of these files (config/crd/bases of the module the project builds with) in
+// the API server of cfg.
+func capiCRDs(t *testing.T, cfg *rest.Config, files ...string) {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-api").Output()
 	if err != nil {
 		t.Fatalf("find the cluster-api module: %v", err)
 	}
 	dir := strings.TrimSpace(string(out))
+	var paths []string
+	for _, f := range files {
+		paths = append(paths, filepath.Join(dir, "config", "crd", "bases", f))
+	}
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
-		Paths:              []string{filepath.Join(dir, "config", "crd", "bases", "cluster.x-k8s.io_machines.yaml")},
+		Paths:              paths,
 		ErrorIfPathMissing: true, MaxTime: time.Minute, PollInterval: 100 * time.Millisecond,
 	}); err != nil {
-		t.Fatalf("install Cluster API's Machine CRD: %v", err)
+		t.Fatalf("install Cluster API's CRDs %v: %v", files, err)
 	}
 }
 
