@@ -3,8 +3,8 @@
 // router, network, subnet and nodes' security group from the OpenStackCluster's status, the pod CIDRs from the
 // Cluster's network, the workload kubeconfig from Cluster API's <cluster>-kubeconfig Secret), and how deletion
 // waits for deorbit inside Cluster API's lifecycle: the answer to the BeforeClusterDelete hook of a Cluster with a
-// topology (BeforeClusterDelete), and the Machine deletion hook that holds a Cluster without one
-// (MachineDeletionHook).
+// topology (BeforeClusterDelete, served by NewExtensionServer), and the Machines' pre-terminate deletion hook
+// that holds every Cluster's servers, and CAPO's network teardown with them (MachineDeletionHook, HoldMachines).
 //
 // It uses Cluster API's and CAPO's own API types (sigs.k8s.io/cluster-api/api/core/v1beta2,
 // sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1), of the versions hack/tools/capi builds the managers

@@ -19,11 +19,29 @@ const (
 	RetryMax = 30 * time.Second
 )
 
-// MachineDeletionHook is the pre-drain deletion hook (annotation) Vitals puts on a cluster's control-plane Machines
-// of a Cluster without a topology: Cluster API neither drains nor deletes such a Machine while it is there, so
-// the workload API stays up while deorbit deletes claims and Services, and CAPO, which tears the network down
-// only after every Machine is gone, waits with it.
-const MachineDeletionHook = clusterv1.PreDrainDeleteHookAnnotationPrefix + "/vitals-deorbit"
+// MachineDeletionHook is the pre-terminate deletion hook (annotation) the enrolment puts on every Machine of a
+// Cluster being torn down while deorbit has not released its VitalsCluster: Cluster API does not delete such a
+// Machine's infrastructure while it is there, so the servers, and the workload API with them, stay up while
+// deorbit deletes claims and Services, and CAPO, which tears the network down only after every Machine is gone,
+// waits with it. A pre-drain hook would not do: Cluster API skips the drain, and its hook, of every Machine of a
+// Cluster being deleted. Its value names the enrolment (MachineDeletionHookOwner).
+const MachineDeletionHook = clusterv1.PreTerminateDeleteHookAnnotationPrefix + "/vitals-deorbit"
+
+// MachineDeletionHookOwner is the value of MachineDeletionHook.
+const MachineDeletionHookOwner = "vitals-enrol"
+
+// HoldMachines reports whether the Machines of a Cluster being torn down are held by MachineDeletionHook for
+// its VitalsCluster vcl (nil: none): while vcl exists with deletionPolicy Deorbit and deorbit has neither finished
+// nor given up. The hooks go as soon as that ends: a VitalsCluster gone, Orphan, Done or GaveUp.
+func HoldMachines(vcl *v1alpha1.VitalsCluster) bool {
+	if vcl == nil || vcl.Spec.Deletion() != v1alpha1.DeletionPolicyDeorbit {
+		return false
+	}
+	if st := vcl.Status.Deorbit; st != nil && (st.Phase == v1alpha1.DeorbitPhaseDone || st.Phase == v1alpha1.DeorbitPhaseGaveUp) {
+		return false
+	}
+	return true
+}
 
 // BeforeClusterDelete answers Cluster API's BeforeClusterDelete lifecycle hook for a Cluster whose VitalsCluster
 // is vcl (nil: it has none, or it is gone): Success with RetryAfterSeconds while deorbit has not released the

@@ -49,3 +49,32 @@ func TestBeforeClusterDelete(t *testing.T) {
 		})
 	}
 }
+
+func TestHoldMachines(t *testing.T) {
+	vcl := func(policy v1alpha1.DeletionPolicy, phase string) *v1alpha1.VitalsCluster {
+		c := &v1alpha1.VitalsCluster{Spec: v1alpha1.ClusterSpec{DeletionPolicy: policy}}
+		if phase != "" {
+			c.Status.Deorbit = &v1alpha1.DeorbitStatus{Phase: phase}
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		vcl  *v1alpha1.VitalsCluster
+		want bool
+	}{
+		{"no VitalsCluster (gone: deorbit released it)", nil, false},
+		{"Deorbit, not started", vcl(v1alpha1.DeletionPolicyDeorbit, ""), true},
+		{"Deorbit, in a phase", vcl(v1alpha1.DeletionPolicyDeorbit, v1alpha1.DeorbitPhaseClaims), true},
+		{"Deorbit, done", vcl(v1alpha1.DeletionPolicyDeorbit, v1alpha1.DeorbitPhaseDone), false},
+		{"Deorbit, gave up", vcl(v1alpha1.DeletionPolicyDeorbit, v1alpha1.DeorbitPhaseGaveUp), false},
+		{"Orphan", vcl(v1alpha1.DeletionPolicyOrphan, v1alpha1.DeorbitPhaseClaims), false},
+		{"no policy (Orphan by default)", vcl("", ""), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := HoldMachines(tc.vcl); got != tc.want {
+				t.Errorf("HoldMachines = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -39,6 +39,11 @@ const Name = "enrol"
 // needs is looked at again (CAPO's status changes do requeue it too; this bounds a missed one).
 const DefaultNotReadyRequeue = 15 * time.Second
 
+// HoldRequeue is how often a Cluster whose Machines the deletion hook holds is looked at again (deorbit's
+// release, the VitalsCluster's deletion, requeues it at once; this bounds a missed one, or a Done or GaveUp
+// status before the release).
+const HoldRequeue = 30 * time.Second
+
 // Options tune the enrolment.
 type Options struct {
 	// Namespaces selects, by their labels, the namespaces whose OpenStack Clusters are enrolled without the label
@@ -152,7 +157,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if !cl.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.teardown(ctx, &cl, &vcl, exists)
+		return r.teardown(ctx, &cl, &vcl, exists)
 	}
 	paused := clusterapi.Paused(&cl, &cl)
 	if exists {
@@ -258,22 +263,44 @@ func (r *Reconciler) followPause(ctx context.Context, cl *clusterv1.Cluster, vcl
 	return nil
 }
 
-// teardown deletes the VitalsCluster of a Cluster being deleted, unless the deletion is a move (clusterctl).
-func (r *Reconciler) teardown(ctx context.Context, cl *clusterv1.Cluster, vcl *v1alpha1.VitalsCluster, exists bool) error {
+// teardown deletes the VitalsCluster of a Cluster being deleted, unless the deletion is a move (clusterctl), and
+// holds the Cluster's Machines with the deletion hook while deorbit works (clusterapi.HoldMachines), so that the
+// servers, the workload API and CAPO's network outlive the cleanup; the hook goes when deorbit has released the
+// VitalsCluster (or the deletion is no longer a teardown).
+func (r *Reconciler) teardown(ctx context.Context, cl *clusterv1.Cluster, vcl *v1alpha1.VitalsCluster, exists bool) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
 	going, why := clusterapi.Teardown(cl, nil)
-	if !going || !exists || !vcl.DeletionTimestamp.IsZero() {
-		logf.FromContext(ctx).V(1).Info("cluster deleting", "teardown", going, "why", why)
-		return nil
+	if going && exists && vcl.DeletionTimestamp.IsZero() {
+		uid := vcl.UID
+		err := r.d.Client.Delete(r.fenced(ctx, cl, stillGoing), vcl, client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return r.held(ctx, fmt.Errorf("delete VitalsCluster %s/%s of a Cluster being deleted: %w", vcl.Namespace, vcl.Name, err))
+		}
+		log.Info("vitalsCluster deleted with its cluster", "why", why)
+		r.event(cl, corev1.EventTypeNormal, "Deorbit", "Delete", fmt.Sprintf("VitalsCluster %s/%s deleted: %s", vcl.Namespace, vcl.Name, why))
 	}
-	uid := vcl.UID
-	err := r.d.Client.Delete(r.fenced(ctx, cl, stillGoing), vcl, client.Preconditions{UID: &uid})
-	if err != nil && !apierrors.IsNotFound(err) {
-		_, herr := r.held(ctx, fmt.Errorf("delete VitalsCluster %s/%s of a Cluster being deleted: %w", vcl.Namespace, vcl.Name, err))
-		return herr
+	// After the deletion: Machines that cannot be listed or patched never keep deorbit from starting.
+	var mine *v1alpha1.VitalsCluster
+	if exists {
+		mine = vcl
 	}
-	logf.FromContext(ctx).Info("vitalsCluster deleted with its cluster", "why", why)
-	r.event(cl, corev1.EventTypeNormal, "Deorbit", "Delete", fmt.Sprintf("VitalsCluster %s/%s deleted: %s", vcl.Namespace, vcl.Name, why))
-	return nil
+	hold := going && clusterapi.HoldMachines(mine)
+	n, err := r.hookMachines(ctx, cl, hold)
+	if err != nil {
+		return r.held(ctx, err)
+	}
+	switch {
+	case n > 0 && hold:
+		r.event(cl, corev1.EventTypeNormal, "MachinesHeld", "Hold", fmt.Sprintf("deletion hook %s on %d Machines: their servers stay until deorbit has released VitalsCluster %s/%s",
+			clusterapi.MachineDeletionHook, n, vcl.Namespace, vcl.Name))
+	case n > 0:
+		r.event(cl, corev1.EventTypeNormal, "MachinesReleased", "Release", fmt.Sprintf("deletion hook %s taken off %d Machines: Cluster API deletes them", clusterapi.MachineDeletionHook, n))
+	}
+	log.V(1).Info("cluster deleting", "teardown", going, "why", why, "holdMachines", hold)
+	if hold {
+		return ctrl.Result{RequeueAfter: HoldRequeue}, nil // deorbit's status is not watched: its release (a deletion) is
+	}
+	return ctrl.Result{}, nil
 }
 
 // held turns a write its fence refused into a quiet result (logged; a pause, a Cluster gone or another

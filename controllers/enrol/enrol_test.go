@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -263,10 +264,52 @@ func TestEnrol(t *testing.T) {
 		t.Errorf("the Cluster without the label has a VitalsCluster (or the read failed): %v", err)
 	}
 
-	// deleting the Cluster deletes its VitalsCluster (no deorbit controller runs here: nothing holds it)
+	// A Machine of the cluster (no infrastructure behind it), and the VitalsCluster held as deorbit's finalizer
+	// would hold it (no deorbit controller runs here).
+	const hold = "e2e.vitals/deorbit-at-work"
+	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-md-0", Labels: map[string]string{clusterv1.ClusterNameLabel: "c1"}},
+		Spec: clusterv1.MachineSpec{ClusterName: "c1", Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("c1-bootstrap")},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: ref.APIGroup, Kind: "OpenStackMachine", Name: "c1-md-0"}}}
+	if err := c.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if ok, msg := get(); !ok {
+		t.Fatal(msg)
+	}
+	b := vcl.DeepCopy()
+	vcl.Finalizers = append(vcl.Finalizers, hold)
+	if err := c.Patch(ctx, &vcl, client.MergeFrom(b)); err != nil {
+		t.Fatal(err)
+	}
+	// deleting the Cluster deletes its VitalsCluster, and while the VitalsCluster is there the Machine keeps its
+	// server: the pre-terminate hook holds its deletion, and CAPO's network teardown with it
 	uid := vcl.UID
 	start = time.Now()
 	if err := c.Delete(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Machine held by the deletion hook, the VitalsCluster deleting", func() (bool, string) {
+		if ok, msg := get(); !ok {
+			return false, msg
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return false, err.Error()
+		}
+		return !vcl.DeletionTimestamp.IsZero() && m.Annotations[clusterapi.MachineDeletionHook] == clusterapi.MachineDeletionHookOwner && !m.DeletionTimestamp.IsZero(),
+			fmt.Sprintf("VitalsCluster deleting %v; Machine annotations %v, deleting %v", !vcl.DeletionTimestamp.IsZero(), m.Annotations, !m.DeletionTimestamp.IsZero())
+	})
+	time.Sleep(5 * time.Second) // Cluster API and CAPO reconcile the deletion meanwhile
+	if err := c.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+		t.Fatalf("the held Machine: %v", err)
+	}
+	if err := c.Get(ctx, key, osc); err != nil {
+		t.Fatalf("the OpenStackCluster of a held Machine: %v", err)
+	}
+	t.Logf("held %.1f s after the delete: the Machine and the OpenStackCluster (finalizers %v) are there", time.Since(start).Seconds(), osc.Finalizers)
+	// deorbit releases the VitalsCluster: the hook goes, and everything with it
+	b = vcl.DeepCopy()
+	vcl.Finalizers = slices.DeleteFunc(vcl.Finalizers, func(f string) bool { return f == hold })
+	if err := c.Patch(ctx, &vcl, client.MergeFrom(b)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the VitalsCluster and the Cluster gone", func() (bool, string) {
