@@ -160,6 +160,10 @@ type Options struct {
 	// WorkloadQPS and WorkloadBurst limit the requests to each workload cluster (default 20 and 40).
 	WorkloadQPS   float32
 	WorkloadBurst int
+	// WorkloadTeardownQPS and WorkloadTeardownBurst limit deorbit's requests to a deleted cluster's workload
+	// cluster, a bucket of their own (default 20 and 300).
+	WorkloadTeardownQPS   float32
+	WorkloadTeardownBurst int
 	// CloudQPS and CloudBurst limit the requests of each cloud connection, to all its services together:
 	// the operator's own, and each cluster's with its own credentials (default DefaultCloudQPS and
 	// DefaultCloudBurst).

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -40,6 +41,13 @@ type remote struct {
 	cluster cluster.Cluster
 	reader  *trackingReader
 	client  client.Client
+	scheme  *runtime.Scheme
+	mapper  meta.RESTMapper
+	lim     Limits
+
+	teardownOnce sync.Once
+	teardown     client.Client
+	teardownErr  error
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed once every goroutine of the access has ended
@@ -53,6 +61,23 @@ var _ Cluster = (*remote)(nil)
 
 func (r *remote) Reader() client.Reader { return r.reader }
 func (r *remote) Client() client.Client { return r.client }
+
+// Teardown makes, once, a client like Client on the same HTTP client (connections, limits of size and time) and
+// REST mapper, whose rate limiter is a bucket of its own.
+func (r *remote) Teardown() (client.Client, error) {
+	r.teardownOnce.Do(func() {
+		cfg := rest.CopyConfig(r.conn.cfg)
+		cfg.QPS, cfg.Burst = r.lim.TeardownQPS, r.lim.TeardownBurst
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+		c, err := client.NewWithWatch(cfg, client.Options{HTTPClient: r.conn.http, Scheme: r.scheme, Mapper: r.mapper})
+		if err != nil {
+			r.teardownErr = errorf(ReasonInvalidKubeconfig, "build the teardown client of the workload cluster")
+			return
+		}
+		r.teardown = fencing.Client(c)
+	})
+	return r.teardown, r.teardownErr
+}
 func (r *remote) Source() string        { return r.source }
 func (r *remote) Done() <-chan struct{} { return r.done }
 
@@ -102,6 +127,7 @@ func start(parent context.Context, m *Manager, key types.NamespacedName, source,
 	ctx, cancel := context.WithCancel(parent)
 	r := &remote{
 		key: key, source: source, version: version, conn: conn, probe: probe, cluster: cl, client: cl.GetClient(),
+		scheme: m.opts.Scheme, mapper: cl.GetRESTMapper(), lim: lim,
 		reader: &trackingReader{cache: cl.GetCache(), scheme: m.opts.Scheme, timeout: lim.RequestTimeout},
 		cancel: cancel, done: make(chan struct{}), probed: make(chan struct{}),
 		health: errorf(ReasonConnecting, "the first probe of the API has not answered yet"),

@@ -19,9 +19,14 @@ import (
 // Limits bound what the operator spends on, and what a hostile server can make it do through, one
 // workload cluster. The zero value of each field takes the default noted.
 type Limits struct {
-	// QPS and Burst of all requests to one workload cluster together (default 20 and 40).
+	// QPS and Burst of all requests to one workload cluster together (default 20 and 40), but a teardown's.
 	QPS   float32
 	Burst int
+	// TeardownQPS and TeardownBurst: the bucket of its own of a deleted cluster's teardown (Cluster.Teardown:
+	// deorbit's deletes), so that a cluster being torn down neither waits on the live controllers' bucket nor
+	// spends it (default 20 and 300: 250 claims and Services go in one burst).
+	TeardownQPS   float32
+	TeardownBurst int
 	// DialTimeout bounds a TCP connection (default 10s).
 	DialTimeout time.Duration
 	// HeaderTimeout bounds the wait for a response's headers (default 30s).
@@ -35,12 +40,26 @@ type Limits struct {
 	MaxResponseBytes int64
 }
 
+// Defaults of a teardown's bucket (Limits.TeardownQPS, TeardownBurst): bench/deorbit measured a teardown of 250
+// claims and Services at 6.5× the cloud's own time through the live bucket (20/s, burst 40), 1.4× with a burst
+// of 300.
+const (
+	DefaultTeardownQPS   = 20
+	DefaultTeardownBurst = 300
+)
+
 func (l *Limits) defaults() {
 	if l.QPS <= 0 {
 		l.QPS = 20
 	}
 	if l.Burst <= 0 {
 		l.Burst = 2 * int(l.QPS)
+	}
+	if l.TeardownQPS <= 0 {
+		l.TeardownQPS = DefaultTeardownQPS
+	}
+	if l.TeardownBurst <= 0 {
+		l.TeardownBurst = DefaultTeardownBurst
 	}
 	if l.DialTimeout <= 0 {
 		l.DialTimeout = 10 * time.Second

@@ -17,6 +17,10 @@ type Cluster interface {
 	// Client writes to the workload cluster and reads uncached. Every write is sent through the fence of
 	// its context (fencing.Enter): without one, or refused by it, nothing is sent.
 	Client() client.Client
+	// Teardown is Client with a rate limit of its own (Limits.TeardownQPS and TeardownBurst), made on its first
+	// use, for the deletes of a cluster being torn down: the same connections, fences and limits of size and
+	// time, another token bucket.
+	Teardown() (client.Client, error)
 	// Healthy is nil when the API answered the last probe and every informer started so far has synced;
 	// else an *Error whose Reason says why.
 	Healthy() error

@@ -48,8 +48,8 @@ var (
 	flagLimits  = flag.Bool("deorbit.unlimited", false, "lift the client-side rate limits (the cloud's 10/s, the workload cluster's 20/s) to see the engine alone")
 	flagBudget  = flag.Int("deorbit.budget", deorbit.DefaultBudget, "the most deletes one step issues (spec.controllers.deorbit.budget)")
 	flagWorkers = flag.Int("deorbit.workers", deorbit.DefaultWorkers, "deletes and reads running at once (--deorbit-parallel-deletes)")
-	flagWQPS    = flag.Float64("deorbit.workload-qps", 20, "requests per second to the workload cluster (--workload-qps)")
-	flagWBurst  = flag.Int("deorbit.workload-burst", 40, "request burst to the workload cluster (--workload-burst)")
+	flagWQPS    = flag.Float64("deorbit.workload-qps", workload.DefaultTeardownQPS, "requests per second of the teardown to the workload cluster (--workload-teardown-qps)")
+	flagWBurst  = flag.Int("deorbit.workload-burst", workload.DefaultTeardownBurst, "request burst of the teardown to the workload cluster (--workload-teardown-burst)")
 )
 
 // project and user of the simulated cloud the cluster lives in.

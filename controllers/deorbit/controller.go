@@ -257,7 +257,7 @@ func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Set
 		in.WorkloadErr = err
 	} else {
 		// Uncached: a list that fails counts as unreachable.
-		in.Workload = wc.Client()
+		in.Workload, in.WorkloadErr = wc.Teardown() // a bucket of the teardown's own
 	}
 	return in, scope, nil
 }

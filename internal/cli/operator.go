@@ -28,6 +28,7 @@ import (
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/sharding"
 	"github.com/vitalsproject/vitals/tenancy"
+	"github.com/vitalsproject/vitals/workload"
 )
 
 // operatorFlags are the flags of `vitals operator`; each overrides the configuration file.
@@ -71,6 +72,8 @@ type operatorFlags struct {
 	allowLoopbackWorkload   bool
 	workloadQPS             float32
 	workloadBurst           int
+	teardownQPS             float32
+	teardownBurst           int
 	cloudQPS                int
 	cloudBurst              int
 	trustNamespaces         []string
@@ -267,6 +270,8 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.BoolVar(&f.allowLoopbackWorkload, "allow-loopback-workload", false, "accept workload kubeconfigs whose server is on a loopback address (the operator's own host: for tests and single-host setups)")
 	fl.Float32Var(&f.workloadQPS, "workload-qps", 20, "requests per second to each workload cluster")
 	fl.IntVar(&f.workloadBurst, "workload-burst", 40, "request burst to each workload cluster")
+	fl.Float32Var(&f.teardownQPS, "workload-teardown-qps", workload.DefaultTeardownQPS, "requests per second of deorbit to the workload cluster of a deleted cluster (a bucket of its own)")
+	fl.IntVar(&f.teardownBurst, "workload-teardown-burst", workload.DefaultTeardownBurst, "request burst of deorbit to the workload cluster of a deleted cluster")
 	fl.IntVar(&f.cloudQPS, "cloud-qps", operator.DefaultCloudQPS, "requests per second of each cloud connection (the operator's own, each cluster's credentials'), to all its services together")
 	fl.IntVar(&f.cloudBurst, "cloud-burst", operator.DefaultCloudBurst, "request burst of each cloud connection")
 	fl.StringArrayVar(&f.trustNamespaces, "trust-namespace", nil, "namespace whose VitalsClusters may use the operator's own OpenStack credentials (repeatable; default: none)")
@@ -286,6 +291,7 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.BoolVar(&f.clusterMetrics, "cluster-metrics", true, "export vitals_cluster_condition{vitalscluster,type,status} from the cache at each scrape (3 series per condition per cluster)")
 	f.log = clirun.AddLogFlags(cmd, "text")
 	clirun.CompleteFiles(cmd, "config", "conf", "ini")
+	clirun.CompleteDirs(cmd, "runtime-extension-cert-dir")
 	return cmd
 }
 
@@ -330,6 +336,9 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	}
 	if f.workloadQPS <= 0 || f.workloadBurst <= 0 {
 		return o, &config.Error{Field: "--workload-qps/--workload-burst", Msg: fmt.Sprintf("expected positive numbers, got %g and %d", f.workloadQPS, f.workloadBurst)}
+	}
+	if f.teardownQPS <= 0 || f.teardownBurst <= 0 {
+		return o, &config.Error{Field: "--workload-teardown-qps/--workload-teardown-burst", Msg: fmt.Sprintf("expected positive numbers, got %g and %d", f.teardownQPS, f.teardownBurst)}
 	}
 	if f.cloudQPS < 1 || f.cloudQPS > 10000 || f.cloudBurst < 1 || f.cloudBurst > 10000 {
 		return o, &config.Error{Field: "--cloud-qps/--cloud-burst", Msg: fmt.Sprintf("expected 1 to 10000, got %d and %d", f.cloudQPS, f.cloudBurst)}
@@ -414,6 +423,7 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	o.AllowLocalWorkload, o.AllowInsecureWorkload = f.allowLocalWorkload, f.allowInsecureWorkload
 	o.AllowLoopbackWorkload = f.allowLoopbackWorkload
 	o.WorkloadQPS, o.WorkloadBurst = f.workloadQPS, f.workloadBurst
+	o.WorkloadTeardownQPS, o.WorkloadTeardownBurst = f.teardownQPS, f.teardownBurst
 	o.CloudQPS, o.CloudBurst = float64(f.cloudQPS), f.cloudBurst
 	o.TrustedNamespaces, o.TrustedAuthURLs = f.trustNamespaces, f.trustedAuthURLs
 	o.MaxPodPrefix4, o.MaxPodPrefix6 = podPrefixLimit(f.podCIDRLimit4), podPrefixLimit(f.podCIDRLimit6)
@@ -473,7 +483,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	op := ini.Section("operator")
 	op.CheckKnown("metrics_bind_address", "leader_elect", "leader_election_namespace", "leader_election_id",
 		"routegc_interval", "routegc_budget", "routegc_workers", "flight_interval", "flight_budget", "flight_workers", "deorbit_workers", "deorbit_parallel_deletes", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
-		"allow_local_workload", "allow_insecure_workload", "allow_loopback_workload", "workload_qps", "workload_burst", "cloud_qps", "cloud_burst",
+		"allow_local_workload", "allow_insecure_workload", "allow_loopback_workload", "workload_qps", "workload_burst", "workload_teardown_qps", "workload_teardown_burst", "cloud_qps", "cloud_burst",
 		"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap",
 		"trust_namespaces", "trusted_auth_urls", "pod_cidr_limit_v4", "pod_cidr_limit_v6", "access_interval", "access_workers",
 		"sharding", "shard_ranges", "shard_client_side", "shard_lease_duration", "shard_renew_interval", "shard_safety_margin", "write_timeout",
@@ -506,6 +516,8 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.allowLoopbackWorkload = op.Bool("allow_loopback_workload", f.allowLoopbackWorkload)
 	f.workloadQPS = float32(op.IntRange("workload_qps", int(f.workloadQPS), 1, 10000))
 	f.workloadBurst = op.IntRange("workload_burst", f.workloadBurst, 1, 10000)
+	f.teardownQPS = float32(op.IntRange("workload_teardown_qps", int(f.teardownQPS), 1, 10000))
+	f.teardownBurst = op.IntRange("workload_teardown_burst", f.teardownBurst, 1, 10000)
 	f.cloudQPS = op.IntRange("cloud_qps", f.cloudQPS, 1, 10000)
 	f.cloudBurst = op.IntRange("cloud_burst", f.cloudBurst, 1, 10000)
 	f.trustNamespaces = op.List("trust_namespaces", f.trustNamespaces)
