@@ -16,12 +16,12 @@ func (o *Operator) setupWorkload(checks remediation.Checks) (*workload.Manager, 
 	opts := o.opts
 	changes := access.NewWorkloadChanges()
 	m, err := workload.NewManager(workload.Options{
-		Secrets:        o.mgr.GetAPIReader(), // single GETs: the operator never lists or watches Secrets
-		Checks:         checks,
-		Changed:        changes.Changed,
-		AllowLocal:     opts.AllowLocalWorkload,
-		Local:          opts.RestConfig,
-		Rules:          workload.KubeconfigRules{AllowInsecure: opts.AllowInsecureWorkload, AllowLoopback: opts.AllowLoopbackWorkload},
+		Secrets:    o.mgr.GetAPIReader(), // single GETs: the operator never lists or watches Secrets
+		Checks:     checks,
+		Changed:    changes.Changed,
+		AllowLocal: opts.AllowLocalWorkload,
+		Local:      opts.RestConfig,
+		Rules:      workload.KubeconfigRules{AllowInsecure: opts.AllowInsecureWorkload, AllowLoopback: opts.AllowLoopbackWorkload},
 		Limits: workload.Limits{QPS: opts.WorkloadQPS, Burst: opts.WorkloadBurst,
 			TeardownQPS: opts.WorkloadTeardownQPS, TeardownBurst: opts.WorkloadTeardownBurst},
 		HealthInterval: opts.CheckInterval,
