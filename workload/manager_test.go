@@ -556,3 +556,38 @@ func TestAccessReadsUnstructuredAndMetadata(t *testing.T) {
 		t.Fatalf("an unserved kind hurts the health: %v", err)
 	}
 }
+
+// The teardown client (a bucket of its own) is made once, reads through the access's connection, and sends no
+// write without a fence, as Client.
+func TestAccessTeardownClient(t *testing.T) {
+	f := newFixture(t, nil)
+	f.secret("kc", testenv.InlineKubeconfig(t, testenv.KubeconfigPath(t)))
+	w, err := f.for_(f.cluster("c", &v1alpha1.SecretKeyRef{Name: "kc"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	td, err := w.Teardown()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := w.Teardown(); err != nil || again != td {
+		t.Fatalf("a second Teardown gave another client (%v)", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var svcs corev1.ServiceList
+	if err := td.List(ctx, &svcs, client.InNamespace("default")); err != nil || len(svcs.Items) == 0 {
+		t.Fatalf("list Services through the teardown client: %d, %v", len(svcs.Items), err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vitals-teardown-absent"}}
+	if reason, ok := fencing.ReasonOf(td.Delete(ctx, cm)); !ok || reason != fencing.ReasonNoFence {
+		t.Fatalf("a delete without a fence: reason %q (%v), want %s", reason, ok, fencing.ReasonNoFence)
+	}
+	fenced := fencing.With(ctx, fencing.Func(func(ctx context.Context) (context.Context, context.CancelFunc, error) {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		return wctx, cancel, nil
+	}))
+	if err := td.Delete(fenced, cm); !apierrors.IsNotFound(err) {
+		t.Fatalf("a fenced delete of an absent ConfigMap: %v, want NotFound from the API server", err)
+	}
+}
