@@ -37,6 +37,7 @@ import (
 	"github.com/vitalsproject/vitals/internal/faultproxy"
 	"github.com/vitalsproject/vitals/internal/testenv"
 	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/operator"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
 )
@@ -145,9 +146,14 @@ func (f *rmFixture) asChart() (*chartRBAC, string) {
 	f.t.Helper()
 	cr := applyChartRBAC(f.t, f.cfg, testenv.Helm(f.t), f.ns, "operator:\n  replicas: 1\n  capi:\n    remediate: true\n")
 	sa := cr.release + "-operator"
-	c := opClient(f.t, cr.token(sa))
+	wc, err := client.NewWithWatch(cr.token(sa), client.Options{Scheme: operator.Scheme()})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	// As the operator's: every write sent through its context's fence (the status writes through the policy's).
+	c := fencing.Client(wc)
 	f.deps.Client, f.deps.APIReader = c, c
-	var err error
+	f.deps.Fencer = f.deps.Policy.(remediation.Fencer)
 	if f.rec, err = remediate.New(f.deps, remediate.Options{Metrics: f.m}); err != nil {
 		f.t.Fatal(err)
 	}
