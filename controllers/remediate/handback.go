@@ -2,6 +2,8 @@
 
 package remediate
 
+//lint:file-ignore SA1019 the hand-back writes the deprecated v1beta1 OwnerRemediated condition too: owners of Cluster API versions before the v1beta2 conditions read only that one
+
 import (
 	"context"
 	"fmt"

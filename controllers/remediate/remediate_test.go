@@ -2,6 +2,8 @@
 
 package remediate
 
+//lint:file-ignore SA1019 the hand-back's deprecated v1beta1 condition is tested too
+
 import (
 	"bufio"
 	"bytes"

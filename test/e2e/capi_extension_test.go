@@ -1,5 +1,7 @@
 package e2e
 
+//lint:file-ignore SA1019 Cluster API's hook requests carry a v1beta1 Cluster (api/runtime/hooks/v1alpha1)
+
 // Vitals as Cluster API's Runtime Extension for the BeforeClusterDelete lifecycle hook: Cluster API's own
 // extension server (exp/runtime/server) over real TLS, asked on the wire as Cluster API's runtime client asks it
 // (discovery, then the hook's path with a BeforeClusterDeleteRequest), answering from VitalsClusters read from a

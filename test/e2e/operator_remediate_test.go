@@ -1,5 +1,7 @@
 package e2e
 
+//lint:file-ignore SA1019 the hand-back's deprecated v1beta1 condition is checked too
+
 // Vitals as Cluster API's external remediation (controllers/remediate) against a real kube-apiserver with
 // Cluster API's Machine CRD installed, the VitalsRemediation made from a VitalsRemediationTemplate as Cluster
 // API's MachineHealthCheck makes it (external.GenerateTemplate, named like the Machine, owned by it), the
