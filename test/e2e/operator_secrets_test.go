@@ -51,13 +51,21 @@ import (
 // certificate pools skip blocks with headers).
 func secPEM(t *testing.T, marker string) (cert, key string) {
 	t.Helper()
+	c, k := selfSigned(t, &x509.Certificate{Subject: pkix.Name{CommonName: marker}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature})
+	return string(c) + "# " + marker + "\n", string(k) + "# " + marker + "\n"
+}
+
+// selfSigned signs tmpl with a new P-256 key of its own, valid from an hour ago for two hours, and returns the
+// certificate and the key as PEM.
+func selfSigned(t *testing.T, tmpl *x509.Certificate) (cert, key []byte) {
+	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: marker},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	tmpl.SerialNumber = big.NewInt(1)
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
 	if err != nil {
 		t.Fatal(err)
@@ -66,8 +74,7 @@ func secPEM(t *testing.T, marker string) (cert, key string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})) + "# " + marker + "\n",
-		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})) + "# " + marker + "\n"
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
 }
 
 // secIndent indents every line of s by n spaces (a PEM block under a YAML block scalar).
