@@ -34,6 +34,9 @@ const (
 	// ReasonInterlock: a teardown's interlock no longer holds (the cluster's deletion policy is no longer
 	// Deorbit, or the confirmation that proved the cluster going was withdrawn).
 	ReasonInterlock Reason = "Interlock"
+	// ReasonFrozen: an outage was seen since the action was allowed (a write of the same pass found its API
+	// unreachable, or a cluster check failed): disruptive and destructive writes wait out the outage freeze.
+	ReasonFrozen Reason = "Frozen"
 	// ReasonUnverified: the fence could not read what it checks (the API server did not answer): nothing is
 	// proven either way, so nothing is written.
 	ReasonUnverified Reason = "Unverified"

@@ -126,21 +126,46 @@ func (p *pass) claimPool(a Action) {
 	}
 }
 
+// lastOutage is the last outage this pass knows of, and what it was.
+func (p *pass) lastOutage() (time.Time, string) {
+	p.outageMu.Lock()
+	defer p.outageMu.Unlock()
+	return p.outage, p.outageWhy
+}
+
+// sawOutage records an outage seen during the pass (a write that found its API unreachable, a check that
+// failed after the pass began): it holds the pass's later disruptive and destructive actions, and is kept
+// for the next passes and the status as one seen at Begin is.
+func (p *pass) sawOutage(at time.Time, why string) {
+	e := p.e
+	e.mu.Lock()
+	r := e.recordLocked(p.key, p.s.window)
+	if at = stamp(at); at.After(r.lastOutage) {
+		r.lastOutage, r.lastOutageWhy = at, why
+	}
+	last, lastWhy := r.lastOutage, r.lastOutageWhy
+	e.mu.Unlock()
+	p.outageMu.Lock()
+	p.outage, p.outageWhy = last, lastWhy
+	p.outageMu.Unlock()
+}
+
 // frozenUntil is when the outage freeze ends (zero: no outage seen).
 func (p *pass) frozenUntil() time.Time {
-	if p.outage.IsZero() {
+	last, _ := p.lastOutage()
+	if last.IsZero() {
 		return time.Time{}
 	}
-	return p.outage.Add(p.s.outageFreeze)
+	return last.Add(p.s.outageFreeze)
 }
 
 func (p *pass) freezeMessage(until time.Time) string {
-	why := p.outageWhy
+	last, why := p.lastOutage()
 	if why == "" {
 		why = "an outage"
 	}
 	return fmt.Sprintf("%s, last seen %s: disruptive and destructive actions wait until %s (spec.remediation.outageFreeze %s), and every unhealthy timer starts again",
-		why, p.outage.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339), p.s.outageFreeze)
+		why, last.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339), p.s.outageFreeze)
 }
 
 // Outage is what a pass knows of the cluster's last outage.
@@ -156,7 +181,8 @@ type Outage struct {
 // Outage returns the cluster's last outage as this pass sees it: the timers of unhealthy objects never
 // start before Last (an outage never becomes mass repairs once it is over).
 func (p *pass) Outage() Outage {
-	return Outage{Last: p.outage, Why: p.outageWhy, Until: p.frozenUntil()}
+	last, why := p.lastOutage()
+	return Outage{Last: last, Why: why, Until: p.frozenUntil()}
 }
 
 // outageOf finds the latest outage among the cluster's checks (a failure of a check this pass needs), the

@@ -3,6 +3,7 @@ package remediation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +52,8 @@ func (e *Engine) StatusFence(c *v1alpha1.VitalsCluster) fencing.Fence {
 // carry several (a route update removes many routes). At each write it re-checks, in this order: the
 // operator-wide pause and dry-run; the cluster as the API server has it now (the same UID, its pause
 // annotation, the pass's interlock (Scope.Interlock), the exclusions of every action, spec.remediation.dryRun and the controller's own dryRun);
+// for a disruptive or destructive action, the outage freeze (an outage seen since the pass began: a write of
+// the pass that found its API unreachable, or a cluster check the pass needs failing after its last outage);
 // and last, closest to the write, this replica's fenced validity for the cluster. The write's context ends
 // at that validity or after the per-write timeout, whichever comes first.
 //
@@ -119,6 +122,20 @@ func (p *pass) recheck(ctx context.Context, as []Action) error {
 	}
 	if len(why) > 0 {
 		return refuse(fencing.ReasonDryRun, "dry run ("+strings.Join(why, ", ")+")")
+	}
+	if slices.ContainsFunc(as, func(a Action) bool { return a.Class != Safe && !a.Teardown }) {
+		// The outage freeze, again at the write: the cluster may have become unreachable after the action
+		// was allowed (the workload API stopped between the pass's read and this write).
+		now := e.clock.Now()
+		for _, n := range p.needs {
+			r, ok := e.checks.Get(p.key, n)
+			if last, _ := p.lastOutage(); ok && r.LastFailure.After(last) && !r.LastFailure.After(now.Add(maxClockSkew)) {
+				p.sawOutage(r.LastFailure, "cluster check "+n+" failed: "+r.LastErr)
+			}
+		}
+		if until := p.frozenUntil(); now.Before(until) {
+			return refuse(fencing.ReasonFrozen, p.freezeMessage(until))
+		}
 	}
 	return nil
 }

@@ -40,7 +40,9 @@ type pass struct {
 	// back when its fence refuses the write.
 	reservedMu sync.Mutex
 	reserved   map[string]time.Time
-	// outage is the last outage seen (checks, the scope, the status), outageWhy what it was.
+	// outage is the last outage seen (checks, the scope, the status, the pass's own writes), outageWhy
+	// what it was.
+	outageMu  sync.Mutex
 	outage    time.Time
 	outageWhy string
 	// pools: the object each pool's disruptive step allowed in this pass is for.
@@ -66,7 +68,9 @@ func (p *pass) Ask(ctx context.Context, a Action) Decision {
 }
 
 // Done records the outcome of an allowed action. A write its fence refused (a *fencing.Error) was never
-// sent: it is recorded as a hold with the fence's reason, and gives its budget back.
+// sent: it is recorded as a hold with the fence's reason, and gives its budget back. A write that found its
+// API unreachable (Unreachable) is an outage this pass saw (a teardown's excepted): the pass's later
+// disruptive and destructive actions are frozen, and so are the next passes', whose timers restart from it.
 func (p *pass) Done(ctx context.Context, a Action, err error) {
 	now := p.e.clock.Now()
 	if reason, ok := fencing.ReasonOf(err); ok {
@@ -83,6 +87,9 @@ func (p *pass) Done(ctx context.Context, a Action, err error) {
 		return
 	}
 	if err != nil {
+		if !a.Teardown && Unreachable(err) {
+			p.sawOutage(now, fmt.Sprintf("%s %s: the write found its API unreachable: %s", a.Verb, a.Object(), truncate(err.Error(), 512)))
+		}
 		p.record(ctx, now, a, outcomeFailed, ReasonAllowed, err.Error(), v1alpha1.ActionFailed)
 		return
 	}

@@ -134,9 +134,11 @@ type Pass interface {
 	// context (fencing.With) and send the write through a fenced client (tenancy's scoped cloud, the
 	// workload cluster's client). It re-checks at the write what may have changed since Ask: the shard range
 	// (the write ends with its validity), the pauses, the exclusions of actions and dry-run, on the cluster
-	// read live. A refusal reaches Done as the write's error (a *fencing.Error) and is recorded as a hold.
+	// read live, and for disruptive and destructive actions the outage freeze (an outage seen since Ask). A
+	// refusal reaches Done as the write's error (a *fencing.Error) and is recorded as a hold.
 	Fence(actions ...Action) fencing.Fence
-	// Done records the outcome of an allowed action (err nil: done; a *fencing.Error: held at the write).
+	// Done records the outcome of an allowed action (err nil: done; a *fencing.Error: held at the write; an
+	// error that shows the API unreachable: failed, and an outage this pass saw).
 	Done(ctx context.Context, a Action, err error)
 	// Lines are the status lines of this pass, newest last.
 	Lines() []v1alpha1.Action

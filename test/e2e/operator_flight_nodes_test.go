@@ -987,6 +987,71 @@ func TestFlightNodesWorkloadOutage(t *testing.T) {
 	}
 }
 
+// TestFlightNodesWorkloadStopsMidPass: the workload cluster's API server stops between a pass's read and its
+// first write (the fault proxy resets the cordon of the Node the pass chose, before it reaches the API
+// server): the pass takes no further step (no drain, no reboot), and records the outage itself, with the
+// write that found it, though no check saw it; the passes after it are frozen, and restart the node's timer
+// from it, as for an outage seen between passes.
+func TestFlightNodesWorkloadStopsMidPass(t *testing.T) {
+	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
+		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
+		c.Spec.Remediation.OutageFreeze = &metav1.Duration{Duration: 3 * time.Minute}
+	})
+	sv := f.server(81)
+	name := f.node(sv, f.net.IP(81), "198.19.81.0/24", condReady)
+	f.pass(time.Minute)
+	f.setConditions(f.getNode(name), condNotReady)
+	if e := escalation(f.pass(6*time.Minute), sv.ID); e.Step != v1alpha1.EscalationObserved {
+		t.Fatalf("NotReady for 6m: escalation %+v", e)
+	}
+	if err := f.kubeProxy.Add(faultproxy.Rule{Name: "stop", Path: "/api/v1/nodes/" + name, Fault: faultproxy.Reset()}); err != nil {
+		t.Fatal(err)
+	}
+	got := f.pass(time.Minute) // the pass that would cordon, drain and soft-reboot
+	outageAt := f.clock.Now()
+	f.kubeProxy.Remove("stop")
+	if n := f.kubeProxy.Matched("stop"); n == 0 {
+		t.Fatalf("the pass sent no write to node %s", name)
+	}
+	if soft, hard := f.reboots(); soft+hard != 0 {
+		t.Fatalf("rebooted after the cordon failed: %d soft, %d hard", soft, hard)
+	}
+	if f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("node %s cordoned: the API server received the write", name)
+	}
+	st := got.Status.Remediation
+	// the outage's time is kept to the second, rounded up
+	if st == nil || st.LastOutage == nil || st.LastOutage.Time.Before(outageAt) || st.LastOutage.Time.After(outageAt.Add(time.Second)) ||
+		!strings.Contains(st.LastOutageReason, "DrainNode") || !strings.Contains(st.LastOutageReason, "unreachable") {
+		t.Fatalf("status.remediation after the write failed: %+v, want the outage at %s by the drain's write", st, outageAt.UTC().Format(time.RFC3339))
+	}
+	if r, _ := f.checks.Get(f.key, remediation.CheckWorkload); r.Err != nil {
+		t.Fatalf("the workload check failed too (%v): the outage must be the pass's own finding here", r.Err)
+	}
+	if c := condition(got, v1alpha1.ConditionNodesHealthy); c.Status != metav1.ConditionFalse {
+		t.Errorf("the pass whose write failed: NodesHealthy = %+v", c)
+	}
+
+	got = f.pass(time.Minute) // within outageFreeze of the outage
+	if c := condition(got, v1alpha1.ConditionNodesHealthy); c.Reason != remediation.ReasonFrozen {
+		t.Errorf("after the outage: NodesHealthy = %+v, want Frozen", c)
+	}
+	got = f.pass(2*time.Minute + 2*time.Second) // the freeze is over (it counts from the outage's second, rounded up); the timer restarted from the outage
+	if c := condition(got, v1alpha1.ConditionNodesHealthy); c.Reason == remediation.ReasonFrozen || !strings.Contains(c.Message, "timer restarted") {
+		t.Errorf("after the freeze: NodesHealthy = %+v, want the timer restarted", c)
+	}
+	if soft, hard := f.reboots(); soft+hard != 0 || f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("touched within unhealthyTimeout of the outage: %d soft, %d hard reboots, cordoned %v", soft, hard, f.getNode(name).Spec.Unschedulable)
+	}
+	got = f.pass(3 * time.Minute) // unhealthyTimeout after the outage
+	if e := escalation(got, sv.ID); e.Step != v1alpha1.EscalationSoftReboot || !e.Cordoned {
+		t.Fatalf("unhealthyTimeout after the outage: escalation %+v, want a soft reboot of a node flight cordoned; NodesHealthy %+v", e, condition(got, v1alpha1.ConditionNodesHealthy))
+	}
+	if soft, _ := f.reboots(); soft != 1 {
+		t.Errorf("%d soft reboots, want 1", soft)
+	}
+}
+
 // waitStatus waits for the server's Nova status.
 func (f *fnFixture) waitStatus(id, status string) {
 	f.t.Helper()
