@@ -70,6 +70,8 @@ type operatorFlags struct {
 	allowLocalWorkload      bool
 	allowInsecureWorkload   bool
 	allowLoopbackWorkload   bool
+	kubeAPIQPS              float32
+	kubeAPIBurst            int
 	workloadQPS             float32
 	workloadBurst           int
 	teardownQPS             float32
@@ -172,6 +174,9 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   allow_insecure_workload = false
   # tenants' kubeconfigs may name a loopback server
   allow_loopback_workload = false
+  # to the operator's own API server (its status writes bound the clusters one replica passes per second)
+  kube_api_qps = 50
+  kube_api_burst = 100
   # per workload cluster
   workload_qps = 20
   workload_burst = 40
@@ -268,6 +273,8 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.BoolVar(&f.allowLocalWorkload, "allow-local-workload", false, "VitalsClusters without spec.kubeconfigSecretRef use the cluster the operator runs in as their workload cluster")
 	fl.BoolVar(&f.allowInsecureWorkload, "allow-insecure-workload", false, "accept workload kubeconfigs with insecure-skip-tls-verify or an http:// server")
 	fl.BoolVar(&f.allowLoopbackWorkload, "allow-loopback-workload", false, "accept workload kubeconfigs whose server is on a loopback address (the operator's own host: for tests and single-host setups)")
+	fl.Float32Var(&f.kubeAPIQPS, "kube-api-qps", operator.DefaultKubeQPS, "requests per second to the operator's own API server (its VitalsClusters' status, Events, Secrets, leases)")
+	fl.IntVar(&f.kubeAPIBurst, "kube-api-burst", operator.DefaultKubeBurst, "request burst to the operator's own API server")
 	fl.Float32Var(&f.workloadQPS, "workload-qps", 20, "requests per second to each workload cluster")
 	fl.IntVar(&f.workloadBurst, "workload-burst", 40, "request burst to each workload cluster")
 	fl.Float32Var(&f.teardownQPS, "workload-teardown-qps", workload.DefaultTeardownQPS, "requests per second of deorbit to the workload cluster of a deleted cluster (a bucket of its own)")
@@ -333,6 +340,9 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	}
 	if f.checkInterval <= 0 || f.checkTimeout <= 0 {
 		return o, &config.Error{Field: "--check-interval/--check-timeout", Msg: "expected positive durations"}
+	}
+	if f.kubeAPIQPS <= 0 || f.kubeAPIBurst <= 0 {
+		return o, &config.Error{Field: "--kube-api-qps/--kube-api-burst", Msg: fmt.Sprintf("expected positive numbers, got %g and %d", f.kubeAPIQPS, f.kubeAPIBurst)}
 	}
 	if f.workloadQPS <= 0 || f.workloadBurst <= 0 {
 		return o, &config.Error{Field: "--workload-qps/--workload-burst", Msg: fmt.Sprintf("expected positive numbers, got %g and %d", f.workloadQPS, f.workloadBurst)}
@@ -443,6 +453,7 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	if err != nil {
 		return o, err
 	}
+	rc.QPS, rc.Burst = f.kubeAPIQPS, f.kubeAPIBurst
 	o.RestConfig, o.Namespace = rc, f.namespace
 	if o.Cloud == nil {
 		o.Logger.Warn("no OpenStack credentials for the operator: only Clusters with a credentials Secret are served, and readiness has no Keystone or Neutron check")
@@ -483,7 +494,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	op := ini.Section("operator")
 	op.CheckKnown("metrics_bind_address", "leader_elect", "leader_election_namespace", "leader_election_id",
 		"routegc_interval", "routegc_budget", "routegc_workers", "flight_interval", "flight_budget", "flight_workers", "deorbit_workers", "deorbit_parallel_deletes", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
-		"allow_local_workload", "allow_insecure_workload", "allow_loopback_workload", "workload_qps", "workload_burst", "workload_teardown_qps", "workload_teardown_burst", "cloud_qps", "cloud_burst",
+		"allow_local_workload", "allow_insecure_workload", "allow_loopback_workload", "kube_api_qps", "kube_api_burst", "workload_qps", "workload_burst", "workload_teardown_qps", "workload_teardown_burst", "cloud_qps", "cloud_burst",
 		"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap",
 		"trust_namespaces", "trusted_auth_urls", "pod_cidr_limit_v4", "pod_cidr_limit_v6", "access_interval", "access_workers",
 		"sharding", "shard_ranges", "shard_client_side", "shard_lease_duration", "shard_renew_interval", "shard_safety_margin", "write_timeout",
@@ -514,6 +525,8 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.allowLocalWorkload = op.Bool("allow_local_workload", f.allowLocalWorkload)
 	f.allowInsecureWorkload = op.Bool("allow_insecure_workload", f.allowInsecureWorkload)
 	f.allowLoopbackWorkload = op.Bool("allow_loopback_workload", f.allowLoopbackWorkload)
+	f.kubeAPIQPS = float32(op.IntRange("kube_api_qps", int(f.kubeAPIQPS), 1, 10000))
+	f.kubeAPIBurst = op.IntRange("kube_api_burst", f.kubeAPIBurst, 1, 10000)
 	f.workloadQPS = float32(op.IntRange("workload_qps", int(f.workloadQPS), 1, 10000))
 	f.workloadBurst = op.IntRange("workload_burst", f.workloadBurst, 1, 10000)
 	f.teardownQPS = float32(op.IntRange("workload_teardown_qps", int(f.teardownQPS), 1, 10000))

@@ -221,6 +221,8 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 		{"bad log level", "", []string{"--log-level", "loud"}, []string{"--log-level"}},
 		{"bad workload qps", "[operator]\nworkload_qps = 0\n", nil, []string{"operator.conf:2", "operator.workload_qps"}},
 		{"bad workload burst flag", "", []string{"--workload-burst", "0"}, []string{"--workload-qps/--workload-burst"}},
+		{"bad kube-api burst flag", "", []string{"--kube-api-burst", "0"}, []string{"--kube-api-qps/--kube-api-burst"}},
+		{"bad kube_api_qps", "[operator]\nkube_api_qps = 0\n", nil, []string{"operator.conf:2", "operator.kube_api_qps"}},
 		{"bad teardown burst flag", "", []string{"--workload-teardown-burst", "0"}, []string{"--workload-teardown-qps/--workload-teardown-burst"}},
 		{"bad teardown qps", "[operator]\nworkload_teardown_qps = 0\n", nil, []string{"operator.conf:2", "operator.workload_teardown_qps"}},
 		{"extension cert dir without a port", "", []string{"--runtime-extension-cert-dir", "/tmp"}, []string{"--runtime-extension-cert-dir", "needs --runtime-extension-port"}},

@@ -66,7 +66,8 @@ func TestOperatorChartZeroValues(t *testing.T) {
 		args         []string
 		agentArgs    []string
 	}{
-		{"defaults", "", 2, 1, []string{"--workload-qps=20", "--workload-burst=40", "--health-port=8082"}, nil},
+		{"defaults", "", 2, 1, []string{"--kube-api-qps=50", "--kube-api-burst=100", "--workload-qps=20", "--workload-burst=40", "--health-port=8082"}, nil},
+		{"kube API limits", "operator:\n  kubeAPI:\n    qps: 200\n    burst: 400\n", 2, 1, []string{"--kube-api-qps=200", "--kube-api-burst=400"}, nil},
 		{"replicas 0", "operator:\n  replicas: 0\n", 0, 1, nil, nil},
 		{"no pdb", "operator:\n  podDisruptionBudget:\n    enabled: false\n", 2, -1, nil, nil},
 		{"pdb 0", "operator:\n  podDisruptionBudget:\n    maxUnavailable: 0\n", 2, 0, nil, nil},
@@ -141,6 +142,7 @@ func TestOperatorChartSchema(t *testing.T) {
 		{"string for a bool", "agent:\n  enabled: \"yes\"\n", "/agent/enabled"},
 		{"bad duration", "operator:\n  remediation:\n    window: an hour\n", "/operator/remediation/window"},
 		{"bad port", "agent:\n  port: 70000\n", "/agent/port"},
+		{"zero kube API qps", "operator:\n  kubeAPI:\n    qps: 0\n", "/operator/kubeAPI/qps"},
 		{"unknown log level", "operator:\n  logLevel: verbose\n", "/operator/logLevel"},
 		{"secrets namespaces not a list", "operator:\n  secrets:\n    namespaces: team-a\n", "/operator/secrets/namespaces"},
 		{"typo in resources", "operator:\n  resources:\n    limit: {memory: 1Gi}\n", "limit"},
