@@ -632,6 +632,13 @@ stop_all() {
   local epmd
   epmd=$(ss -ltnpH 'sport = :14369' 2>/dev/null | grep -o 'epmd",pid=[0-9]*' | head -1 | cut -d= -f2)
   [ -n "$epmd" ] && stop_pids 5 "epmd=$epmd"
+  # Whatever still runs from the state directory (a worker whose pid file was lost or overwritten, a service
+  # launched while a start was cut short): every process of ours names its configuration or log there.
+  local p stray=()
+  for p in $(pgrep -f -- "$OS_DIR/" 2>/dev/null || true); do
+    [ "$p" = $$ ] || [ "$p" = "$BASHPID" ] || stray+=("stray=$p")
+  done
+  [ ${#stray[@]} -gt 0 ] && stop_pids 5 "${stray[@]}"
   return 0
 }
 
