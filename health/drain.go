@@ -14,10 +14,12 @@ var ErrDraining = errors.New("draining")
 const DrainName = "shutdown"
 
 type drainState struct {
-	mu   sync.Mutex
-	at   time.Time
-	on   bool
-	done chan struct{}
+	mu sync.Mutex
+	at time.Time
+	on bool
+	// shown: the snapshot published since shows the drain (readiness fails from then on).
+	shown bool
+	done  chan struct{}
 }
 
 func (d *drainState) started() (time.Time, bool) {
@@ -43,6 +45,9 @@ func (m *Manager) Drain() <-chan struct{} {
 	d.mu.Unlock()
 	m.log.Info("health drain started", "delay", m.drainDelay)
 	m.changed()
+	d.mu.Lock()
+	d.shown = true
+	d.mu.Unlock()
 	if m.drainDelay <= 0 {
 		close(ch)
 		return ch
@@ -56,8 +61,11 @@ func (m *Manager) Drain() <-chan struct{} {
 	return ch
 }
 
-// Draining reports whether Drain was called.
+// Draining reports whether Drain was called and its snapshot is published: from then on every probe
+// sees readiness failing (a caller that sees Draining never reads a readiness from before the drain).
 func (m *Manager) Draining() bool {
-	_, on := m.drain.started()
-	return on
+	d := &m.drain
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.shown
 }
