@@ -927,17 +927,7 @@ func TestFlightNodesOutOfService(t *testing.T) {
 // touched; once it answers again disruptive steps are frozen for outageFreeze, and the node's timer restarts
 // from the outage, so the soft reboot comes only unhealthyTimeout after it, not at once.
 func TestFlightNodesWorkloadOutage(t *testing.T) {
-	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
-		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
-		c.Spec.Remediation.OutageFreeze = &metav1.Duration{Duration: 3 * time.Minute}
-	})
-	sv := f.server(80)
-	name := f.node(sv, f.net.IP(80), "198.19.80.0/24", condReady)
-	f.pass(time.Minute)
-	f.setConditions(f.getNode(name), condNotReady)
-	if e := escalation(f.pass(6*time.Minute), sv.ID); e.Step != v1alpha1.EscalationObserved {
-		t.Fatalf("NotReady for 6m: escalation %+v", e)
-	}
+	f, sv, name := observedNotReady(t, 80)
 	workloadCheck := func(failing bool) {
 		t.Helper()
 		opEventually(t, time.Minute, fmt.Sprintf("the workload check failing=%v", failing), func() (bool, string) {
@@ -964,26 +954,9 @@ func TestFlightNodesWorkloadOutage(t *testing.T) {
 	workloadCheck(false)
 	f.seen(name, condNotReady)
 
-	got := f.pass(time.Minute) // within outageFreeze of the outage
-	if c := condition(got, v1alpha1.ConditionNodesHealthy); c.Reason != remediation.ReasonFrozen {
-		t.Errorf("after the outage: NodesHealthy = %+v, want Frozen", c)
-	}
-	got = f.pass(2 * time.Minute) // the freeze is over; the timer restarted from the outage
-	if c := condition(got, v1alpha1.ConditionNodesHealthy); c.Reason == remediation.ReasonFrozen || !strings.Contains(c.Message, "timer restarted") {
-		t.Errorf("after the freeze: NodesHealthy = %+v, want the timer restarted", c)
-	}
-	if soft, hard := f.reboots(); soft+hard != 0 {
-		t.Fatalf("rebooted within unhealthyTimeout of the outage: %d soft, %d hard", soft, hard)
-	}
+	got := f.healsAfterOutage(sv)
 	if got.Status.Remediation == nil || got.Status.Remediation.LastOutage == nil {
 		t.Errorf("status.remediation.lastOutage not set: %+v", got.Status.Remediation)
-	}
-	got = f.pass(3 * time.Minute) // unhealthyTimeout after the outage
-	if e := escalation(got, sv.ID); e.Step != v1alpha1.EscalationSoftReboot {
-		t.Fatalf("unhealthyTimeout after the outage: escalation %+v, want a soft reboot; NodesHealthy %+v", e, condition(got, v1alpha1.ConditionNodesHealthy))
-	}
-	if soft, _ := f.reboots(); soft != 1 {
-		t.Errorf("%d soft reboots, want 1", soft)
 	}
 }
 
@@ -993,17 +966,7 @@ func TestFlightNodesWorkloadOutage(t *testing.T) {
 // write that found it, though no check saw it; the passes after it are frozen, and restart the node's timer
 // from it, as for an outage seen between passes.
 func TestFlightNodesWorkloadStopsMidPass(t *testing.T) {
-	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
-		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
-		c.Spec.Remediation.OutageFreeze = &metav1.Duration{Duration: 3 * time.Minute}
-	})
-	sv := f.server(81)
-	name := f.node(sv, f.net.IP(81), "198.19.81.0/24", condReady)
-	f.pass(time.Minute)
-	f.setConditions(f.getNode(name), condNotReady)
-	if e := escalation(f.pass(6*time.Minute), sv.ID); e.Step != v1alpha1.EscalationObserved {
-		t.Fatalf("NotReady for 6m: escalation %+v", e)
-	}
+	f, sv, name := observedNotReady(t, 81)
 	if err := f.kubeProxy.Add(faultproxy.Rule{Name: "stop", Path: "/api/v1/nodes/" + name, Fault: faultproxy.Reset()}); err != nil {
 		t.Fatal(err)
 	}
@@ -1032,16 +995,44 @@ func TestFlightNodesWorkloadStopsMidPass(t *testing.T) {
 		t.Errorf("the pass whose write failed: NodesHealthy = %+v", c)
 	}
 
-	got = f.pass(time.Minute) // within outageFreeze of the outage
+	f.healsAfterOutage(sv)
+}
+
+// observedNotReady is a fixture whose cluster is frozen for 3 minutes after an outage, with server i whose Node
+// has been NotReady long enough to be observed: the next pass would cordon, drain and soft-reboot it.
+func observedNotReady(t *testing.T, i int) (*fnFixture, openstack.Server, string) {
+	t.Helper()
+	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
+		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
+		c.Spec.Remediation.OutageFreeze = &metav1.Duration{Duration: 3 * time.Minute}
+	})
+	sv := f.server(i)
+	name := f.node(sv, f.net.IP(i), fmt.Sprintf("198.19.%d.0/24", i), condReady)
+	f.pass(time.Minute)
+	f.setConditions(f.getNode(name), condNotReady)
+	if e := escalation(f.pass(6*time.Minute), sv.ID); e.Step != v1alpha1.EscalationObserved {
+		t.Fatalf("NotReady for 6m: escalation %+v", e)
+	}
+	return f, sv, name
+}
+
+// healsAfterOutage runs the passes after an outage seen in the last one: frozen within outageFreeze (3m); then
+// no longer frozen, with the node's timer restarted from the outage and nothing rebooted; and the soft reboot
+// only unhealthyTimeout (5m) after the outage. It returns the cluster after the last pass.
+func (f *fnFixture) healsAfterOutage(sv openstack.Server) *v1alpha1.VitalsCluster {
+	t := f.t
+	t.Helper()
+	got := f.pass(time.Minute) // within outageFreeze of the outage
 	if c := condition(got, v1alpha1.ConditionNodesHealthy); c.Reason != remediation.ReasonFrozen {
 		t.Errorf("after the outage: NodesHealthy = %+v, want Frozen", c)
 	}
-	got = f.pass(2*time.Minute + 2*time.Second) // the freeze is over (it counts from the outage's second, rounded up); the timer restarted from the outage
+	// the freeze is over (it counts from the outage's second, rounded up); the timer restarted from the outage
+	got = f.pass(2*time.Minute + 2*time.Second)
 	if c := condition(got, v1alpha1.ConditionNodesHealthy); c.Reason == remediation.ReasonFrozen || !strings.Contains(c.Message, "timer restarted") {
 		t.Errorf("after the freeze: NodesHealthy = %+v, want the timer restarted", c)
 	}
-	if soft, hard := f.reboots(); soft+hard != 0 || f.getNode(name).Spec.Unschedulable {
-		t.Fatalf("touched within unhealthyTimeout of the outage: %d soft, %d hard reboots, cordoned %v", soft, hard, f.getNode(name).Spec.Unschedulable)
+	if soft, hard := f.reboots(); soft+hard != 0 {
+		t.Fatalf("rebooted within unhealthyTimeout of the outage: %d soft, %d hard", soft, hard)
 	}
 	got = f.pass(3 * time.Minute) // unhealthyTimeout after the outage
 	if e := escalation(got, sv.ID); e.Step != v1alpha1.EscalationSoftReboot || !e.Cordoned {
@@ -1050,6 +1041,7 @@ func TestFlightNodesWorkloadStopsMidPass(t *testing.T) {
 	if soft, _ := f.reboots(); soft != 1 {
 		t.Errorf("%d soft reboots, want 1", soft)
 	}
+	return got
 }
 
 // waitStatus waits for the server's Nova status.
