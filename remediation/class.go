@@ -1,6 +1,8 @@
 package remediation
 
 import (
+	"k8s.io/apimachinery/pkg/types"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -183,6 +185,19 @@ type Outage struct {
 func (p *pass) Outage() Outage {
 	last, why := p.lastOutage()
 	return Outage{Last: last, Why: why, Until: p.frozenUntil()}
+}
+
+// outageOf finds the latest outage among the checks of cluster key that a pass needs (see outageOf), and the
+// scope's own.
+func (e *Engine) outageOf(now time.Time, key types.NamespacedName, needs []string, scope Scope) (time.Time, string) {
+	var results []CheckResult
+	var names []string
+	for _, n := range needs {
+		if res, ok := e.checks.Get(key, n); ok {
+			results, names = append(results, res), append(names, n)
+		}
+	}
+	return outageOf(now, results, names, scope)
 }
 
 // outageOf finds the latest outage among the cluster's checks (a failure of a check this pass needs), the

@@ -249,14 +249,7 @@ func (e *Engine) Begin(ctx context.Context, c *v1alpha1.VitalsCluster, controlle
 		r.stormSince = stamp(now)
 		r.stormWhy = controller + ": " + why
 	}
-	var results []CheckResult
-	var names []string
-	for _, n := range needs {
-		if res, ok := e.checks.Get(key, n); ok {
-			results, names = append(results, res), append(names, n)
-		}
-	}
-	if last, why := outageOf(now, results, names, scope); last.After(r.lastOutage) && !last.After(now.Add(maxClockSkew)) {
+	if last, why := e.outageOf(now, key, needs, scope); last.After(r.lastOutage) && !last.After(now.Add(maxClockSkew)) {
 		r.lastOutage, r.lastOutageWhy = stamp(last), why
 	}
 	p.outage, p.outageWhy = r.lastOutage, r.lastOutageWhy

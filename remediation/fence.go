@@ -127,11 +127,8 @@ func (p *pass) recheck(ctx context.Context, as []Action) error {
 		// The outage freeze, again at the write: the cluster may have become unreachable after the action
 		// was allowed (the workload API stopped between the pass's read and this write).
 		now := e.clock.Now()
-		for _, n := range p.needs {
-			r, ok := e.checks.Get(p.key, n)
-			if last, _ := p.lastOutage(); ok && r.LastFailure.After(last) && !r.LastFailure.After(now.Add(maxClockSkew)) {
-				p.sawOutage(r.LastFailure, "cluster check "+n+" failed: "+r.LastErr)
-			}
+		if last, why := e.outageOf(now, p.key, p.needs, Scope{}); !last.IsZero() && !last.After(now.Add(maxClockSkew)) {
+			p.sawOutage(last, why) // keeps the later of it and the outage recorded (by any pass of the cluster)
 		}
 		if until := p.frozenUntil(); now.Before(until) {
 			return refuse(fencing.ReasonFrozen, p.freezeMessage(until))
