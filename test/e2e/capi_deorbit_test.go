@@ -193,13 +193,15 @@ func (d capiWorkloadDebris) Left(t testing.TB, cloud *openstack.Cloud) (cluster,
 	return cluster, foreign
 }
 
-// TestCAPIDeleteClusterDeorbits: `kubectl delete cluster` of an enrolled Cluster (no control plane: its workload
-// API never answers) ends with CAPO's teardown done, and Cinder, Octavia and Neutron holding nothing of the
-// cluster, its volume, snapshot, load balancer and VIP port included, while the foreign volume and load balancer
-// remain. The VIP port holds the subnet: CAPO's network deletion fails until deorbit has deleted the load
+// TestCAPIDeleteClusterDeorbits, for two enrolled Clusters (no control plane: their workload API never answers):
+// c3's VitalsCluster, deleted by hand while its Cluster lives, is held and nothing is deleted; then, for each,
+// `kubectl delete cluster` (c2's VitalsCluster deleted by the enrolment, c3's already deleting) ends with CAPO's
+// teardown done, and Cinder, Octavia and Neutron holding nothing of the cluster, its volume, snapshot, load
+// balancer and VIP port included, while the foreign volume and load balancer remain. The VIP port holds the subnet: CAPO's network deletion fails until deorbit has deleted the load
 // balancer and its port, and CAPO retries. The operator acts as the chart's ServiceAccount: every request it
 // makes must be allowed, and the enrolment's permissions are used.
 func TestCAPIDeleteClusterDeorbits(t *testing.T) {
+	parallel(t, &capiCluster)
 	m := capiOpen(t)
 	helm := testenv.Helm(t)
 	admin := m.env.Config(t)
@@ -215,10 +217,13 @@ func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 		WriteTimeout: 4 * time.Second, CheckInterval: time.Second, CheckTimeout: 10 * time.Second,
 		TrustedAuthURLs: []string{m.env.Tenant.AuthURL}, CAPIEnrol: true})
 
-	// A table, for the cases still to come (a live cluster's VitalsCluster deleted by hand needs a server of the
-	// cluster up: without one, the servers' interlock holds).
-	for _, tc := range []struct{ name, cidr, pods string }{
+	nsOf["c3"] = nsOf["c2"]
+	for _, tc := range []struct {
+		name, cidr, pods string
+		byHand           bool // the VitalsCluster deleted by hand first, while its Cluster lives
+	}{
 		{name: "c2", cidr: "10.6.2.0/24", pods: "10.245.0.0/16"},
+		{name: "c3", cidr: "10.6.3.0/24", pods: "10.246.0.0/16", byHand: true},
 	} {
 		name, ns := tc.name, nsOf[tc.name]
 		start := time.Now()
@@ -278,6 +283,13 @@ func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 		debris := m.workloadDebris(name, s.Network.ID, s.Network.Subnets[0].ID)
 		if held, foreign := debris.Left(t, m.cloud); len(held) != 4 || len(foreign) != 2 {
 			t.Fatalf("before the deletion the project holds %v of the cluster and %v, want all of them", held, foreign)
+		}
+
+		// The VitalsCluster deleted by hand while its Cluster lives (kubectl delete vitalscluster, or a namespace
+		// cleanup that reached it first): held by its finalizer, nothing deleted, and the condition says why. Its
+		// Cluster living is the cluster's own word that it goes on, whatever its servers: this one has none.
+		if tc.byHand {
+			capiHeldWhileClusterLives(t, m, vc, &got, debris)
 		}
 
 		// kubectl delete cluster: watch the VitalsCluster's deorbit and the Cluster until both are gone.
@@ -376,6 +388,38 @@ func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 		if !used[p] {
 			t.Errorf("%s: the enrolment never used %s", sa, p)
 		}
+	}
+}
+
+// capiHeldWhileClusterLives deletes the enrolled VitalsCluster got while its Cluster lives, and checks that it is
+// held: CleanedUp False/NotConfirmed, saying why and how to go on, and every resource of the cluster still there.
+func capiHeldWhileClusterLives(t *testing.T, m *capiMgmt, vc client.Client, got *v1alpha1.VitalsCluster, debris capiWorkloadDebris) {
+	t.Helper()
+	if err := vc.Delete(context.Background(), got); err != nil {
+		t.Fatalf("delete the VitalsCluster: %v", err)
+	}
+	var held string
+	opEventually(t, capiTimeout, "the deleted VitalsCluster held: CleanedUp False/NotConfirmed", func() (bool, string) {
+		var cur v1alpha1.VitalsCluster
+		if err := vc.Get(context.Background(), client.ObjectKeyFromObject(got), &cur); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionCleanedUp)
+		if c == nil {
+			return false, "no CleanedUp condition"
+		}
+		held = c.Message
+		return c.Status == metav1.ConditionFalse && c.Reason == deorbit.ReasonNotConfirmed, c.Reason + ": " + c.Message
+	})
+	t.Logf("the VitalsCluster deleted while its Cluster lives: %s", held)
+	for _, want := range []string{"nothing was deleted", "while it lives, the cluster's servers being gone proves nothing", "or delete its Cluster API Cluster"} {
+		if !strings.Contains(held, want) {
+			t.Errorf("the held VitalsCluster's condition does not say %q", want)
+		}
+	}
+	time.Sleep(3 * time.Second) // a few more of the operator's looks
+	if left, foreign := debris.Left(t, m.cloud); len(left) != 4 || len(foreign) != 2 {
+		t.Fatalf("with the VitalsCluster deleted and its Cluster alive the project holds %v of the cluster and %v, want all of them", left, foreign)
 	}
 }
 

@@ -4,7 +4,7 @@ package e2e
 // in a fresh directory where "vitals" is this checkout, with the tools it names on PATH (kubectl built from
 // its module by hack/kubectl-build.sh, helm, skopeo, make, go) and its variables set to the test services':
 // the registry is one of the test's own (go-containerregistry's, plain HTTP, declared insecure to skopeo
-// through CONTAINERS_REGISTRIES_CONF as a registries.conf does), the cluster the shared kube-apiserver, the
+// through CONTAINERS_REGISTRIES_CONF as a registries.conf does), the cluster a private kube-apiserver, the
 // OpenStack project and router those of the workload cluster of the deorbit tests, whose kube-apiserver is
 // reached through a TCP forwarder on a non-loopback address of this host (a kubeconfig naming a loopback
 // server is refused, as it must be) with tls-server-name set to a name of its certificate.
@@ -173,10 +173,15 @@ func gsImageBinary(t *testing.T, archive, path, dst string) {
 
 func TestGettingStarted(t *testing.T) {
 	prereq.Short(t, "makes the release (every binary for two platforms)")
+	parallel(t) // the workload cluster is held from the first step after the release's (below)
 	gsLock(t)
 	helm := testenv.Helm(t)
-	_, c, _ := opKube(t)
-	kubeconfig := testenv.KubeconfigPath(t)
+	// The management cluster is a kube-apiserver of its own: the operator the guide installs watches every
+	// namespace, and on the shared one would act on the other scenarios' clusters.
+	kube := testenv.PrivateKube(t)
+	opInstallCRD(t, kube.Config())
+	c := opClient(t, kube.Config())
+	kubeconfig := kube.KubeconfigPath()
 	w := testenv.Workload(t)
 	wcfg := w.Config(t)
 	skopeo := testenv.Skopeo(t)
@@ -302,8 +307,15 @@ current-context: prod-eu
 		}
 		script.Reset()
 	}
-	ran := 0
+	ran, holding := 0, false
 	for _, b := range gsBlocks(t) {
+		if ran == 1 && !holding {
+			// The release (the guide's first step) is built before the workload cluster is taken: the
+			// other scenarios on it go on meanwhile.
+			flush()
+			hold(t, &workloadCluster)
+			holding = true
+		}
 		switch b.action {
 		case "skip", "env":
 			t.Logf("docs/getting-started.md:%d not run (%s): %s", b.line, b.action, b.why)

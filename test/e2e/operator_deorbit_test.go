@@ -574,20 +574,38 @@ func (f *deorbitFixture) mustBeEmpty() {
 			f.t.Errorf("route %s via %s still on the router", x.Destination, x.NextHop)
 		}
 	}
-	pvcs, err := f.w.cs.CoreV1().PersistentVolumeClaims(f.wns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		f.t.Fatal(err)
+	// In the workload cluster every claim and Service was deleted; one may still be going, held by its
+	// controller's finalizer (a Service by the cloud controller manager's, until it has seen its load balancer
+	// gone; on a busy machine that can come a few seconds after deorbit is done).
+	left := func() []string {
+		var out []string
+		pvcs, err := f.w.cs.CoreV1().PersistentVolumeClaims(f.wns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		svcs, err := f.w.cs.CoreV1().Services(f.wns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		objs := []metav1.Object{}
+		for i := range pvcs.Items {
+			objs = append(objs, &pvcs.Items[i])
+		}
+		for i := range svcs.Items {
+			objs = append(objs, &svcs.Items[i])
+		}
+		for _, o := range objs {
+			if o.GetDeletionTimestamp() == nil {
+				f.t.Fatalf("%T %s/%s still in the workload cluster, not being deleted", o, o.GetNamespace(), o.GetName())
+			}
+			out = append(out, fmt.Sprintf("%T %s/%s (being deleted, finalizers %v)", o, o.GetNamespace(), o.GetName(), o.GetFinalizers()))
+		}
+		return out
 	}
-	for _, p := range pvcs.Items {
-		f.t.Errorf("PVC %s/%s still in the workload cluster", p.Namespace, p.Name)
-	}
-	svcs, err := f.w.cs.CoreV1().Services(f.wns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	for _, s := range svcs.Items {
-		f.t.Errorf("Service %s/%s still in the workload cluster", s.Namespace, s.Name)
-	}
+	opEventually(f.t, wlCloudTimeout, "the cluster's claims and Services gone from the workload cluster", func() (bool, string) {
+		l := left()
+		return len(l) == 0, strings.Join(l, "; ")
+	})
 }
 
 // operatorStart starts an operator with the fixture's options under identity.
@@ -607,6 +625,7 @@ func deorbitSummary(d *v1alpha1.DeorbitStatus) string {
 }
 
 func TestOperatorDeorbit(t *testing.T) {
+	parallel(t, &workloadCluster)
 	f := newDeorbitFixture(t, 3, 2, true)
 	f.networkOrphans()
 	f.orphans(1, 1)
@@ -632,6 +651,7 @@ func TestOperatorDeorbit(t *testing.T) {
 // Deorbit and no interlock (no Cluster API owner, no confirmation, its servers not counted) is held: its
 // condition says why and how to go on, and nothing is deleted; confirmed with its UID, it tears the cluster down.
 func TestOperatorDeorbitInterlock(t *testing.T) {
+	parallel(t, &workloadCluster)
 	f := newDeorbitFixture(t, 1, 1, false)
 	for _, p := range []*faultproxy.Proxy{f.cinder, f.octavia, f.kube} {
 		if err := p.Add(faultproxy.Rule{Name: "any-delete", Method: "DELETE", Path: "/**", Fault: faultproxy.Pass()}); err != nil {
@@ -719,6 +739,7 @@ func TestOperatorDeorbitInterlock(t *testing.T) {
 // Cinder answers 500 to the first two DELETEs of each orphan volume: deorbit retries with backoff, the third
 // goes through, and no fourth is sent.
 func TestOperatorDeorbitCinderDeleteFails(t *testing.T) {
+	parallel(t, &workloadCluster)
 	f := newDeorbitFixture(t, 1, 0, false)
 	f.orphans(2, 0)
 	for _, id := range f.orphanVolumes {
@@ -769,6 +790,7 @@ func statusResources(vc v1alpha1.VitalsCluster) []v1alpha1.DeorbitResource {
 // balancer and nothing else, in status (with its status and last error), counted in an Event and in the debris
 // metric.
 func TestOperatorDeorbitLoadBalancerStuck(t *testing.T) {
+	parallel(t, &workloadCluster)
 	f := newDeorbitFixture(t, 1, 1, false)
 	f.orphans(0, 1)
 	stuck := f.orphanLBs[0]
@@ -878,6 +900,7 @@ func metricValue(t *testing.T, r *opRun, name string, labels map[string]string) 
 // The workload cluster goes away once deorbit began: after the grace period deorbit goes on with the
 // cloud-side sweep, which finds the volumes and load balancers by the cluster's tags and deletes them.
 func TestOperatorDeorbitWorkloadGone(t *testing.T) {
+	parallel(t, &workloadCluster)
 	f := newDeorbitFixture(t, 2, 1, false)
 	f.operatorStart("deorbit")
 	key := f.create(func(vc *v1alpha1.VitalsCluster) {
@@ -969,6 +992,7 @@ func (p *opProcess) kill(t *testing.T) {
 // load balancer's not): everything goes, the finalizer too, and the cloud and the workload cluster saw
 // exactly one DELETE of each orphan, claim and Service.
 func TestOperatorDeorbitOperatorKilled(t *testing.T) {
+	parallel(t, &workloadCluster)
 	f := newDeorbitFixture(t, 2, 1, false)
 	f.orphans(2, 1)
 	held := f.orphanLBs[0]
