@@ -398,19 +398,7 @@ func capiHeldWhileClusterLives(t *testing.T, m *capiMgmt, vc client.Client, got 
 	if err := vc.Delete(context.Background(), got); err != nil {
 		t.Fatalf("delete the VitalsCluster: %v", err)
 	}
-	var held string
-	opEventually(t, capiTimeout, "the deleted VitalsCluster held: CleanedUp False/NotConfirmed", func() (bool, string) {
-		var cur v1alpha1.VitalsCluster
-		if err := vc.Get(context.Background(), client.ObjectKeyFromObject(got), &cur); err != nil {
-			return false, err.Error()
-		}
-		c := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionCleanedUp)
-		if c == nil {
-			return false, "no CleanedUp condition"
-		}
-		held = c.Message
-		return c.Status == metav1.ConditionFalse && c.Reason == deorbit.ReasonNotConfirmed, c.Reason + ": " + c.Message
-	})
+	_, held := deorbitHeld(t, vc, client.ObjectKeyFromObject(got), capiTimeout)
 	t.Logf("the VitalsCluster deleted while its Cluster lives: %s", held)
 	for _, want := range []string{"nothing was deleted", "while it lives, the cluster's servers being gone proves nothing", "or delete its Cluster API Cluster"} {
 		if !strings.Contains(held, want) {

@@ -646,6 +646,26 @@ func TestOperatorDeorbit(t *testing.T) {
 	}
 }
 
+// deorbitHeld waits until the deleted VitalsCluster key is held by its interlock (CleanedUp False/NotConfirmed),
+// and returns it with the condition's message.
+func deorbitHeld(t *testing.T, c client.Client, key client.ObjectKey, timeout time.Duration) (v1alpha1.VitalsCluster, string) {
+	t.Helper()
+	var vc v1alpha1.VitalsCluster
+	var msg string
+	opEventually(t, timeout, "the deleted VitalsCluster held: CleanedUp False/NotConfirmed", func() (bool, string) {
+		if err := c.Get(context.Background(), key, &vc); err != nil {
+			return false, err.Error()
+		}
+		cond := meta.FindStatusCondition(vc.Status.Conditions, v1alpha1.ConditionCleanedUp)
+		if cond == nil {
+			return false, "no CleanedUp condition"
+		}
+		msg = cond.Message
+		return cond.Status == metav1.ConditionFalse && cond.Reason == deorbit.ReasonNotConfirmed, cond.Reason + ": " + cond.Message
+	})
+	return vc, msg
+}
+
 // TestOperatorDeorbitInterlock: deleting VitalsClusters of a live cluster. A hand-made one (deletion policy Orphan,
 // the default) goes at once and nothing is deleted, in the workload cluster or in the cloud. One with the policy
 // Deorbit and no interlock (no Cluster API owner, no confirmation, its servers not counted) is held: its
@@ -706,18 +726,7 @@ func TestOperatorDeorbitInterlock(t *testing.T) {
 
 	key = f.createAs(nil, false)
 	f.delete(key)
-	var msg string
-	opEventually(t, time.Minute, "CleanedUp False/NotConfirmed", func() (bool, string) {
-		if err := f.c.Get(context.Background(), key, &vc); err != nil {
-			return false, err.Error()
-		}
-		c := meta.FindStatusCondition(vc.Status.Conditions, v1alpha1.ConditionCleanedUp)
-		if c == nil {
-			return false, "no CleanedUp"
-		}
-		msg = c.Message
-		return c.Status == metav1.ConditionFalse && c.Reason == deorbit.ReasonNotConfirmed, c.Reason + ": " + c.Message
-	})
+	vc, msg := deorbitHeld(t, f.c, key, time.Minute)
 	t.Logf("CleanedUp: %s", msg)
 	for _, want := range []string{"nothing was deleted", "no Cluster API Cluster owns it",
 		"annotate vitalscluster doomed " + v1alpha1.AnnotationConfirmDeorbit + "=" + string(vc.UID), `"deletionPolicy":"Orphan"`} {
