@@ -58,32 +58,11 @@ check() {
 # real Keystone and Neutron. Prints "PROJECT_ID EXTERNAL_NETWORK_ID".
 tenant() {
   [ -f "$DIR/tenant-password" ] || head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$DIR/tenant-password"
-  PASSWORD=$(cat "$DIR/tenant-password") NAME=$PROJECT EXTNET=$EXTNET EXTCIDR=$EXTCIDR $PY - <<'EOF'
+  PASSWORD=$(cat "$DIR/tenant-password") NAME=$PROJECT EXTNET=$EXTNET EXTCIDR=$EXTCIDR PYTHONPATH=$ROOT/hack/py $PY - <<'EOF'
 import os
-from keystoneauth1.identity import v3
-from keystoneauth1 import exceptions as ksexc
-from keystoneauth1 import session
-from keystoneclient.v3 import client as ksclient
-name, password = os.environ["NAME"], os.environ["PASSWORD"]
-admin = session.Session(auth=v3.Password(auth_url=os.environ["OS_AUTH_URL"], username=os.environ["OS_USERNAME"],
-    password=os.environ["OS_PASSWORD"], project_name=os.environ["OS_PROJECT_NAME"],
-    user_domain_name=os.environ["OS_USER_DOMAIN_NAME"], project_domain_name=os.environ["OS_PROJECT_DOMAIN_NAME"]))
-ks = ksclient.Client(session=admin)
-project = next(iter(ks.projects.list(name=name)), None) or ks.projects.create(name, "default",
-    description="Cluster API end-to-end tests: the project CAPO acts in")
-user = next(iter(ks.users.list(name=name)), None)
-if user is None:
-    user = ks.users.create(name, domain="default", password=password, default_project=project)
-else:
-    ks.users.update(user, password=password, default_project=project)
-for rname in ("member", "load-balancer_member"):
-    role = next(iter(ks.roles.list(name=rname)), None)
-    if role is None:
-        try:
-            role = ks.roles.create(rname)
-        except ksexc.Conflict:  # made in between by the other script of testenv up (capi.sh, workload.sh start together)
-            role = next(iter(ks.roles.list(name=rname)))
-    ks.roles.grant(role, user=user, project=project)
+from ostenant import tenant
+admin, project = tenant(os.environ["NAME"], os.environ["PASSWORD"],
+    "Cluster API end-to-end tests: the project CAPO acts in")
 n = dict(service_type="network", interface="public")
 ext = os.environ["EXTNET"]
 nets = admin.get("/v2.0/networks?name=%s" % ext, endpoint_filter=n).json()["networks"]

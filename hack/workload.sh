@@ -66,39 +66,16 @@ kapi() {
 # ROUTER_ID".
 tenant() {
   [ -f "$DIR/tenant-password" ] || head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$DIR/tenant-password"
-  PASSWORD=$(cat "$DIR/tenant-password") NAME=$PROJECT $PY - <<'EOF'
+  PASSWORD=$(cat "$DIR/tenant-password") NAME=$PROJECT PYTHONPATH=$ROOT/hack/py $PY - <<'EOF'
 import os
-from keystoneauth1.identity import v3
-from keystoneauth1 import exceptions as ksexc
-from keystoneauth1 import session
-from keystoneclient.v3 import client as ksclient
+from ostenant import tenant, tenant_session
 name, password = os.environ["NAME"], os.environ["PASSWORD"]
-admin = session.Session(auth=v3.Password(auth_url=os.environ["OS_AUTH_URL"], username=os.environ["OS_USERNAME"],
-    password=os.environ["OS_PASSWORD"], project_name=os.environ["OS_PROJECT_NAME"],
-    user_domain_name=os.environ["OS_USER_DOMAIN_NAME"], project_domain_name=os.environ["OS_PROJECT_DOMAIN_NAME"]))
-ks = ksclient.Client(session=admin)
-project = next(iter(ks.projects.list(name=name)), None) or ks.projects.create(name, "default",
-    description="workload cluster of the deorbit end-to-end tests")
-user = next(iter(ks.users.list(name=name)), None)
-if user is None:
-    user = ks.users.create(name, domain="default", password=password, default_project=project)
-else:
-    ks.users.update(user, password=password, default_project=project)
-# member for Nova/Neutron/Cinder; load-balancer_member for Octavia's role-based policy
-for rname in ("member", "load-balancer_member"):
-    role = next(iter(ks.roles.list(name=rname)), None)
-    if role is None:
-        try:
-            role = ks.roles.create(rname)
-        except ksexc.Conflict:  # made in between by the other script of testenv up (capi.sh, workload.sh start together)
-            role = next(iter(ks.roles.list(name=rname)))
-    ks.roles.grant(role, user=user, project=project)
+admin, project = tenant(name, password, "workload cluster of the deorbit end-to-end tests")
 # room for many volumes: the tests create dozens, and a debris test leaves some until its cleanup
 cinder = dict(service_type="volumev3", interface="public")
 admin.put("/os-quota-sets/%s" % project.id, endpoint_filter=cinder, json={"quota_set": {
     "volumes": 500, "snapshots": 500, "gigabytes": 5000}})
-tenant = session.Session(auth=v3.Password(auth_url=os.environ["OS_AUTH_URL"], username=name, password=password,
-    project_id=project.id, user_domain_id="default"))
+tenant = tenant_session(name, password, project)
 n = dict(service_type="network", interface="public")
 nets = tenant.get("/v2.0/networks?name=%s-lb" % name, endpoint_filter=n).json()["networks"]
 net = nets[0] if nets else tenant.post("/v2.0/networks", endpoint_filter=n,
