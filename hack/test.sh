@@ -50,8 +50,8 @@ failed_step=
 set -a; . "$TESTENV_DIR/env"; set +a
 export VITALS_TESTENV_REQUIRED=1
 rc=0
-# test/e2e runs its long scenarios side by side (test/e2e/parallel_test.go), and still takes some 15-20 minutes
-# under -race on 2 cores, past go test's default 10-minute limit per package.
+# test/e2e runs every scenario against the real services one after another (about 25 minutes under -race on
+# 2 cores), well past go test's default 10-minute limit per package.
 FLAGS=${GO_TEST_FLAGS:--race -count=1 -timeout 60m}
 # shellcheck disable=SC2086
 step "go test $FLAGS ${TEST_PKGS:-./...}" go test $FLAGS ${TEST_PKGS:-./...} > >(tee "$OUT/go-test.out") 2>&1 || rc=$?

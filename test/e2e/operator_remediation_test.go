@@ -21,7 +21,7 @@ import (
 )
 
 func TestOperatorPauseSwitchAtRunTime(t *testing.T) {
-	parallel(t)
+	t.Parallel()
 	env := testenv.OpenStack(t)
 	cfg, c, ns := opKube(t)
 	auth, cloud, n := opCloudNet(t, env)

@@ -27,7 +27,6 @@ import (
 )
 
 func TestOperatorWorkloadAccess(t *testing.T) {
-	parallel(t)
 	cfg, c, ns := opKube(t)
 	ctx := context.Background()
 	priv := testenv.PrivateKube(t)

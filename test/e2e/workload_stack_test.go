@@ -13,7 +13,6 @@ import (
 )
 
 func TestWorkloadClusterStack(t *testing.T) {
-	parallel(t, &workloadCluster)
 	w := wlOpen(t)
 	w.Sweep()
 	ctx := context.Background()
