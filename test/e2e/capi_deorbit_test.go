@@ -201,6 +201,7 @@ func (d capiWorkloadDebris) Left(t testing.TB, cloud *openstack.Cloud) (cluster,
 // balancer and its port, and CAPO retries. The operator acts as the chart's ServiceAccount: every request it
 // makes must be allowed, and the enrolment's permissions are used.
 func TestCAPIDeleteClusterDeorbits(t *testing.T) {
+	parallel(t, &capiCluster)
 	m := capiOpen(t)
 	helm := testenv.Helm(t)
 	admin := m.env.Config(t)

@@ -113,6 +113,7 @@ func extCall(t *testing.T, hc *http.Client, url string, body, out any) {
 // wait for (no VitalsCluster, one another Cluster of the name controls, deletionPolicy Orphan); an oversized
 // request is refused with Failure.
 func TestCAPIRuntimeExtension(t *testing.T) {
+	parallel(t)
 	cfg := testenv.PrivateKube(t).Config()
 	opInstallCRD(t, cfg)
 	c := opClient(t, cfg)

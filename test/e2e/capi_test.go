@@ -10,6 +10,7 @@ import (
 // subnet, router, security groups and API load balancer in its project, the Cluster's infrastructure is
 // provisioned; `kubectl delete cluster` ends with CAPO's teardown done and the project holding none of them.
 func TestCAPIClusterOnOpenStack(t *testing.T) {
+	parallel(t, &capiCluster)
 	m := capiOpen(t)
 	ns := m.Namespace("capi")
 	start := time.Now()

@@ -31,6 +31,7 @@ import (
 )
 
 func TestChartInstallUpgradeUninstall(t *testing.T) {
+	parallel(t)
 	helm := testenv.Helm(t)
 	cfg, c, ns := opKube(t)
 	kubeconfig := testenv.KubeconfigPath(t)

@@ -351,6 +351,7 @@ func (cr *chartRBAC) check(sa string, unexercised map[rbacPerm]string) {
 // replica) or sharding (more), the pause switch, a VitalsCluster with a credentials Secret proven against
 // the real cloud (finalizer, status, Events) and a route pass over its real router.
 func TestChartRBACOperator(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name, values string
 		sharded      bool
@@ -507,6 +508,7 @@ func (cr *chartRBAC) leasesAt(sa, pl string) {
 // Events of failed CNI ADDs (twice the same one: the second is a patch of the first's count). With the
 // discovered peers on, it also lists and watches the canaries' EndpointSlices in the release's namespace.
 func TestChartRBACAgent(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name, values string
 		peers        bool

@@ -38,6 +38,7 @@ import (
 )
 
 func TestDoctor(t *testing.T) {
+	parallel(t)
 	admin := testenv.Kube(t)
 	kubeconfig := testenv.KubeconfigPath(t)
 	env := testenv.OpenStack(t)
@@ -322,7 +323,7 @@ func doctorSetQuotas(t *testing.T, admin *openstack.Cloud, project string) {
 // kube-apiserver), the crd check fails and says to install deploy/crds/, every other check is skipped,
 // and the exit code is 1 for scripts.
 func TestDoctorWithoutCRD(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	k := testenv.PrivateKube(t)
 	var out, errb bytes.Buffer
 	code := cli.Main([]string{"doctor", "prod-eu", "-n", "clusters", "--kubeconfig", k.KubeconfigPath(), "--allow-loopback-workload", "-o", "json"}, &out, &errb)

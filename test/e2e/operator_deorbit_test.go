@@ -625,6 +625,7 @@ func deorbitSummary(d *v1alpha1.DeorbitStatus) string {
 }
 
 func TestOperatorDeorbit(t *testing.T) {
+	parallel(t, &workloadCluster)
 	f := newDeorbitFixture(t, 3, 2, true)
 	f.networkOrphans()
 	f.orphans(1, 1)
@@ -670,6 +671,7 @@ func deorbitHeld(t *testing.T, c client.Client, key client.ObjectKey, timeout ti
 // Deorbit and no interlock (no Cluster API owner, no confirmation, its servers not counted) is held: its
 // condition says why and how to go on, and nothing is deleted; confirmed with its UID, it tears the cluster down.
 func TestOperatorDeorbitInterlock(t *testing.T) {
+	parallel(t, &workloadCluster)
 	f := newDeorbitFixture(t, 1, 1, false)
 	for _, p := range []*faultproxy.Proxy{f.cinder, f.octavia, f.kube} {
 		if err := p.Add(faultproxy.Rule{Name: "any-delete", Method: "DELETE", Path: "/**", Fault: faultproxy.Pass()}); err != nil {
@@ -746,6 +748,7 @@ func TestOperatorDeorbitInterlock(t *testing.T) {
 // Cinder answers 500 to the first two DELETEs of each orphan volume: deorbit retries with backoff, the third
 // goes through, and no fourth is sent.
 func TestOperatorDeorbitCinderDeleteFails(t *testing.T) {
+	parallel(t, &workloadCluster)
 	f := newDeorbitFixture(t, 1, 0, false)
 	f.orphans(2, 0)
 	for _, id := range f.orphanVolumes {
@@ -796,6 +799,7 @@ func statusResources(vc v1alpha1.VitalsCluster) []v1alpha1.DeorbitResource {
 // balancer and nothing else, in status (with its status and last error), counted in an Event and in the debris
 // metric.
 func TestOperatorDeorbitLoadBalancerStuck(t *testing.T) {
+	parallel(t, &workloadCluster)
 	f := newDeorbitFixture(t, 1, 1, false)
 	f.orphans(0, 1)
 	stuck := f.orphanLBs[0]
@@ -905,6 +909,7 @@ func metricValue(t *testing.T, r *opRun, name string, labels map[string]string) 
 // The workload cluster goes away once deorbit began: after the grace period deorbit goes on with the
 // cloud-side sweep, which finds the volumes and load balancers by the cluster's tags and deletes them.
 func TestOperatorDeorbitWorkloadGone(t *testing.T) {
+	parallel(t, &workloadCluster)
 	f := newDeorbitFixture(t, 2, 1, false)
 	f.operatorStart("deorbit")
 	key := f.create(func(vc *v1alpha1.VitalsCluster) {
@@ -996,6 +1001,7 @@ func (p *opProcess) kill(t *testing.T) {
 // load balancer's not): everything goes, the finalizer too, and the cloud and the workload cluster saw
 // exactly one DELETE of each orphan, claim and Service.
 func TestOperatorDeorbitOperatorKilled(t *testing.T) {
+	parallel(t, &workloadCluster)
 	f := newDeorbitFixture(t, 2, 1, false)
 	f.orphans(2, 1)
 	held := f.orphanLBs[0]

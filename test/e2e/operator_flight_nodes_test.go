@@ -362,6 +362,7 @@ var (
 // hard reboots are told apart on the wire (the body Nova receives). A server with a Ready Node and a Cluster
 // API Machine's node that is NotReady are never touched.
 func TestFlightNodesNeverRegistered(t *testing.T) {
+	parallel(t)
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
 		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
 		c.Spec.Controllers.Flight.Repairs.Nodes.Replacement = &v1alpha1.ServerReplacement{MetadataKey: "e2e-pool"}
@@ -476,6 +477,7 @@ func TestFlightNodesNeverRegistered(t *testing.T) {
 // cordoned, drained or rebooted, however long it stays NotReady, while the cluster's own server named by
 // another NotReady Node is repaired in the same passes.
 func TestFlightNodesForgedNode(t *testing.T) {
+	parallel(t)
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
 		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
 		c.Spec.Controllers.Flight.Servers.Metadata = map[string]string{"e2e-cluster": "forged"}
@@ -515,6 +517,7 @@ func TestFlightNodesForgedNode(t *testing.T) {
 // it is Ready again it is uncordoned (flight cordoned it). The second time it fails, within the cooldown,
 // nothing happens; with perServer.maxSteps 2 a third failure is a reboot loop: left alone, and said so.
 func TestFlightNodesDwell(t *testing.T) {
+	parallel(t)
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
 		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
 		c.Spec.Controllers.Flight.Repairs.Nodes.PerServer = &v1alpha1.PerServerLimits{Cooldown: &metav1.Duration{Duration: 30 * time.Minute}, MaxSteps: new(int32(2))}
@@ -595,6 +598,7 @@ func TestFlightNodesDwell(t *testing.T) {
 // storm rule holds every reboot, NodesHealthy says TooManyUnhealthy, and nothing is rebooted, however long
 // it lasts; meanwhile the safe repairs run: a rule missing from the security group is put back.
 func TestFlightStorm(t *testing.T) {
+	parallel(t)
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
 		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
 		c.Spec.Controllers.Flight.Repairs.SecurityGroupRules.Enabled = new(true)
@@ -674,6 +678,7 @@ func (f *fnFixture) ensureInstanceQuota(n int) {
 // address pair for its PodCIDR; a forged PodCIDR outside the cluster's is never written; a second
 // sync waits for minInterval; the condition turns True when the agent reports connectivity again.
 func TestFlightSecurityGroupSync(t *testing.T) {
+	parallel(t)
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
 		c.Spec.Controllers.Flight.Repairs.Nodes.Enabled = new(false)
 		c.Spec.Controllers.Flight.Repairs.SecurityGroupSync.MinInterval = &metav1.Duration{Duration: 10 * time.Minute}
@@ -788,6 +793,7 @@ func portPairs(t *testing.T, nc *gophercloud.ServiceClient, server string) []str
 // the pod is evicted, and when it is gone the soft reboot follows. The test writes what a kubelet and the
 // disruption controller would: the pod Running and Ready on the node, the budget's status.
 func TestFlightNodesDrainPDB(t *testing.T) {
+	parallel(t)
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
 		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
 	})
@@ -878,6 +884,7 @@ func TestFlightNodesDrainPDB(t *testing.T) {
 // out-of-service taint (non-graceful node shutdown: its pods' volumes detach); started again and Ready, the
 // taint comes off and the escalation ends. Nothing is rebooted.
 func TestFlightNodesOutOfService(t *testing.T) {
+	parallel(t)
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
 		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
 	})
@@ -927,6 +934,7 @@ func TestFlightNodesOutOfService(t *testing.T) {
 // touched; once it answers again disruptive steps are frozen for outageFreeze, and the node's timer restarts
 // from the outage, so the soft reboot comes only unhealthyTimeout after it, not at once.
 func TestFlightNodesWorkloadOutage(t *testing.T) {
+	parallel(t)
 	f, sv, name := observedNotReady(t, 80)
 	workloadCheck := func(failing bool) {
 		t.Helper()
@@ -966,6 +974,7 @@ func TestFlightNodesWorkloadOutage(t *testing.T) {
 // write that found it, though no check saw it; the passes after it are frozen, and restart the node's timer
 // from it, as for an outage seen between passes.
 func TestFlightNodesWorkloadStopsMidPass(t *testing.T) {
+	parallel(t)
 	f, sv, name := observedNotReady(t, 81)
 	if err := f.kubeProxy.Add(faultproxy.Rule{Name: "stop", Path: "/api/v1/nodes/" + name, Fault: faultproxy.Reset()}); err != nil {
 		t.Fatal(err)

@@ -287,6 +287,7 @@ func (f *flFixture) repairs(repair, outcome string) float64 {
 }
 
 func TestOperatorFlight(t *testing.T) {
+	parallel(t)
 	testenv.RequireFull(t)
 	wl := newFlightWorkload(t)
 

@@ -65,6 +65,7 @@ checks:
 `
 
 func TestOperatorImage(t *testing.T) {
+	parallel(t)
 	host := testenv.Docker(t)
 	if _, err := exec.LookPath("docker"); err != nil {
 		prereq.Missing(t, "docker CLI not installed")

@@ -95,7 +95,7 @@ func probe(addr, path string) (int, string) {
 }
 
 func TestOperatorLeaderElectionAndRemoval(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	env := testenv.OpenStack(t)
 	cfg, c, ns := opKube(t)
 	auth, cloud, n := opCloudNet(t, env)
@@ -237,7 +237,7 @@ func TestOperatorLeaderElectionAndRemoval(t *testing.T) {
 }
 
 func TestOperatorReadinessFollowsKeystone(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	k := testenv.PrivateKeystone(t)
 	cfg, _, ns := opKube(t)
 	auth := opAuth(t, k.OpenStack())

@@ -20,7 +20,7 @@ import (
 )
 
 func TestOperatorMetrics(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	cfg, c, ns := opKube(t)
 	// No credentials anywhere: the access controller refuses the cluster (CloudVerified False), which
 	// is a condition to export without any cloud.

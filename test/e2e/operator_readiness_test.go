@@ -17,7 +17,7 @@ import (
 // is degraded by default) without failing readiness, or fails it when configured critical; Neutron
 // answering 503 fails readiness naming neutron; liveness passes throughout.
 func TestOperatorReadinessNeutronFaults(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	cfg := testenv.Kube(t)
 	env := testenv.OpenStack(t)
 	opInstallCRD(t, cfg)

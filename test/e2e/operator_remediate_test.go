@@ -269,6 +269,7 @@ func (f *rmFixture) steps(step, outcome string) float64 {
 // wire and recorded by Nova), and the remediation stops, saying so, when the hard reboot did not bring the Machine
 // back; nothing is deleted. A Machine healthy again after the soft reboot ends its remediation with no hard one.
 func TestRemediateMachine(t *testing.T) {
+	parallel(t)
 	f := newRMFixture(t)
 	id := f.server()
 	m := f.machine(id)
@@ -339,6 +340,7 @@ func TestRemediateMachine(t *testing.T) {
 // controller runs as the chart's operator ServiceAccount (operator.capi.remediate: true): every request it makes
 // is allowed by the chart, the status patch of the Machine among them.
 func TestRemediateHandBack(t *testing.T) {
+	parallel(t)
 	f := newRMFixture(t)
 	cr, sa := f.asChart()
 	ctx := context.Background()
@@ -437,6 +439,7 @@ func eventSeen(r *events.FakeRecorder, reason string) bool {
 // TestRemediateForeignServer: a Machine whose providerID names a server of another project (seen by the test
 // cloud's admin credentials, the cluster's) stops with ForeignServer, and nothing is sent to Nova.
 func TestRemediateForeignServer(t *testing.T) {
+	parallel(t)
 	f := newRMFixture(t)
 	tenant := opNewTenant(t, f.cloud, testenv.RequireFull(t))
 	tnet := opNewNet(t, tenant.Cloud)
@@ -457,6 +460,7 @@ func TestRemediateForeignServer(t *testing.T) {
 // pause annotation, or Cluster API's pause of the Machine) holds it at the write: nothing reaches Nova, the
 // remediation stays Pending and says why; once the pause is off the reboot goes out.
 func TestRemediatePauseAtWrite(t *testing.T) {
+	parallel(t)
 	f := newRMFixture(t)
 	cc, err := f.cloud.Client(openstack.ServiceCompute)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 )
 
 func TestOperatorPauseSwitchAtRunTime(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	env := testenv.OpenStack(t)
 	cfg, c, ns := opKube(t)
 	auth, cloud, n := opCloudNet(t, env)

@@ -216,7 +216,7 @@ func hasAction(cl *v1alpha1.VitalsCluster, kind v1alpha1.ActionKind, reason, obj
 }
 
 func TestOperatorRouteGCRemovesOrphanAfterTwoPassesOnly(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := newGCFixture(t, func(c *v1alpha1.VitalsCluster) {
 		c.Spec.Controllers.RouteGC.ProtectedRoutes = []v1alpha1.ProtectedRoute{{Destination: "198.19.7.0/24"}}
 	})
@@ -312,7 +312,7 @@ func drainEvents(r *events.FakeRecorder, reason string, texts ...string) bool {
 }
 
 func TestOperatorRouteGCNodeBackKeepsRoute(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	// A route whose node port disappears for one pass and comes back is never removed.
 	f := newGCFixture(t, nil)
 	port := f.net.Port(6)
@@ -336,7 +336,7 @@ func TestOperatorRouteGCNodeBackKeepsRoute(t *testing.T) {
 }
 
 func TestOperatorRouteGCReadFailureRemovesNothing(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	// The read failures are outages the collector saw: no outage freeze, so that the pass after the faults
 	// cleared may remove (the freeze has tests of its own).
 	f := newGCFixture(t, func(cl *v1alpha1.VitalsCluster) {
@@ -406,7 +406,7 @@ func TestOperatorRouteGCReadFailureRemovesNothing(t *testing.T) {
 }
 
 func TestOperatorRouteGCEmptyListIsNotEveryRouteOrphaned(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	// A project whose port list comes back empty (a wrong project, a policy that hides ports) must
 	// not make every route orphaned: the pass refuses.
 	f := newGCFixture(t, func(c *v1alpha1.VitalsCluster) {
@@ -429,7 +429,7 @@ func TestOperatorRouteGCEmptyListIsNotEveryRouteOrphaned(t *testing.T) {
 }
 
 func TestOperatorRouteGCPassCapAndDryRun(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	budget := int32(2)
 	f := newGCFixture(t, func(c *v1alpha1.VitalsCluster) {
 		c.Spec.Controllers.RouteGC.Budget = &budget
@@ -530,7 +530,7 @@ func (f *gcFixture) held(orphan openstack.Route, reason string, passes int) *v1a
 var heldByPolicy = regexp.MustCompile(`[1-9][0-9]* held by the remediation policy`)
 
 func TestOperatorRouteGCBudgetZeroRemovesNothing(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	zero := int32(0)
 	f, orphan := provenOrphan(t, func(c *v1alpha1.VitalsCluster) {
 		c.Spec.Remediation.Budget = &v1alpha1.BudgetSpec{Actions: &zero}
@@ -561,7 +561,7 @@ func TestOperatorRouteGCBudgetZeroRemovesNothing(t *testing.T) {
 }
 
 func TestOperatorRouteGCPausedRemovesNothing(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f, orphan := provenOrphan(t, func(c *v1alpha1.VitalsCluster) {
 		c.Annotations = map[string]string{v1alpha1.AnnotationPaused: "true"}
 	})
@@ -605,7 +605,7 @@ func waitCheck(t *testing.T, m *health.Manager, name string, want health.Status)
 }
 
 func TestOperatorRouteGCGateClosedByKeystone(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	k := testenv.PrivateKeystone(t)
 	hm := keystoneHealth(t, k)
 	f, orphan := provenOrphan(t, nil)
@@ -629,7 +629,7 @@ func TestOperatorRouteGCGateClosedByKeystone(t *testing.T) {
 }
 
 func TestOperatorRouteGCGateNeedsTheCloudCheck(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	// A cluster whose cloud check never reported is not acted on: without routegc setting it (as the
 	// access controller will), the gate stays closed.
 	f, orphan := provenOrphan(t, nil)
@@ -645,7 +645,7 @@ func TestOperatorRouteGCGateNeedsTheCloudCheck(t *testing.T) {
 }
 
 func TestOperatorRouteGCProofAge(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	// The default minimum proof age (5m) holds whatever the interval (1m): two passes prove the route
 	// orphaned after one minute, the removal waits until it was first seen five minutes ago.
 	f := newGCFixture(t, func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.MinProofAge = nil })
@@ -670,7 +670,7 @@ func TestOperatorRouteGCProofAge(t *testing.T) {
 }
 
 func TestOperatorRouteGCExclusions(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := newGCFixture(t, nil)
 	f.net.Port(5)
 	byDst := openstack.Route{Destination: "198.19.2.0/24", NextHop: f.net.IP(97)}
@@ -701,7 +701,7 @@ func TestOperatorRouteGCExclusions(t *testing.T) {
 }
 
 func TestOperatorRouteGCDryRunReports(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f, orphan := provenOrphan(t, func(c *v1alpha1.VitalsCluster) { c.Spec.Remediation.DryRun = true })
 	cl, _ := f.pass()
 	f.mustHave("cluster dry run", orphan)
@@ -726,7 +726,7 @@ func TestOperatorRouteGCDryRunReports(t *testing.T) {
 }
 
 func TestOperatorRouteGCStorm(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	// Three of four routes in the pod CIDRs orphaned at once (more than 40%, rounded up: 2): a storm,
 	// nothing is removed; after the orphans are fewer, the cool-down still holds, then they go.
 	f := newGCFixture(t, nil)
@@ -789,7 +789,7 @@ func (r *racingRouters) SetRoutes(ctx context.Context, id string, routes []opens
 }
 
 func TestOperatorRouteGCConflictIsRetried(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := newGCFixture(t, nil)
 	f.net.Port(5)
 	orphan := openstack.Route{Destination: "198.19.2.0/24", NextHop: f.net.IP(99)}

@@ -280,7 +280,7 @@ func (f *tenancyFixture) run(v *tenancy.Verifier, key client.ObjectKey) (*v1alph
 }
 
 func TestOperatorTenancyRefusals(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := newTenancyFixture(t, true)
 	orphan := openstack.Route{Destination: "198.19.2.0/24", NextHop: f.ours.IP(99)}
 	theirOrphan := openstack.Route{Destination: "198.19.2.0/24", NextHop: f.theirs.IP(99)}
@@ -389,7 +389,7 @@ func TestOperatorTenancyRefusals(t *testing.T) {
 }
 
 func TestOperatorTenancyOverlap(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := newTenancyFixture(t, false)
 	v := f.verifier(nil)
 	old := f.cluster("established", func(c *v1alpha1.VitalsCluster) { c.Spec.PodCIDRs = []v1alpha1.CIDR{"198.18.0.0/16"} })
@@ -478,7 +478,7 @@ func (f *tenancyFixture) mustNotLeak(cl *v1alpha1.VitalsCluster, evs []string) {
 // not a cloud outage (CloudUnavailable) quoting the API server's RBAC message; its workload kubeconfig
 // Secret is MissingKubeconfig, the same way.
 func TestTenancySecretForbidden(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	admin, c, ns := opKube(t)
 	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
 		StringData: map[string]string{"clouds.yaml": opCloudsYAML("https://keystone.example:5000/v3", "u", "p", "proj")}}

@@ -27,6 +27,7 @@ import (
 )
 
 func TestOperatorWorkloadAccess(t *testing.T) {
+	parallel(t)
 	cfg, c, ns := opKube(t)
 	ctx := context.Background()
 	priv := testenv.PrivateKube(t)

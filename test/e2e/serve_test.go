@@ -100,6 +100,7 @@ func serveDo(t *testing.T, method, url string, hdr ...string) serveResp {
 }
 
 func TestServeEndToEnd(t *testing.T) {
+	parallel(t)
 	prereq.Short(t, "end-to-end: builds and runs the vitals binary")
 	root := serveRepoRoot(t)
 	bin := serveBuild(t, root)

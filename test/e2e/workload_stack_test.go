@@ -13,6 +13,7 @@ import (
 )
 
 func TestWorkloadClusterStack(t *testing.T) {
+	parallel(t, &workloadCluster)
 	w := wlOpen(t)
 	w.Sweep()
 	ctx := context.Background()
