@@ -24,7 +24,8 @@ KEY=$(cd "$T" && sha256sum go.mod go.sum | sha256sum | cut -c1-16) # relative na
 OUT=$VITALS_CACHE/capi-$A-$O-$KEY
 have() {
   [ -x "$OUT/cluster-api-controller" ] && [ -x "$OUT/capo-controller" ] &&
-    [ -f "$OUT/crds/capi/webhook.yaml" ] && [ -f "$OUT/crds/capo/webhook.yaml" ] && [ -f "$OUT/crds/orc/images.yaml" ]
+    [ -f "$OUT/crds/capi/webhook.yaml" ] && [ -f "$OUT/crds/capo/webhook.yaml" ] && [ -f "$OUT/crds/orc/images.yaml" ] &&
+    [ -f "$OUT/crds/kcp/kustomization.yaml.txt" ]
 }
 mkdir -p "$VITALS_CACHE"
 exec 9>"$VITALS_CACHE/capi-build.lock"
@@ -55,6 +56,12 @@ for m in capi:sigs.k8s.io/cluster-api capo:sigs.k8s.io/cluster-api-provider-open
   cp "$d/config/crd/kustomization.yaml" "$OUT.tmp/crds/${m%%:*}/kustomization.yaml.txt"
   cp "$d/config/webhook/manifests.yaml" "$OUT.tmp/crds/${m%%:*}/webhook.yaml"
 done
+# the kubeadm control plane's CRDs alone (no controller of it runs): a ClusterClass names a control plane template,
+# and Cluster API's topology controller makes the KubeadmControlPlane from it
+d=$(go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api)/controlplane/kubeadm/config/crd
+mkdir -p "$OUT.tmp/crds/kcp"
+cp "$d"/bases/*.yaml "$OUT.tmp/crds/kcp/"
+cp "$d/kustomization.yaml" "$OUT.tmp/crds/kcp/kustomization.yaml.txt"
 d=$(go list -m -f '{{.Dir}}' github.com/k-orc/openstack-resource-controller/v2)
 mkdir -p "$OUT.tmp/crds/orc"
 cp "$d/config/crd/bases/openstack.k-orc.cloud_images.yaml" "$OUT.tmp/crds/orc/images.yaml"

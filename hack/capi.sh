@@ -93,10 +93,12 @@ certs() {
 # apply: the CRDs and webhook configurations of both managers, by server-side apply. Each CRD that the module's
 # kustomization patches for conversion gets a conversion webhook by URL; the contract labels of the kustomization
 # (CAPO: cluster.x-k8s.io/v1beta1) go on its CRDs; the webhook configurations call the manager by URL. ORC's Image
-# CRD (crds/orc) goes in alone: CAPO watches Images, and no ORC controller runs.
+# CRD (crds/orc) goes in alone: CAPO watches Images, and no ORC controller runs. So do the kubeadm control plane's
+# CRDs (crds/kcp), with their contract labels: the ClusterClass of a test names a KubeadmControlPlaneTemplate, and no
+# control plane provider runs.
 apply() {
   API=https://127.0.0.1:$API_PORT TOKEN=$(cut -d, -f1 "$DIR/kube/tokens.csv") CA=$DIR/certs/ca.crt \
-    SRC="capi=$1/crds/capi=$CAPI_WH capo=$1/crds/capo=$CAPO_WH orc=$1/crds/orc=" $PY - <<'EOF'
+    SRC="capi=$1/crds/capi=$CAPI_WH capo=$1/crds/capo=$CAPO_WH orc=$1/crds/orc= kcp=$1/crds/kcp=" $PY - <<'EOF'
 import base64, glob, json, os, re, requests, urllib3, yaml
 api, ca = os.environ["API"], base64.b64encode(open(os.environ["CA"], "rb").read()).decode()
 s = requests.Session()
@@ -122,7 +124,7 @@ for entry in os.environ["SRC"].split():
     for l in kust.get("labels") or []:
         labels.update(l.get("pairs") or {})
     convert = set()
-    for p in kust.get("patches") or []:
+    for p in (kust.get("patches") if port else None) or []:  # no manager, no conversion webhook: the stored version
         m = re.match(r"patches/webhook_in_(\w+)\.yaml$", p.get("path", "") if isinstance(p, dict) else p)
         if m:
             convert.add(m.group(1))

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
@@ -193,13 +194,16 @@ func (d capiWorkloadDebris) Left(t testing.TB, cloud *openstack.Cloud) (cluster,
 	return cluster, foreign
 }
 
-// TestCAPIDeleteClusterDeorbits, for two enrolled Clusters (no control plane: their workload API never answers):
+// TestCAPIDeleteClusterDeorbits, for three enrolled Clusters (no control plane: their workload API never answers):
 // c3's VitalsCluster, deleted by hand while its Cluster lives, is held and nothing is deleted; then, for each,
-// `kubectl delete cluster` (c2's VitalsCluster deleted by the enrolment, c3's already deleting) ends with CAPO's
-// teardown done, and Cinder, Octavia and Neutron holding nothing of the cluster, its volume, snapshot, load
-// balancer and VIP port included, while the foreign volume and load balancer remain. The VIP port holds the subnet: CAPO's network deletion fails until deorbit has deleted the load
-// balancer and its port, and CAPO retries. The operator acts as the chart's ServiceAccount: every request it
-// makes must be allowed, and the enrolment's permissions are used.
+// `kubectl delete cluster` (c2's and c4's VitalsCluster deleted by the enrolment, c3's already deleting) ends with
+// CAPO's teardown done, and Cinder, Octavia and Neutron holding nothing of the cluster, its volume, snapshot, load
+// balancer and VIP port included, while the foreign volume and load balancer remain. For c2 and c3 the VIP port
+// holds the subnet: CAPO's network deletion fails until deorbit has deleted the load balancer and its port, and
+// CAPO retries. c4 is a Cluster of a ClusterClass: Cluster API's topology controller asks the operator's
+// BeforeClusterDelete hook (a Runtime Extension registered with an ExtensionConfig) and deletes nothing of the
+// cluster until deorbit is through, so CAPO's teardown finds nothing in its way. The operator acts as the chart's
+// ServiceAccount: every request it makes must be allowed, and the enrolment's permissions are used.
 func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 	parallel(t, &capiCluster)
 	m := capiOpen(t)
@@ -211,23 +215,35 @@ func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 	opNS := m.Namespace("capi-vitals")
 	cr := applyChartRBAC(t, admin, helm, opNS, fmt.Sprintf("operator:\n  replicas: 1\n  capi:\n    enrol: true\n  secrets:\n    namespaces: [%s]\n", nsOf["c2"]))
 	sa := cr.release + "-operator"
+	extDir, extCA := extCert(t)
+	extPort := freePort(t)
 	opStart(t, operator.Options{RestConfig: cr.token(sa), Identity: "capi", // every namespace (the chart's default)
 		LeaderElect: true, LeaderElectionNamespace: opNS, LeaderElectionID: "vitals-operator",
 		LeaseDuration: 8 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		WriteTimeout: 4 * time.Second, CheckInterval: time.Second, CheckTimeout: 10 * time.Second,
-		TrustedAuthURLs: []string{m.env.Tenant.AuthURL}, CAPIEnrol: true})
+		TrustedAuthURLs: []string{m.env.Tenant.AuthURL}, CAPIEnrol: true,
+		RuntimeExtensionPort: extPort, RuntimeExtensionCertDir: extDir})
+	// Cluster API's BeforeClusterDelete hook, served by this operator, registered for the test's namespace only
+	m.Extension(fmt.Sprintf("https://127.0.0.1:%d", extPort), extCA, nsOf["c2"])
 
-	nsOf["c3"] = nsOf["c2"]
+	nsOf["c3"], nsOf["c4"] = nsOf["c2"], nsOf["c2"]
 	for _, tc := range []struct {
 		name, cidr, pods string
 		byHand           bool // the VitalsCluster deleted by hand first, while its Cluster lives
+		topology         bool // a Cluster of a ClusterClass: Cluster API asks the BeforeClusterDelete hook first
 	}{
 		{name: "c2", cidr: "10.6.2.0/24", pods: "10.245.0.0/16"},
 		{name: "c3", cidr: "10.6.3.0/24", pods: "10.246.0.0/16", byHand: true},
+		{name: "c4", cidr: "10.6.4.0/24", pods: "10.247.0.0/16", topology: true},
 	} {
 		name, ns := tc.name, nsOf[tc.name]
 		start := time.Now()
-		cl, _ := m.Cluster(ns, name, tc.cidr, tc.pods)
+		var cl *clusterv1.Cluster
+		if tc.topology {
+			cl = m.TopologyCluster(ns, name, tc.cidr, tc.pods)
+		} else {
+			cl, _ = m.Cluster(ns, name, tc.cidr, tc.pods)
+		}
 		patch := client.MergeFrom(cl.DeepCopy())
 		cl.Labels = map[string]string{clusterapi.EnrolLabel: "true"}
 		if err := m.c.Patch(context.Background(), cl, patch); err != nil {
@@ -299,7 +315,8 @@ func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 		}
 		var last v1alpha1.VitalsCluster
 		var phases, onCluster []string // deorbit's phases, the reasons of the Cluster's VitalsCleanedUp condition
-		var vcGone, clGone time.Duration
+		var vcGone, clGone, okToDelete time.Duration
+		var early []string // Cluster API's teardown seen going on while the VitalsCluster was there
 		opEventually(t, capiTimeout+2*grace, "the Cluster, its OpenStackCluster and its VitalsCluster gone", func() (bool, string) {
 			ctx := context.Background()
 			var cur v1alpha1.VitalsCluster
@@ -317,15 +334,27 @@ func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 				}
 			}
 			var state []string
-			clNow := &clusterv1.Cluster{}
-			for _, obj := range []client.Object{clNow, &infrav1.OpenStackCluster{}} {
-				err := m.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+			clNow, oscNow := &clusterv1.Cluster{}, &infrav1.OpenStackCluster{}
+			for _, obj := range []client.Object{clNow, oscNow} {
+				key := client.ObjectKey{Namespace: ns, Name: name}
+				if obj == oscNow {
+					key.Name = osc.Name // a topology's is named after the Cluster, with a suffix
+				}
+				err := m.c.Get(ctx, key, obj)
 				switch {
 				case err == nil:
 					if c := meta.FindStatusCondition(clNow.Status.Conditions, clusterapi.ConditionCleanedUp); obj == clNow && c != nil &&
 						(len(onCluster) == 0 || onCluster[len(onCluster)-1] != c.Reason) {
 						onCluster = append(onCluster, c.Reason)
 						t.Logf("the Cluster's %s condition: %s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+					}
+					if _, ok := clNow.Annotations[runtimev1.OkToDeleteAnnotation]; ok && obj == clNow && okToDelete == 0 {
+						okToDelete = time.Since(start)
+					}
+					// the VitalsCluster was read first, in this same look
+					if tc.topology && vcGone == 0 && (okToDelete != 0 || !oscNow.DeletionTimestamp.IsZero()) && len(early) < 3 {
+						early = append(early, fmt.Sprintf("at %.1f s: ok-to-delete after %.1f s, OpenStackCluster deleting %v",
+							time.Since(start).Seconds(), okToDelete.Seconds(), !oscNow.DeletionTimestamp.IsZero()))
 					}
 					state = append(state, fmt.Sprintf("%T still there, finalizers %v", obj, obj.GetFinalizers()))
 				case !apierrors.IsNotFound(err):
@@ -343,6 +372,17 @@ func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 		t.Logf("after the Cluster's deletion: the VitalsCluster gone after %.1f s, the Cluster and its OpenStackCluster after %.1f s; deorbit's phases %v",
 			vcGone.Seconds(), clGone.Seconds(), phases)
 		t.Logf("the VitalsCluster's last status: %s", capiDeorbitSummary(&last))
+		if tc.topology {
+			// Held by the hook: Cluster API marks the Cluster ok-to-delete and deletes its infrastructure only once
+			// the VitalsCluster is gone. Without an extension asking to wait, it marks it at once.
+			t.Logf("the Cluster marked %s %.1f s after its deletion", runtimev1.OkToDeleteAnnotation, okToDelete.Seconds())
+			if len(early) > 0 {
+				t.Errorf("Cluster API went on with the deletion while deorbit ran: %v", early)
+			}
+			if okToDelete != 0 && okToDelete < vcGone {
+				t.Errorf("the Cluster was marked %s after %.1f s, before its VitalsCluster was gone (%.1f s)", runtimev1.OkToDeleteAnnotation, okToDelete.Seconds(), vcGone.Seconds())
+			}
+		}
 		// the Cluster outlives the VitalsCluster's first steps (CAPO's network waits for the load balancer's port)
 		if len(onCluster) == 0 {
 			t.Errorf("the Cluster never showed deorbit's %s condition while it was deleted", clusterapi.ConditionCleanedUp)
@@ -364,7 +404,10 @@ func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 		if held := m.CloudHolds(s); len(held) != 0 {
 			t.Errorf("after the Cluster's deletion the project still holds %v of CAPO's", held)
 		}
-		m.logNetworkRetries(ns, name)
+		if failed := m.networkRetries(ns, osc.Name); tc.topology && len(failed) > 0 {
+			// the hook held the teardown until deorbit had deleted the load balancer and its port
+			t.Errorf("CAPO's teardown failed on what deorbit had not deleted yet: %v", failed)
+		}
 	}
 
 	// the test's namespaces and cluster scope: the management apiserver may hold another test's leftovers, in
@@ -411,9 +454,9 @@ func capiHeldWhileClusterLives(t *testing.T, m *capiMgmt, vc client.Client, got 
 	}
 }
 
-// logNetworkRetries logs CAPO's failed network deletions of the OpenStackCluster (its Events): the race of its
-// teardown with deorbit's.
-func (m *capiMgmt) logNetworkRetries(ns, name string) {
+// networkRetries logs and returns CAPO's failed deletions of the OpenStackCluster (its Events): the race of its
+// teardown with deorbit's, where no hook holds the teardown.
+func (m *capiMgmt) networkRetries(ns, name string) []string {
 	m.t.Helper()
 	var evs corev1.EventList
 	if err := m.c.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
@@ -427,6 +470,7 @@ func (m *capiMgmt) logNetworkRetries(ns, name string) {
 		}
 	}
 	m.t.Logf("CAPO's failed deletions during the teardown: %v", failed)
+	return failed
 }
 
 func firstLine(s string) string {

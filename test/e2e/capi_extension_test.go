@@ -45,15 +45,7 @@ import (
 // makes Cluster API's runtime client trust it).
 func extServe(t *testing.T, e *clusterapi.Extension) (string, *http.Client) {
 	t.Helper()
-	crt, key := selfSigned(t, &x509.Certificate{Subject: pkix.Name{CommonName: "vitals-runtime-extension"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), crt, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, crt := extCert(t)
 	port := freePort(t)
 	srv, err := clusterapi.NewExtensionServer(e, server.Options{Host: "127.0.0.1", Port: port, CertDir: dir})
 	if err != nil {
@@ -81,6 +73,22 @@ func extServe(t *testing.T, e *clusterapi.Extension) (string, *http.Client) {
 		return true, ""
 	})
 	return base, hc
+}
+
+// extCert writes a fresh self-signed serving certificate for 127.0.0.1 into a directory as the extension server
+// reads it (tls.crt, tls.key), and returns the directory and the certificate (its own CA).
+func extCert(t *testing.T) (dir string, crt []byte) {
+	t.Helper()
+	crt, key := selfSigned(t, &x509.Certificate{Subject: pkix.Name{CommonName: "vitals-runtime-extension"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), crt, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, crt
 }
 
 // extCall POSTs body (marshalled unless it is []byte) to path and decodes the answer into out.

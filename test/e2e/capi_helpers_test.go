@@ -18,11 +18,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/internal/testenv"
@@ -45,7 +47,7 @@ func capiOpen(t testing.TB) *capiMgmt {
 	t.Helper()
 	env := testenv.CAPI(t)
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, infrav1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, infrav1.AddToScheme, runtimev1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
@@ -78,45 +80,140 @@ func (m *capiMgmt) Namespace(prefix string) string {
 // no-op VIP has no Neutron port to bind one to).
 func (m *capiMgmt) Cluster(ns, name, cidr string, podCIDRs ...string) (*clusterv1.Cluster, *infrav1.OpenStackCluster) {
 	m.t.Helper()
-	ctx := context.Background()
-	clouds, err := os.ReadFile(m.env.CloudsYAML)
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-cloud-config",
-		Labels: map[string]string{"clusterctl.cluster.x-k8s.io/move": "true"}},
-		Data: map[string][]byte{"clouds.yaml": clouds}}
-	osc := &infrav1.OpenStackCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: infrav1.OpenStackClusterSpec{
-			IdentityRef:                infrav1.OpenStackIdentityReference{Name: secret.Name, CloudName: "openstack"},
-			ManagedSubnets:             []infrav1.SubnetSpec{{CIDR: cidr}},
-			ExternalNetwork:            &infrav1.NetworkParam{ID: ptr.To(m.env.ExternalNetworkID)},
-			APIServerLoadBalancer:      &infrav1.APIServerLoadBalancer{Enabled: ptr.To(true)},
-			DisableAPIServerFloatingIP: ptr.To(true),
-			ManagedSecurityGroups:      &infrav1.ManagedSecurityGroups{},
-		}}
+	secret := m.identity(ns, name)
+	osc := &infrav1.OpenStackCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: m.oscSpec(secret.Name, cidr)}
 	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: clusterv1.ClusterSpec{
 			ClusterNetwork: clusterv1.ClusterNetwork{Pods: clusterv1.NetworkRanges{CIDRBlocks: podCIDRs}},
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.SchemeGroupVersion.Group,
 				Kind: "OpenStackCluster", Name: name},
 		}}
-	for _, o := range []client.Object{secret, osc, cl} {
-		if err := m.c.Create(ctx, o); err != nil {
-			m.t.Fatalf("create %T %s/%s: %v", o, ns, o.GetName(), err)
-		}
-	}
+	m.create(ns, secret, osc, cl)
 	m.t.Cleanup(func() { m.DeleteCluster(cl) })
 	return cl, osc
 }
 
-// Ready waits until CAPO reports the OpenStackCluster ready with its network, subnet, router, both security
-// groups and its API load balancer, and the Cluster's infrastructure provisioned; it returns the OpenStackCluster.
+// TopologyCluster creates a Cluster of a ClusterClass of its own: the infrastructure an OpenStackClusterTemplate of
+// what Cluster makes, the control plane a KubeadmControlPlaneTemplate with an OpenStackMachineTemplate. Cluster
+// API's topology controller makes the OpenStackCluster (named after the Cluster, with a suffix) and the
+// KubeadmControlPlane from them; no control plane provider runs, so no server is ever made. Deleting the Cluster,
+// the topology controller first asks the Runtime Extensions registered for BeforeClusterDelete.
+func (m *capiMgmt) TopologyCluster(ns, name, cidr string, podCIDRs ...string) *clusterv1.Cluster {
+	m.t.Helper()
+	ctx := context.Background()
+	secret := m.identity(ns, name)
+	oscT := &infrav1.OpenStackClusterTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: infrav1.OpenStackClusterTemplateSpec{Template: infrav1.OpenStackClusterTemplateResource{Spec: m.oscSpec(secret.Name, cidr)}}}
+	osmT := &infrav1.OpenStackMachineTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-control-plane"},
+		Spec: infrav1.OpenStackMachineTemplateSpec{Template: infrav1.OpenStackMachineTemplateResource{Spec: infrav1.OpenStackMachineSpec{
+			Flavor: ptr.To("m1.small"), Image: infrav1.ImageParam{Filter: &infrav1.ImageFilter{Name: ptr.To("never-used")}}}}}}
+	kcpT := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlaneTemplate",
+		"metadata": map[string]any{"namespace": ns, "name": name}, "spec": map[string]any{"template": map[string]any{"spec": map[string]any{}}}}}
+	ref := func(o client.Object, kind string) clusterv1.ClusterClassTemplateReference {
+		apiVersion := infrav1.SchemeGroupVersion.String()
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			apiVersion = u.GetAPIVersion()
+		}
+		return clusterv1.ClusterClassTemplateReference{APIVersion: apiVersion, Kind: kind, Name: o.GetName()}
+	}
+	cc := &clusterv1.ClusterClass{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: clusterv1.ClusterClassSpec{
+			Infrastructure: clusterv1.InfrastructureClass{TemplateRef: ref(oscT, "OpenStackClusterTemplate")},
+			ControlPlane: clusterv1.ControlPlaneClass{TemplateRef: ref(kcpT, "KubeadmControlPlaneTemplate"),
+				MachineInfrastructure: clusterv1.ControlPlaneClassMachineInfrastructureTemplate{TemplateRef: ref(osmT, "OpenStackMachineTemplate")}},
+		}}
+	m.create(ns, secret, oscT, osmT, kcpT, cc)
+	opEventually(m.t, capiTimeout, "the ClusterClass reconciled", func() (bool, string) {
+		if err := m.c.Get(ctx, client.ObjectKeyFromObject(cc), cc); err != nil {
+			return false, err.Error()
+		}
+		return cc.Status.ObservedGeneration == cc.Generation, fmt.Sprintf("observed generation %d of %d, conditions %v",
+			cc.Status.ObservedGeneration, cc.Generation, cc.Status.Conditions)
+	})
+	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: clusterv1.ClusterSpec{
+			ClusterNetwork: clusterv1.ClusterNetwork{Pods: clusterv1.NetworkRanges{CIDRBlocks: podCIDRs}},
+			Topology: clusterv1.Topology{ClassRef: clusterv1.ClusterClassRef{Name: cc.Name}, Version: "v1.37.1",
+				ControlPlane: clusterv1.ControlPlaneTopology{Replicas: ptr.To[int32](1)}},
+		}}
+	m.create(ns, cl)
+	m.t.Cleanup(func() { m.DeleteCluster(cl) })
+	return cl
+}
+
+// Extension registers a Runtime Extension server at url (https, its certificate signed by ca) with Cluster API
+// for the Clusters of namespace ns only, and waits until Cluster API has discovered its BeforeClusterDelete
+// handler. It is unregistered at the end of the test: its failure policy Fail would hold the deletion of every
+// Cluster of the namespace once its server is gone.
+func (m *capiMgmt) Extension(url string, ca []byte, ns string) {
+	m.t.Helper()
+	ctx := context.Background()
+	ec := &runtimev1.ExtensionConfig{ObjectMeta: metav1.ObjectMeta{Name: "vitals-" + ns},
+		Spec: runtimev1.ExtensionConfigSpec{ClientConfig: runtimev1.ClientConfig{URL: url, CABundle: ca},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}}}
+	m.create("", ec)
+	m.t.Cleanup(func() { _ = m.c.Delete(context.Background(), ec) })
+	opEventually(m.t, capiTimeout, "Cluster API's discovery of the extension's handlers", func() (bool, string) {
+		if err := m.c.Get(ctx, client.ObjectKeyFromObject(ec), ec); err != nil {
+			return false, err.Error()
+		}
+		for _, h := range ec.Status.Handlers {
+			if h.RequestHook.Hook == "BeforeClusterDelete" && h.FailurePolicy == runtimev1.FailurePolicyFail {
+				return true, h.Name
+			}
+		}
+		return false, fmt.Sprintf("handlers %+v, conditions %v", ec.Status.Handlers, ec.Status.Conditions)
+	})
+}
+
+// identity is the Secret with the tenant's clouds.yaml that a Cluster's OpenStackCluster names.
+func (m *capiMgmt) identity(ns, name string) *corev1.Secret {
+	m.t.Helper()
+	clouds, err := os.ReadFile(m.env.CloudsYAML)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-cloud-config",
+		Labels: map[string]string{"clusterctl.cluster.x-k8s.io/move": "true"}},
+		Data: map[string][]byte{"clouds.yaml": clouds}}
+}
+
+// oscSpec is the OpenStackCluster of the tests (see Cluster).
+func (m *capiMgmt) oscSpec(secret, cidr string) infrav1.OpenStackClusterSpec {
+	return infrav1.OpenStackClusterSpec{
+		IdentityRef:                infrav1.OpenStackIdentityReference{Name: secret, CloudName: "openstack"},
+		ManagedSubnets:             []infrav1.SubnetSpec{{CIDR: cidr}},
+		ExternalNetwork:            &infrav1.NetworkParam{ID: ptr.To(m.env.ExternalNetworkID)},
+		APIServerLoadBalancer:      &infrav1.APIServerLoadBalancer{Enabled: ptr.To(true)},
+		DisableAPIServerFloatingIP: ptr.To(true),
+		ManagedSecurityGroups:      &infrav1.ManagedSecurityGroups{},
+	}
+}
+
+func (m *capiMgmt) create(ns string, objs ...client.Object) {
+	m.t.Helper()
+	for _, o := range objs {
+		if err := m.c.Create(context.Background(), o); err != nil {
+			m.t.Fatalf("create %T %s/%s: %v", o, ns, o.GetName(), err)
+		}
+	}
+}
+
+// Ready waits until CAPO reports the Cluster's OpenStackCluster (the one its infrastructureRef names) ready with
+// its network, subnet, router, both security groups and its API load balancer, and the Cluster's infrastructure
+// provisioned; it returns the OpenStackCluster.
 func (m *capiMgmt) Ready(cl *clusterv1.Cluster) *infrav1.OpenStackCluster {
 	m.t.Helper()
 	osc := &infrav1.OpenStackCluster{}
 	opEventually(m.t, capiTimeout, "the OpenStackCluster ready and the Cluster's infrastructure provisioned", func() (bool, string) {
-		if err := m.c.Get(context.Background(), client.ObjectKey{Namespace: cl.Namespace, Name: cl.Spec.InfrastructureRef.Name}, osc); err != nil {
+		got := &clusterv1.Cluster{}
+		if err := m.c.Get(context.Background(), client.ObjectKeyFromObject(cl), got); err != nil {
+			return false, err.Error()
+		}
+		if got.Spec.InfrastructureRef.Name == "" {
+			return false, "the Cluster names no infrastructure yet"
+		}
+		if err := m.c.Get(context.Background(), client.ObjectKey{Namespace: cl.Namespace, Name: got.Spec.InfrastructureRef.Name}, osc); err != nil {
 			return false, err.Error()
 		}
 		s := osc.Status
@@ -124,10 +221,6 @@ func (m *capiMgmt) Ready(cl *clusterv1.Cluster) *infrav1.OpenStackCluster {
 		if !s.Ready || s.Network == nil || len(s.Network.Subnets) == 0 || s.Router == nil || s.APIServerLoadBalancer == nil ||
 			s.ControlPlaneSecurityGroup == nil || s.WorkerSecurityGroup == nil {
 			return false, msg
-		}
-		got := &clusterv1.Cluster{}
-		if err := m.c.Get(context.Background(), client.ObjectKeyFromObject(cl), got); err != nil {
-			return false, err.Error()
 		}
 		if !ptr.Deref(got.Status.Initialization.InfrastructureProvisioned, false) {
 			return false, "the Cluster's infrastructure not provisioned yet: phase " + got.Status.Phase
@@ -141,12 +234,21 @@ func (m *capiMgmt) Ready(cl *clusterv1.Cluster) *infrav1.OpenStackCluster {
 func (m *capiMgmt) DeleteCluster(cl *clusterv1.Cluster) {
 	m.t.Helper()
 	ctx := context.Background()
+	infra := cl.Name
+	cur := &clusterv1.Cluster{}
+	if err := m.c.Get(ctx, client.ObjectKeyFromObject(cl), cur); err == nil && cur.Spec.InfrastructureRef.Name != "" {
+		infra = cur.Spec.InfrastructureRef.Name
+	}
 	if err := m.c.Delete(ctx, cl); err != nil && !apierrors.IsNotFound(err) {
 		m.t.Fatalf("delete Cluster %s/%s: %v", cl.Namespace, cl.Name, err)
 	}
 	opEventually(m.t, capiTimeout, "the Cluster and its OpenStackCluster gone", func() (bool, string) {
 		for _, o := range []client.Object{&clusterv1.Cluster{}, &infrav1.OpenStackCluster{}} {
-			err := m.c.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: cl.Name}, o)
+			name := cl.Name
+			if _, ok := o.(*infrav1.OpenStackCluster); ok {
+				name = infra
+			}
+			err := m.c.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: name}, o)
 			if err == nil {
 				return false, fmt.Sprintf("%T still there, finalizers %v", o, o.GetFinalizers())
 			}
