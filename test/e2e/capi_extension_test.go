@@ -37,7 +37,6 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/clusterapi"
-	"github.com/vitalsproject/vitals/internal/testenv"
 )
 
 // extServe starts the extension server on a free port of 127.0.0.1 with a fresh self-signed certificate for that
@@ -122,9 +121,7 @@ func extCall(t *testing.T, hc *http.Client, url string, body, out any) {
 // request is refused with Failure.
 func TestCAPIRuntimeExtension(t *testing.T) {
 	parallel(t)
-	cfg := testenv.PrivateKube(t).Config()
-	opInstallCRD(t, cfg)
-	c := opClient(t, cfg)
+	_, c := opPrivateKube(t)
 	ns := opNamespace(t, c)
 	ctx := context.Background()
 	clock := clocktesting.NewFakeClock(time.Now().Truncate(time.Second)) // the status's times are whole seconds

@@ -178,9 +178,7 @@ func TestGettingStarted(t *testing.T) {
 	helm := testenv.Helm(t)
 	// The management cluster is a kube-apiserver of its own: the operator the guide installs watches every
 	// namespace, and on the shared one would act on the other scenarios' clusters.
-	kube := testenv.PrivateKube(t)
-	opInstallCRD(t, kube.Config())
-	c := opClient(t, kube.Config())
+	kube, c := opPrivateKube(t)
 	kubeconfig := kube.KubeconfigPath()
 	w := testenv.Workload(t)
 	wcfg := w.Config(t)

@@ -577,8 +577,7 @@ func (f *deorbitFixture) mustBeEmpty() {
 	// In the workload cluster every claim and Service was deleted; one may still be going, held by its
 	// controller's finalizer (a Service by the cloud controller manager's, until it has seen its load balancer
 	// gone; on a busy machine that can come a few seconds after deorbit is done).
-	left := func() []string {
-		var out []string
+	opEventually(f.t, wlCloudTimeout, "the cluster's claims and Services gone from the workload cluster", func() (bool, string) {
 		pvcs, err := f.w.cs.CoreV1().PersistentVolumeClaims(f.wns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			f.t.Fatal(err)
@@ -587,25 +586,27 @@ func (f *deorbitFixture) mustBeEmpty() {
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		objs := []metav1.Object{}
-		for i := range pvcs.Items {
-			objs = append(objs, &pvcs.Items[i])
-		}
-		for i := range svcs.Items {
-			objs = append(objs, &svcs.Items[i])
-		}
-		for _, o := range objs {
+		var left []string
+		for _, o := range append(objectsOf(pvcs.Items), objectsOf(svcs.Items)...) {
 			if o.GetDeletionTimestamp() == nil {
 				f.t.Fatalf("%T %s/%s still in the workload cluster, not being deleted", o, o.GetNamespace(), o.GetName())
 			}
-			out = append(out, fmt.Sprintf("%T %s/%s (being deleted, finalizers %v)", o, o.GetNamespace(), o.GetName(), o.GetFinalizers()))
+			left = append(left, fmt.Sprintf("%T %s/%s (being deleted, finalizers %v)", o, o.GetNamespace(), o.GetName(), o.GetFinalizers()))
 		}
-		return out
-	}
-	opEventually(f.t, wlCloudTimeout, "the cluster's claims and Services gone from the workload cluster", func() (bool, string) {
-		l := left()
-		return len(l) == 0, strings.Join(l, "; ")
+		return len(left) == 0, strings.Join(left, "; ")
 	})
+}
+
+// objectsOf is the items of a typed list as metav1.Objects.
+func objectsOf[T any, PT interface {
+	*T
+	metav1.Object
+}](items []T) []metav1.Object {
+	out := make([]metav1.Object, len(items))
+	for i := range items {
+		out[i] = PT(&items[i])
+	}
+	return out
 }
 
 // operatorStart starts an operator with the fixture's options under identity.

@@ -78,9 +78,9 @@ func newFNFixture(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) *fnFixture
 	env := testenv.RequireFull(t) // Nova: skipped on the fast tier, a failure when services are required
 	// A private apiserver, the management and the workload cluster at once: this test's CRD is the
 	// one installed, and the Nodes are the test's only.
-	cfg := testenv.PrivateKube(t).Config()
-	opInstallCRD(t, cfg)
-	f := &fnFixture{t: t, c: opClient(t, cfg)}
+	k, c := opPrivateKube(t)
+	cfg := k.Config()
+	f := &fnFixture{t: t, c: c}
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

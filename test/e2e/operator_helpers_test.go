@@ -95,6 +95,15 @@ func opKube(t testing.TB) (*rest.Config, client.Client, string) {
 	return cfg, c, opNamespace(t, c)
 }
 
+// opPrivateKube is opKube on a kube-apiserver of the test's own (testenv.PrivateKube): for an operator that
+// watches every namespace, or a test that writes cluster-scoped objects (Nodes, CRDs) others must not see.
+func opPrivateKube(t testing.TB) (*testenv.KubeServer, client.Client) {
+	t.Helper()
+	k := testenv.PrivateKube(t)
+	opInstallCRD(t, k.Config())
+	return k, opClient(t, k.Config())
+}
+
 // opCloudNet connects to the test cloud with its credentials and makes a network with a router for
 // one test.
 func opCloudNet(t testing.TB, env testenv.OpenStackEnv) (openstack.Auth, *openstack.Cloud, *opNet) {

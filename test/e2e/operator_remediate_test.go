@@ -93,10 +93,10 @@ func capiCRDs(t *testing.T, cfg *rest.Config, files ...string) {
 func newRMFixture(t *testing.T) *rmFixture {
 	t.Helper()
 	env := testenv.RequireFull(t) // Nova: skipped on the fast tier, a failure when services are required
-	cfg := testenv.PrivateKube(t).Config()
-	opInstallCRD(t, cfg)
+	k, c := opPrivateKube(t)
+	cfg := k.Config()
 	capiMachineCRD(t, cfg)
-	f := &rmFixture{t: t, cfg: cfg, c: opClient(t, cfg)}
+	f := &rmFixture{t: t, cfg: cfg, c: c}
 	auth := opAuth(t, env)
 	f.cloud = opConnect(t, auth, nil)
 	f.net = opNewNet(t, f.cloud)
