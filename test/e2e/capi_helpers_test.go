@@ -108,7 +108,7 @@ func (m *capiMgmt) TopologyCluster(ns, name, cidr string, podCIDRs ...string) *c
 		Spec: infrav1.OpenStackMachineTemplateSpec{Template: infrav1.OpenStackMachineTemplateResource{Spec: infrav1.OpenStackMachineSpec{
 			Flavor: ptr.To("m1.small"), Image: infrav1.ImageParam{Filter: &infrav1.ImageFilter{Name: ptr.To("never-used")}}}}}}
 	kcpT := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlaneTemplate",
-		"metadata": map[string]any{"namespace": ns, "name": name}, "spec": map[string]any{"template": map[string]any{"spec": map[string]any{}}}}}
+		"metadata": map[string]any{"namespace": ns, "name": name}, "spec": map[string]any{"template": map[string]any{"spec": map[string]any{"kubeadmConfigSpec": map[string]any{"format": "cloud-config"}}}}}}
 	ref := func(o client.Object, kind string) clusterv1.ClusterClassTemplateReference {
 		apiVersion := infrav1.SchemeGroupVersion.String()
 		if u, ok := o.(*unstructured.Unstructured); ok {
