@@ -52,10 +52,8 @@ CLDF="-s -w -X k8s.io/cloud-provider-openstack/pkg/version.Version=$C -X k8s.io/
   go build -trimpath -ldflags "-s -w -X main.version=$S" -o "$OUT.tmp/" \
   github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter \
   github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller)
-# kube-controller-manager last, after kube-apiserver (built here if hack/kube-build.sh has not, or waited for if it
-# is building): most of its packages are kube-apiserver's, and the Go build cache then serves them instead of a
-# second compile of the same packages beside the first.
-"$ROOT/hack/kube-build.sh" >/dev/null
+# kube-controller-manager last, after kube-apiserver's build
+after_kube_apiserver
 (cd "$T/kcm" && step "build kube-controller-manager $K (cold: ~2-4 min on 2 cores after kube-apiserver's)" \
   go build -trimpath -ldflags "$KLDF" -o "$OUT.tmp/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager)
 # the VolumeSnapshot CRDs, from the client module the sidecars were built with

@@ -19,10 +19,7 @@ if [ -x "$OUT/kubectl" ]; then
   log "reusing kubectl $K in $OUT"
   echo "$OUT/kubectl"; exit 0
 fi
-# After kube-apiserver (built here if hack/kube-build.sh has not, or waited for if it is building): many of
-# kubectl's packages are kube-apiserver's, and the Go build cache then serves them instead of a second
-# compile of the same packages beside the first.
-"$ROOT/hack/kube-build.sh" >/dev/null
+after_kube_apiserver
 rm -rf "$OUT.tmp"; mkdir -p "$OUT.tmp"
 MINOR=$(echo "$K" | cut -d. -f2)
 LDF="-s -w"

@@ -25,6 +25,11 @@ step() {
   return $rc
 }
 die() { log "ERROR: $*"; exit 1; }
+# after_kube_apiserver: builds kube-apiserver first (hack/kube-build.sh: waits on its lock while it builds, reuses
+# its output once built). For the other builds of the same Kubernetes module version (kube-controller-manager, the
+# nodes', kubectl): many of their packages are kube-apiserver's, and the Go build cache then serves them instead
+# of a second compile of the same packages beside the first.
+after_kube_apiserver() { "$ROOT/hack/kube-build.sh" >/dev/null; }
 
 # alive PID: the process exists.
 alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }

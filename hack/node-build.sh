@@ -26,10 +26,7 @@ if have; then
   log "reusing kubelet, kube-proxy and kube-scheduler $K in $OUT"
   echo "$OUT"; exit 0
 fi
-# After kube-apiserver (built here if hack/kube-build.sh has not, or waited for if it is building): many of
-# the packages of kubelet, kube-proxy and kube-scheduler are kube-apiserver's, and the Go build cache then serves
-# them instead of a second compile of the same packages beside the first.
-"$ROOT/hack/kube-build.sh" >/dev/null
+after_kube_apiserver
 rm -rf "$OUT.tmp"; mkdir -p "$OUT.tmp"
 MINOR=$(echo "$K" | cut -d. -f2)
 LDF="-s -w -X k8s.io/component-base/version.gitVersion=$K -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$MINOR -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"

@@ -20,6 +20,9 @@ package e2e
 // replicas must renew leases of a few seconds while they work (TestOperatorSharding): on two busy cores, beside
 // other scenarios, a starved replica loses its ranges, as it must, and the scenario's deadlines pass. The
 // serial tests run first, before any parallel one starts.
+//
+// The package keeps both cores busy: hack/test.sh (make test) runs it after every other package, because
+// test/node's kubelets, beside it, missed their waits (hack/README.md, "test/e2e side by side").
 
 import (
 	"flag"
