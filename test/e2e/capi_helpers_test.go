@@ -88,7 +88,7 @@ func (m *capiMgmt) Cluster(ns, name, cidr string, podCIDRs ...string) (*clusterv
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.SchemeGroupVersion.Group,
 				Kind: "OpenStackCluster", Name: name},
 		}}
-	m.create(ns, secret, osc, cl)
+	m.create(secret, osc, cl)
 	m.t.Cleanup(func() { m.DeleteCluster(cl) })
 	return cl, osc
 }
@@ -109,20 +109,17 @@ func (m *capiMgmt) TopologyCluster(ns, name, cidr string, podCIDRs ...string) *c
 			Flavor: ptr.To("m1.small"), Image: infrav1.ImageParam{Filter: &infrav1.ImageFilter{Name: ptr.To("never-used")}}}}}}
 	kcpT := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlaneTemplate",
 		"metadata": map[string]any{"namespace": ns, "name": name}, "spec": map[string]any{"template": map[string]any{"spec": map[string]any{"kubeadmConfigSpec": map[string]any{"format": "cloud-config"}}}}}}
-	ref := func(o client.Object, kind string) clusterv1.ClusterClassTemplateReference {
-		apiVersion := infrav1.SchemeGroupVersion.String()
-		if u, ok := o.(*unstructured.Unstructured); ok {
-			apiVersion = u.GetAPIVersion()
-		}
-		return clusterv1.ClusterClassTemplateReference{APIVersion: apiVersion, Kind: kind, Name: o.GetName()}
+	ref := func(apiVersion, kind, name string) clusterv1.ClusterClassTemplateReference {
+		return clusterv1.ClusterClassTemplateReference{APIVersion: apiVersion, Kind: kind, Name: name}
 	}
+	infra := infrav1.SchemeGroupVersion.String()
 	cc := &clusterv1.ClusterClass{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: clusterv1.ClusterClassSpec{
-			Infrastructure: clusterv1.InfrastructureClass{TemplateRef: ref(oscT, "OpenStackClusterTemplate")},
-			ControlPlane: clusterv1.ControlPlaneClass{TemplateRef: ref(kcpT, "KubeadmControlPlaneTemplate"),
-				MachineInfrastructure: clusterv1.ControlPlaneClassMachineInfrastructureTemplate{TemplateRef: ref(osmT, "OpenStackMachineTemplate")}},
+			Infrastructure: clusterv1.InfrastructureClass{TemplateRef: ref(infra, "OpenStackClusterTemplate", oscT.Name)},
+			ControlPlane: clusterv1.ControlPlaneClass{TemplateRef: ref(kcpT.GetAPIVersion(), kcpT.GetKind(), kcpT.GetName()),
+				MachineInfrastructure: clusterv1.ControlPlaneClassMachineInfrastructureTemplate{TemplateRef: ref(infra, "OpenStackMachineTemplate", osmT.Name)}},
 		}}
-	m.create(ns, secret, oscT, osmT, kcpT, cc)
+	m.create(secret, oscT, osmT, kcpT, cc)
 	opEventually(m.t, capiTimeout, "the ClusterClass reconciled", func() (bool, string) {
 		if err := m.c.Get(ctx, client.ObjectKeyFromObject(cc), cc); err != nil {
 			return false, err.Error()
@@ -136,7 +133,7 @@ func (m *capiMgmt) TopologyCluster(ns, name, cidr string, podCIDRs ...string) *c
 			Topology: clusterv1.Topology{ClassRef: clusterv1.ClusterClassRef{Name: cc.Name}, Version: "v1.37.1",
 				ControlPlane: clusterv1.ControlPlaneTopology{Replicas: ptr.To[int32](1)}},
 		}}
-	m.create(ns, cl)
+	m.create(cl)
 	m.t.Cleanup(func() { m.DeleteCluster(cl) })
 	return cl
 }
@@ -151,7 +148,7 @@ func (m *capiMgmt) Extension(url string, ca []byte, ns string) {
 	ec := &runtimev1.ExtensionConfig{ObjectMeta: metav1.ObjectMeta{Name: "vitals-" + ns},
 		Spec: runtimev1.ExtensionConfigSpec{ClientConfig: runtimev1.ClientConfig{URL: url, CABundle: ca},
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}}}
-	m.create("", ec)
+	m.create(ec)
 	m.t.Cleanup(func() { _ = m.c.Delete(context.Background(), ec) })
 	opEventually(m.t, capiTimeout, "Cluster API's discovery of the extension's handlers", func() (bool, string) {
 		if err := m.c.Get(ctx, client.ObjectKeyFromObject(ec), ec); err != nil {
@@ -190,11 +187,11 @@ func (m *capiMgmt) oscSpec(secret, cidr string) infrav1.OpenStackClusterSpec {
 	}
 }
 
-func (m *capiMgmt) create(ns string, objs ...client.Object) {
+func (m *capiMgmt) create(objs ...client.Object) {
 	m.t.Helper()
 	for _, o := range objs {
 		if err := m.c.Create(context.Background(), o); err != nil {
-			m.t.Fatalf("create %T %s/%s: %v", o, ns, o.GetName(), err)
+			m.t.Fatalf("create %T %s/%s: %v", o, o.GetNamespace(), o.GetName(), err)
 		}
 	}
 }
