@@ -19,9 +19,10 @@ const (
 	RetryMax = 30 * time.Second
 )
 
-// MachineDeletionHook is the pre-terminate deletion hook (annotation) the enrolment puts on every Machine of a
-// Cluster being torn down while deorbit has not released its VitalsCluster: Cluster API does not delete such a
-// Machine's infrastructure while it is there, so the servers, and the workload API with them, stay up while
+// MachineDeletionHook is the pre-terminate deletion hook (annotation) the enrolment keeps on every Machine of an
+// enrolled Cluster (but those deleted while the Cluster lives) and, once the Cluster is torn down, on all of them
+// until deorbit has released its VitalsCluster: Cluster API does not delete such a Machine's infrastructure while
+// it is there, so the servers, and the workload API with them, stay up while
 // deorbit deletes claims and Services, and CAPO, which tears the network down only after every Machine is gone,
 // waits with it. A pre-drain hook would not do: Cluster API skips the drain, and its hook, of every Machine of a
 // Cluster being deleted. Its value names the enrolment (MachineDeletionHookOwner).
@@ -30,9 +31,10 @@ const MachineDeletionHook = clusterv1.PreTerminateDeleteHookAnnotationPrefix + "
 // MachineDeletionHookOwner is the value of MachineDeletionHook.
 const MachineDeletionHookOwner = "vitals-enrol"
 
-// HoldMachines reports whether the Machines of a Cluster being torn down are held by MachineDeletionHook for
-// its VitalsCluster vcl (nil: none): while vcl exists with deletionPolicy Deorbit and deorbit has neither finished
-// nor given up. The hooks go as soon as that ends: a VitalsCluster gone, Orphan, Done or GaveUp.
+// HoldMachines reports whether the Machines of a Cluster (those not deleted while it lives, and all of them in a
+// teardown) are held by MachineDeletionHook for its VitalsCluster vcl (nil: none): while vcl exists with
+// deletionPolicy Deorbit and deorbit has neither finished nor given up. The hooks go as soon as that ends: a
+// VitalsCluster gone, Orphan, Done or GaveUp.
 func HoldMachines(vcl *v1alpha1.VitalsCluster) bool {
 	if vcl == nil || vcl.Spec.Deletion() != v1alpha1.DeletionPolicyDeorbit {
 		return false

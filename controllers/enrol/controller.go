@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -79,8 +80,9 @@ func New(d *pass.Deps, o Options) (*Reconciler, error) {
 	return r, nil
 }
 
-// SetupWithManager registers the enrolment over Clusters, their OpenStackClusters and the VitalsClusters they own
-// (spec and annotation changes only: a status write is no reason to look again).
+// SetupWithManager registers the enrolment over Clusters, their OpenStackClusters, the VitalsClusters they own
+// (spec and annotation changes only: a status write is no reason to look again) and their Machines (metadata
+// only: a new Machine, a deletion, a deletion hook changed).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if ctx == nil {
 		return errors.New("setup " + Name + ": no context")
@@ -93,15 +95,39 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		}
 	}
 	owned := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	machine := &metav1.PartialObjectMetadata{}
+	machine.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Machine"))
 	err := ctrl.NewControllerManagedBy(mgr).Named(Name).WithOptions(opts).
 		For(&clusterv1.Cluster{}).
 		Owns(&v1alpha1.VitalsCluster{}, builder.WithPredicates(owned)).
 		Watches(&infrav1.OpenStackCluster{}, handler.EnqueueRequestsFromMapFunc(r.clustersOf)).
+		Watches(machine, handler.EnqueueRequestsFromMapFunc(clusterOf), builder.OnlyMetadata, builder.WithPredicates(hookChanged)).
 		Complete(wrap(r))
 	if err != nil {
 		return fmt.Errorf("setup %s: %w", Name, err)
 	}
 	return nil
+}
+
+// clusterOf maps a Machine to its Cluster (label cluster.x-k8s.io/cluster-name).
+func clusterOf(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[clusterv1.ClusterNameLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// hookChanged passes the Machine events that may change its deletion hook: a new Machine, one being deleted, and
+// one whose hook someone else took off or put on.
+var hookChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		_, had := e.ObjectOld.GetAnnotations()[clusterapi.MachineDeletionHook]
+		_, has := e.ObjectNew.GetAnnotations()[clusterapi.MachineDeletionHook]
+		return had != has || e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // clustersOf maps an OpenStackCluster to the Clusters whose infrastructure it is.
@@ -166,8 +192,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if paused {
-		log.V(1).Info("cluster paused: its VitalsCluster is left as it is")
+		log.V(1).Info("cluster paused: its VitalsCluster and Machines are left as they are")
 		return ctrl.Result{}, nil
+	}
+	if exists {
+		n, err := r.hookMachines(ctx, &cl, &vcl, false)
+		if err != nil {
+			return r.held(ctx, err)
+		}
+		if n != (hooks{}) {
+			log.Info("machines' deletion hook", "held", n.held, "released", n.released)
+		}
 	}
 	var osc infrav1.OpenStackCluster
 	if err := r.d.Client.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: cl.Spec.InfrastructureRef.Name}, &osc); err != nil {
@@ -266,7 +301,7 @@ func (r *Reconciler) followPause(ctx context.Context, cl *clusterv1.Cluster, vcl
 // teardown deletes the VitalsCluster of a Cluster being deleted, unless the deletion is a move (clusterctl), and
 // holds the Cluster's Machines with the deletion hook while deorbit works (clusterapi.HoldMachines), so that the
 // servers, the workload API and CAPO's network outlive the cleanup; the hook goes when deorbit has released the
-// VitalsCluster (or the deletion is no longer a teardown).
+// VitalsCluster. A move leaves the Machines as they are.
 func (r *Reconciler) teardown(ctx context.Context, cl *clusterv1.Cluster, vcl *v1alpha1.VitalsCluster, exists bool) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	going, why := clusterapi.Teardown(cl, nil)
@@ -284,19 +319,25 @@ func (r *Reconciler) teardown(ctx context.Context, cl *clusterv1.Cluster, vcl *v
 	if exists {
 		mine = vcl
 	}
-	hold := going && clusterapi.HoldMachines(mine)
-	n, err := r.hookMachines(ctx, cl, hold)
+	if !going {
+		// a move (the Cluster paused, or deleted for clusterctl move): its Machines are left as they are, hooks
+		// with them, for the target's enrolment
+		log.V(1).Info("cluster deleting", "teardown", false, "why", why)
+		return ctrl.Result{}, nil
+	}
+	hold := clusterapi.HoldMachines(mine)
+	n, err := r.hookMachines(ctx, cl, mine, true)
 	if err != nil {
 		return r.held(ctx, err)
 	}
-	switch {
-	case n > 0 && hold:
-		r.event(cl, corev1.EventTypeNormal, "MachinesHeld", "Hold", fmt.Sprintf("deletion hook %s on %d Machines: their servers stay until deorbit has released VitalsCluster %s/%s",
-			clusterapi.MachineDeletionHook, n, vcl.Namespace, vcl.Name))
-	case n > 0:
-		r.event(cl, corev1.EventTypeNormal, "MachinesReleased", "Release", fmt.Sprintf("deletion hook %s taken off %d Machines: Cluster API deletes them", clusterapi.MachineDeletionHook, n))
+	if n.held > 0 {
+		r.event(cl, corev1.EventTypeNormal, "MachinesHeld", "Hold", fmt.Sprintf("deletion hook %s on %d more Machines: their servers stay until deorbit has released VitalsCluster %s/%s",
+			clusterapi.MachineDeletionHook, n.held, vcl.Namespace, vcl.Name))
 	}
-	log.V(1).Info("cluster deleting", "teardown", going, "why", why, "holdMachines", hold)
+	if n.released > 0 {
+		r.event(cl, corev1.EventTypeNormal, "MachinesReleased", "Release", fmt.Sprintf("deletion hook %s taken off %d Machines: Cluster API deletes them", clusterapi.MachineDeletionHook, n.released))
+	}
+	log.V(1).Info("cluster deleting", "teardown", true, "why", why, "holdMachines", hold)
 	if hold {
 		return ctrl.Result{RequeueAfter: HoldRequeue}, nil // deorbit's status is not watched: its release (a deletion) is
 	}

@@ -14,6 +14,14 @@
 // until it is unpaused. When the Cluster is being deleted, and not moved (clusterapi.Teardown), its
 // VitalsCluster is deleted, so that deorbit starts while the workload API is still there.
 //
+// The Machines of an enrolled Cluster carry the pre-terminate deletion hook clusterapi.MachineDeletionHook for
+// as long as its VitalsCluster holds them (clusterapi.HoldMachines): Cluster API deletes no Machine's
+// infrastructure while it is there. The hook is on every Machine before any teardown begins, because Cluster
+// API deletes the Machines the moment their Cluster is deleted, faster than any controller could hook them
+// then. A Machine deleted while its Cluster lives (a scale-down, a rollout, a remediation) is released at once;
+// in a teardown every Machine stays held until deorbit is through. Were the enrolment stopped, a Machine's
+// deletion would wait for it rather than go ahead of deorbit.
+//
 // Every write is fenced (package fencing) at the moment it is sent: the Cluster is read again from the API
 // server, and the write is refused when it is gone or another Cluster of the same name, when it is paused now
 // (except the write that pauses the VitalsCluster), when a deletion it carries no longer holds, and beyond this

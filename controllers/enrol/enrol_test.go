@@ -98,8 +98,10 @@ func eventually(t *testing.T, what string, f func() (bool, string)) {
 // the real Keystone and Neutron), a labelled Cluster on an OpenStackCluster is enrolled with the VitalsCluster
 // CAPO's status describes, owned by the Cluster, deletionPolicy Deorbit; an edit of the fields the owner decides
 // is put back and a change of the Cluster's pod CIDRs followed; a paused Cluster pauses its VitalsCluster and
-// nothing of it follows until it is unpaused; a Cluster without the label is left alone; deleting the Cluster
-// deletes its VitalsCluster and CAPO's teardown ends.
+// nothing of it follows until it is unpaused; a Cluster without the label is left alone; its Machines carry the
+// deletion hook from the moment they are seen, and one deleted while the Cluster lives is released and goes;
+// deleting the Cluster deletes its VitalsCluster, its Machines stay held while the VitalsCluster is there, and
+// CAPO's teardown ends once it is gone.
 func TestEnrol(t *testing.T) {
 	env := testenv.CAPI(t)
 	cfg := env.Config(t)
@@ -264,15 +266,42 @@ func TestEnrol(t *testing.T) {
 		t.Errorf("the Cluster without the label has a VitalsCluster (or the read failed): %v", err)
 	}
 
-	// A Machine of the cluster (no infrastructure behind it), and the VitalsCluster held as deorbit's finalizer
-	// would hold it (no deorbit controller runs here).
-	const hold = "e2e.vitals/deorbit-at-work"
-	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-md-0", Labels: map[string]string{clusterv1.ClusterNameLabel: "c1"}},
-		Spec: clusterv1.MachineSpec{ClusterName: "c1", Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("c1-bootstrap")},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: ref.APIGroup, Kind: "OpenStackMachine", Name: "c1-md-0"}}}
-	if err := c.Create(ctx, m); err != nil {
+	// Machines of the cluster (no infrastructure behind them): each is hooked as soon as it is seen, before any
+	// teardown; one deleted while the Cluster lives (a scale-down) is released and goes.
+	machine := func(name string) *clusterv1.Machine {
+		m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: "c1"}},
+			Spec: clusterv1.MachineSpec{ClusterName: "c1", Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("c1-bootstrap")},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: ref.APIGroup, Kind: "OpenStackMachine", Name: name}}}
+		if err := c.Create(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "Machine "+name+" hooked while its Cluster lives", func() (bool, string) {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+				return false, err.Error()
+			}
+			return m.Annotations[clusterapi.MachineDeletionHook] == clusterapi.MachineDeletionHookOwner, fmt.Sprint("annotations ", m.Annotations)
+		})
+		return m
+	}
+	scaled := machine("c1-md-1")
+	start = time.Now()
+	if err := c.Delete(ctx, scaled); err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, "a Machine deleted while its Cluster lives released and gone", func() (bool, string) {
+		switch err := c.Get(ctx, client.ObjectKeyFromObject(scaled), scaled); {
+		case apierrors.IsNotFound(err):
+			return true, ""
+		case err != nil:
+			return false, err.Error()
+		}
+		return false, fmt.Sprintf("annotations %v, finalizers %v", scaled.Annotations, scaled.Finalizers)
+	})
+	t.Logf("a Machine deleted while its Cluster lives gone %.1f s after the delete", time.Since(start).Seconds())
+
+	// The VitalsCluster held as deorbit's finalizer would hold it (no deorbit controller runs here).
+	const hold = "e2e.vitals/deorbit-at-work"
+	m := machine("c1-md-0")
 	if ok, msg := get(); !ok {
 		t.Fatal(msg)
 	}
@@ -288,7 +317,7 @@ func TestEnrol(t *testing.T) {
 	if err := c.Delete(ctx, cl); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the Machine held by the deletion hook, the VitalsCluster deleting", func() (bool, string) {
+	eventually(t, "the Machine still held by the deletion hook, the VitalsCluster deleting", func() (bool, string) {
 		if ok, msg := get(); !ok {
 			return false, msg
 		}

@@ -35,6 +35,15 @@ func stillGoing(live *clusterv1.Cluster) *fencing.Error {
 	return nil
 }
 
+// notGoing refuses to release a Machine's deletion hook once the Cluster is being deleted: the Machine's
+// deletion may then be the Cluster's, which holds every Machine until deorbit is through.
+func notGoing(live *clusterv1.Cluster) *fencing.Error {
+	if !live.DeletionTimestamp.IsZero() {
+		return &fencing.Error{Reason: fencing.ReasonInterlock, Message: "Cluster " + live.Namespace + "/" + live.Name + " is being deleted: its Machines stay held"}
+	}
+	return nil
+}
+
 // fenced is ctx carrying the fence of one write for cl: cl read again from the API server (gone, or another
 // Cluster of its name: ClusterGone; unreadable: Unverified), then more, then the replica's validity for cl's
 // UID (d.Fencer; without one, the write timeout).
