@@ -77,6 +77,10 @@ type Cloud struct {
 
 	extMu      sync.Mutex
 	extensions map[string]bool // Neutron extension aliases, read once
+
+	projMu    sync.Mutex
+	projToken string // the token whose project projID is (decoding a token's body costs as much as a list)
+	projID    string
 }
 
 var (
@@ -278,12 +282,25 @@ func (c *Cloud) Auth() Auth { return c.auth }
 
 // ProjectID is the project of the current token ("" for an unscoped or domain-scoped token).
 func (c *Cloud) ProjectID() string {
-	if r, ok := c.provider.GetAuthResult().(tokens.CreateResult); ok {
-		if p, err := r.ExtractProject(); err == nil && p != nil {
-			return p.ID
-		}
+	r, ok := c.provider.GetAuthResult().(tokens.CreateResult)
+	if !ok {
+		return ""
 	}
-	return ""
+	tok, err := r.ExtractTokenID()
+	if err != nil {
+		return ""
+	}
+	c.projMu.Lock()
+	defer c.projMu.Unlock()
+	if tok != "" && tok == c.projToken {
+		return c.projID
+	}
+	id := ""
+	if p, err := r.ExtractProject(); err == nil && p != nil {
+		id = p.ID
+	}
+	c.projToken, c.projID = tok, id
+	return id
 }
 
 // Token is the current token (it changes after re-authentication).

@@ -137,6 +137,7 @@ func New(opts Options) (*Operator, error) {
 		Logger:                        log,
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        "0",
+		PprofBindAddress:              opts.PprofAddress,
 		LeaderElection:                opts.LeaderElect,
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       leNS,

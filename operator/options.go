@@ -176,6 +176,8 @@ type Options struct {
 	KubernetesHealthMetricNames bool
 	// NoClusterMetrics turns off vitals_cluster_condition (default: on; see ClusterConditionMetric).
 	NoClusterMetrics bool
+	// PprofAddress serves Go's profiles (controller-runtime's pprof server) on this address ("": not served).
+	PprofAddress string
 
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
@@ -218,8 +220,8 @@ const (
 // DefaultKubeQPS and DefaultKubeBurst limit the operator's requests to its Kubernetes API server when
 // RestConfig sets no limit of its own.
 const (
-	DefaultKubeQPS   = 50
-	DefaultKubeBurst = 100
+	DefaultKubeQPS   = 100
+	DefaultKubeBurst = 200
 )
 
 func (o *Options) defaults() {

@@ -93,6 +93,7 @@ type operatorFlags struct {
 	writeTimeout            time.Duration
 	kubernetesMetricNames   bool
 	clusterMetrics          bool
+	pprofAddress            string
 	log                     *clirun.LogFlags
 }
 
@@ -174,9 +175,9 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   allow_insecure_workload = false
   # tenants' kubeconfigs may name a loopback server
   allow_loopback_workload = false
-  # to the operator's own API server (its status writes bound the clusters one replica passes per second)
-  kube_api_qps = 50
-  kube_api_burst = 100
+  # to the operator's own API server (about 2 x clusters / access interval + 30: two Secret reads per cluster)
+  kube_api_qps = 100
+  kube_api_burst = 200
   # per workload cluster
   workload_qps = 20
   workload_burst = 40
@@ -295,6 +296,7 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.DurationVar(&f.shardSafetyMargin, "shard-safety-margin", sharding.DefaultSafetyMargin, "a replica stops acting on a range this long before its Lease could expire; more than --write-timeout")
 	fl.DurationVar(&f.writeTimeout, "write-timeout", 0, "every cloud and Kubernetes write ends within this and within the replica's fenced validity; shorter than the safety margin (0: 5s, at most half the margin)")
 	fl.BoolVar(&f.kubernetesMetricNames, "kubernetes-metric-names", false, "also export the health checks under the kube-apiserver's metric names kubernetes_healthcheck{,s_total} (default: vitals_health_* only)")
+	fl.StringVar(&f.pprofAddress, "pprof-bind-address", "", "serve Go's profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060 (default: not served; never expose it beyond the host)")
 	fl.BoolVar(&f.clusterMetrics, "cluster-metrics", true, "export vitals_cluster_condition{vitalscluster,type,status} from the cache at each scrape (3 series per condition per cluster)")
 	f.log = clirun.AddLogFlags(cmd, "text")
 	clirun.CompleteFiles(cmd, "config", "conf", "ini")
@@ -405,6 +407,7 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	}
 	o.WriteTimeout = f.writeTimeout
 	o.KubernetesHealthMetricNames, o.NoClusterMetrics = f.kubernetesMetricNames, !f.clusterMetrics
+	o.PprofAddress = f.pprofAddress
 	routegcBudget := f.routegcBudget
 	o.RouteGCInterval, o.RouteGCBudget, o.RouteGCWorkers = f.routegcInterval, &routegcBudget, f.routegcWorkers
 	flightBudget := f.flightBudget

@@ -66,7 +66,7 @@ func TestOperatorChartZeroValues(t *testing.T) {
 		args         []string
 		agentArgs    []string
 	}{
-		{"defaults", "", 2, 1, []string{"--kube-api-qps=50", "--kube-api-burst=100", "--workload-qps=20", "--workload-burst=40", "--health-port=8082"}, nil},
+		{"defaults", "", 2, 1, []string{"--kube-api-qps=100", "--kube-api-burst=200", "--workload-qps=20", "--workload-burst=40", "--health-port=8082"}, nil},
 		{"kube API limits", "operator:\n  kubeAPI:\n    qps: 200\n    burst: 400\n", 2, 1, []string{"--kube-api-qps=200", "--kube-api-burst=400"}, nil},
 		{"replicas 0", "operator:\n  replicas: 0\n", 0, 1, nil, nil},
 		{"no pdb", "operator:\n  podDisruptionBudget:\n    enabled: false\n", 2, -1, nil, nil},
