@@ -167,7 +167,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !in {
 		log.V(1).Info("cluster not enrolled", "why", why)
-		return ctrl.Result{}, nil
+		return r.notHeld(ctx, &cl)
 	}
 	var vcl v1alpha1.VitalsCluster
 	exists := true
@@ -180,7 +180,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if exists && !metav1.IsControlledBy(&vcl, &cl) {
 		r.event(&cl, corev1.EventTypeWarning, "NameTaken", "Enrol",
 			fmt.Sprintf("VitalsCluster %s exists and this Cluster does not control it: it is left alone, and the Cluster is not enrolled", req))
-		return ctrl.Result{}, nil
+		return r.notHeld(ctx, &cl)
 	}
 	if !cl.DeletionTimestamp.IsZero() {
 		return r.teardown(ctx, &cl, &vcl, exists)
@@ -340,6 +340,24 @@ func (r *Reconciler) teardown(ctx context.Context, cl *clusterv1.Cluster, vcl *v
 	log.V(1).Info("cluster deleting", "teardown", true, "why", why, "holdMachines", hold)
 	if hold {
 		return ctrl.Result{RequeueAfter: HoldRequeue}, nil // deorbit's status is not watched: its release (a deletion) is
+	}
+	return ctrl.Result{}, nil
+}
+
+// notHeld takes the deletion hook off the Machines of a Cluster that is not enrolled (it opted out, or its
+// VitalsCluster's name is taken), so that no hook of an enrolment that has ended holds a Machine's deletion for
+// ever. A paused Cluster's Machines are left as they are.
+func (r *Reconciler) notHeld(ctx context.Context, cl *clusterv1.Cluster) (ctrl.Result, error) {
+	if clusterapi.Paused(cl, cl) {
+		return ctrl.Result{}, nil
+	}
+	n, err := r.hookMachines(ctx, cl, nil, false)
+	if err != nil {
+		return r.held(ctx, err)
+	}
+	if n.released > 0 {
+		logf.FromContext(ctx).Info("machines' deletion hook", "held", 0, "released", n.released)
+		r.event(cl, corev1.EventTypeNormal, "MachinesReleased", "Release", fmt.Sprintf("deletion hook %s taken off %d Machines: the Cluster is not enrolled", clusterapi.MachineDeletionHook, n.released))
 	}
 	return ctrl.Result{}, nil
 }

@@ -19,7 +19,8 @@
 // infrastructure while it is there. The hook is on every Machine before any teardown begins, because Cluster
 // API deletes the Machines the moment their Cluster is deleted, faster than any controller could hook them
 // then. A Machine deleted while its Cluster lives (a scale-down, a rollout, a remediation) is released at once;
-// in a teardown every Machine stays held until deorbit is through. Were the enrolment stopped, a Machine's
+// in a teardown every Machine stays held until deorbit is through. The hooks come off when the VitalsCluster no
+// longer holds (Orphan, deorbit through) and when the Cluster is no longer enrolled. Were the enrolment stopped, a Machine's
 // deletion would wait for it rather than go ahead of deorbit.
 //
 // Every write is fenced (package fencing) at the moment it is sent: the Cluster is read again from the API

@@ -265,6 +265,21 @@ func TestEnrol(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c2"}, &v1alpha1.VitalsCluster{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the Cluster without the label has a VitalsCluster (or the read failed): %v", err)
 	}
+	// a Machine of the Cluster that is not enrolled, hooked as if by an enrolment that has ended: released
+	left := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c2-md-0", Labels: map[string]string{clusterv1.ClusterNameLabel: "c2"},
+		Annotations: map[string]string{clusterapi.MachineDeletionHook: clusterapi.MachineDeletionHookOwner}},
+		Spec: clusterv1.MachineSpec{ClusterName: "c2", Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("c2-bootstrap")},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: ref.APIGroup, Kind: "OpenStackMachine", Name: "c2-md-0"}}}
+	if err := c.Create(ctx, left); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the hook taken off a Machine of a Cluster not enrolled", func() (bool, string) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(left), left); err != nil {
+			return false, err.Error()
+		}
+		_, has := left.Annotations[clusterapi.MachineDeletionHook]
+		return !has, fmt.Sprint("annotations ", left.Annotations)
+	})
 
 	// Machines of the cluster (no infrastructure behind them): each is hooked as soon as it is seen, before any
 	// teardown; one deleted while the Cluster lives (a scale-down) is released and goes.
