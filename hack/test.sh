@@ -24,6 +24,13 @@ digest() {
   elif [ -s "$OUT/go-test.out" ]; then
     tail -15 "$OUT/go-test.out" | cut -c1-300 >&2
   fi
+  # Last, where a shortened log keeps them: what the failed tests asserted (a test's own file_test.go:N lines,
+  # not the logs its components wrote through t.Log, which start with time= or a klog header).
+  if grep -qE '^--- FAIL' "$OUT/go-test.out"; then
+    log "what the failed tests said:"
+    grep -E '^\s+[A-Za-z0-9_]+_test\.go:[0-9]+: ' "$OUT/go-test.out" |
+      grep -vE '_test\.go:[0-9]+: (time=|[IWE][0-9]{4} )' | cut -c1-300 | tail -12 >&2 || true
+  fi
   if [ -n "${failed_step:-}" ]; then
     log "failed step: $failed_step"
     [ "$failed_step" != "start test services" ] || tail -25 "$OUT/testenv-up.log" | cut -c1-300 >&2

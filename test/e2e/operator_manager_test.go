@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -159,12 +160,16 @@ func TestOperatorLeaderElectionAndRemoval(t *testing.T) {
 	if got := testutil.CollectAndCount(b.reg, operator.ClusterConditionMetric); got != 0 {
 		t.Errorf("the standby replica exports %d %s series", got, operator.ClusterConditionMetric)
 	}
-	if got := testutil.CollectAndCount(a.reg, operator.ClusterConditionMetric); got == 0 || got%3 != 0 {
-		t.Errorf("the leader exports %d %s series, want 3 per condition", got, operator.ClusterConditionMetric)
-	}
-	if got := testutil.CollectAndCount(a.reg, "vitals_routegc_routes_removed_total"); got != 1 {
-		t.Errorf("vitals_routegc_routes_removed_total series on the leader: %d, want 1", got)
-	}
+	// The route leaves Neutron before the leader, back from the call, counts it: the leader's metrics are
+	// waited for, not read once.
+	opEventually(t, time.Minute, "the leader's condition series, 3 per condition", func() (bool, string) {
+		got := testutil.CollectAndCount(a.reg, operator.ClusterConditionMetric)
+		return got > 0 && got%3 == 0, fmt.Sprintf("%d series", got)
+	})
+	opEventually(t, time.Minute, "vitals_routegc_routes_removed_total on the leader", func() (bool, string) {
+		got := testutil.CollectAndCount(a.reg, "vitals_routegc_routes_removed_total")
+		return got == 1, fmt.Sprintf("%d series", got)
+	})
 	// The removal is an Event in the API, recorded by the remediation policy.
 	opEventually(t, time.Minute, "an ActionTaken event", func() (bool, string) {
 		var evs eventsv1.EventList
