@@ -142,10 +142,13 @@ node_namespaces() {
     NS "$i" mount --bind "$s/sysctl/${f//\//_}" "/proc/sys/$f"
   done
   # fixed host paths (the kubelet's device-plugin socket and log links, libcni's cache, containerd 1.6's
-  # shim sockets) and the chart's hostPaths: private to this node
+  # shim sockets) and the chart's hostPaths: private to this node. Each is made shared within the node's mount
+  # namespace, as a systemd host's are: a pod's HostToContainer mount (the agent's /run/netns) needs a shared or
+  # slave source, and a bind is only a slave where the host's root is shared; where it is private (some
+  # machines' is), the kubelet could not start the agent ("not a shared or slave mount").
   for d in $PRIVATE_PATHS; do
     if [ ! -d "$d" ]; then mkdir -p "$d"; echo "$d" >> "$DIR/created-dirs"; fi # a mount point only; stop removes it
-    mkdir -p "$s/fixed$d"; NS "$i" mount --bind "$s/fixed$d" "$d"
+    mkdir -p "$s/fixed$d"; NS "$i" mount --bind "$s/fixed$d" "$d"; NS "$i" mount --make-shared "$d"
   done
   for n in $CNI_PLUGINS; do ln -s "$CNI_SRC/$n" "$s/fixed/opt/cni/bin/$n"; done
   # the pods' cgroup parent, in every cgroup v1 hierarchy (cgroupfs driver)

@@ -108,8 +108,12 @@ agent:
 			if err != nil {
 				return false, err
 			}
-			return deploymentReady(d) && ds.Status.DesiredNumberScheduled == int32(len(c.Nodes)) &&
-				ds.Status.NumberReady == ds.Status.DesiredNumberScheduled, nil
+			if deploymentReady(d) && ds.Status.DesiredNumberScheduled == int32(len(c.Nodes)) &&
+				ds.Status.NumberReady == ds.Status.DesiredNumberScheduled {
+				return true, nil
+			}
+			return false, fmt.Errorf("operator %d of %d Ready, agents %d of %d; %s", d.Status.ReadyReplicas, d.Status.Replicas,
+				ds.Status.NumberReady, ds.Status.DesiredNumberScheduled, podsWaiting(ctx, cs, ns, "app.kubernetes.io/instance="+release))
 		})
 		t.Logf("operator and agents Ready %s after install", time.Since(start).Round(100*time.Millisecond))
 		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})

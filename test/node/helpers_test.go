@@ -262,6 +262,37 @@ func podEvents(cs kubernetes.Interface, ns, name string) string {
 	return b.String()
 }
 
+// podsWaiting says, for failure messages, why the selected pods' containers are not ready: the reason and
+// message the kubelet gives for each container waiting or not ready.
+func podsWaiting(ctx context.Context, cs kubernetes.Interface, ns, selector string) string {
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return "pods: " + err.Error()
+	}
+	var why []string
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodPending && len(p.Status.ContainerStatuses) == 0 {
+			why = append(why, fmt.Sprintf("%s on %q: Pending", p.Name, p.Spec.NodeName))
+		}
+		for _, st := range p.Status.ContainerStatuses {
+			switch {
+			case st.State.Waiting != nil:
+				msg := st.State.Waiting.Message
+				if len(msg) > 300 {
+					msg = msg[:300]
+				}
+				why = append(why, fmt.Sprintf("%s/%s: %s: %s", p.Name, st.Name, st.State.Waiting.Reason, msg))
+			case !st.Ready:
+				why = append(why, fmt.Sprintf("%s/%s: running, not ready (restarts %d)", p.Name, st.Name, st.RestartCount))
+			}
+		}
+	}
+	if len(why) == 0 {
+		return "every container ready"
+	}
+	return strings.Join(why, "; ")
+}
+
 // restarts returns the restart count of the pod's container name.
 func restarts(p *corev1.Pod, name string) int32 {
 	for _, s := range p.Status.ContainerStatuses {
