@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
@@ -24,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/clusterapi"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/nodes"
@@ -65,13 +63,18 @@ const (
 	ReasonNotAMachine = "NotAMachine"
 	// ReasonMachineGone: the Machine is gone, another Machine of its name, or being deleted.
 	ReasonMachineGone = "MachineGone"
-	// ReasonMachinePaused: Cluster API pauses the Machine (annotation cluster.x-k8s.io/paused).
+	// ReasonMachinePaused: Cluster API pauses the Machine (annotation cluster.x-k8s.io/paused) or its Cluster
+	// (spec.paused, or the annotation: clusterctl move pauses the Cluster).
 	ReasonMachinePaused = "MachinePaused"
+	// ReasonMachineHealthy: the Machine's HealthCheckSucceeded condition is True before a reboot: none is taken (its
+	// MachineHealthCheck deletes the remediation of a healthy Machine).
+	ReasonMachineHealthy = "MachineHealthy"
 	// ReasonNoVitalsCluster: the VitalsCluster of the Machine's cluster is not there.
 	ReasonNoVitalsCluster = "NoVitalsCluster"
 	// ReasonCloudUnverified: the VitalsCluster's credentials could not be proven (tenancy's refusal says why).
 	ReasonCloudUnverified = "CloudUnverified"
-	// ReasonReadFailed: the Machine or the server could not be read; tried again.
+	// ReasonReadFailed: the Machine, its Cluster, the server, the other remediations of its pool or, for a
+	// control-plane Machine, etcd's members could not be read; tried again.
 	ReasonReadFailed = "ReadFailed"
 	// ReasonServerNotActive: the server is not in a state the step can be taken in (a soft reboot needs ACTIVE).
 	ReasonServerNotActive = "ServerNotActive"
@@ -104,8 +107,9 @@ type Reconciler struct {
 }
 
 // New returns the controller on d: Client (VitalsRemediations and VitalsClusters from the cache, fenced
-// writes), APIReader (the Machine, read fresh, also by each write's fence), Tenancy, Policy (required),
-// Fencer, Writer, Recorder, Clock and Observer.
+// writes), APIReader (the Machine and its Cluster, read fresh, also by each write's fence; the remediations of a
+// pool), Tenancy, Policy (required), Workload (etcd's members for a control-plane Machine's reboot; nil: those
+// wait), Fencer, Writer, Recorder, Clock and Observer.
 func New(d *pass.Deps, o Options) (*Reconciler, error) {
 	if err := d.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
@@ -196,8 +200,7 @@ func (r *Reconciler) remediate(ctx context.Context, s *run) time.Duration {
 		return 0
 	}
 	s.machine = &m
-	if c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineHealthCheckSucceededCondition); s.st.LastStepTime != nil &&
-		c != nil && c.Status == metav1.ConditionTrue && !c.LastTransitionTime.Before(s.st.LastStepTime) {
+	if c := healthy(&m); s.st.LastStepTime != nil && c != nil && !c.LastTransitionTime.Before(s.st.LastStepTime) {
 		step := stepOf(s.st.Phase)
 		s.st.Phase = v1alpha1.RemediationSucceeded
 		r.note(s, corev1.EventTypeNormal, ReasonRecovered, fmt.Sprintf("Machine %s is healthy again (%s True since %s) after the %s reboot of server %s",
@@ -217,8 +220,12 @@ func (r *Reconciler) remediate(ctx context.Context, s *run) time.Duration {
 		}
 		return r.handBack(ctx, s)
 	}
-	if clusterapi.Paused(nil, &m) {
-		return r.hold(s, ReasonMachinePaused, "Machine "+key.String()+" is paused (annotation "+clusterv1.PausedAnnotation+"): no step while Cluster API pauses it", time.Time{})
+	if c := healthy(&m); c != nil {
+		return r.hold(s, ReasonMachineHealthy, fmt.Sprintf("Machine %s is healthy (%s True since %s): no reboot", key, clusterv1.MachineHealthCheckSucceededCondition,
+			c.LastTransitionTime.UTC().Format(time.RFC3339)), time.Time{})
+	}
+	if after, ok := r.notPaused(ctx, s, "no step while Cluster API pauses it"); !ok {
+		return after
 	}
 	id := nodes.ServerID(m.Spec.ProviderID)
 	if id == "" {
@@ -259,8 +266,21 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 	if !rebootable(step, sv.Status) {
 		return r.hold(s, ReasonServerNotActive, fmt.Sprintf("server %s is %s: a %s reboot waits for it to be ACTIVE", id, sv.Status, step), time.Time{})
 	}
-	s.policy = r.d.Policy.Begin(ctx, vc, Name, nil, remediation.Scope{})
-	a := remediation.Action{Verb: VerbRebootServer, Kind: "server", ID: sv.ID, Name: sv.Name, Class: remediation.Disruptive}
+	a := remediation.Action{Verb: VerbRebootServer, Kind: "server", ID: sv.ID, Name: sv.Name, Class: remediation.Disruptive, Pool: poolOf(m)}
+	var ps remediation.Scope
+	if a.Pool != "" {
+		if ps.InFlight, err = r.inFlight(ctx, s.rem, a.Pool); err != nil {
+			return r.hold(s, ReasonReadFailed, fmt.Sprintf("read the reboots in flight of pool %s: %v", a.Pool, err), time.Time{})
+		}
+	}
+	if controlPlane(m) {
+		q, err := r.quorum(ctx, vc, m)
+		if err != nil {
+			return r.hold(s, ReasonReadFailed, fmt.Sprintf("control-plane Machine %s/%s is not rebooted without etcd's quorum: read etcd's members: %v", m.Namespace, m.Name, err), time.Time{})
+		}
+		a.Quorum = &q
+	}
+	s.policy = r.d.Policy.Begin(ctx, vc, Name, nil, ps)
 	d := s.policy.Ask(ctx, a)
 	switch d.Outcome {
 	case remediation.DryRun:
@@ -270,7 +290,7 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 		r.o.Metrics.step(step, pass.OutcomeHeld)
 		return r.hold(s, d.Reason, "the "+step+" reboot of server "+id+" is held: "+d.Message, d.RetryAt)
 	}
-	err = scope.Cloud.RebootServer(fencing.With(ctx, r.fence(m, nil, s.policy.Fence(a))), sv.ID, step == StepHard)
+	err = scope.Cloud.RebootServer(fencing.With(ctx, r.fence(m, stillUnhealthy, s.policy.Fence(a))), sv.ID, step == StepHard)
 	s.policy.Done(ctx, a, err)
 	if reason, ok := fencing.ReasonOf(err); ok {
 		r.o.Metrics.step(step, pass.OutcomeHeld)
@@ -342,9 +362,9 @@ func machineOwner(rem *v1alpha1.VitalsRemediation) (metav1.OwnerReference, bool)
 	return metav1.OwnerReference{}, false
 }
 
-// fence is the fence of a step: the Machine as the API server has it at the write (the same Machine, not being
-// deleted, not paused by Cluster API, then more, if any), then the pass's fence (the cluster's pause,
-// exclusions, dry-run and this replica's validity, read live).
+// fence is the fence of a step: the Machine and its Cluster as the API server has them at the write (the same
+// Machine, not being deleted, neither paused by Cluster API, then more, if any), then the pass's fence (the
+// cluster's pause, exclusions, dry-run and this replica's validity, read live).
 func (r *Reconciler) fence(m *clusterv1.Machine, more func(*clusterv1.Machine) *fencing.Error, next fencing.Fence) fencing.Fence {
 	key, uid := client.ObjectKeyFromObject(m), m.UID
 	return fencing.Func(func(ctx context.Context) (context.Context, context.CancelFunc, error) {
@@ -359,8 +379,16 @@ func (r *Reconciler) fence(m *clusterv1.Machine, more func(*clusterv1.Machine) *
 			return nil, nil, &fencing.Error{Reason: fencing.ReasonInterlock, Message: "Machine " + key.String() + " is another Machine now (uid " + string(live.UID) + ")"}
 		case !live.DeletionTimestamp.IsZero():
 			return nil, nil, &fencing.Error{Reason: fencing.ReasonInterlock, Message: "Machine " + key.String() + " is being deleted"}
-		case clusterapi.Paused(nil, &live):
-			return nil, nil, &fencing.Error{Reason: fencing.ReasonPaused, Message: "Machine " + key.String() + " is paused (annotation " + clusterv1.PausedAnnotation + ")"}
+		}
+		cl, err := r.capiCluster(ctx, &live)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, nil, &fencing.Error{Reason: fencing.ReasonInterlock, Message: "Cluster " + live.Namespace + "/" + live.Spec.ClusterName + " of Machine " + key.String() + " is gone"}
+		case err != nil:
+			return nil, nil, &fencing.Error{Reason: fencing.ReasonUnverified, Message: err.Error()}
+		}
+		if why := pausedWhy(cl, &live); why != "" {
+			return nil, nil, &fencing.Error{Reason: fencing.ReasonPaused, Message: why}
 		}
 		if more != nil {
 			if ferr := more(&live); ferr != nil {

@@ -15,7 +15,11 @@
 // credentials prove, else the remediation stops with ForeignServer); each reboot is asked of the cluster's
 // remediation policy (package remediation: pause, exclusions, dry-run, budgets, storm, outage freeze) and is
 // sent only through the pass's fence, which checks the cluster's pause and exclusions again at the write, and
-// the Machine as the API server has it then (the same Machine, not deleted, not paused by Cluster API). Each
+// the Machine and its Cluster as the API server has them then (the same Machine, not deleted, still not
+// healthy, neither paused by Cluster API: clusterctl move pauses the Cluster). One reboot at a time is in flight
+// per pool (the Machine's MachineDeployment, else the MachineSet or control plane that controls it: the policy's
+// pool rule), and a control-plane Machine's reboot is held when etcd would lose its quorum (nodes.EtcdQuorum, as
+// flight has it, read in the workload cluster). Each
 // step is recorded: an Event on the VitalsRemediation and on the Machine, vitals_remediate_steps_total, the
 // policy's status line in status.actions and its budgets in the VitalsCluster's status.remediation.
 //

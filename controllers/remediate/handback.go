@@ -17,7 +17,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/vitalsproject/vitals/clusterapi"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/remediation"
@@ -74,8 +73,8 @@ func (r *Reconciler) handBack(ctx context.Context, s *run) time.Duration {
 			s.st.Server, when, key, s.rem.Spec.HardReboot().Duration, by, key.Namespace, key.Name))
 		return 0
 	}
-	if clusterapi.Paused(nil, m) {
-		return r.hold(s, ReasonMachinePaused, "Machine "+key.String()+" is paused (annotation "+clusterv1.PausedAnnotation+"): it is handed back to its "+owner.Kind+" once it is not", time.Time{})
+	if after, ok := r.notPaused(ctx, s, "it is handed back to its "+owner.Kind+" once it is not"); !ok {
+		return after
 	}
 	if after, ok := r.loadCluster(ctx, s); !ok {
 		return after
@@ -150,11 +149,12 @@ func ownerRemediatedV1Beta1(now time.Time) clusterv1.Condition {
 		LastTransitionTime: metav1.NewTime(now)}
 }
 
-// stillUnhealthy refuses the hand-back of a Machine its MachineHealthCheck sees healthy again at the write.
+// stillUnhealthy refuses the reboot or hand-back of a Machine its MachineHealthCheck sees healthy again at the
+// write.
 func stillUnhealthy(live *clusterv1.Machine) *fencing.Error {
-	if c := meta.FindStatusCondition(live.Status.Conditions, clusterv1.MachineHealthCheckSucceededCondition); c != nil && c.Status == metav1.ConditionTrue {
+	if healthy(live) != nil {
 		return &fencing.Error{Reason: fencing.ReasonInterlock, Message: "Machine " + live.Namespace + "/" + live.Name + " is healthy again (" +
-			clusterv1.MachineHealthCheckSucceededCondition + " True): it is not handed back"}
+			clusterv1.MachineHealthCheckSucceededCondition + " True): no step is taken"}
 	}
 	return nil
 }

@@ -1,0 +1,154 @@
+// Copyright The Vitals Authors. SPDX-License-Identifier: Apache-2.0
+
+package remediate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/clusterapi"
+	"github.com/vitalsproject/vitals/nodes"
+	"github.com/vitalsproject/vitals/remediation"
+)
+
+// capiCluster reads the Cluster API Cluster of m (its spec.clusterName, in its namespace) from the API server.
+func (r *Reconciler) capiCluster(ctx context.Context, m *clusterv1.Machine) (*clusterv1.Cluster, error) {
+	var cl clusterv1.Cluster
+	if err := r.d.APIReader.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}, &cl); err != nil {
+		return nil, fmt.Errorf("read Cluster %s/%s of Machine %s: %w", m.Namespace, m.Spec.ClusterName, m.Name, err)
+	}
+	return &cl, nil
+}
+
+// pausedWhy says how Cluster API pauses m ("" when it does not): its Cluster's spec.paused or paused annotation
+// (clusterctl move pauses the Cluster before it moves it), or m's own paused annotation.
+func pausedWhy(cl *clusterv1.Cluster, m *clusterv1.Machine) string {
+	switch {
+	case clusterapi.Paused(cl, cl):
+		return "Cluster " + cl.Namespace + "/" + cl.Name + " of Machine " + m.Namespace + "/" + m.Name + " is paused (spec.paused, or annotation " + clusterv1.PausedAnnotation + ")"
+	case clusterapi.Paused(nil, m):
+		return "Machine " + m.Namespace + "/" + m.Name + " is paused (annotation " + clusterv1.PausedAnnotation + ")"
+	}
+	return ""
+}
+
+// notPaused reads the Machine's Cluster and holds the step (saying then) while Cluster API pauses either; a
+// Cluster that cannot be read is not taken for one not paused: the step waits. ok is false when held.
+func (r *Reconciler) notPaused(ctx context.Context, s *run, then string) (time.Duration, bool) {
+	cl, err := r.capiCluster(ctx, s.machine)
+	if err != nil {
+		return r.hold(s, ReasonReadFailed, err.Error()+": no step while Cluster API's pause is not known", time.Time{}), false
+	}
+	if why := pausedWhy(cl, s.machine); why != "" {
+		return r.hold(s, ReasonMachinePaused, why+": "+then, time.Time{}), false
+	}
+	return 0, true
+}
+
+// healthy is m's HealthCheckSucceeded condition when it is True (nil: not healthy, or not known).
+func healthy(m *clusterv1.Machine) *metav1.Condition {
+	if c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineHealthCheckSucceededCondition); c != nil && c.Status == metav1.ConditionTrue {
+		return c
+	}
+	return nil
+}
+
+// poolOf is the pool of m's reboots, of which the remediation policy lets one at a time be in flight: the
+// MachineDeployment of its MachineSet (label cluster.x-k8s.io/deployment-name: a rollout's old and new MachineSet
+// are one pool), else the controller its ownerReferences name (a MachineSet, a control plane such as a
+// KubeadmControlPlane), as "Kind/name"; "" when nothing controls it.
+func poolOf(m *clusterv1.Machine) string {
+	if md := m.Labels[clusterv1.MachineDeploymentNameLabel]; md != "" {
+		return "MachineDeployment/" + md
+	}
+	if o := metav1.GetControllerOfNoCopy(m); o != nil {
+		return o.Kind + "/" + o.Name
+	}
+	return ""
+}
+
+// controlPlane reports whether m is a control-plane Machine: labelled cluster.x-k8s.io/control-plane (as control
+// plane providers label theirs), or controlled by a control plane (group controlplane.cluster.x-k8s.io).
+func controlPlane(m *clusterv1.Machine) bool {
+	if _, ok := m.Labels[clusterv1.MachineControlPlaneLabel]; ok {
+		return true
+	}
+	if o := metav1.GetControllerOfNoCopy(m); o != nil {
+		group, _, _ := strings.Cut(o.APIVersion, "/")
+		return group == clusterv1.GroupVersionControlPlane.Group
+	}
+	return false
+}
+
+// inFlight names, under pool, the servers of the other Machines of pool whose remediation has a reboot in flight
+// (soft or hard rebooted, waiting for its Machine): the policy's pool rule then holds this one. The remediations
+// and their Machines are read from the API server, so that a reboot written a moment ago is seen (the operator
+// runs the controller with one worker: no other reboot is between this read and its status write).
+func (r *Reconciler) inFlight(ctx context.Context, self *v1alpha1.VitalsRemediation, pool string) (map[string][]string, error) {
+	var list v1alpha1.VitalsRemediationList
+	if err := r.d.APIReader.List(ctx, &list, client.InNamespace(self.Namespace)); err != nil {
+		return nil, fmt.Errorf("list the remediations of namespace %s: %w", self.Namespace, err)
+	}
+	var ids []string
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.UID == self.UID || o.Status.Server == "" || !o.DeletionTimestamp.IsZero() ||
+			(o.Status.Phase != v1alpha1.RemediationSoftRebooted && o.Status.Phase != v1alpha1.RemediationHardRebooted) {
+			continue
+		}
+		ref, ok := machineOwner(o)
+		if !ok {
+			continue
+		}
+		var m clusterv1.Machine
+		err := r.d.APIReader.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: ref.Name}, &m)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read Machine %s/%s: %w", o.Namespace, ref.Name, err)
+		case m.UID != ref.UID || !m.DeletionTimestamp.IsZero():
+			continue
+		}
+		if poolOf(&m) == pool {
+			ids = append(ids, o.Status.Server)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return map[string][]string{pool: ids}, nil
+}
+
+// quorum is etcd's quorum for a reboot of control-plane Machine m, as flight has it for a control-plane node
+// (nodes.EtcdQuorum): the etcd pods of the workload cluster's kube-system (read uncached) on its Nodes, m's Node
+// the target. Without the workload cluster there is no quorum to check: an error, and the reboot waits.
+func (r *Reconciler) quorum(ctx context.Context, vc *v1alpha1.VitalsCluster, m *clusterv1.Machine) (remediation.Quorum, error) {
+	if r.d.Workload == nil {
+		return remediation.Quorum{}, errors.New("no access to workload clusters")
+	}
+	wc, err := r.d.Workload.For(ctx, vc)
+	if err != nil {
+		return remediation.Quorum{}, fmt.Errorf("the workload cluster of VitalsCluster %s/%s: %w", vc.Namespace, vc.Name, err)
+	}
+	var pods corev1.PodList
+	if err := wc.Client().List(ctx, &pods, client.InNamespace("kube-system"), client.MatchingLabels{"component": "etcd"}); err != nil {
+		return remediation.Quorum{}, fmt.Errorf("list etcd's pods: %w", err)
+	}
+	var ns corev1.NodeList
+	if err := wc.Reader().List(ctx, &ns); err != nil {
+		return remediation.Quorum{}, fmt.Errorf("list Nodes: %w", err)
+	}
+	return nodes.EtcdQuorum(m.Status.NodeRef.Name, ns.Items, pods.Items), nil
+}
