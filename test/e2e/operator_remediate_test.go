@@ -95,7 +95,7 @@ func newRMFixture(t *testing.T) *rmFixture {
 	env := testenv.RequireFull(t) // Nova: skipped on the fast tier, a failure when services are required
 	k, c := opPrivateKube(t)
 	cfg := k.Config()
-	capiMachineCRD(t, cfg)
+	capiCRDs(t, cfg, "cluster.x-k8s.io_machines.yaml", "cluster.x-k8s.io_clusters.yaml")
 	f := &rmFixture{t: t, cfg: cfg, c: c}
 	auth := opAuth(t, env)
 	f.cloud = opConnect(t, auth, nil)
@@ -114,6 +114,11 @@ func newRMFixture(t *testing.T) *rmFixture {
 		t.Fatalf("create cluster: %v", err)
 	}
 	f.key = client.ObjectKeyFromObject(cl)
+	// The Machines' Cluster API Cluster: its pause (clusterctl move's) holds every step.
+	if err := f.c.Create(context.Background(), &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "c1"},
+		Spec: clusterv1.ClusterSpec{Paused: ptr.To(false)}}); err != nil {
+		t.Fatalf("create the Cluster API Cluster: %v", err)
+	}
 	f.clock = clocktesting.NewFakeClock(time.Now())
 	f.events = events.NewFakeRecorder(1000)
 	reg := prometheus.NewRegistry()
@@ -457,8 +462,9 @@ func TestRemediateForeignServer(t *testing.T) {
 }
 
 // TestRemediatePauseAtWrite: a pause set after the policy allowed the reboot and before it is sent (the VitalsCluster's
-// pause annotation, or Cluster API's pause of the Machine) holds it at the write: nothing reaches Nova, the
-// remediation stays Pending and says why; once the pause is off the reboot goes out.
+// pause annotation, or Cluster API's pause of the Machine or of its Cluster, as clusterctl move sets it) holds it at
+// the write: nothing reaches Nova, the remediation stays Pending and says why; once the pause is off the reboot goes
+// out.
 func TestRemediatePauseAtWrite(t *testing.T) {
 	parallel(t)
 	f := newRMFixture(t)
@@ -493,6 +499,14 @@ func TestRemediatePauseAtWrite(t *testing.T) {
 				live.Annotations = map[string]string{clusterv1.PausedAnnotation: "true"}
 			}
 			return &live
+		}},
+		{name: "capi-cluster", reason: remediation.ReasonPaused, pause: func(_ *clusterv1.Machine, on bool) client.Object {
+			var cl clusterv1.Cluster
+			if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "c1"}, &cl); err != nil {
+				t.Fatal(err)
+			}
+			cl.Spec.Paused = ptr.To(on)
+			return &cl
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -536,5 +550,46 @@ func TestRemediatePauseAtWrite(t *testing.T) {
 				t.Fatal("no soft reboot once the pause was off")
 			}
 		})
+	}
+}
+
+// TestRemediatePool: one reboot at a time per MachineSet: the remediation of a second Machine of a MachineSet whose
+// first is being rebooted waits (PoolBusy) and nothing of it reaches Nova, a Machine of another MachineSet is
+// rebooted meanwhile, and the second goes once the first is healthy again.
+func TestRemediatePool(t *testing.T) {
+	parallel(t)
+	f := newRMFixture(t)
+	ctx := context.Background()
+	ms := func(name string) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineSet", Name: name, UID: types.UID("uid-" + name), Controller: ptr.To(true)}
+	}
+	a, b, c := f.server(), f.server(), f.server()
+	ma, mb, mc := f.machine(a, ms("workers-a")), f.machine(b, ms("workers-a")), f.machine(c, ms("workers-b"))
+
+	f.want(f.reconcile(ma, 0), v1alpha1.RemediationSoftRebooted, remediate.ReasonRebooted)
+	rem := f.reconcile(mb, time.Second)
+	f.want(rem, v1alpha1.RemediationPending, remediation.ReasonPoolBusy)
+	if !strings.Contains(rem.Status.Message, "MachineSet/workers-a") || !strings.Contains(rem.Status.Message, a) {
+		t.Errorf("message %q does not name the pool and the server in flight", rem.Status.Message)
+	}
+	f.want(f.reconcile(mc, time.Second), v1alpha1.RemediationSoftRebooted, remediate.ReasonRebooted)
+	if f.nova.Matched("soft") != 2 || f.reboots(b) != 0 {
+		t.Fatalf("reboots on the wire: soft %d, of the held server %d; want 2, 0", f.nova.Matched("soft"), f.reboots(b))
+	}
+	if n := f.steps(remediate.StepSoft, pass.OutcomeHeld); n != 1 {
+		t.Errorf("vitals_remediate_steps_total{step=soft,outcome=held} = %v, want 1", n)
+	}
+
+	// The first healthy again: its remediation succeeds, and the second Machine of the MachineSet is rebooted.
+	f.waitActive(f.cloud, a)
+	ma.Status.Conditions = []metav1.Condition{{Type: clusterv1.MachineHealthCheckSucceededCondition, Status: metav1.ConditionTrue, Reason: "Succeeded",
+		LastTransitionTime: metav1.NewTime(f.clock.Now())}}
+	if err := f.c.Status().Update(ctx, ma); err != nil {
+		t.Fatal(err)
+	}
+	f.want(f.reconcile(ma, time.Minute), v1alpha1.RemediationSucceeded, remediate.ReasonRecovered)
+	f.want(f.reconcile(mb, time.Minute), v1alpha1.RemediationSoftRebooted, remediate.ReasonRebooted)
+	if f.nova.Matched("soft") != 3 {
+		t.Fatalf("soft reboots on the wire: %d, want 3", f.nova.Matched("soft"))
 	}
 }
