@@ -148,7 +148,9 @@ func (r *Reconciler) clustersOf(ctx context.Context, o client.Object) []reconcil
 }
 
 // Reconcile enrols one Cluster: it creates its VitalsCluster, makes it follow the Cluster and its
-// OpenStackCluster, pauses it with the Cluster, and deletes it when the Cluster is torn down.
+// OpenStackCluster, pauses it with the Cluster, and deletes it when the Cluster is torn down. A Cluster that no
+// longer opts in keeps the VitalsCluster it controls: neither created again nor followed, but paused, its
+// Machines hooked and deleted with the Cluster as before (its deletionPolicy decides what deorbit deletes).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logf.FromContext(ctx).WithValues("cluster", req.String())
 	var cl clusterv1.Cluster
@@ -165,10 +167,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !in {
-		log.V(1).Info("cluster not enrolled", "why", why)
-		return r.notHeld(ctx, &cl)
-	}
 	var vcl v1alpha1.VitalsCluster
 	exists := true
 	if err := r.d.Client.Get(ctx, req.NamespacedName, &vcl); err != nil {
@@ -177,11 +175,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		exists = false
 	}
-	if exists && !metav1.IsControlledBy(&vcl, &cl) {
-		r.event(&cl, corev1.EventTypeWarning, "NameTaken", "Enrol",
-			fmt.Sprintf("VitalsCluster %s exists and this Cluster does not control it: it is left alone, and the Cluster is not enrolled", req))
+	mine := exists && metav1.IsControlledBy(&vcl, &cl)
+	switch {
+	case exists && !mine:
+		if in {
+			r.event(&cl, corev1.EventTypeWarning, "NameTaken", "Enrol",
+				fmt.Sprintf("VitalsCluster %s exists and this Cluster does not control it: it is left alone, and the Cluster is not enrolled", req))
+		}
+		return r.notHeld(ctx, &cl)
+	case !in && !mine:
+		log.V(1).Info("cluster not enrolled", "why", why)
 		return r.notHeld(ctx, &cl)
 	}
+	// Enrolled, or no longer enrolled with a VitalsCluster the Cluster still controls: an opt-out ends the
+	// creation and the spec's following, not that VitalsCluster's deletionPolicy. Its pause, its Machines' hooks
+	// and its deletion with the Cluster go on, so that neither Cluster API's BeforeClusterDelete hook nor a
+	// Machine's deletion waits for a deletion nobody makes.
 	if !cl.DeletionTimestamp.IsZero() {
 		return r.teardown(ctx, &cl, &vcl, exists)
 	}
@@ -203,6 +212,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if n != (hooks{}) {
 			log.Info("machines' deletion hook", "held", n.held, "released", n.released)
 		}
+	}
+	if !in {
+		log.V(1).Info("cluster no longer enrolled: its vitalsCluster is kept, not followed", "why", why)
+		return ctrl.Result{}, nil
 	}
 	var osc infrav1.OpenStackCluster
 	if err := r.d.Client.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: cl.Spec.InfrastructureRef.Name}, &osc); err != nil {
@@ -344,9 +357,9 @@ func (r *Reconciler) teardown(ctx context.Context, cl *clusterv1.Cluster, vcl *v
 	return ctrl.Result{}, nil
 }
 
-// notHeld takes the deletion hook off the Machines of a Cluster that is not enrolled (it opted out, or its
-// VitalsCluster's name is taken), so that no hook of an enrolment that has ended holds a Machine's deletion for
-// ever. A paused Cluster's Machines are left as they are.
+// notHeld takes the deletion hook off the Machines of a Cluster that has no VitalsCluster of its own (not enrolled
+// and none left of an enrolment, or its VitalsCluster's name is taken), so that no hook of an enrolment that has
+// ended holds a Machine's deletion for ever. A paused Cluster's Machines are left as they are.
 func (r *Reconciler) notHeld(ctx context.Context, cl *clusterv1.Cluster) (ctrl.Result, error) {
 	if clusterapi.Paused(cl, cl) {
 		return ctrl.Result{}, nil

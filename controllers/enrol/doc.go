@@ -20,8 +20,15 @@
 // API deletes the Machines the moment their Cluster is deleted, faster than any controller could hook them
 // then. A Machine deleted while its Cluster lives (a scale-down, a rollout, a remediation) is released at once;
 // in a teardown every Machine stays held until deorbit is through. The hooks come off when the VitalsCluster no
-// longer holds (Orphan, deorbit through) and when the Cluster is no longer enrolled. Were the enrolment stopped, a Machine's
-// deletion would wait for it rather than go ahead of deorbit.
+// longer holds (Orphan, deorbit through) and when the Cluster has no VitalsCluster of its own (not enrolled and
+// none left of an enrolment, or its name taken). Were the enrolment stopped, a Machine's deletion would wait for
+// it rather than go ahead of deorbit.
+//
+// A Cluster that opts out after its enrolment (its label "false", its namespace no longer selected) keeps the
+// VitalsCluster it controls: it is neither made again nor follows the Cluster's spec, but it still follows the
+// pause, its Machines stay hooked, and it is deleted with the Cluster. Its deletionPolicy, the user's explicit
+// word, decides what deorbit deletes; an opt-out deletes nothing by itself, and does not leave Cluster API's
+// BeforeClusterDelete hook (package clusterapi) or a Machine's deletion waiting for a deletion nobody makes.
 //
 // Every write is fenced (package fencing) at the moment it is sent: the Cluster is read again from the API
 // server, and the write is refused when it is gone or another Cluster of the same name, when it is paused now

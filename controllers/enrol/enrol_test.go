@@ -100,8 +100,9 @@ func eventually(t *testing.T, what string, f func() (bool, string)) {
 // is put back and a change of the Cluster's pod CIDRs followed; a paused Cluster pauses its VitalsCluster and
 // nothing of it follows until it is unpaused; a Cluster without the label is left alone; its Machines carry the
 // deletion hook from the moment they are seen, and one deleted while the Cluster lives is released and goes;
-// deleting the Cluster deletes its VitalsCluster, its Machines stay held while the VitalsCluster is there, and
-// CAPO's teardown ends once it is gone.
+// opted out (label "false") after its enrolment, the Cluster's VitalsCluster is no longer followed but kept, its
+// Machines still held; deleting the Cluster deletes its VitalsCluster all the same (its deletionPolicy Deorbit
+// stands), its Machines stay held while the VitalsCluster is there, and CAPO's teardown ends once it is gone.
 func TestEnrol(t *testing.T) {
 	env := testenv.CAPI(t)
 	cfg := env.Config(t)
@@ -325,8 +326,29 @@ func TestEnrol(t *testing.T) {
 	if err := c.Patch(ctx, &vcl, client.MergeFrom(b)); err != nil {
 		t.Fatal(err)
 	}
-	// deleting the Cluster deletes its VitalsCluster, and while the VitalsCluster is there the Machine keeps its
-	// server: the pre-terminate hook holds its deletion, and CAPO's network teardown with it
+	// opted out after its enrolment: the VitalsCluster is no longer followed, but kept with its deletionPolicy,
+	// and its Machine stays held for the deorbit that policy asks for
+	if err := c.Get(ctx, key, cl); err != nil {
+		t.Fatal(err)
+	}
+	bc := cl.DeepCopy()
+	cl.Labels[clusterapi.EnrolLabel] = "false"
+	if err := c.Patch(ctx, cl, client.MergeFrom(bc)); err != nil {
+		t.Fatal(err)
+	}
+	setPods("10.244.0.0/16", "10.251.0.0/16")
+	time.Sleep(3 * time.Second) // a follow, or the hook taken off, would be written within a second or two
+	if ok, msg := podsAre("[10.244.0.0/16]")(); !ok {
+		t.Errorf("the VitalsCluster of a Cluster opted out still follows it: %s", msg)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Annotations[clusterapi.MachineDeletionHook] != clusterapi.MachineDeletionHookOwner || !vcl.DeletionTimestamp.IsZero() {
+		t.Errorf("opted out: Machine annotations %v, VitalsCluster deleting %v; want the hook kept and the VitalsCluster there", m.Annotations, !vcl.DeletionTimestamp.IsZero())
+	}
+	// deleting the Cluster (opted out) deletes its VitalsCluster all the same, and while the VitalsCluster is there
+	// the Machine keeps its server: the pre-terminate hook holds its deletion, and CAPO's network teardown with it
 	uid := vcl.UID
 	start = time.Now()
 	if err := c.Delete(ctx, cl); err != nil {
