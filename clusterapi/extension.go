@@ -10,15 +10,23 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 	runtimecatalog "sigs.k8s.io/cluster-api/exp/runtime/catalog"
 	"sigs.k8s.io/cluster-api/exp/runtime/server"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/fencing"
 )
 
 // ExtensionHandlerName is the name of Vitals' BeforeClusterDelete handler: Cluster API lists it in the
@@ -32,12 +40,19 @@ const (
 	ExtensionTimeout    = 10 * time.Second
 )
 
+// ExtensionFieldManager is the field manager of the condition the extension puts on a Cluster (Extension.Client).
+const ExtensionFieldManager = "vitals-extension"
+
 // Extension answers Cluster API's BeforeClusterDelete lifecycle hook (a Runtime Extension) for the Clusters
-// Vitals enrolled, from their VitalsClusters (BeforeClusterDelete).
+// Vitals enrolled, from their VitalsClusters (BeforeClusterDelete). It relies on the enrolment to delete a
+// Cluster's VitalsCluster: the operator serves it only with --capi-enrol.
 type Extension struct {
-	// Reader reads VitalsClusters from the API server, not from a cache: a replica's cache may hold only its
-	// shard, and a VitalsCluster missing from it must not let a deletion go on.
+	// Reader reads VitalsClusters (and Clusters) from the API server, not from a cache: a replica's cache may
+	// hold only its shard, and a VitalsCluster missing from it must not let a deletion go on.
 	Reader client.Reader
+	// Client writes the condition ConditionCleanedUp (reason ReasonNotDeleted) on a Cluster whose VitalsCluster
+	// nobody deleted within NotDeletedAfter (nil: none is written, the answer's message alone says it).
+	Client client.Client
 	// Clock (nil: the real one).
 	Clock clock.PassiveClock
 }
@@ -45,7 +60,8 @@ type Extension struct {
 // BeforeClusterDelete is the hook's handler. The VitalsCluster must be the Cluster's own: named like it in its
 // namespace and controlled by the Cluster of the request's UID; any other is not waited for. A VitalsCluster that
 // cannot be read answers Failure, which Cluster API (failure policy Fail) takes as "not yet": nothing of the
-// cluster is deleted on a failed read.
+// cluster is deleted on a failed read. One that is still not deleting NotDeletedAfter the Cluster's deletion is
+// no longer waited for (the package's BeforeClusterDelete), and the Cluster gets the condition that says so.
 func (e *Extension) BeforeClusterDelete(ctx context.Context, req *runtimehooksv1.BeforeClusterDeleteRequest, resp *runtimehooksv1.BeforeClusterDeleteResponse) {
 	now := time.Now()
 	if e.Clock != nil {
@@ -60,23 +76,82 @@ func (e *Extension) BeforeClusterDelete(ctx context.Context, req *runtimehooksv1
 	var vcl v1alpha1.VitalsCluster
 	switch err := e.Reader.Get(ctx, key, &vcl); {
 	case apierrors.IsNotFound(err):
-		BeforeClusterDelete(nil, now, resp)
+		BeforeClusterDelete(nil, Deleting{}, now, resp)
 		return
 	case err != nil:
 		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, fmt.Sprintf("read VitalsCluster %s: %v", key, err)
 		return
 	}
 	if ref, ok := OwnerOf(&vcl); !ok || ref.UID != cl.UID {
-		BeforeClusterDelete(nil, now, resp)
+		BeforeClusterDelete(nil, Deleting{}, now, resp)
 		resp.Message = fmt.Sprintf("VitalsCluster %s is not controlled by this Cluster (uid %s): nothing for Vitals to clean up", key, cl.UID)
 		return
 	}
 	if vcl.Spec.Deletion() == v1alpha1.DeletionPolicyOrphan {
-		BeforeClusterDelete(nil, now, resp)
+		BeforeClusterDelete(nil, Deleting{}, now, resp)
 		resp.Message = fmt.Sprintf("VitalsCluster %s has deletionPolicy Orphan: Vitals deletes nothing of the cluster", key)
 		return
 	}
-	BeforeClusterDelete(&vcl, now, resp)
+	_, paused := cl.Annotations[clusterv1.PausedAnnotation]
+	d := Deleting{Paused: paused || cl.Spec.Paused}
+	if cl.DeletionTimestamp != nil {
+		d.Since = cl.DeletionTimestamp.Time
+	}
+	if BeforeClusterDelete(&vcl, d, now, resp) {
+		e.notDeleted(ctx, key, cl.UID, resp.Message, now)
+	}
+}
+
+// notDeleted puts the condition ConditionCleanedUp, False with reason ReasonNotDeleted and msg, on the Cluster key
+// of uid, by server-side apply of that one condition (field manager ExtensionFieldManager; deorbit's own
+// ConditionCleanedUp replaces it once it starts). The write is bounded by fencing.DefaultWriteTimeout but not by
+// a replica's validity: every replica answers the hook, and the condition is a report any of them writes alike
+// (the Cluster's UID in the object, so that another Cluster of the name is refused). Nothing is written when
+// the condition is already so or the Cluster is gone; a failure is logged, the answer's message says it anyway.
+func (e *Extension) notDeleted(ctx context.Context, key client.ObjectKey, uid types.UID, msg string, now time.Time) {
+	if e.Client == nil {
+		return
+	}
+	log := logf.FromContext(ctx).WithValues("cluster", key.String())
+	var cl clusterv1.Cluster
+	switch err := e.Reader.Get(ctx, key, &cl); {
+	case apierrors.IsNotFound(err), meta.IsNoMatchError(err), runtime.IsNotRegisteredError(err):
+		return
+	case err != nil:
+		log.Error(err, "cannot read the Cluster for its condition")
+		return
+	case cl.UID != uid:
+		return
+	}
+	cd := metav1.Condition{Type: ConditionCleanedUp, Status: metav1.ConditionFalse, Reason: ReasonNotDeleted, Message: msg,
+		ObservedGeneration: cl.Generation, LastTransitionTime: metav1.NewTime(now)}
+	if old := meta.FindStatusCondition(cl.Status.Conditions, cd.Type); old != nil {
+		if old.Status == cd.Status && old.Reason == cd.Reason && old.Message == cd.Message && old.ObservedGeneration == cd.ObservedGeneration {
+			return
+		}
+		if old.Status == cd.Status {
+			cd.LastTransitionTime = old.LastTransitionTime
+		}
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": clusterv1.GroupVersion.String(),
+		"kind":       ClusterKind,
+		"metadata":   map[string]any{"namespace": cl.Namespace, "name": cl.Name, "uid": string(cl.UID)},
+		"status": map[string]any{"conditions": []any{map[string]any{
+			"type": cd.Type, "status": string(cd.Status), "reason": cd.Reason, "message": cd.Message,
+			"observedGeneration": cd.ObservedGeneration, "lastTransitionTime": cd.LastTransitionTime.UTC().Format(time.RFC3339),
+		}}},
+	}}
+	wctx := fencing.With(ctx, fencing.Func(func(ctx context.Context) (context.Context, context.CancelFunc, error) {
+		wctx, cancel := context.WithTimeout(ctx, fencing.DefaultWriteTimeout)
+		return wctx, cancel, nil
+	}))
+	err := e.Client.Status().Apply(wctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(ExtensionFieldManager), client.ForceOwnership)
+	if err != nil && !apierrors.IsNotFound(err) {
+		log.Error(err, "cannot put the hook's condition on the Cluster", "reason", cd.Reason)
+		return
+	}
+	log.Info("vitalsCluster not deleted with its cluster: the deletion goes on", "reason", cd.Reason)
 }
 
 // NewExtensionServer returns Cluster API's Runtime Extension server (exp/runtime/server: the discovery handler

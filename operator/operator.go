@@ -100,6 +100,9 @@ func New(opts Options) (*Operator, error) {
 	if err := opts.checkFencing(); err != nil {
 		return nil, err
 	}
+	if opts.RuntimeExtensionPort > 0 && !opts.CAPIEnrol {
+		return nil, errExtensionWithoutEnrol
+	}
 	// client-go's request metrics name this server; every other (a workload cluster's, from a tenant's
 	// Secret) is labelled "other"
 	if err := workload.KeepHostLabel(opts.RestConfig); err != nil {
@@ -312,7 +315,7 @@ func (o *Operator) setupControllers() error {
 		}
 	}
 	if opts.RuntimeExtensionPort > 0 {
-		srv, err := clusterapi.NewExtensionServer(&clusterapi.Extension{Reader: mgr.GetAPIReader(), Clock: opts.Clock},
+		srv, err := clusterapi.NewExtensionServer(&clusterapi.Extension{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(), Clock: opts.Clock},
 			server.Options{Port: opts.RuntimeExtensionPort, CertDir: opts.RuntimeExtensionCertDir})
 		if err != nil {
 			return fmt.Errorf("operator: %w", err)

@@ -135,7 +135,8 @@ type Options struct {
 	CAPIRemediate bool
 	// RuntimeExtensionPort serves Cluster API's BeforeClusterDelete lifecycle hook on this port over TLS (a Runtime
 	// Extension, clusterapi.NewExtensionServer: the deletion of a Cluster with a topology waits until deorbit has
-	// released its VitalsCluster); 0: not served.
+	// released its VitalsCluster); 0: not served. It needs CAPIEnrol: the enrolment deletes the VitalsCluster the
+	// hook waits for.
 	RuntimeExtensionPort int
 	// RuntimeExtensionCertDir holds the extension server's tls.crt and tls.key (reloaded when they change).
 	RuntimeExtensionCertDir string
@@ -327,6 +328,11 @@ func (o *Options) safetyMargin() (time.Duration, bool) {
 	}
 	return 0, false
 }
+
+// errExtensionWithoutEnrol refuses the Runtime Extension without the enrolment: the hook would wait for the
+// deletion of VitalsClusters that no enrolment makes (an enrolment turned off leaves its VitalsClusters behind).
+var errExtensionWithoutEnrol = &config.Error{Field: "--runtime-extension-port",
+	Msg: "needs --capi-enrol: the BeforeClusterDelete hook waits for the enrolment to delete a Cluster's VitalsCluster (docs/operator.md, \"Cluster API enrolment\")"}
 
 // checkFencing refuses timeouts that would let a write outlive the replica's right to send it: every
 // write ends within WriteTimeout, which must be shorter than the safety margin; with leader election

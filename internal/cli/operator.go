@@ -258,7 +258,7 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.IntVar(&f.deorbitParallelDeletes, "deorbit-parallel-deletes", operator.DefaultDeorbitParallelDeletes, "deletes and reads of one deleted cluster running at once")
 	fl.BoolVar(&f.capiEnrol, "capi-enrol", false, "enrol Cluster API Clusters on CAPO's OpenStackClusters that opt in (label vitals.vitalsproject.io/enrol=true, or --capi-enrol-namespaces): create and own their VitalsClusters")
 	fl.BoolVar(&f.capiRemediate, "capi-remediate", false, "act as Cluster API's external remediation: reboot the servers of the Machines whose MachineHealthCheck made a VitalsRemediation (soft, then hard, then hand the Machine back to its MachineSet or control plane for replacement)")
-	fl.IntVar(&f.extensionPort, "runtime-extension-port", 0, "serve Cluster API's BeforeClusterDelete lifecycle hook (a Runtime Extension) over TLS on this port, so that the deletion of a Cluster with a topology waits for deorbit (0: not served)")
+	fl.IntVar(&f.extensionPort, "runtime-extension-port", 0, "serve Cluster API's BeforeClusterDelete lifecycle hook (a Runtime Extension) over TLS on this port, so that the deletion of a Cluster with a topology waits for deorbit (needs --capi-enrol; 0: not served)")
 	fl.StringVar(&f.extensionCertDir, "runtime-extension-cert-dir", "", "directory of the runtime extension's tls.crt and tls.key (needs --runtime-extension-port)")
 	fl.StringVar(&f.capiEnrolNamespaces, "capi-enrol-namespaces", "", "label selector of the namespaces whose OpenStack Clusters are enrolled without the label (needs --capi-enrol; default: none)")
 	fl.IntVar(&f.remediationBudget, "remediation-budget", remediation.DefaultOperatorActions, "destructive actions of all controllers over all clusters per --remediation-window (0: none)")
@@ -426,6 +426,9 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	o.CAPIEnrol, o.CAPIRemediate = f.capiEnrol, f.capiRemediate
 	if err := f.checkExtension(); err != nil {
 		return o, err
+	}
+	if f.extensionPort != 0 && !f.capiEnrol {
+		return o, &config.Error{Field: "--runtime-extension-port", Msg: "needs --capi-enrol: the BeforeClusterDelete hook waits for the enrolment to delete a Cluster's VitalsCluster (docs/operator.md, \"Cluster API enrolment\")"}
 	}
 	o.RuntimeExtensionPort, o.RuntimeExtensionCertDir = f.extensionPort, f.extensionCertDir
 	o.Remediation = &remediation.Limits{Actions: f.remediationBudget, Window: f.remediationWindow, StormCooldown: f.stormCooldown,

@@ -229,6 +229,7 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 		{"extension port without a cert dir", "", []string{"--runtime-extension-port", "9443"}, []string{"--runtime-extension-cert-dir", "tls.crt and tls.key"}},
 		{"extension cert dir without the files", "", []string{"--runtime-extension-port", "9443", "--runtime-extension-cert-dir", "/nonexistent-vitals"}, []string{"--runtime-extension-cert-dir", "expected tls.crt"}},
 		{"extension port out of range", "", []string{"--runtime-extension-port", "70000", "--runtime-extension-cert-dir", "/tmp"}, []string{"--runtime-extension-port", "1-65535"}},
+		{"extension without the enrolment", "", []string{"--runtime-extension-port", "9443", "--runtime-extension-cert-dir", "EXTDIR"}, []string{"--runtime-extension-port", "needs --capi-enrol"}},
 		{"bad cloud qps", "[operator]\ncloud_qps = 0\n", nil, []string{"operator.conf:2", "operator.cloud_qps"}},
 		{"bad cloud burst flag", "", []string{"--cloud-burst", "0"}, []string{"--cloud-qps/--cloud-burst"}},
 		{"negative routegc budget", "", []string{"--routegc-budget", "-1"}, []string{"--routegc-budget", "0 (no removals)"}},
@@ -254,7 +255,15 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 			if tc.ini != "" {
 				args = append(args, "--config", writeFile(t, "operator.conf", tc.ini))
 			}
-			args = append(args, tc.args...)
+			for _, a := range tc.args {
+				if a == "EXTDIR" { // a directory with the extension's tls.crt and tls.key
+					a = filepath.Dir(writeFile(t, "tls.crt", "crt"))
+					if err := os.WriteFile(filepath.Join(a, "tls.key"), []byte("key"), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				args = append(args, a)
+			}
 			var out, errb bytes.Buffer
 			if code := Main(args, &out, &errb); code != ExitConfig {
 				t.Fatalf("exit %d, want %d; stderr: %s", code, ExitConfig, errb.String())

@@ -115,10 +115,11 @@ func extCall(t *testing.T, hc *http.Client, url string, body, out any) {
 }
 
 // TestCAPIRuntimeExtension: discovery lists the BeforeClusterDelete handler (failure policy Fail); the hook
-// answers "retry after" while the Cluster's own VitalsCluster is not deleting or deorbit is in a phase (when its
-// next step is due), and lets the deletion go on when deorbit is done, gave up, or there is nothing of Vitals to
-// wait for (no VitalsCluster, one another Cluster of the name controls, deletionPolicy Orphan); an oversized
-// request is refused with Failure.
+// answers "retry after" while the Cluster's own VitalsCluster is not deleting (for NotDeletedAfter from the
+// Cluster's deletion at most: then nothing is going to delete it, and the deletion goes on) or deorbit is in a
+// phase (when its next step is due), and lets the deletion go on when deorbit is done, gave up, or there is
+// nothing of Vitals to wait for (no VitalsCluster, one another Cluster of the name controls, deletionPolicy
+// Orphan); an oversized request is refused with Failure.
 func TestCAPIRuntimeExtension(t *testing.T) {
 	parallel(t)
 	_, c := opPrivateKube(t)
@@ -136,13 +137,18 @@ func TestCAPIRuntimeExtension(t *testing.T) {
 	}
 	hookURL := base + runtimecatalog.GVHToPath(runtimecatalog.GroupVersionHook{Group: runtimehooksv1.GroupVersion.Group, Version: runtimehooksv1.GroupVersion.Version,
 		Hook: "BeforeClusterDelete"}, clusterapi.ExtensionHandlerName)
-	ask := func(name string, uid types.UID) runtimehooksv1.BeforeClusterDeleteResponse {
+	// askDeleted asks for the Cluster deleted at del (nil: the request does not say), ask without a deletion
+	askDeleted := func(name string, uid types.UID, del *metav1.Time) runtimehooksv1.BeforeClusterDeleteResponse {
 		t.Helper()
 		req := &runtimehooksv1.BeforeClusterDeleteRequest{TypeMeta: metav1.TypeMeta{APIVersion: runtimehooksv1.GroupVersion.String(), Kind: "BeforeClusterDeleteRequest"},
-			Cluster: clusterv1beta1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid}}}
+			Cluster: clusterv1beta1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid, DeletionTimestamp: del}}}
 		var resp runtimehooksv1.BeforeClusterDeleteResponse
 		extCall(t, hc, hookURL, req, &resp)
 		return resp
+	}
+	ask := func(name string, uid types.UID) runtimehooksv1.BeforeClusterDeleteResponse {
+		t.Helper()
+		return askDeleted(name, uid, nil)
 	}
 	want := func(resp runtimehooksv1.BeforeClusterDeleteResponse, status runtimehooksv1.ResponseStatus, retry int32, msg string) {
 		t.Helper()
@@ -170,6 +176,10 @@ func TestCAPIRuntimeExtension(t *testing.T) {
 	want(ask("prod", uid), runtimehooksv1.ResponseStatusSuccess, 5, "is not deleting yet")
 	want(ask("prod", "another-uid"), runtimehooksv1.ResponseStatusSuccess, 0, "is not controlled by this Cluster")
 	want(ask("staging", uid), runtimehooksv1.ResponseStatusSuccess, 0, "no VitalsCluster")
+	// not deleting while its Cluster is: waited for NotDeletedAfter, then let go (nothing deletes it)
+	recent, long := metav1.NewTime(clock.Now().Add(-time.Minute)), metav1.NewTime(clock.Now().Add(-clusterapi.NotDeletedAfter-time.Minute))
+	want(askDeleted("prod", uid, &recent), runtimehooksv1.ResponseStatusSuccess, 5, "the hook waits for that until")
+	want(askDeleted("prod", uid, &long), runtimehooksv1.ResponseStatusSuccess, 0, "nothing deletes it")
 
 	if err := c.Delete(ctx, vcl); err != nil {
 		t.Fatal(err)

@@ -150,6 +150,8 @@ func TestOperatorChartSchema(t *testing.T) {
 		{"typo in a toleration", "agent:\n  tolerations:\n    - {key: dedicated, operator: Exists, efect: NoSchedule}\n", "efect"},
 		{"unknown toleration operator", "operator:\n  tolerations:\n    - {key: dedicated, operator: In}\n", "/operator/tolerations/0/operator"},
 		{"both monitors", "metrics:\n  serviceMonitor: {enabled: true}\n  podMonitor: {enabled: true}\n", "not both"},
+		{"runtime extension without the enrolment", "operator:\n  capi:\n    runtimeExtension:\n      enabled: true\n      certSecret: vitals-extension-tls\n",
+			"operator.capi.runtimeExtension.enabled needs operator.capi.enrol"},
 		{"typo in affinity", "operator:\n  affinity:\n    podAntiAfinity: {}\n", "podAntiAfinity"},
 	}
 	for _, tc := range tests {
