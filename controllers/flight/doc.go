@@ -13,7 +13,8 @@
 //
 //   - secgroup_rules.go: the security group allows the pod CIDRs and node-to-node traffic;
 //   - secgroup_association.go: a server without the group gets it back;
-//   - errored_servers.go: servers in vm_state error are deleted, once proven;
+//   - errored_servers.go: servers in vm_state error are deleted, once proven, only where the node repair
+//     would delete them (its guards and pools);
 //   - routes.go: duplicate, stale and missing pod routes, and the route limit's headroom.
 //
 // Which servers are the cluster's: see v1alpha1.FlightServers.

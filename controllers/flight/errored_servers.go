@@ -20,7 +20,11 @@ const VerbDeleteServer = "DeleteServer"
 // ErroredServers deletes the cluster's servers in vm_state error: Nova will not bring them back, and
 // the cluster's machine management creates a replacement. When a server was first seen errored is kept
 // in status.flight.errored; it is the evidence of the removal, so the remediation policy's minimum
-// proof age holds the delete back until the server has stayed errored that long.
+// proof age holds the delete back until the server has stayed errored that long. A server in ERROR may
+// still run (a failed live migration leaves it so), so its delete gets the node repair's guards
+// (repairs.nodes): never an excluded server, a control-plane node unless controlPlane is on (and then
+// within etcd's quorum), a Cluster API, Gardener or Magnum server, nor one no manager replaces
+// (delete, replacement.metadataKey); one at a time per node pool.
 type ErroredServers struct{}
 
 // Name implements Repair.
@@ -36,7 +40,26 @@ func (ErroredServers) Enabled(c *v1alpha1.VitalsCluster) bool {
 
 // Detect implements Repair.
 func (ErroredServers) Detect(in *pass.Input[*State]) pass.Finding[*State] {
-	return &erroredFinding{errored: Errored(in.Read.Snapshot.Servers, in.Read.Prev.Errored, in.Now), servers: len(in.Read.Snapshot.Servers)}
+	snap, s := in.Read.Snapshot, in.Read.Settings.Repairs.Nodes.Settings()
+	f := &erroredFinding{errored: Errored(snap.Servers, in.Read.Prev.Errored, in.Now), servers: len(snap.Servers), s: s, cases: map[string]*nodeCase{}}
+	for _, sv := range snap.Servers {
+		if strings.EqualFold(sv.VMState, "error") {
+			f.cases[sv.ID] = newCase(sv, snap.ServerNode[sv.ID], s, in.Cluster, nil)
+		}
+	}
+	return f
+}
+
+// erroredHold is why c's errored server is not deleted ("" when it may be): the node repair's guards
+// (guard) and its rule for deletes (noDelete).
+func erroredHold(c *nodeCase, s v1alpha1.NodeSettings) string {
+	if why := c.guard(s); why != "" {
+		return why
+	}
+	if stop := c.noDelete(s); stop != "" {
+		return stop + ": " + stopMessage(stop, s)
+	}
+	return ""
 }
 
 // Errored returns the servers in vm_state error, each with when it was first seen so (from seen, else
@@ -64,6 +87,9 @@ func Errored(servers []openstack.Server, seen []v1alpha1.ServerSighting, now tim
 type erroredFinding struct {
 	errored []v1alpha1.ServerSighting
 	servers int
+	// s are the node repair's settings; cases the errored servers as the node repair sees them, by ID.
+	s     v1alpha1.NodeSettings
+	cases map[string]*nodeCase
 }
 
 func (f *erroredFinding) Unhealthy() []string {
@@ -81,9 +107,23 @@ func (f *erroredFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pa
 	if len(f.errored) == 0 {
 		return []pass.Report{{Status: metav1.ConditionTrue, Reason: "NoErroredServers", Message: fmt.Sprintf("none of the cluster's %d servers is in vm_state error", f.servers)}}
 	}
-	var deleted, failed, held []string
+	var deleted, failed, held, kept []string
 	for _, s := range f.errored {
-		a := remediation.Action{Verb: VerbDeleteServer, Kind: "server", ID: s.Server, Name: s.Name, Evidence: s.FirstSeen.Time, Removal: true}
+		c := f.cases[s.Server]
+		if why := erroredHold(c, f.s); why != "" {
+			kept = append(kept, s.Server+" ("+why+")")
+			continue
+		}
+		var q *remediation.Quorum
+		if c.controlPlane {
+			qq, err := etcdQuorum(ctx, env, c)
+			if err != nil {
+				failed = append(failed, s.Server+": read etcd's members: "+err.Error())
+				continue
+			}
+			q = &qq
+		}
+		a := remediation.Action{Verb: VerbDeleteServer, Kind: "server", ID: s.Server, Name: s.Name, Evidence: s.FirstSeen.Time, Removal: true, Pool: c.pool, Quorum: q}
 		outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error { return env.Cloud.DeleteServer(ctx, s.Server) })
 		switch outcome {
 		case pass.OutcomeDone:
@@ -98,11 +138,12 @@ func (f *erroredFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pa
 	switch {
 	case len(failed) > 0:
 		reason = "RepairFailed"
-	case len(held) == 0:
+	case len(held) == 0 && len(kept) == 0:
 		reason = "ErroredServersDeleted"
 	}
 	// Deleted servers are still errored until Nova has removed them: the condition stays False.
 	return []pass.Report{{Status: metav1.ConditionFalse, Reason: reason,
-		Message: fmt.Sprintf("%d of %d servers in vm_state error; delete asked for %d [%s], failed %d [%s], held back %d [%s]",
-			len(f.errored), f.servers, len(deleted), strings.Join(deleted, ", "), len(failed), strings.Join(failed, "; "), len(held), strings.Join(held, "; "))}}
+		Message: fmt.Sprintf("%d of %d servers in vm_state error; delete asked for %d [%s], failed %d [%s], held back %d [%s], left alone %d [%s]",
+			len(f.errored), f.servers, len(deleted), strings.Join(deleted, ", "), len(failed), strings.Join(failed, "; "), len(held), strings.Join(held, "; "),
+			len(kept), strings.Join(kept, "; "))}}
 }

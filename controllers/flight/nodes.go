@@ -80,7 +80,8 @@ var rebootingStatus = map[string]bool{"REBOOT": true, "HARD_REBOOT": true}
 //     per window stop reboot loops;
 //   - a Cluster API Machine's node is never rebooted or deleted by flight (its MachineHealthCheck, with
 //     Vitals as external remediation, does it); control-plane nodes only when turned on; servers in ERROR
-//     are the errored-servers repair's; the exclusion label keeps a node out.
+//     are the errored-servers repair's, which applies the same guards (guard, noDelete); the exclusion label
+//     keeps a node out.
 type Nodes struct{}
 
 // Name implements Repair.
@@ -184,17 +185,28 @@ func newCase(sv openstack.Server, node *corev1.Node, s v1alpha1.NodeSettings, c 
 	default:
 		nc.pool = "workers"
 	}
+	nc.skip = nc.guard(s)
 	switch {
-	case nodes.Excluded(node, sv.Metadata):
-		nc.skip = "excluded by " + nodes.LabelExclude
+	case nc.skip != "":
 	case strings.EqualFold(sv.VMState, "error") || sv.Status == "ERROR":
 		nc.skip = "in ERROR: the errored-servers repair's"
 	case sel != nil && node != nil && !sel.Matches(labels.Set(node.Labels)):
 		nc.skip = "not matched by nodeSelector"
-	case nc.controlPlane && !s.ControlPlane:
-		nc.skip = "a control-plane node (repairs.nodes.controlPlane.enabled is false)"
 	}
 	return nc
+}
+
+// guard is why no repair may take a disruptive or destructive step on c's server ("" when none): the
+// exclusion label or metadata, or a control-plane node while repairs.nodes.controlPlane is off. The node
+// repair and the errored-servers repair both apply it.
+func (c *nodeCase) guard(s v1alpha1.NodeSettings) string {
+	switch {
+	case nodes.Excluded(c.node, c.server.Metadata):
+		return "excluded by " + nodes.LabelExclude
+	case c.controlPlane && !s.ControlPlane:
+		return "a control-plane node (repairs.nodes.controlPlane.enabled is false)"
+	}
+	return ""
 }
 
 // nodesFinding is what Nodes found.

@@ -146,15 +146,26 @@ func (f *nodesFinding) next(c *nodeCase, e v1alpha1.NodeEscalation, floor time.T
 		return v1alpha1.EscalationHardReboot, start.Add(s.SoftReboot), ""
 	case v1alpha1.EscalationHardReboot, v1alpha1.EscalationDelete:
 		// a delete that did not take (the server is still listed) is asked for again
-		switch {
-		case c.owner.Manager != "":
-			return "", time.Time{}, "ManagedBy" + c.owner.Manager
-		case !s.Delete || !c.replaceable:
-			return "", time.Time{}, StopNoReplacement
+		if stop := c.noDelete(s); stop != "" {
+			return "", time.Time{}, stop
 		}
 		return v1alpha1.EscalationDelete, start.Add(s.HardReboot), ""
 	}
 	return v1alpha1.EscalationSoftReboot, e.Since.Time, ""
+}
+
+// noDelete is why c's server is never deleted ("" when it may be), a stop reason: its manager (Cluster
+// API, Gardener, Magnum) replaces it itself, or deleting is off or no manager would replace it
+// (repairs.nodes.delete, replacement.metadataKey). The node repair and the errored-servers repair both
+// apply it.
+func (c *nodeCase) noDelete(s v1alpha1.NodeSettings) string {
+	switch {
+	case c.owner.Manager != "":
+		return "ManagedBy" + c.owner.Manager
+	case !s.Delete || !c.replaceable:
+		return StopNoReplacement
+	}
+	return ""
 }
 
 // stepsSince counts the steps taken after t.

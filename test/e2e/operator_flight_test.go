@@ -229,6 +229,14 @@ func (f *flFixture) node(name, server, podCIDR, ip string) {
 	}
 }
 
+// metadata sets Nova metadata on a server.
+func (f *flFixture) metadata(id string, md map[string]string) {
+	f.t.Helper()
+	if _, err := servers.UpdateMetadata(context.Background(), f.cc, id, servers.MetadataOpts(md)).Extract(); err != nil {
+		f.t.Fatalf("set metadata of server %s: %v", id, err)
+	}
+}
+
 // rules reads the group's rules.
 func (f *flFixture) rules() []rules.SecGroupRule {
 	f.t.Helper()
@@ -432,14 +440,19 @@ func TestOperatorFlight(t *testing.T) {
 		}
 	})
 
+	// A server in ERROR is deleted only where the node repair would delete it: first no manager replaces it
+	// (repairs.nodes.replacement names none), and it is left alone; once the replacement's metadata key is
+	// named (the server carries it), its delete waits for the proof age, then goes.
 	t.Run("errored server", func(t *testing.T) {
 		f := newFlFixture(t, wl, func(c *v1alpha1.VitalsCluster) {
 			c.Spec.Remediation.MaxUnhealthy = &intstr.IntOrString{Type: intstr.String, StrVal: "50%"}
+			c.Spec.Remediation.MinProofAge = &metav1.Duration{Duration: 2 * time.Minute}
 		})
 		healthy := f.net.Server(f.cloud, 4, f.group)
 		broken := f.net.Server(f.cloud, 5, f.group)
 		f.waitServer(healthy, "ACTIVE")
 		f.waitServer(broken, "ACTIVE")
+		f.metadata(broken, map[string]string{"e2e-pool": "a"}) // Nova changes no metadata of a server in ERROR
 		if err := servers.ResetState(context.Background(), f.cc, broken, servers.StateError).ExtractErr(); err != nil {
 			t.Fatalf("reset the server to error: %v", err)
 		}
@@ -449,11 +462,18 @@ func TestOperatorFlight(t *testing.T) {
 			t.Fatalf("status.flight.errored %+v, want server %s", cl.Status.Flight, broken)
 		}
 		first := cl.Status.Flight.Errored[0].FirstSeen
+		if c := condition(cl, v1alpha1.ConditionServersHealthy); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "left alone 1") || !strings.Contains(c.Message, flight.StopNoReplacement) {
+			t.Errorf("no manager replaces it: ServersHealthy %s/%s (%s), want it left alone, NoReplacement", c.Status, c.Reason, c.Message)
+		}
+		f.update(func(c *v1alpha1.VitalsCluster) {
+			c.Spec.Controllers.Flight.Repairs.Nodes.Replacement = &v1alpha1.ServerReplacement{MetadataKey: "e2e-pool"}
+		})
+		cl = f.pass()
 		if !hasAction(cl, v1alpha1.ActionSkipped, remediation.ReasonProofPending, "") {
-			t.Errorf("the first sighting was not held for its proof age: %+v", cl.Status.Flight.Actions)
+			t.Errorf("the sighting was not held for its proof age: %+v", cl.Status.Flight.Actions)
 		}
 		f.waitServer(broken, "ERROR") // still there
-		cl = f.pass()                 // a minute later: the proof age has passed
+		cl = f.pass()                 // two minutes after the first sighting: the proof age has passed
 		if !hasAction(cl, v1alpha1.ActionRemoved, remediation.ReasonAllowed, "") {
 			t.Fatalf("no Removed line: %+v", cl.Status.Flight.Actions)
 		}
@@ -546,6 +566,7 @@ func TestOperatorFlight(t *testing.T) {
 			c.Spec.Remediation.MinProofAge = &metav1.Duration{}
 			c.Annotations = map[string]string{remediation.AnnotationUnsafeShortProofAge: "true"} // below the floor
 			c.Spec.Remediation.MaxUnhealthy = &intstr.IntOrString{Type: intstr.String, StrVal: "100%"}
+			c.Spec.Controllers.Flight.Repairs.Nodes.Replacement = &v1alpha1.ServerReplacement{MetadataKey: "e2e-pool"}
 		})
 		auth, proxies := opFaultProxy(t, testenv.RequireFull(t), f.cloud, openstack.ServiceNetworking, openstack.ServiceCompute)
 		neutron, nova := proxies[0], proxies[1]
@@ -557,6 +578,7 @@ func TestOperatorFlight(t *testing.T) {
 		broken := f.net.Server(f.cloud, 5, f.group)
 		f.waitServer(lost, "ACTIVE")
 		f.waitServer(broken, "ACTIVE")
+		f.metadata(broken, map[string]string{"e2e-pool": "a"}) // a manager replaces it: the errored repair may delete it
 		if err := servers.ResetState(context.Background(), f.cc, broken, servers.StateError).ExtractErr(); err != nil {
 			t.Fatal(err)
 		}
