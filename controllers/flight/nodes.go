@@ -63,8 +63,9 @@ var rebootingStatus = map[string]bool{"REBOOT": true, "HARD_REBOOT": true}
 // replacing last, with the guards an operator expects of it:
 //   - detection with dwell: a Node is unhealthy once one of unhealthyConditions has held for its timeout
 //     from the condition's lastTransitionTime; an ACTIVE server with no Node, nodeStartupTimeout after its
-//     creation. No timer starts before the cluster's last outage (remediation.Pass.Outage): an outage never
-//     becomes mass repairs once it is over;
+//     creation, acted on only when servers.metadata proves it the cluster's (else reported). No timer starts
+//     before the cluster's last outage (remediation.Pass.Outage): an outage never becomes mass repairs once
+//     it is over;
 //   - a step is asked of the policy with its class, its pool and, for a control-plane node, etcd's quorum:
 //     the storm rule, the outage freeze and one disruptive step per pool hold it, the safe repairs go on;
 //   - before a reboot or a delete the Node is cordoned and drained through the Eviction API
@@ -118,7 +119,7 @@ type nodeCase struct {
 // outage floor and acts.
 func (Nodes) Detect(in *pass.Input[*State]) pass.Finding[*State] {
 	s := in.Read.Settings.Repairs.Nodes.Settings()
-	f := &nodesFinding{s: s, now: in.Now, lease: in.Read.LeaseOutage}
+	f := &nodesFinding{s: s, now: in.Now, lease: in.Read.LeaseOutage, proven: len(in.Read.Settings.Read.Metadata) > 0}
 	var sel labels.Selector
 	if s.NodeSelector != nil {
 		var err error
@@ -219,6 +220,10 @@ type nodesFinding struct {
 	history []v1alpha1.ServerHistory
 	// lease is the outage the node Leases show ("" when none).
 	lease string
+	// proven: servers.metadata is set, so every server of the read carries the cluster's metadata. Without
+	// it a server is the cluster's by a port on networkID, which a bastion or a database VM on the nodes'
+	// network has too: a server no Node names is then reported, never rebooted (NeverRegistered).
+	proven bool
 }
 
 // fault is why a case is unhealthy now ("" when it is not), with when its timer started and how long
@@ -258,7 +263,8 @@ func laterOf(a, b time.Time) time.Time {
 
 // Unhealthy counts every server whose Node has an unhealthy condition now, due or not (the storm rule sees
 // a mass failure as it starts, not only once its timers have run out), and every server that did not
-// register within nodeStartupTimeout (a server still booting is no symptom: a scale-up is no storm).
+// register within nodeStartupTimeout (a server still booting is no symptom: a scale-up is no storm), when
+// servers.metadata proves it the cluster's (a bastion on the nodes' network is no unhealthy node).
 func (f *nodesFinding) Unhealthy() []string {
 	var ids []string
 	for _, c := range f.cases {
@@ -266,7 +272,7 @@ func (f *nodesFinding) Unhealthy() []string {
 			continue
 		}
 		fault, _, due := f.fault(c, time.Time{})
-		if fault == "" || fault == FaultShutOff || (fault == FaultNeverRegistered && f.now.Before(due)) {
+		if fault == "" || fault == FaultShutOff || (fault == FaultNeverRegistered && (!f.proven || f.now.Before(due))) {
 			continue
 		}
 		ids = append(ids, c.server.ID)

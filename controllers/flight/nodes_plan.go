@@ -49,6 +49,10 @@ func (f *nodesFinding) plan(c *nodeCase, floor time.Time) nodePlan {
 		return nodePlan{act: actRecover, esc: &e}
 	}
 	p := nodePlan{fault: fault}
+	if fault == FaultNeverRegistered && !f.proven {
+		p.wait = "not repaired: no Node names it, and without servers.metadata nothing proves it a server of the cluster (a port on networkID is no proof): reported, never rebooted"
+		return p
+	}
 	if c.skip != "" {
 		p.wait = "not repaired: " + c.skip
 		if c.had && (e.Cordoned || e.Tainted) {

@@ -45,10 +45,12 @@ func TestPlanNode(t *testing.T) {
 		spec    func(*v1alpha1.NodeRepair)
 		cluster map[string]string
 		floor   time.Time
-		act     nodeAct
-		step    string
-		stop    string
-		esc     bool
+		// unproven: no servers.metadata, the server is the cluster's by a port on networkID only
+		unproven bool
+		act      nodeAct
+		step     string
+		stop     string
+		esc      bool
 	}{
 		{name: "NotReady for a minute after a month: never touched", server: active, node: node("False", time.Minute), act: actNone},
 		{name: "NotReady past its timeout: observed", server: active, node: node("False", 6*time.Minute), esc: true},
@@ -91,6 +93,15 @@ func TestPlanNode(t *testing.T) {
 		{name: "never registered, 16m after its creation", server: openstack.Server{ID: "s1", Status: "ACTIVE", Created: t0.Add(-16 * time.Minute)}, esc: true},
 		{name: "never registered, 10m after its creation", server: openstack.Server{ID: "s1", Status: "ACTIVE", Created: t0.Add(-10 * time.Minute)}},
 		{name: "never registered, observed: soft reboot", server: openstack.Server{ID: "s1", Status: "ACTIVE", Created: t0.Add(-17 * time.Minute)}, prev: esc("Observed", "", time.Minute), act: actStep, step: "SoftReboot", esc: true},
+		// Without servers.metadata a bastion or a database VM with a port on the nodes' network is one of the
+		// cluster's servers too: no Node names it, and it is reported, never rebooted.
+		{name: "never registered without servers.metadata: not observed", server: openstack.Server{ID: "s1", Status: "ACTIVE", Created: t0.Add(-16 * time.Minute)}, unproven: true},
+		{name: "never registered without servers.metadata, observed before: no step, the escalation ends", server: openstack.Server{ID: "s1", Status: "ACTIVE", Created: t0.Add(-17 * time.Minute)},
+			prev: esc("Observed", "", time.Minute), unproven: true},
+		{name: "never registered without servers.metadata, soft-rebooted before: no hard reboot", server: openstack.Server{ID: "s1", Status: "ACTIVE", Created: t0.Add(-time.Hour)},
+			prev: esc("SoftReboot", "Taken", 6*time.Minute), unproven: true},
+		{name: "a NotReady Node without servers.metadata: its server is named, soft reboot", server: active, node: node("Unknown", 7*time.Minute), prev: esc("Observed", "", time.Minute),
+			unproven: true, act: actStep, step: "SoftReboot", esc: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,7 +111,7 @@ func TestPlanNode(t *testing.T) {
 			}
 			cl := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Labels: tt.cluster}}
 			s := spec.Settings()
-			f := &nodesFinding{s: s, now: t0}
+			f := &nodesFinding{s: s, now: t0, proven: !tt.unproven}
 			c := newCase(tt.server, tt.node, s, cl, nil)
 			if tt.prev != nil {
 				c.prev, c.had = *tt.prev, true
@@ -121,22 +132,25 @@ func TestNodesUnhealthy(t *testing.T) {
 	notReady := &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: "False", LastTransitionTime: metav1.NewTime(t0.Add(-time.Minute))}}}}
 	ready := &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: "True", LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))}}}}
 	tests := []struct {
-		name string
-		sv   openstack.Server
-		node *corev1.Node
-		want bool
+		name     string
+		sv       openstack.Server
+		node     *corev1.Node
+		unproven bool // no servers.metadata
+		want     bool
 	}{
-		{"booting, no Node yet", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-5 * time.Minute)}, nil, false},
-		{"no Node past nodeStartupTimeout", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-16 * time.Minute)}, nil, true},
-		{"NotReady for a minute", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-time.Hour)}, notReady, true},
-		{"Ready", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-time.Hour)}, ready, false},
-		{"SHUTOFF", openstack.Server{ID: "s", Status: "SHUTOFF", Created: t0.Add(-time.Hour), Updated: t0.Add(-time.Minute)}, notReady, false},
+		{"booting, no Node yet", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-5 * time.Minute)}, nil, false, false},
+		{"no Node past nodeStartupTimeout", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-16 * time.Minute)}, nil, false, true},
+		{"no Node past nodeStartupTimeout, without servers.metadata: maybe no node at all", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-16 * time.Minute)}, nil, true, false},
+		{"NotReady for a minute", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-time.Hour)}, notReady, false, true},
+		{"NotReady for a minute, without servers.metadata", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-time.Hour)}, notReady, true, true},
+		{"Ready", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-time.Hour)}, ready, false, false},
+		{"SHUTOFF", openstack.Server{ID: "s", Status: "SHUTOFF", Created: t0.Add(-time.Hour), Updated: t0.Add(-time.Minute)}, notReady, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var spec v1alpha1.NodeRepair
 			s := spec.Settings()
-			f := &nodesFinding{s: s, now: t0, cases: []*nodeCase{newCase(tt.sv, tt.node, s, &v1alpha1.VitalsCluster{}, nil)}}
+			f := &nodesFinding{s: s, now: t0, proven: !tt.unproven, cases: []*nodeCase{newCase(tt.sv, tt.node, s, &v1alpha1.VitalsCluster{}, nil)}}
 			if got := len(f.Unhealthy()) == 1; got != tt.want {
 				t.Errorf("counted %v, want %v", got, tt.want)
 			}

@@ -360,14 +360,19 @@ var (
 // escalation in status), and, since no manager replaces it, left there with NodesHealthy NoReplacement and
 // a Warning; once its metadata says a manager replaces it (repairs.nodes.replacement), deleted. Soft and
 // hard reboots are told apart on the wire (the body Nova receives). A server with a Ready Node and a Cluster
-// API Machine's node that is NotReady are never touched.
+// API Machine's node that is NotReady are never touched. The servers carry the cluster's servers.metadata:
+// without it a server no Node names is only reported (TestFlightNodesNeverRegisteredUnproven).
 func TestFlightNodesNeverRegistered(t *testing.T) {
 	parallel(t)
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
 		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
 		c.Spec.Controllers.Flight.Repairs.Nodes.Replacement = &v1alpha1.ServerReplacement{MetadataKey: "e2e-pool"}
+		c.Spec.Controllers.Flight.Servers.Metadata = map[string]string{"e2e-cluster": "never-registered"}
 	})
 	bad, good, capi := f.server(10), f.server(11), f.server(12)
+	for _, sv := range []openstack.Server{bad, good, capi} {
+		f.metadata(sv.ID, map[string]string{"e2e-cluster": "never-registered"})
+	}
 	// Nova's clock names the servers' creation: the fake clock starts no earlier (booting took a while).
 	if now := time.Now(); now.After(f.clock.Now()) {
 		f.clock.SetTime(now)
@@ -468,6 +473,39 @@ func TestFlightNodesNeverRegistered(t *testing.T) {
 	}
 	if got := f.repairs("nodes", pass.OutcomeDone); got != 3 {
 		t.Errorf("vitals_flight_repairs_total{repair=nodes,outcome=done} = %v, want 3", got)
+	}
+}
+
+// TestFlightNodesNeverRegisteredUnproven: without servers.metadata a server is the cluster's by a port on
+// networkID, which a bastion or a database VM on the nodes' network has too. Such a server that no Node names
+// is reported (NodesHealthy names it as not repaired), never observed, rebooted or deleted, however long.
+func TestFlightNodesNeverRegisteredUnproven(t *testing.T) {
+	parallel(t)
+	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
+		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
+		c.Spec.Controllers.Flight.Repairs.Nodes.Replacement = &v1alpha1.ServerReplacement{MetadataKey: "e2e-pool"}
+	})
+	bastion := f.server(13)
+	f.metadata(bastion.ID, map[string]string{"e2e-pool": "a"}) // even one a manager would replace
+	if now := time.Now(); now.After(f.clock.Now()) {
+		f.clock.SetTime(now)
+	}
+	var cl *v1alpha1.VitalsCluster
+	for _, step := range []time.Duration{16 * time.Minute, time.Minute, 6 * time.Minute, 11 * time.Minute} {
+		cl = f.pass(step)
+		if e := escalation(cl, bastion.ID); e.Server != "" {
+			t.Fatalf("the server no Node names has an escalation without servers.metadata: %+v", e)
+		}
+	}
+	c := condition(cl, v1alpha1.ConditionNodesHealthy)
+	if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, bastion.ID+" not repaired") || !strings.Contains(c.Message, "servers.metadata") {
+		t.Errorf("NodesHealthy = %+v, want it to name server %s as not repaired for want of servers.metadata", c, bastion.ID)
+	}
+	if soft, hard := f.reboots(); soft+hard != 0 || f.novaReboots(bastion.ID) != 0 {
+		t.Errorf("the server no Node names was rebooted: %d soft, %d hard on the wire", soft, hard)
+	}
+	if sv, err := f.cloud.GetServer(context.Background(), bastion.ID); err != nil || sv.Status != "ACTIVE" {
+		t.Errorf("the server no Node names: %+v, %v; want it ACTIVE and untouched", sv, err)
 	}
 }
 
