@@ -12,6 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vitalsproject/vitals/fencing"
+	"github.com/vitalsproject/vitals/remediation"
 )
 
 // TaintOutOfService is the taint of Kubernetes' non-graceful node shutdown: on a Node whose machine is off
@@ -68,7 +71,8 @@ func Taint(ctx context.Context, c client.Client, name string, t corev1.Taint, de
 type DrainResult struct {
 	// Left are the pods still to go ("namespace/name"), those evicted in this round included.
 	Left []string
-	// Evicted in this round; Blocked by a PodDisruptionBudget (the API server's 429), with its message.
+	// Evicted in this round; Blocked by a PodDisruptionBudget (the API server's 429) or refused by the API
+	// server otherwise (a 500 for a pod two budgets select, a webhook's denial), with its message.
 	Evicted []string
 	Blocked []string
 	// Skipped: DaemonSet pods, mirror pods, finished pods: a drain leaves them, as kubectl drain
@@ -110,8 +114,10 @@ func Waiting(pods []corev1.Pod) (DrainResult, bool) {
 }
 
 // Drain runs one round of a drain of node: it lists the node's pods (NodePods) and asks the Eviction API
-// to evict each that is left, which honours PodDisruptionBudgets; a pod the API server refuses for its
-// budget (429) is Blocked and asked again next round. Pods being deleted are waited for, not evicted again.
+// to evict each that is left, which honours PodDisruptionBudgets; a pod the API server refuses, for its
+// budget (429) or otherwise, is Blocked and asked again next round, and the round goes on with the other
+// pods. A write refused at its fence, or one that finds the API server unreachable, ends the round with an
+// error: no further eviction would get through. Pods being deleted are waited for, not evicted again.
 // It never deletes a pod itself: a PodDisruptionBudget is never overridden. The evictions go through c, so
 // through the fence of ctx.
 func Drain(ctx context.Context, c client.Client, node string) (DrainResult, error) {
@@ -138,13 +144,18 @@ func Drain(ctx context.Context, c client.Client, node string) (DrainResult, erro
 			r.Evicted = append(r.Evicted, id)
 		case apierrors.IsNotFound(err):
 			r.Left = r.Left[:len(r.Left)-1]
-		case apierrors.IsTooManyRequests(err):
-			r.Blocked = append(r.Blocked, id+": "+err.Error())
-		default:
+		case fenced(err) || remediation.Unreachable(err):
 			return r, fmt.Errorf("evict pod %s from node %s: %w", id, node, err)
+		default:
+			r.Blocked = append(r.Blocked, id+": "+err.Error())
 		}
 	}
 	return r, nil
+}
+
+func fenced(err error) bool {
+	_, ok := fencing.ReasonOf(err)
+	return ok
 }
 
 // Leaves reports whether a drain leaves the pod on its node: a DaemonSet's pod (its controller would put

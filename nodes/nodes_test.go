@@ -1,15 +1,23 @@
 package nodes
 
 import (
+	"context"
+	"errors"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/fencing"
 )
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -181,6 +189,53 @@ func TestWaiting(t *testing.T) {
 			r, evict := Waiting(tt.pods)
 			if evict != tt.evict || !slices.Equal(r.Left, tt.left) || r.Skipped != tt.skipped || len(r.Evicted)+len(r.Blocked) != 0 {
 				t.Errorf("Waiting = %+v, evict %v; want left %v, skipped %d, evict %v", r, evict, tt.left, tt.skipped, tt.evict)
+			}
+		})
+	}
+}
+
+// TestDrain: one round of a drain: a pod the API server refuses, for its budget (429) or otherwise (a 500
+// for a pod two budgets select, a webhook's denial), is Blocked and the round goes on with the other pods; a
+// refusal at the fence or an API server out of reach ends the round with an error.
+func TestDrain(t *testing.T) {
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.PodSpec{NodeName: "n1"}}
+	}
+	gr := corev1.Resource("pods")
+	for _, tt := range []struct {
+		name    string
+		refuse  error // the answer to the eviction of ns/a; ns/b is evicted
+		evicted []string
+		blocked int
+		err     bool
+	}{
+		{name: "both evicted", evicted: []string{"ns/a", "ns/b"}},
+		{name: "a PodDisruptionBudget (429)", refuse: apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0), evicted: []string{"ns/b"}, blocked: 1},
+		{name: "two budgets (500)", refuse: apierrors.NewInternalError(errors.New("this pod has more than one PodDisruptionBudget")), evicted: []string{"ns/b"}, blocked: 1},
+		{name: "a webhook's denial (403)", refuse: apierrors.NewForbidden(gr, "a", errors.New("denied")), evicted: []string{"ns/b"}, blocked: 1},
+		{name: "gone (404): not left", refuse: apierrors.NewNotFound(gr, "a"), evicted: []string{"ns/b"}},
+		{name: "refused at the fence", refuse: &fencing.Error{Reason: fencing.ReasonPaused, Message: "paused"}, err: true},
+		{name: "the API server out of reach", refuse: syscall.ECONNREFUSED, err: true},
+		{name: "the API server not ready (503)", refuse: apierrors.NewServiceUnavailable("etcd leader changed"), err: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithObjects(pod("a"), pod("b")).
+				WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+				WithInterceptorFuncs(interceptor.Funcs{SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, _ client.Object, _ ...client.SubResourceCreateOption) error {
+					if sub == "eviction" && obj.GetName() == "a" && tt.refuse != nil {
+						return tt.refuse
+					}
+					return nil
+				}}).Build()
+			r, err := Drain(context.Background(), c, "n1")
+			if (err != nil) != tt.err {
+				t.Fatalf("Drain: %v, want an error %v", err, tt.err)
+			}
+			if tt.err {
+				return
+			}
+			if !slices.Equal(r.Evicted, tt.evicted) || len(r.Blocked) != tt.blocked || len(r.Left) != len(tt.evicted)+tt.blocked {
+				t.Errorf("Drain = %+v; want evicted %v, %d blocked, the rest left", r, tt.evicted, tt.blocked)
 			}
 		})
 	}

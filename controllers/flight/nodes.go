@@ -69,8 +69,9 @@ var rebootingStatus = map[string]bool{"REBOOT": true, "HARD_REBOOT": true}
 //   - a step is asked of the policy with its class, its pool and, for a control-plane node, etcd's quorum:
 //     the storm rule, the outage freeze and one disruptive step per pool hold it, the safe repairs go on;
 //   - before a reboot or a delete the Node is cordoned and drained through the Eviction API
-//     (PodDisruptionBudgets honoured); a drain that has not finished by its timeout goes on only when the
-//     node is unreachable (drain.force WhenUnreachable), else the step waits and says so;
+//     (PodDisruptionBudgets honoured); the escalation is draining from the cordon on, whatever the evictions
+//     answer; a drain that has not finished by its timeout goes on only when the node is unreachable
+//     (drain.force WhenUnreachable), else the step waits and says so;
 //   - soft reboot, hard reboot after softRebootTimeout, delete after hardRebootTimeout only for a server
 //     whose manager replaces it (replacement.metadataKey; never a Cluster API, Gardener or Magnum server),
 //     else the escalation stops at the hard reboot and says so;
@@ -449,14 +450,28 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 			res, evict = nodes.Waiting(pods)
 		}
 		if evict {
+			cordoned := false
 			outcome, d, err := env.Act(ctx, da, func(ctx context.Context) error {
 				if err := nodes.Cordon(ctx, wc, c.node, true); err != nil {
 					return err
 				}
+				cordoned = true
 				var err error
 				res, err = nodes.Drain(ctx, wc, c.node.Name)
 				return err
 			})
+			if cordoned {
+				// Recorded once the cordon holds, whatever the evictions did after it: flight uncordons what it
+				// cordoned, the drain's timeout runs from here, the next round is this step's (no new action),
+				// and the pool counts the node in flight.
+				if !c.node.Spec.Unschedulable {
+					e.Cordoned = true // flight cordoned it: flight uncordons it
+				}
+				if !draining {
+					e.Step, e.Phase, e.Since = p.step, v1alpha1.PhaseDraining, metav1.NewTime(f.now)
+					env.Event(corev1.EventTypeNormal, "NodeDraining", VerbDrainNode, fmt.Sprintf("node %s (server %s, %s): cordoned and draining before a %s", c.node.Name, c.server.ID, e.Reason, p.step))
+				}
+			}
 			switch outcome {
 			case pass.OutcomeDone:
 			case pass.OutcomeFailed:
@@ -467,19 +482,12 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 				return
 			}
 		}
-		if !c.node.Spec.Unschedulable {
-			e.Cordoned = true // flight cordoned it: flight uncordons it
-		}
-		if !draining {
-			e.Step, e.Phase, e.Since = p.step, v1alpha1.PhaseDraining, metav1.NewTime(f.now)
-			env.Event(corev1.EventTypeNormal, "NodeDraining", VerbDrainNode, fmt.Sprintf("node %s (server %s, %s): cordoned and draining before a %s", c.node.Name, c.server.ID, e.Reason, p.step))
-		}
 		if !res.Done() {
 			timedOut := !f.now.Before(e.Since.Add(f.s.DrainTimeout))
 			if !timedOut || f.s.DrainForce != v1alpha1.DrainForceWhenUnreachable || !nodes.Unreachable(c.node) {
 				msg := fmt.Sprintf("draining node %s before a %s: %d pods left, %d evicted in this pass", c.node.Name, p.step, len(res.Left), len(res.Evicted))
 				if len(res.Blocked) > 0 {
-					msg += fmt.Sprintf(", %d held by a PodDisruptionBudget (%s)", len(res.Blocked), strings.Join(res.Blocked, "; "))
+					msg += fmt.Sprintf(", %d held by a PodDisruptionBudget or refused by the API server (%s)", len(res.Blocked), strings.Join(res.Blocked, "; "))
 				}
 				if timedOut {
 					msg += fmt.Sprintf("; the drain timed out (%s) and the node is reachable: the step waits for the drain (a PodDisruptionBudget is never overridden)", f.s.DrainTimeout)

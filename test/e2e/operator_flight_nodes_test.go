@@ -918,6 +918,112 @@ func TestFlightNodesDrainPDB(t *testing.T) {
 	}
 }
 
+// TestFlightNodesEvictionRefused: the cordon holds but the eviction of the node's pod fails (the API server's
+// 500, as for a pod two PodDisruptionBudgets select): the escalation is draining from the cordon on (the node
+// cordoned by flight, the drain's timer started), the refused pod is reported and asked again, the next pass
+// goes on with the same drain (its start unchanged), nothing is rebooted; when the node heals flight
+// uncordons it.
+func TestFlightNodesEvictionRefused(t *testing.T) {
+	parallel(t)
+	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
+		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
+	})
+	ctx := context.Background()
+	sv := f.server(62)
+	name := f.node(sv, f.net.IP(62), "198.19.62.0/24", condReady)
+	ns := f.key.Namespace
+	pod, err := f.kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0"},
+		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning}
+	if _, err := f.kube.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.pass(time.Minute)
+	f.setConditions(f.getNode(name), condNotReady)
+	if e := escalation(f.pass(6*time.Minute), sv.ID); e.Step != v1alpha1.EscalationObserved {
+		t.Fatalf("NotReady for 6m: escalation %+v", e)
+	}
+	if err := f.kubeProxy.Add(faultproxy.Rule{Name: "evict-500", Method: "POST", Path: "/api/v1/namespaces/" + ns + "/pods/db-0/eviction",
+		Fault: faultproxy.Status(500, faultproxy.StyleKube, "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")}); err != nil {
+		t.Fatal(err)
+	}
+	cl := f.pass(time.Minute)
+	if f.kubeProxy.Matched("evict-500") == 0 {
+		t.Fatalf("no eviction was asked: NodesHealthy %+v", condition(cl, v1alpha1.ConditionNodesHealthy))
+	}
+	e := escalation(cl, sv.ID)
+	if e.Step != v1alpha1.EscalationSoftReboot || e.Phase != v1alpha1.PhaseDraining || !e.Cordoned {
+		t.Fatalf("the cordon held, the eviction failed: escalation %+v, want draining before a soft reboot of a node flight cordoned; NodesHealthy %+v",
+			e, condition(cl, v1alpha1.ConditionNodesHealthy))
+	}
+	if c := condition(cl, v1alpha1.ConditionNodesHealthy); !strings.Contains(c.Message, ns+"/db-0") || !strings.Contains(c.Message, "refused by the API server") {
+		t.Errorf("NodesHealthy = %+v, want it to name the refused pod", c)
+	}
+	if !f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("node %s not cordoned", name)
+	}
+	cl = f.pass(time.Minute)
+	if again := escalation(cl, sv.ID); again.Phase != v1alpha1.PhaseDraining || !again.Since.Equal(&e.Since) {
+		t.Errorf("the next pass: escalation %+v, want the same drain (since %s)", again, e.Since)
+	}
+	if soft, hard := f.reboots(); soft+hard != 0 {
+		t.Fatalf("rebooted with a pod not evicted: %d soft, %d hard", soft, hard)
+	}
+	f.kubeProxy.Remove("evict-500")
+	f.setConditions(f.getNode(name), condReady)
+	cl = f.pass(time.Minute)
+	if e := escalation(cl, sv.ID); e.Server != "" || f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("healed: escalation %+v, cordoned %v; want the node uncordoned by flight", e, f.getNode(name).Spec.Unschedulable)
+	}
+}
+
+// TestFlightNodesEvictionUnreachable: the cordon holds, then the workload API server stops answering the
+// eviction (the fault proxy resets it): the round ends there and the outage is the pass's own, but the cordon
+// is recorded (draining, cordoned by flight), so when the node heals flight uncordons it.
+func TestFlightNodesEvictionUnreachable(t *testing.T) {
+	parallel(t)
+	f, sv, name := observedNotReady(t, 82)
+	ctx := context.Background()
+	ns := f.key.Namespace
+	pod, err := f.kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0"},
+		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning}
+	if _, err := f.kube.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.kubeProxy.Add(faultproxy.Rule{Name: "evict-reset", Method: "POST", Path: "/api/v1/namespaces/" + ns + "/pods/db-0/eviction", Fault: faultproxy.Reset()}); err != nil {
+		t.Fatal(err)
+	}
+	cl := f.pass(time.Minute)
+	f.kubeProxy.Remove("evict-reset")
+	if f.kubeProxy.Matched("evict-reset") == 0 {
+		t.Fatalf("no eviction was asked: NodesHealthy %+v", condition(cl, v1alpha1.ConditionNodesHealthy))
+	}
+	if e := escalation(cl, sv.ID); e.Phase != v1alpha1.PhaseDraining || !e.Cordoned {
+		t.Fatalf("the cordon held, the eviction found no API server: escalation %+v, want draining, cordoned by flight", e)
+	}
+	if !f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("node %s not cordoned", name)
+	}
+	if st := cl.Status.Remediation; st == nil || st.LastOutage == nil || !strings.Contains(st.LastOutageReason, "DrainNode") {
+		t.Errorf("status.remediation %+v, want the outage the eviction found", st)
+	}
+	f.setConditions(f.getNode(name), condReady)
+	cl = f.pass(time.Minute)
+	if e := escalation(cl, sv.ID); e.Server != "" || f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("healed: escalation %+v, cordoned %v; want the node uncordoned by flight", e, f.getNode(name).Spec.Unschedulable)
+	}
+	if soft, hard := f.reboots(); soft+hard != 0 {
+		t.Errorf("%d soft and %d hard reboots", soft, hard)
+	}
+}
+
 // TestFlightNodesOutOfService: a server stopped in Nova (SHUTOFF) under a Node that is not Ready gets the
 // out-of-service taint (non-graceful node shutdown: its pods' volumes detach); started again and Ready, the
 // taint comes off and the escalation ends. Nothing is rebooted.
