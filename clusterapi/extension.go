@@ -10,10 +10,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -113,42 +110,18 @@ func (e *Extension) notDeleted(ctx context.Context, key client.ObjectKey, uid ty
 		return
 	}
 	log := logf.FromContext(ctx).WithValues("cluster", key.String())
-	var cl clusterv1.Cluster
-	switch err := e.Reader.Get(ctx, key, &cl); {
-	case apierrors.IsNotFound(err), meta.IsNoMatchError(err), runtime.IsNotRegisteredError(err):
-		return
-	case err != nil:
-		log.Error(err, "cannot read the Cluster for its condition")
-		return
-	case cl.UID != uid:
-		return
-	}
 	cd := metav1.Condition{Type: ConditionCleanedUp, Status: metav1.ConditionFalse, Reason: ReasonNotDeleted, Message: msg,
-		ObservedGeneration: cl.Generation, LastTransitionTime: metav1.NewTime(now)}
-	if old := meta.FindStatusCondition(cl.Status.Conditions, cd.Type); old != nil {
-		if old.Status == cd.Status && old.Reason == cd.Reason && old.Message == cd.Message && old.ObservedGeneration == cd.ObservedGeneration {
-			return
-		}
-		if old.Status == cd.Status {
-			cd.LastTransitionTime = old.LastTransitionTime
-		}
-	}
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": clusterv1.GroupVersion.String(),
-		"kind":       ClusterKind,
-		"metadata":   map[string]any{"namespace": cl.Namespace, "name": cl.Name, "uid": string(cl.UID)},
-		"status": map[string]any{"conditions": []any{map[string]any{
-			"type": cd.Type, "status": string(cd.Status), "reason": cd.Reason, "message": cd.Message,
-			"observedGeneration": cd.ObservedGeneration, "lastTransitionTime": cd.LastTransitionTime.UTC().Format(time.RFC3339),
-		}}},
-	}}
+		LastTransitionTime: metav1.NewTime(now)}
 	wctx := fencing.With(ctx, fencing.Func(func(ctx context.Context) (context.Context, context.CancelFunc, error) {
 		wctx, cancel := context.WithTimeout(ctx, fencing.DefaultWriteTimeout)
 		return wctx, cancel, nil
 	}))
-	err := e.Client.Status().Apply(wctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(ExtensionFieldManager), client.ForceOwnership)
-	if err != nil && !apierrors.IsNotFound(err) {
+	wrote, err := ApplyCondition(wctx, e.Reader, e.Client, key, uid, cd, ExtensionFieldManager)
+	if err != nil {
 		log.Error(err, "cannot put the hook's condition on the Cluster", "reason", cd.Reason)
+		return
+	}
+	if !wrote {
 		return
 	}
 	log.Info("vitalsCluster not deleted with its cluster: the deletion goes on", "reason", cd.Reason)
