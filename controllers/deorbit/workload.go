@@ -31,7 +31,9 @@ const (
 var VolumeSnapshotList = schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshotList"}
 
 // snapshots deletes every VolumeSnapshot (the snapshot controller and Cinder CSI then delete the Cinder
-// snapshots, which would otherwise keep their volumes). It does not wait for them: the cloud does.
+// snapshots, which would otherwise keep their volumes), each only if it still has the UID listed. It does
+// not wait for them: the cloud does. A snapshot marked to keep (v1alpha1.AnnotationKeep), or taken of a
+// claim marked so, is kept.
 func (s *step) snapshots(ctx context.Context, cl client.Client) (bool, time.Time, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(VolumeSnapshotList)
@@ -41,13 +43,32 @@ func (s *step) snapshots(ctx context.Context, cl client.Client) (bool, time.Time
 		}
 		return false, time.Time{}, fmt.Errorf("list volume snapshots: %w", err)
 	}
-	seen := map[string]bool{}
+	keptClaims := map[string]bool{}
+	if len(list.Items) > 0 {
+		var pvcs corev1.PersistentVolumeClaimList
+		if err := cl.List(ctx, &pvcs); err != nil {
+			return false, time.Time{}, fmt.Errorf("list persistent volume claims: %w", err)
+		}
+		for i := range pvcs.Items {
+			if Keep(pvcs.Items[i].Annotations) {
+				keptClaims[pvcs.Items[i].Namespace+"/"+pvcs.Items[i].Name] = true
+			}
+		}
+	}
+	seen := map[string]types.UID{}
 	for _, it := range list.Items {
 		id := it.GetNamespace() + "/" + it.GetName()
-		seen[id] = true
+		seen[id] = it.GetUID()
 		r := s.track(v1alpha1.DeorbitVolumeSnapshot, id, it.GetName(), v1alpha1.DeorbitPending)
-		if it.GetDeletionTimestamp() != nil && r.State == v1alpha1.DeorbitPending {
+		claim, _, _ := unstructured.NestedString(it.Object, "spec", "source", "persistentVolumeClaimName")
+		switch {
+		case r.State != v1alpha1.DeorbitPending:
+		case it.GetDeletionTimestamp() != nil:
 			r.State = v1alpha1.DeorbitDeleting
+		case Keep(it.GetAnnotations()):
+			r.State, r.LastError = v1alpha1.DeorbitKept, fmt.Sprintf("volume snapshot %s carries %s: never deleted", id, v1alpha1.AnnotationKeep)
+		case claim != "" && keptClaims[it.GetNamespace()+"/"+claim]:
+			r.State, r.LastError = v1alpha1.DeorbitKept, fmt.Sprintf("its claim %s/%s carries %s: never deleted", it.GetNamespace(), claim, v1alpha1.AnnotationKeep)
 		}
 	}
 	var ds []deletion
@@ -56,7 +77,8 @@ func (s *step) snapshots(ctx context.Context, cl client.Client) (bool, time.Time
 		if r.Type != v1alpha1.DeorbitVolumeSnapshot {
 			continue
 		}
-		if !seen[r.ID] {
+		uid, ok := seen[r.ID]
+		if !ok {
 			if r.State != v1alpha1.DeorbitKept {
 				r.State = v1alpha1.DeorbitGone
 			}
@@ -71,8 +93,8 @@ func (s *step) snapshots(ctx context.Context, cl client.Client) (bool, time.Time
 		obj.SetNamespace(ns)
 		obj.SetName(name)
 		ds = append(ds, deletion{r: r, action: s.workloadAction(VerbDeleteVolumeSnapshot, "volumesnapshot", r.ID),
-			del:  func(ctx context.Context) error { return deleteObject(ctx, cl, obj, nil) },
-			gone: apierrors.IsNotFound})
+			del:  func(ctx context.Context) error { return deleteObject(ctx, cl, obj, &uid) },
+			gone: gone})
 	}
 	return s.workloadDeletes(ctx, v1alpha1.DeorbitVolumeSnapshot, ds)
 }
