@@ -26,3 +26,9 @@ func IsUnauthorized(err error) bool {
 func IsForbidden(err error) bool {
 	return gophercloud.ResponseCodeIs(err, http.StatusForbidden)
 }
+
+// IsBadRequest reports whether err is a 400 Bad Request: e.g. Cinder's refusal to delete a volume that still
+// has snapshots (or is attached, in a group or awaiting a transfer).
+func IsBadRequest(err error) bool {
+	return gophercloud.ResponseCodeIs(err, http.StatusBadRequest)
+}

@@ -504,18 +504,30 @@ func (s *step) unprovenWhy(r *v1alpha1.DeorbitResource) string {
 		loadBalancerPrefix+s.in.Target.ClusterName+"_")
 }
 
-// cloudDeletion is the direct delete of a volume (with its snapshots) or a load balancer (with its
+// cloudDeletion is the direct delete of a volume (never with its snapshots: one taken by hand, or kept by a
+// VolumeSnapshotContent with deletionPolicy Retain, is not the sweep's to delete) or a load balancer (with its
 // listeners and pools); the scoped cloud proves it the project's once more right before.
 func (s *step) cloudDeletion(cloud Cloud, r *v1alpha1.DeorbitResource) deletion {
 	id := r.ID
 	if r.Type == v1alpha1.DeorbitVolume {
 		return deletion{r: r, action: remediation.Action{Verb: VerbDeleteVolume, Kind: "volume", ID: id, Name: r.Name, Removal: true},
-			del:  func(ctx context.Context) error { return cloud.DeleteVolume(ctx, id, true) },
-			gone: openstack.IsNotFound}
+			del:  func(ctx context.Context) error { return cloud.DeleteVolume(ctx, id, false) },
+			gone: openstack.IsNotFound, left: volumeRefused}
 	}
 	return deletion{r: r, action: remediation.Action{Verb: VerbDeleteLoadBalancer, Kind: "loadbalancer", ID: id, Name: r.Name, Removal: true},
 		del:  func(ctx context.Context) error { return cloud.DeleteLoadBalancer(ctx, id, true) },
 		gone: openstack.IsNotFound}
+}
+
+// volumeRefused names why Cinder refused a volume's delete with 400 (""; another error): most often the
+// volume's snapshots, which deorbit never deletes.
+func volumeRefused(err error) string {
+	if !openstack.IsBadRequest(err) {
+		return ""
+	}
+	return "Cinder refused the delete: the volume still has snapshots (deorbit deletes none; delete them, or the " +
+		"VolumeSnapshotContent that retains them, and the volume goes at the next attempt), or it is attached, in a " +
+		"group or awaiting a transfer: " + err.Error()
 }
 
 // listAll lists the whole project (the scoped cloud limits every list to it).

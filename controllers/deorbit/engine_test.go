@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +41,10 @@ type memCloud struct {
 	// failDeletes: the next n deletes of an ID answer 500; stuck: load balancers that stay PENDING_DELETE.
 	failDeletes map[string]int
 	stuck       map[string]bool
+	// snapshots: volumes with snapshots, whose deletes without cascade Cinder refuses (400) that many more
+	// times (the snapshots then go by hand); cascades counts the deletes with cascade.
+	snapshots map[string]int
+	cascades  int
 	// gets counts the GETs of single volumes and load balancers.
 	gets int
 	// net holds the ports and floating IPs (network_test.go); nil: none.
@@ -48,11 +53,15 @@ type memCloud struct {
 
 func newMemCloud() *memCloud {
 	return &memCloud{vols: map[string]*openstack.Volume{}, lbs: map[string]*openstack.LoadBalancer{}, deletes: map[string]int{},
-		failDeletes: map[string]int{}, stuck: map[string]bool{}}
+		failDeletes: map[string]int{}, stuck: map[string]bool{}, snapshots: map[string]int{}}
 }
 
 var errNotFound = gophercloud.ErrUnexpectedResponseCode{Actual: http.StatusNotFound}
 var err500 = gophercloud.ErrUnexpectedResponseCode{Actual: http.StatusInternalServerError}
+
+// errInvalidVolume is Cinder's answer to the delete of a volume that has snapshots, without cascade.
+var errInvalidVolume = gophercloud.ErrUnexpectedResponseCode{Actual: http.StatusBadRequest,
+	Body: []byte(`{"badRequest": {"code": 400, "message": "Invalid volume: Volume status must be available or error or error_restoring or error_extending or error_managing and must not be migrating, attached, belong to a group, have snapshots or be disassociated from snapshots after volume transfer."}}`)}
 
 func (m *memCloud) GetRouter(ctx context.Context, id string) (*openstack.Router, error) {
 	m.mu.Lock()
@@ -115,6 +124,12 @@ func (m *memCloud) DeleteVolume(ctx context.Context, id string, cascade bool) er
 	v, ok := m.vols[id]
 	if !ok {
 		return errNotFound
+	}
+	if cascade {
+		m.cascades++
+	} else if m.snapshots[id] > 0 {
+		m.snapshots[id]--
+		return errInvalidVolume
 	}
 	m.deletes[id]++
 	v.Status = "deleting"
@@ -435,6 +450,43 @@ func TestStep(t *testing.T) {
 				for _, r := range st.Resources {
 					if r.ID == "v-orphan" && r.Attempts != 4 {
 						t.Errorf("v-orphan attempts %d, want 4", r.Attempts)
+					}
+				}
+			},
+		},
+		{
+			name: "a volume with snapshots: never deleted with them, left with Cinder's reason, in the debris at the give-up",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				c.snapshots["v-orphan"] = 1 << 30
+				in.Settings.GiveUpAfter = time.Hour
+			},
+			wantPhase: v1alpha1.DeorbitPhaseGaveUp, wantRelease: true,
+			wantDeleted: []string{"lb-orphan", "route 10.100.1.0/24"},
+			wantKept:    []string{"v-orphan"},
+			wantDebris:  []string{"Volume v-orphan"},
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, wl client.Client) {
+				if c.cascades != 0 {
+					t.Errorf("%d volume deletes with cascade, want none", c.cascades)
+				}
+				if d := st.Debris[0]; !strings.Contains(d.LastError, "still has snapshots") || d.Attempts < 2 {
+					t.Errorf("debris %+v, want Cinder's refusal as its reason, tried again", d)
+				}
+			},
+		},
+		{
+			name: "a volume with snapshots: goes at the next attempt once they went",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				c.snapshots["v-orphan"] = 2
+			},
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantRelease: true,
+			wantDeleted: []string{"v-orphan"},
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, wl client.Client) {
+				if c.cascades != 0 {
+					t.Errorf("%d volume deletes with cascade, want none", c.cascades)
+				}
+				for _, r := range st.Resources {
+					if r.ID == "v-orphan" && (r.Attempts != 3 || r.LastError != "") {
+						t.Errorf("v-orphan attempts %d, last error %q; want 3 and none", r.Attempts, r.LastError)
 					}
 				}
 			},

@@ -100,6 +100,10 @@ type deletion struct {
 	// del deletes; an error for which gone is true means the object was already gone.
 	del  func(ctx context.Context) error
 	gone func(error) bool
+	// left (nil: none) names why the cloud refused the delete for what the object still holds (a volume's
+	// snapshots), or "": such an object is left with that reason and tried again after the backoff, and
+	// the step does not fail (it is in the debris report if it is still there at the give-up).
+	left func(error) string
 }
 
 // deleteAll asks the policy for each deletion (in order, within the step's budget) and runs the
@@ -174,6 +178,11 @@ func (s *step) deleteAll(ctx context.Context, ds []deletion) {
 			r.State, r.LastError, r.NextAttempt = v1alpha1.DeorbitGone, "", nil
 			s.e.Metrics.delete(r.Type, OutcomeGone)
 			s.in.Policy.Done(ctx, d.action, nil)
+		case d.left != nil && d.left(err) != "":
+			r.LastError = d.left(err) // not a failure of the step
+			r.NextAttempt = &metav1.Time{Time: s.now.Add(s.e.backoff(r.Attempts))}
+			s.e.Metrics.delete(r.Type, OutcomeFailed)
+			s.in.Policy.Done(ctx, d.action, err)
 		default:
 			r.LastError = err.Error()
 			r.NextAttempt = &metav1.Time{Time: s.now.Add(s.e.backoff(r.Attempts))}

@@ -2,8 +2,8 @@ package e2e
 
 // Deletion inside Cluster API, end to end: the operator (operator.New with --capi-enrol, acting as the chart's
 // ServiceAccount with the chart's RBAC) enrols a Cluster that CAPO reconciled on the real Keystone, Neutron and
-// Octavia; what a workload cluster would have made in CAPO's project (a Cinder volume and snapshot as Cinder CSI
-// names and tags them, an Octavia load balancer as the cloud controller manager names it, on a VIP port on the
+// Octavia; what a workload cluster would have made in CAPO's project (a Cinder volume as Cinder CSI names and tags
+// it, an Octavia load balancer as the cloud controller manager names it, on a VIP port on the
 // cluster's subnet) is put there, beside foreign resources that must survive; `kubectl delete cluster` must end
 // with CAPO's teardown done and the project holding nothing of the cluster.
 
@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/snapshots"
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -41,11 +40,13 @@ import (
 )
 
 // capiWorkloadDebris is what the test puts into CAPO's project as a workload cluster's controllers would have:
-// a volume and its snapshot (Cinder CSI), a load balancer on a VIP port (the cloud controller manager, Octavia),
-// and the foreign ones: a volume and a load balancer of cluster <name>0, whose names start like the cluster's.
+// a volume (Cinder CSI), a load balancer on a VIP port (the cloud controller manager, Octavia), and the foreign
+// ones: a volume and a load balancer of cluster <name>0, whose names start like the cluster's. No snapshot: with
+// the workload API unreachable, a volume's snapshots may be a VolumeSnapshotContent's with deletionPolicy
+// Retain, and deorbit leaves them, and their volume, in the debris (the engine's tests).
 type capiWorkloadDebris struct {
-	volume, snapshot, lb, vipPort string
-	foreignVolume, foreignLB      string
+	volume, lb, vipPort      string
+	foreignVolume, foreignLB string
 }
 
 // workloadDebris creates the debris of cluster name on subnet (of network) in the tenant's project, waits until
@@ -90,15 +91,6 @@ func (m *capiMgmt) workloadDebris(name, network, subnet string) capiWorkloadDebr
 		}
 		return len(wait) == 0, strings.Join(wait, ", ")
 	})
-	snapContent := "snapcontent-" + string(uuid.NewUUID())
-	s, err := snapshots.Create(ctx, bc, snapshots.CreateOpts{VolumeID: d.volume, Name: "snapshot-" + string(uuid.NewUUID()),
-		Metadata: map[string]string{deorbit.MetadataCluster: name, "csi.storage.k8s.io/volumesnapshot/name": "data-snap",
-			"csi.storage.k8s.io/volumesnapshot/namespace": "default", "csi.storage.k8s.io/volumesnapshotcontent/name": snapContent}}).Extract()
-	if err != nil {
-		m.t.Fatalf("create the workload's snapshot: %v", err)
-	}
-	d.snapshot = s.ID
-
 	// The VIP port as Octavia's network driver makes it (the harness' no-op driver makes none): owner Octavia,
 	// named after the load balancer, on the cluster's subnet, where it holds the subnet against its deletion.
 	p, err := ports.Create(ctx, nc, ports.CreateOpts{NetworkID: network, Name: "vip", DeviceOwner: deorbit.OctaviaOwner,
@@ -133,11 +125,8 @@ func (m *capiMgmt) workloadDebris(name, network, subnet string) capiWorkloadDebr
 			_ = loadbalancers.Delete(context.Background(), lc, id, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr()
 		}
 	})
-	m.waitCloud("the snapshot available and the load balancers active", func() (bool, string) {
+	m.waitCloud("the load balancers active", func() (bool, string) {
 		var wait []string
-		if s, err := snapshots.Get(ctx, bc, d.snapshot).Extract(); err != nil || s.Status != "available" {
-			wait = append(wait, fmt.Sprintf("snapshot %s %+v %v", d.snapshot, s, err))
-		}
 		for _, id := range []string{d.lb, d.foreignLB} {
 			if l, err := m.cloud.GetLoadBalancer(ctx, id); err != nil || l.ProvisioningStatus != "ACTIVE" {
 				wait = append(wait, fmt.Sprintf("load balancer %s %+v %v", id, l, err))
@@ -154,15 +143,11 @@ func (m *capiMgmt) waitCloud(what string, cond func() (bool, string)) {
 }
 
 // Left reports which of the debris the project still holds (read with the project's credentials): the cluster's
-// ("volume", "snapshot", "load balancer", "VIP port") and the foreign ones ("foreign volume", "foreign load
+// ("volume", "load balancer", "VIP port") and the foreign ones ("foreign volume", "foreign load
 // balancer").
 func (d capiWorkloadDebris) Left(t testing.TB, cloud *openstack.Cloud) (cluster, foreign []string) {
 	t.Helper()
 	ctx := context.Background()
-	bc, err := cloud.Client(openstack.ServiceBlockStorage)
-	if err != nil {
-		t.Fatal(err)
-	}
 	exists := func(what string, err error) bool {
 		if err != nil && !openstack.IsNotFound(err) {
 			t.Fatalf("read %s: %v", what, err)
@@ -175,9 +160,6 @@ func (d capiWorkloadDebris) Left(t testing.TB, cloud *openstack.Cloud) (cluster,
 	}
 	if _, err := cloud.GetVolume(ctx, d.volume); exists("volume", err) {
 		cluster = append(cluster, "volume "+d.volume)
-	}
-	if _, err := snapshots.Get(ctx, bc, d.snapshot).Extract(); exists("snapshot", err) {
-		cluster = append(cluster, "snapshot "+d.snapshot)
 	}
 	if lbExists(d.lb) {
 		cluster = append(cluster, "load balancer "+d.lb)
@@ -197,8 +179,8 @@ func (d capiWorkloadDebris) Left(t testing.TB, cloud *openstack.Cloud) (cluster,
 // TestCAPIDeleteClusterDeorbits, for three enrolled Clusters (no control plane: their workload API never answers):
 // c3's VitalsCluster, deleted by hand while its Cluster lives, is held and nothing is deleted; then, for each,
 // `kubectl delete cluster` (c2's and c4's VitalsCluster deleted by the enrolment, c3's already deleting) ends with
-// CAPO's teardown done, and Cinder, Octavia and Neutron holding nothing of the cluster, its volume, snapshot, load
-// balancer and VIP port included, while the foreign volume and load balancer remain. For c2 and c3 the VIP port
+// CAPO's teardown done, and Cinder, Octavia and Neutron holding nothing of the cluster, its volume, load balancer
+// and VIP port included, while the foreign volume and load balancer remain. For c2 and c3 the VIP port
 // holds the subnet: CAPO's network deletion fails until deorbit has deleted the load balancer and its port, and
 // CAPO retries. c4 is a Cluster of a ClusterClass: Cluster API's topology controller asks the operator's
 // BeforeClusterDelete hook (a Runtime Extension registered with an ExtensionConfig) and deletes nothing of the
@@ -297,7 +279,7 @@ func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 		}
 
 		debris := m.workloadDebris(name, s.Network.ID, s.Network.Subnets[0].ID)
-		if held, foreign := debris.Left(t, m.cloud); len(held) != 4 || len(foreign) != 2 {
+		if held, foreign := debris.Left(t, m.cloud); len(held) != 3 || len(foreign) != 2 {
 			t.Fatalf("before the deletion the project holds %v of the cluster and %v, want all of them", held, foreign)
 		}
 
@@ -455,7 +437,7 @@ func capiHeldWhileClusterLives(t *testing.T, m *capiMgmt, vc client.Client, got 
 		}
 	}
 	time.Sleep(3 * time.Second) // a few more of the operator's looks
-	if left, foreign := debris.Left(t, m.cloud); len(left) != 4 || len(foreign) != 2 {
+	if left, foreign := debris.Left(t, m.cloud); len(left) != 3 || len(foreign) != 2 {
 		t.Fatalf("with the VitalsCluster deleted and its Cluster alive the project holds %v of the cluster and %v, want all of them", left, foreign)
 	}
 }
