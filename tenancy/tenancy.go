@@ -32,6 +32,9 @@ type Scope struct {
 	Source string
 	// Router named by the spec, read and proven to be the project's; nil when it is gone (Gone).
 	Router *openstack.Router
+	// Subnet named by the spec (spec.openstack.subnetID), read and proven to be the project's; nil when the
+	// spec names none or it is gone (Gone).
+	Subnet *openstack.Subnet
 	// Gone lists what the spec names that the project no longer shows ("router ID", "network ID", "subnet ID",
 	// "security group \"NAME\""): only for a cluster being deleted that was proven in this project before
 	// (its owner's teardown may have deleted them), never for a live one, whose Scope names them all.

@@ -169,7 +169,7 @@ func ScopeOf(ctx context.Context, conn Connection, spec v1alpha1.OpenStackSpec, 
 // toleratingGone, a resource the project no longer shows is gone rather than foreign (Scope.Gone); a router
 // gone leaves the Scope without one, and every router write is refused.
 func scopeFor(ctx context.Context, conn Connection, project string, spec v1alpha1.OpenStackSpec, source string, toleratingGone bool) (*Scope, error) {
-	router, gone, err := prove(ctx, conn, project, spec, toleratingGone)
+	router, subnet, gone, err := prove(ctx, conn, project, spec, toleratingGone)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func scopeFor(ctx context.Context, conn Connection, project string, spec v1alpha
 	if router != nil {
 		sc.router = router.ID
 	}
-	return &Scope{Cloud: sc, ProjectID: project, Source: source, Router: router, Gone: gone}, nil
+	return &Scope{Cloud: sc, ProjectID: project, Source: source, Router: router, Subnet: subnet, Gone: gone}, nil
 }
 
 // Forget drops the connection of a cluster that is gone, unless another cluster uses the same Secret.
@@ -335,7 +335,7 @@ func (v *Verifier) operatorConnection(ctx context.Context, c *v1alpha1.VitalsClu
 // project). A resource that is absent, or of another project, is a ForeignResource refusal that names
 // its type and ID only; a failed read is an error.
 func Prove(ctx context.Context, cloud provable, project string, spec v1alpha1.OpenStackSpec) (*openstack.Router, error) {
-	router, _, err := prove(ctx, cloud, project, spec, false)
+	router, _, _, err := prove(ctx, cloud, project, spec, false)
 	return router, err
 }
 
@@ -345,10 +345,11 @@ type provable interface {
 	openstack.SecurityGroups
 }
 
-// prove is Prove; with toleratingGone, a resource the project does not show (absent: a router, network or
-// subnet read answers 404, no security group of the name) is listed in gone instead of refused (a router
-// gone: the router returned is nil). A resource of another project is refused either way.
-func prove(ctx context.Context, cloud provable, project string, spec v1alpha1.OpenStackSpec, toleratingGone bool) (*openstack.Router, []string, error) {
+// prove is Prove, and returns the subnet spec names too (nil: none, or gone); with toleratingGone, a resource
+// the project does not show (absent: a router, network or subnet read answers 404, no security group of the
+// name) is listed in gone instead of refused (a router gone: the router returned is nil). A resource of
+// another project is refused either way.
+func prove(ctx context.Context, cloud provable, project string, spec v1alpha1.OpenStackSpec, toleratingGone bool) (*openstack.Router, *openstack.Subnet, []string, error) {
 	var gone []string
 	foreign := func(kind, id string) error {
 		return &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf("%s %s is not in project %s", kind, id, project)}
@@ -365,46 +366,49 @@ func prove(ctx context.Context, cloud provable, project string, spec v1alpha1.Op
 	switch {
 	case openstack.IsNotFound(err):
 		if err := absent("router", spec.RouterID); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		router = nil
 	case err != nil:
-		return nil, nil, fmt.Errorf("prove router %s: %w", spec.RouterID, err)
+		return nil, nil, nil, fmt.Errorf("prove router %s: %w", spec.RouterID, err)
 	case router.ProjectID != project:
-		return nil, nil, foreign("router", spec.RouterID)
+		return nil, nil, nil, foreign("router", spec.RouterID)
 	}
 	if spec.NetworkID != "" {
 		n, err := cloud.GetNetwork(ctx, spec.NetworkID)
 		switch {
 		case openstack.IsNotFound(err):
 			if err := absent("network", spec.NetworkID); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		case err != nil:
-			return nil, nil, fmt.Errorf("prove network %s: %w", spec.NetworkID, err)
+			return nil, nil, nil, fmt.Errorf("prove network %s: %w", spec.NetworkID, err)
 		case n.ProjectID != project:
-			return nil, nil, foreign("network", spec.NetworkID)
+			return nil, nil, nil, foreign("network", spec.NetworkID)
 		}
 	}
+	var subnet *openstack.Subnet
 	if spec.SubnetID != "" {
 		s, err := cloud.GetSubnet(ctx, spec.SubnetID)
 		switch {
 		case openstack.IsNotFound(err):
 			if err := absent("subnet", spec.SubnetID); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
+			s = nil
 		case err != nil:
-			return nil, nil, fmt.Errorf("prove subnet %s: %w", spec.SubnetID, err)
+			return nil, nil, nil, fmt.Errorf("prove subnet %s: %w", spec.SubnetID, err)
 		case s.ProjectID != project:
-			return nil, nil, foreign("subnet", spec.SubnetID)
+			return nil, nil, nil, foreign("subnet", spec.SubnetID)
 		case spec.NetworkID != "" && s.NetworkID != spec.NetworkID:
-			return nil, nil, &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf("subnet %s is not on network %s", spec.SubnetID, spec.NetworkID)}
+			return nil, nil, nil, &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf("subnet %s is not on network %s", spec.SubnetID, spec.NetworkID)}
 		}
+		subnet = s
 	}
 	if name := spec.SecurityGroupName; name != "" {
 		gs, err := cloud.ListSecurityGroups(ctx, openstack.ListOpts{Name: name, ProjectID: project})
 		if err != nil {
-			return nil, nil, fmt.Errorf("prove security group %q: %w", name, err)
+			return nil, nil, nil, fmt.Errorf("prove security group %q: %w", name, err)
 		}
 		var ids []string
 		for _, g := range gs {
@@ -416,9 +420,9 @@ func prove(ctx context.Context, cloud provable, project string, spec v1alpha1.Op
 		case len(ids) == 0 && toleratingGone:
 			gone = append(gone, fmt.Sprintf("security group %q", name))
 		case len(ids) != 1:
-			return nil, nil, &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf(
+			return nil, nil, nil, &Refusal{Reason: ReasonForeignResource, Message: fmt.Sprintf(
 				"security group named %q: %d in project %s (expected exactly one)", name, len(ids), project)}
 		}
 	}
-	return router, gone, nil
+	return router, subnet, gone, nil
 }

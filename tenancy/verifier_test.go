@@ -514,6 +514,11 @@ func TestVerifierClusterBeingDeleted(t *testing.T) {
 			if routerGone != (scope.Router == nil) {
 				t.Fatalf("scope router %+v with the router gone %v", scope.Router, routerGone)
 			}
+			// deorbit removes only the routes via the subnet's CIDR
+			if subnetGone := c.Spec.OpenStack.SubnetID == missing; subnetGone != (scope.Subnet == nil) ||
+				!subnetGone && (scope.Subnet.ID != c.Spec.OpenStack.SubnetID || scope.Subnet.CIDR == "") {
+				t.Fatalf("scope subnet %+v with the subnet gone %v", scope.Subnet, subnetGone)
+			}
 			_, err = scope.Cloud.SetRoutes(t.Context(), c.Spec.OpenStack.RouterID, nil, 1)
 			var r *tenancy.Refusal
 			if refused := errors.As(err, &r) && r.Reason == tenancy.ReasonForeignResource; refused != routerGone {

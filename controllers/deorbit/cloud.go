@@ -73,8 +73,8 @@ func lbDeleting(status string) bool     { return status == "PENDING_DELETE" }
 // lbGone: Octavia may still show a deleted load balancer, as DELETED: it is gone, never deleted again.
 func lbGone(status string) bool { return status == "DELETED" }
 
-// routes removes the routes of the cluster's router whose destination lies inside the pod CIDRs, in one
-// update, each asked of the policy first.
+// routes removes the routes of the cluster's router whose destination lies inside the pod CIDRs (and, with
+// the nodes' subnets known, whose nexthop lies in one of them), in one update, each asked of the policy first.
 func (s *step) routes(ctx context.Context, cloud Cloud) (bool, time.Time) {
 	t := s.in.Target
 	if t.RouterID == "" {
@@ -91,7 +91,12 @@ func (s *step) routes(ctx context.Context, cloud Cloud) (bool, time.Time) {
 		if err != nil || !routes.Inside(dst, t.PodCIDRs) {
 			continue
 		}
-		if hop, err := netip.ParseAddr(rt.NextHop); err == nil && routes.IsProtected(dst.Masked(), hop.Unmap(), t.Protected) {
+		hop, herr := netip.ParseAddr(rt.NextHop)
+		hop = hop.Unmap()
+		if t.Subnets != nil && (herr != nil || !routes.Inside(netip.PrefixFrom(hop, hop.BitLen()), t.Subnets)) {
+			continue // another cluster's, on a router they share
+		}
+		if herr == nil && routes.IsProtected(dst.Masked(), hop, t.Protected) {
 			continue
 		}
 		on[rt.Destination+"@"+rt.NextHop] = rt

@@ -23,6 +23,7 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/internal/backoff"
+	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/routes"
 	"github.com/vitalsproject/vitals/tenancy"
@@ -240,6 +241,15 @@ func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Set
 			// gone with the cluster's teardown (its owner deletes it), and its routes with it
 			in.Target.RouterID = ""
 		}
+		if c.Spec.OpenStack.SubnetID != "" {
+			// Only routes via the nodes' subnet are the cluster's. A subnet gone took its routes with it
+			// (Neutron keeps a router interface that routes point through, and a subnet with an interface).
+			if pfx, err := subnetPrefix(scope.Subnet); err == nil {
+				in.Target.Subnets = []netip.Prefix{pfx}
+			} else {
+				in.Target.RouterID = ""
+			}
+		}
 		if len(scope.Gone) > 0 {
 			logf.FromContext(ctx).V(1).Info("cluster's network resources gone", "gone", strings.Join(scope.Gone, ", "))
 		}
@@ -260,6 +270,18 @@ func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Set
 		in.Workload, in.WorkloadErr = wc.Teardown() // a bucket of the teardown's own
 	}
 	return in, scope, nil
+}
+
+// subnetPrefix is s's CIDR (an error: s is nil, or its CIDR does not parse).
+func subnetPrefix(s *openstack.Subnet) (netip.Prefix, error) {
+	if s == nil {
+		return netip.Prefix{}, errors.New("no subnet")
+	}
+	pfx, err := netip.ParsePrefix(s.CIDR)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("subnet %s: %w", s.ID, err)
+	}
+	return pfx.Masked(), nil
 }
 
 // sweepGuard refuses the sweep's deletes when another VitalsCluster, not being deleted, names the same

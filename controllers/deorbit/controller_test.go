@@ -2,6 +2,7 @@ package deorbit
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -389,26 +390,35 @@ func (scopeResolver) Forget(types.NamespacedName) {}
 // fails until the give-up.
 func TestInputRouterGone(t *testing.T) {
 	me := deleted("c1", nil)
-	c := mgmtClient(t, me)
+	sub := deleted("c2", func(c *v1alpha1.VitalsCluster) { c.Spec.OpenStack.SubnetID = "s1" })
+	c := mgmtClient(t, me, sub)
+	router := &openstack.Router{ID: "r1", ProjectID: "p1"}
+	subnet := &openstack.Subnet{ID: "s1", ProjectID: "p1", CIDR: "10.0.0.1/24"}
 	for _, tc := range []struct {
-		name  string
-		scope *tenancy.Scope
-		want  string
+		name        string
+		cluster     *v1alpha1.VitalsCluster
+		scope       *tenancy.Scope
+		want        string
+		wantSubnets string
 	}{
-		{"router proven", &tenancy.Scope{ProjectID: "p1", Router: &openstack.Router{ID: "r1", ProjectID: "p1"}}, "r1"},
-		{"router gone", &tenancy.Scope{ProjectID: "p1", Gone: []string{"router r1"}}, ""},
+		{"router proven", me, &tenancy.Scope{ProjectID: "p1", Router: router}, "r1", "[]"},
+		{"router gone", me, &tenancy.Scope{ProjectID: "p1", Gone: []string{"router r1"}}, "", "[]"},
+		// only the routes via the nodes' subnet are the cluster's
+		{"subnet proven", sub, &tenancy.Scope{ProjectID: "p1", Router: router, Subnet: subnet}, "r1", "[10.0.0.0/24]"},
+		// gone with its routes: none is provably the cluster's
+		{"subnet gone", sub, &tenancy.Scope{ProjectID: "p1", Router: router, Gone: []string{"subnet s1"}}, "", "[]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := New(&pass.Deps{Client: c, Tenancy: scopeResolver{tc.scope}, Policy: noPolicy{}}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			in, scope, err := r.input(context.Background(), me, SettingsOf(me))
+			in, scope, err := r.input(context.Background(), tc.cluster, SettingsOf(tc.cluster))
 			if err != nil || scope != tc.scope {
 				t.Fatalf("input: scope %+v, %v; want the resolver's", scope, err)
 			}
-			if in.Target.RouterID != tc.want {
-				t.Fatalf("target router %q, want %q", in.Target.RouterID, tc.want)
+			if in.Target.RouterID != tc.want || fmt.Sprint(in.Target.Subnets) != tc.wantSubnets {
+				t.Fatalf("target router %q, subnets %v; want %q, %s", in.Target.RouterID, in.Target.Subnets, tc.want, tc.wantSubnets)
 			}
 		})
 	}

@@ -67,6 +67,10 @@ type Target struct {
 	RouterID string
 	// PodCIDRs: a route is the cluster's only if its destination lies inside one of them.
 	PodCIDRs []netip.Prefix
+	// Subnets of the nodes (spec.openstack.subnetID's CIDR): when set, a route is the cluster's only if its
+	// nexthop lies inside one of them too, so that a router shared with another cluster of the same pod CIDRs
+	// keeps that cluster's routes (nil: any nexthop).
+	Subnets []netip.Prefix
 	// Protected routes (spec.controllers.routes.protectedRoutes) are never removed, even inside the pod CIDRs.
 	Protected []routes.ProtectedRoute
 }

@@ -492,6 +492,22 @@ func TestStep(t *testing.T) {
 			},
 		},
 		{
+			name: "a router shared with another cluster of the same pod CIDRs: only the routes via the nodes' subnet go",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				in.Target.Subnets = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}
+				c.routes = append(c.routes, openstack.Route{Destination: "10.100.2.0/24", NextHop: "10.1.0.9"},
+					openstack.Route{Destination: "10.100.3.0/24", NextHop: "not-an-address"})
+			},
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantRelease: true,
+			wantDeleted: []string{"route 10.100.1.0/24"},
+			wantKept:    []string{"route 10.100.2.0/24", "route 10.100.3.0/24", "route 192.168.0.0/24"},
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, wl client.Client) {
+				if s := state(st, v1alpha1.DeorbitRoute, "10.100.2.0/24@10.1.0.9"); s != "(untracked)" {
+					t.Errorf("the other cluster's route: state %s, want untracked", s)
+				}
+			},
+		},
+		{
 			name: "load balancer stuck in PENDING_DELETE: deleted once, debris at the give-up",
 			setup: func(c *memCloud, in *Input, a *asker) {
 				c.stuck["lb-orphan"] = true
