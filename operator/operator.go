@@ -290,7 +290,8 @@ func (o *Operator) setupControllers() error {
 	if err := o.flight.SetupWithManager(ctx, mgr, workers(opts.FlightWorkers)); err != nil {
 		return fmt.Errorf("operator: %w", err)
 	}
-	if o.deorbit, err = deorbit.New(deps, deorbit.Options{Metrics: deorbit.NewMetrics(opts.Registry), Workers: opts.DeorbitParallelDeletes}); err != nil {
+	if o.deorbit, err = deorbit.New(deps, deorbit.Options{Metrics: deorbit.NewMetrics(opts.Registry), Workers: opts.DeorbitParallelDeletes,
+		Namespace: opts.Namespace}); err != nil {
 		return fmt.Errorf("operator: %w", err)
 	}
 	if err := o.deorbit.SetupWithManager(ctx, mgr, workers(opts.DeorbitWorkers)); err != nil {

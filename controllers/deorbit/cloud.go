@@ -452,8 +452,8 @@ func (s *step) sweep(ctx context.Context, cloud Cloud) (bool, time.Time) {
 		if r.State == v1alpha1.DeorbitWouldDelete {
 			continue
 		}
-		if s.in.SweepRefused != "" {
-			r.State, r.LastError = v1alpha1.DeorbitUnproven, s.in.SweepRefused
+		if why := s.sweepRefused(ctx); why != "" {
+			r.State, r.LastError = v1alpha1.DeorbitUnproven, why
 			continue
 		}
 		r.State = v1alpha1.DeorbitPending

@@ -55,6 +55,8 @@ type Options struct {
 	Workers int
 	// StepTimeout bounds one step (default DefaultStepTimeout).
 	StepTimeout time.Duration
+	// Namespace the operator watches ("": every namespace): the sweep's guard lists the VitalsClusters there.
+	Namespace string
 }
 
 // New returns deorbit. d.Workload (nil: the Kubernetes phases count as unreachable) gives each cluster's
@@ -253,10 +255,8 @@ func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Set
 		if len(scope.Gone) > 0 {
 			logf.FromContext(ctx).V(1).Info("cluster's network resources gone", "gone", strings.Join(scope.Gone, ", "))
 		}
-		in.SweepRefused, err = r.sweepGuard(ctx, c, scope.ProjectID, in.Target.ClusterName)
-		if err != nil {
-			return in, nil, err
-		}
+		project, cluster := scope.ProjectID, in.Target.ClusterName
+		in.SweepGuard = func(ctx context.Context) (string, error) { return r.sweepGuard(ctx, c, project, cluster) }
 	} else {
 		in.CloudErr = err
 		scope = nil
@@ -287,19 +287,30 @@ func subnetPrefix(s *openstack.Subnet) (netip.Prefix, error) {
 // sweepGuard refuses the sweep's deletes when another VitalsCluster, not being deleted, names the same
 // cloud cluster in the same project: its volumes and load balancers carry the same tags. Without this,
 // a VitalsCluster created and deleted with another's clusterName would sweep the other's resources.
+// The clusters are listed from the API server, page by page: with sharding the cache holds this
+// replica's shard ranges only, and the other cluster may be another replica's.
 func (r *Reconciler) sweepGuard(ctx context.Context, c *v1alpha1.VitalsCluster, project, cluster string) (string, error) {
-	var list v1alpha1.VitalsClusterList
-	if err := r.d.Client.List(ctx, &list); err != nil {
-		return "", fmt.Errorf("list clusters to guard the sweep of %s: %w", client.ObjectKeyFromObject(c), err)
-	}
 	var others []string
-	for i := range list.Items {
-		o := &list.Items[i]
-		if o.UID == c.UID || !o.DeletionTimestamp.IsZero() || ClusterName(o) != cluster {
-			continue
+	opts := []client.ListOption{client.Limit(guardPage)}
+	if r.o.Namespace != "" {
+		opts = append(opts, client.InNamespace(r.o.Namespace))
+	}
+	for cont := ""; ; {
+		var list v1alpha1.VitalsClusterList
+		if err := r.d.APIReader.List(ctx, &list, append(opts, client.Continue(cont))...); err != nil {
+			return "", fmt.Errorf("list clusters to guard the sweep of %s: %w", client.ObjectKeyFromObject(c), err)
 		}
-		if o.Status.ProjectID == project || o.Status.ProjectID == "" {
-			others = append(others, o.Namespace+"/"+o.Name)
+		for i := range list.Items {
+			o := &list.Items[i]
+			if o.UID == c.UID || !o.DeletionTimestamp.IsZero() || ClusterName(o) != cluster {
+				continue
+			}
+			if o.Status.ProjectID == project || o.Status.ProjectID == "" {
+				others = append(others, o.Namespace+"/"+o.Name)
+			}
+		}
+		if cont = list.Continue; cont == "" {
+			break
 		}
 	}
 	if len(others) == 0 {
@@ -308,6 +319,9 @@ func (r *Reconciler) sweepGuard(ctx context.Context, c *v1alpha1.VitalsCluster, 
 	sort.Strings(others)
 	return fmt.Sprintf("VitalsCluster %s names the same cloud cluster %q in this project: the sweep deletes nothing", strings.Join(others, ", "), cluster), nil
 }
+
+// guardPage is the most VitalsClusters one page of the sweep guard's list holds.
+const guardPage = 500
 
 // conditionOf is the CleanedUp condition of a step.
 func conditionOf(st *v1alpha1.DeorbitStatus, in Input) (reason string, status metav1.ConditionStatus, msg string) {

@@ -2,6 +2,7 @@ package deorbit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -180,6 +181,9 @@ func TestReconcileRelease(t *testing.T) {
 	}
 }
 
+// The sweep's guard lists the VitalsClusters from the API server: with sharding, the cache (Client here, which
+// shows the cluster's own namespace only) holds this replica's clusters only, and the neighbour that names the
+// same cloud cluster may be another replica's. With a watched namespace, it lists there.
 func TestSweepGuard(t *testing.T) {
 	me := deleted("c1", nil)
 	me.UID = "u1"
@@ -190,21 +194,46 @@ func TestSweepGuard(t *testing.T) {
 		Spec: spec("c1"), Status: v1alpha1.ClusterStatus{ProjectID: "p1"}}
 	elsewhere := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "c1", UID: "u3"}, Spec: spec(""), Status: v1alpha1.ClusterStatus{ProjectID: "p2"}}
 	c := mgmtClient(t, me, other, elsewhere)
-	r, err := New(&pass.Deps{Client: c, Tenancy: refusingResolver{}, Policy: noPolicy{}}, Options{})
-	if err != nil {
-		t.Fatal(err)
+	cache := client.NewNamespacedClient(c, me.Namespace) // this replica's shard: the neighbour is not in it
+	for _, tc := range []struct {
+		name      string
+		cluster   string
+		namespace string // Options.Namespace
+		reader    client.Reader
+		want      string // in the refusal ("": none)
+		wantErr   bool
+	}{
+		{name: "a neighbour of another shard names the same cloud cluster", cluster: "c1", reader: c, want: other.Namespace + "/x"},
+		{name: "a cluster name no one else uses", cluster: "c2", reader: c},
+		{name: "the neighbour outside the watched namespace", cluster: "c1", namespace: me.Namespace, reader: c},
+		{name: "the list fails", cluster: "c1", reader: failingReader{}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(&pass.Deps{Client: cache, APIReader: tc.reader, Tenancy: refusingResolver{}, Policy: noPolicy{}}, Options{Namespace: tc.namespace})
+			if err != nil {
+				t.Fatal(err)
+			}
+			why, err := r.sweepGuard(context.Background(), me, "p1", tc.cluster)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("sweep guard: %q, %v; want an error %v", why, err, tc.wantErr)
+			}
+			switch {
+			case tc.want == "" && why != "":
+				t.Errorf("sweep guard refuses: %q, want not", why)
+			case tc.want != "" && !strings.Contains(why, tc.want):
+				t.Errorf("sweep guard: %q, want %s named", why, tc.want)
+			case strings.Contains(why, elsewhere.Namespace+"/c1"):
+				t.Errorf("sweep guard: %q names %s/c1, of another project", why, elsewhere.Namespace)
+			}
+		})
 	}
-	why, err := r.sweepGuard(context.Background(), me, "p1", "c1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(why, other.Namespace+"/x") || strings.Contains(why, elsewhere.Namespace+"/c1") {
-		t.Fatalf("sweep guard: %q, want evil/x named and a/c1 (another project) not", why)
-	}
-	why, _ = r.sweepGuard(context.Background(), me, "p1", "c2")
-	if why != "" {
-		t.Fatalf("sweep guard for a cluster name no one else uses: %q", why)
-	}
+}
+
+// failingReader fails every read.
+type failingReader struct{ client.Reader }
+
+func (failingReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("connection refused")
 }
 
 // Every series of a cluster goes with its finalizer: after a give-up (the debris is counted without the

@@ -113,9 +113,10 @@ type Input struct {
 	// Cloud in the cluster's proven project (nil: not verified, CloudErr says why).
 	Cloud    Cloud
 	CloudErr error
-	// SweepRefused, when set, says why the cloud-side sweep may not delete anything (e.g. another
-	// cluster names the same cloud cluster): what it finds is reported, not deleted.
-	SweepRefused string
+	// SweepGuard (nil: none) is asked once per step, right before the cloud-side sweep's first delete: a
+	// reason it returns (e.g. another cluster names the same cloud cluster) refuses every delete of the
+	// sweep, and so does an error (fail closed): what the sweep finds is reported, not deleted.
+	SweepGuard func(context.Context) (string, error)
 	// Policy is asked before every delete (required).
 	Policy Asker
 }
@@ -205,9 +206,28 @@ type step struct {
 	// issued counts the deletes this step issued, against the budget.
 	issued int
 	errs   []error
+	// refused is the sweep guard's answer, once asked in this step (nil: not asked yet).
+	refused *string
 }
 
 func (s *step) fail(err error) { s.errs = append(s.errs, err) }
+
+// sweepRefused says why the sweep may not delete ("": it may), asking the guard at the first call of the
+// step; a guard that fails refuses.
+func (s *step) sweepRefused(ctx context.Context) string {
+	if s.in.SweepGuard == nil {
+		return ""
+	}
+	if s.refused == nil {
+		why, err := s.in.SweepGuard(ctx)
+		if err != nil {
+			s.fail(err)
+			why = "the sweep's guard could not be checked, so the sweep deletes nothing: " + err.Error()
+		}
+		s.refused = &why
+	}
+	return *s.refused
+}
 
 // Step runs the current phase, and the next ones as long as each completes, then says when to come
 // back. It changes st only.

@@ -271,6 +271,11 @@ func fixture(t *testing.T) (*memCloud, client.Client) {
 	return cloud, wl
 }
 
+// guardAnswers is a sweep guard that answers why and err.
+func guardAnswers(why string, err error) func(context.Context) (string, error) {
+	return func(context.Context) (string, error) { return why, err }
+}
+
 func target() Target {
 	return Target{Key: "ns/c1", ClusterName: "c1", RouterID: "r1", PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.100.0.0/16")}}
 }
@@ -508,6 +513,23 @@ func TestStep(t *testing.T) {
 			},
 		},
 		{
+			name: "the sweep's guard fails: the sweep deletes nothing",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				in.SweepGuard = guardAnswers("", errors.New("list clusters to guard the sweep of ns/c1: connection refused"))
+				in.Settings.GiveUpAfter = time.Hour
+			},
+			wantPhase: v1alpha1.DeorbitPhaseGaveUp, wantRelease: true,
+			wantKept:   []string{"v-orphan", "lb-orphan"},
+			wantDebris: []string{"LoadBalancer lb-web", "Volume v-bound", "Volume v-orphan", "LoadBalancer lb-orphan"},
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, wl client.Client) {
+				for _, d := range st.Debris {
+					if d.State != v1alpha1.DeorbitUnproven || !strings.Contains(d.LastError, "could not be checked") {
+						t.Errorf("debris %s %s: state %s, last error %q; want Unproven, the guard's failure", d.Type, d.ID, d.State, d.LastError)
+					}
+				}
+			},
+		},
+		{
 			name: "load balancer stuck in PENDING_DELETE: deleted once, debris at the give-up",
 			setup: func(c *memCloud, in *Input, a *asker) {
 				c.stuck["lb-orphan"] = true
@@ -535,7 +557,7 @@ func TestStep(t *testing.T) {
 		{
 			name: "another cluster names the same cloud cluster: the sweep deletes nothing",
 			setup: func(c *memCloud, in *Input, a *asker) {
-				in.SweepRefused = "VitalsCluster other/c1 names the same cloud cluster"
+				in.SweepGuard = guardAnswers("VitalsCluster other/c1 names the same cloud cluster", nil)
 				in.Settings.GiveUpAfter = time.Hour
 			},
 			wantPhase: v1alpha1.DeorbitPhaseGaveUp, wantRelease: true,
@@ -1013,6 +1035,57 @@ func TestWorkloadAfterKill(t *testing.T) {
 			}
 			if a.asked[VerbDeletePVC+" app/data"]+a.asked[VerbDeleteService+" app/web"] != 0 {
 				t.Errorf("asked again: %v", a.asked)
+			}
+		})
+	}
+}
+
+// The sweep's guard (an uncached list of every VitalsCluster) is asked only where the sweep would delete, at
+// most once a step, and not at all in the earlier phases.
+func TestSweepGuardAsked(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		why       string
+		err       error
+		wantPhase string
+		wantState string // of v-orphan
+	}{
+		{name: "no other cluster", wantPhase: v1alpha1.DeorbitPhaseDone, wantState: v1alpha1.DeorbitGone},
+		{name: "another cluster", why: "VitalsCluster other/c1 names the same cloud cluster", wantPhase: v1alpha1.DeorbitPhaseGaveUp, wantState: v1alpha1.DeorbitUnproven},
+		{name: "the list fails", err: errors.New("connection refused"), wantPhase: v1alpha1.DeorbitPhaseGaveUp, wantState: v1alpha1.DeorbitUnproven},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloud, wl := fixture(t)
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			st := &v1alpha1.DeorbitStatus{}
+			step, asked := 0, map[int]int{}
+			var phases []string
+			in := Input{Target: target(), Settings: settings(), Workload: wl, Cloud: cloud, Policy: &asker{},
+				SweepGuard: func(context.Context) (string, error) {
+					asked[step]++
+					phases = append(phases, st.Phase)
+					return tc.why, tc.err
+				}}
+			in.Settings.GiveUpAfter = time.Hour
+			res, _ := run(t, &Engine{Clock: clk, Rand: func() float64 { return 0.5 }}, clk, in, st, 500, func(i int, _ *Input) { step = i })
+			if st.Phase != tc.wantPhase || !res.Release {
+				t.Fatalf("phase %s, release %v; want %s", st.Phase, res.Release, tc.wantPhase)
+			}
+			if s := state(st, v1alpha1.DeorbitVolume, "v-orphan"); s != tc.wantState {
+				t.Errorf("v-orphan state %s, want %s", s, tc.wantState)
+			}
+			if len(phases) == 0 {
+				t.Fatal("the guard was never asked")
+			}
+			for _, p := range phases {
+				if p != v1alpha1.DeorbitPhaseSweep {
+					t.Errorf("the guard asked in phase %s, want in the sweep only", p)
+				}
+			}
+			for i, n := range asked {
+				if n > 1 {
+					t.Errorf("step %d asked the guard %d times, want once at most", i, n)
+				}
 			}
 		})
 	}

@@ -109,7 +109,7 @@ func (s *step) network(ctx context.Context, cloud Cloud, lbs []openstack.LoadBal
 			continue
 		}
 		id := p.ID
-		ds = s.networkDeletion(ds, r, func(ctx context.Context) error { return cloud.DeletePort(ctx, id) })
+		ds = s.networkDeletion(ctx, ds, r, func(ctx context.Context) error { return cloud.DeletePort(ctx, id) })
 	}
 	listedFIPs := map[string]*openstack.FloatingIP{}
 	for i := range fips {
@@ -134,7 +134,7 @@ func (s *step) network(ctx context.Context, cloud Cloud, lbs []openstack.LoadBal
 			continue
 		}
 		id, port := f.ID, f.PortID
-		ds = s.networkDeletion(ds, r, func(ctx context.Context) error {
+		ds = s.networkDeletion(ctx, ds, r, func(ctx context.Context) error {
 			// Read again right before: a cloud controller manager may have just put it on another
 			// cluster's load balancer (a Service's spec.loadBalancerIP names a free address).
 			cur, err := cloud.GetFloatingIP(ctx, id)
@@ -184,12 +184,12 @@ func (s *step) withLoadBalancer(r *v1alpha1.DeorbitResource, lbID string) {
 
 // networkDeletion appends r's delete to ds unless it is a dry run's already or the sweep may not
 // delete; it returns ds.
-func (s *step) networkDeletion(ds []deletion, r *v1alpha1.DeorbitResource, del func(context.Context) error) []deletion {
-	switch {
-	case r.State == v1alpha1.DeorbitWouldDelete:
+func (s *step) networkDeletion(ctx context.Context, ds []deletion, r *v1alpha1.DeorbitResource, del func(context.Context) error) []deletion {
+	if r.State == v1alpha1.DeorbitWouldDelete {
 		return ds
-	case s.in.SweepRefused != "":
-		r.State, r.LastError = v1alpha1.DeorbitUnproven, s.in.SweepRefused
+	}
+	if why := s.sweepRefused(ctx); why != "" {
+		r.State, r.LastError = v1alpha1.DeorbitUnproven, why
 		return ds
 	}
 	// Neutron deletes at once: one still listed after an accepted delete is deleted again when due.

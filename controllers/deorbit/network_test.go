@@ -279,7 +279,7 @@ func TestSweepNetwork(t *testing.T) {
 		{
 			name: "another cluster names the same cloud cluster: no port or floating IP deleted",
 			setup: func(c *memCloud, in *Input, a *asker) {
-				in.SweepRefused = "VitalsCluster other/c1 names the same cloud cluster"
+				in.SweepGuard = guardAnswers("VitalsCluster other/c1 names the same cloud cluster", nil)
 				in.Settings.GiveUpAfter = time.Hour
 			},
 			wantPhase: v1alpha1.DeorbitPhaseGaveUp, wantKept: append(ours, theirs...),
