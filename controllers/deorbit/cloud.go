@@ -70,6 +70,18 @@ func OwnsVolume(cluster string, v *openstack.Volume) bool {
 func volumeDeleting(status string) bool { return status == "deleting" }
 func lbDeleting(status string) bool     { return status == "PENDING_DELETE" }
 
+// sameFamily reports whether one of subnets is of hop's family: a nexthop of a family no known subnet covers
+// (a dual-stack cluster's IPv6 routes, with spec.openstack.subnetID its IPv4 subnet) is judged by its
+// destination alone, as without subnetID.
+func sameFamily(hop netip.Addr, subnets []netip.Prefix) bool {
+	for _, s := range subnets {
+		if s.Addr().Is4() == hop.Is4() {
+			return true
+		}
+	}
+	return false
+}
+
 // lbGone: Octavia may still show a deleted load balancer, as DELETED: it is gone, never deleted again.
 func lbGone(status string) bool { return status == "DELETED" }
 
@@ -93,7 +105,7 @@ func (s *step) routes(ctx context.Context, cloud Cloud) (bool, time.Time) {
 		}
 		hop, herr := netip.ParseAddr(rt.NextHop)
 		hop = hop.Unmap()
-		if t.Subnets != nil && (herr != nil || !routes.Inside(netip.PrefixFrom(hop, hop.BitLen()), t.Subnets)) {
+		if t.Subnets != nil && (herr != nil || (sameFamily(hop, t.Subnets) && !routes.Inside(netip.PrefixFrom(hop, hop.BitLen()), t.Subnets))) {
 			continue // another cluster's, on a router they share
 		}
 		if herr == nil && routes.IsProtected(dst.Masked(), hop, t.Protected) {

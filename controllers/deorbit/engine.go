@@ -69,7 +69,7 @@ type Target struct {
 	PodCIDRs []netip.Prefix
 	// Subnets of the nodes (spec.openstack.subnetID's CIDR): when set, a route is the cluster's only if its
 	// nexthop lies inside one of them too, so that a router shared with another cluster of the same pod CIDRs
-	// keeps that cluster's routes (nil: any nexthop).
+	// keeps that cluster's routes (nil: any nexthop; a nexthop of a family none of them is: any nexthop too).
 	Subnets []netip.Prefix
 	// Protected routes (spec.controllers.routes.protectedRoutes) are never removed, even inside the pod CIDRs.
 	Protected []routes.ProtectedRoute

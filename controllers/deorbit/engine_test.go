@@ -513,6 +513,18 @@ func TestStep(t *testing.T) {
 			},
 		},
 		{
+			name: "a dual-stack cluster with its IPv4 subnet known: its IPv6 routes are judged by their destination",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				in.Target.Subnets = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}
+				in.Target.PodCIDRs = append(in.Target.PodCIDRs, netip.MustParsePrefix("fd00:100::/56"))
+				c.routes = append(c.routes, openstack.Route{Destination: "fd00:100:0:1::/64", NextHop: "fd00::5"},
+					openstack.Route{Destination: "10.100.2.0/24", NextHop: "10.1.0.9"})
+			},
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantRelease: true,
+			wantDeleted: []string{"route 10.100.1.0/24", "route fd00:100:0:1::/64"},
+			wantKept:    []string{"route 10.100.2.0/24", "route 192.168.0.0/24"},
+		},
+		{
 			name: "the sweep's guard fails: the sweep deletes nothing",
 			setup: func(c *memCloud, in *Input, a *asker) {
 				in.SweepGuard = guardAnswers("", errors.New("list clusters to guard the sweep of ns/c1: connection refused"))
