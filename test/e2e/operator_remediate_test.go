@@ -63,12 +63,6 @@ type rmFixture struct {
 	hosts  int
 }
 
-// capiMachineCRD installs Cluster API's Machine CRD (of the module the project builds with) in the API server of
-// cfg.
-func capiMachineCRD(t *testing.T, cfg *rest.Config) {
-	capiCRDs(t, cfg, "cluster.x-k8s.io_machines.yaml")
-}
-
 // capiCRDs installs Cluster API's CRDs of these files (config/crd/bases of the module the project builds with) in
 // the API server of cfg.
 func capiCRDs(t *testing.T, cfg *rest.Config, files ...string) {
