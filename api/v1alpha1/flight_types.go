@@ -216,7 +216,9 @@ type FlightRepairs struct {
 	// manager replaces the server.
 	// +optional
 	Nodes NodeRepair `json:"nodes,omitempty"`
-	// ErroredServers deletes servers in vm_state error.
+	// ErroredServers deletes servers in vm_state error where the node repair would delete them: a manager
+	// replaces the server (nodes.replacement), nodes.delete is on, and the node guards hold (not excluded,
+	// not Cluster API's, Gardener's or Magnum's, no control-plane node unless turned on), one per node pool.
 	// +optional
 	ErroredServers RepairSpec `json:"erroredServers,omitempty"`
 	// SecurityGroupSync forces a sync when the agent reports a broken pod network.
