@@ -1,7 +1,11 @@
 package nodes
 
 import (
+	"context"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/remediation"
 )
@@ -23,6 +27,16 @@ func IsControlPlane(n *corev1.Node) bool {
 	_, cp := n.Labels[LabelControlPlane]
 	_, m := n.Labels[LabelMaster]
 	return cp || m
+}
+
+// EtcdPods lists etcd's members as EtcdQuorum reads them: kubeadm's static pods of kube-system, labelled
+// component=etcd (r: the workload cluster's uncached reader, so that a member down a moment ago is seen).
+func EtcdPods(ctx context.Context, r client.Reader) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace("kube-system"), client.MatchingLabels{"component": "etcd"}); err != nil {
+		return nil, fmt.Errorf("list etcd's pods: %w", err)
+	}
+	return pods.Items, nil
 }
 
 // EtcdQuorum is etcd's quorum for taking target down: the members are the etcd pods of kube-system

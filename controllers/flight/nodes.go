@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/pass"
@@ -522,11 +521,11 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 // etcdQuorum reads etcd's members (kube-system pods labelled component=etcd, uncached) for a control-plane
 // node's step.
 func etcdQuorum(ctx context.Context, env *pass.Env[*State], c *nodeCase) (remediation.Quorum, error) {
-	var pods corev1.PodList
-	if err := env.Workload.Client().List(ctx, &pods, client.InNamespace("kube-system"), client.MatchingLabels{"component": "etcd"}); err != nil {
+	pods, err := nodes.EtcdPods(ctx, env.Workload.Client())
+	if err != nil {
 		return remediation.Quorum{}, err
 	}
-	return nodes.EtcdQuorum(c.node.Name, env.Read.Snapshot.Nodes, pods.Items), nil
+	return nodes.EtcdQuorum(c.node.Name, env.Read.Snapshot.Nodes, pods), nil
 }
 
 // takeStep reads the server again (through the cluster's scoped cloud: it must still be the project's)

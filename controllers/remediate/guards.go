@@ -142,13 +142,13 @@ func (r *Reconciler) quorum(ctx context.Context, vc *v1alpha1.VitalsCluster, m *
 	if err != nil {
 		return remediation.Quorum{}, fmt.Errorf("the workload cluster of VitalsCluster %s/%s: %w", vc.Namespace, vc.Name, err)
 	}
-	var pods corev1.PodList
-	if err := wc.Client().List(ctx, &pods, client.InNamespace("kube-system"), client.MatchingLabels{"component": "etcd"}); err != nil {
-		return remediation.Quorum{}, fmt.Errorf("list etcd's pods: %w", err)
+	pods, err := nodes.EtcdPods(ctx, wc.Client())
+	if err != nil {
+		return remediation.Quorum{}, err
 	}
 	var ns corev1.NodeList
 	if err := wc.Reader().List(ctx, &ns); err != nil {
 		return remediation.Quorum{}, fmt.Errorf("list Nodes: %w", err)
 	}
-	return nodes.EtcdQuorum(m.Status.NodeRef.Name, ns.Items, pods.Items), nil
+	return nodes.EtcdQuorum(m.Status.NodeRef.Name, ns.Items, pods), nil
 }
