@@ -839,15 +839,8 @@ func TestFlightNodesDrainPDB(t *testing.T) {
 	sv := f.server(60)
 	name := f.node(sv, f.net.IP(60), "198.19.60.0/24", condReady)
 	ns := f.key.Namespace
-	pod, err := f.kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Labels: map[string]string{"app": "db"}},
-		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-	if _, err := f.kube.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	pod := f.runningPod(name, map[string]string{"app": "db"},
+		corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}})
 	one := intstr.FromInt32(1)
 	pdb, err := f.kube.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db"},
 		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}, metav1.CreateOptions{})
@@ -928,19 +921,10 @@ func TestFlightNodesEvictionRefused(t *testing.T) {
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
 		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
 	})
-	ctx := context.Background()
 	sv := f.server(62)
 	name := f.node(sv, f.net.IP(62), "198.19.62.0/24", condReady)
 	ns := f.key.Namespace
-	pod, err := f.kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0"},
-		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning}
-	if _, err := f.kube.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	f.runningPod(name, nil, corev1.PodStatus{Phase: corev1.PodRunning})
 	f.pass(time.Minute)
 	f.setConditions(f.getNode(name), condNotReady)
 	if e := escalation(f.pass(6*time.Minute), sv.ID); e.Step != v1alpha1.EscalationObserved {
@@ -986,17 +970,8 @@ func TestFlightNodesEvictionRefused(t *testing.T) {
 func TestFlightNodesEvictionUnreachable(t *testing.T) {
 	parallel(t)
 	f, sv, name := observedNotReady(t, 82)
-	ctx := context.Background()
 	ns := f.key.Namespace
-	pod, err := f.kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0"},
-		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning}
-	if _, err := f.kube.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	f.runningPod(name, nil, corev1.PodStatus{Phase: corev1.PodRunning})
 	if err := f.kubeProxy.Add(faultproxy.Rule{Name: "evict-reset", Method: "POST", Path: "/api/v1/namespaces/" + ns + "/pods/db-0/eviction", Fault: faultproxy.Reset()}); err != nil {
 		t.Fatal(err)
 	}
@@ -1207,4 +1182,21 @@ func (f *fnFixture) waitStatus(id, status string) {
 		}
 		return sv.Status == status, sv.Status
 	})
+}
+
+// runningPod creates the pod db-0 (labels) on the Node name and writes st as its status, as its kubelet would.
+func (f *fnFixture) runningPod(name string, labels map[string]string, st corev1.PodStatus) *corev1.Pod {
+	f.t.Helper()
+	ctx := context.Background()
+	pods := f.kube.CoreV1().Pods(f.key.Namespace)
+	pod, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Labels: labels},
+		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	pod.Status = st
+	if pod, err = pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	return pod
 }
