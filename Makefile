@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS := -s -w -X github.com/vitalsproject/vitals/internal/version.Version=$(VERSION) -X github.com/vitalsproject/vitals/internal/version.Commit=$(COMMIT)
+LDFLAGS := -s -w -X github.com/vitalsproject/vitals/internal/base/version.Version=$(VERSION) -X github.com/vitalsproject/vitals/internal/base/version.Commit=$(COMMIT)
 
 .PHONY: help build release ca-bundle vitals vitals-agent vitals-cni vitals-canary healthcheck cloudsim test test-short lint demo testenv-up testenv-down testenv-status clean
 

@@ -23,7 +23,7 @@ import (
 	"github.com/vitalsproject/vitals/health/checks/cniconfig"
 	kubecheck "github.com/vitalsproject/vitals/health/checks/kubernetes"
 	"github.com/vitalsproject/vitals/health/checks/netlink"
-	"github.com/vitalsproject/vitals/internal/buildinfo"
+	"github.com/vitalsproject/vitals/internal/base/buildinfo"
 	"github.com/vitalsproject/vitals/netprobe"
 )
 

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/vitalsproject/vitals/cnireport"
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
 func httpGet(t *testing.T, url string) (int, string) {

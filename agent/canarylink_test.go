@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/vitalsproject/vitals/canary"
-	"github.com/vitalsproject/vitals/internal/testenv"
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 	"github.com/vitalsproject/vitals/netprobe"
 )
 

@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/vitalsproject/vitals/health"
-	"github.com/vitalsproject/vitals/internal/backoff"
+	"github.com/vitalsproject/vitals/internal/base/backoff"
 )
 
 // Node condition types the agent sets.

@@ -21,7 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vitalsproject/vitals/health"
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
 // The test pod network: the probing pod's namespace and a peer namespace that plays the pod on another

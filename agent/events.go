@@ -16,7 +16,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/clock"
 
-	"github.com/vitalsproject/vitals/internal/backoff"
+	"github.com/vitalsproject/vitals/internal/base/backoff"
 )
 
 // SandboxFailureReason is the reason of the Event kubelet records when it cannot create a pod's sandbox,

@@ -14,7 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vitalsproject/vitals/health"
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 )
 
 // kubeClient connects to the shared test kube-apiserver with client-go's clientset (the tests' own

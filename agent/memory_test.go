@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/vitalsproject/vitals/health/checks"
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
 // TestMemoryCheckRealCgroup runs the agent's memory check against this machine's memory cgroup, found

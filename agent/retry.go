@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 
-	"github.com/vitalsproject/vitals/internal/backoff"
+	"github.com/vitalsproject/vitals/internal/base/backoff"
 )
 
 // DefaultAPIBackoff is the backoff of every agent loop that retries a request to the Kubernetes API

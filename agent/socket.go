@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/vitalsproject/vitals/cnireport"
-	"github.com/vitalsproject/vitals/internal/conncap"
+	"github.com/vitalsproject/vitals/internal/base/conncap"
 )
 
 // MaxReportLine is the longest report line the socket server accepts.

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/vitalsproject/vitals/cnireport"
-	"github.com/vitalsproject/vitals/internal/testenv"
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
 // tally is a FailureCounter and Beater that records what it is told.

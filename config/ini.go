@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/bounded"
+	"github.com/vitalsproject/vitals/internal/base/bounded"
 )
 
 // INI is an oslo.config-style INI file (kuryr.conf, neutron.conf): [section] headers, "key = value"

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/vitalsproject/vitals/internal/bounded"
+	"github.com/vitalsproject/vitals/internal/base/bounded"
 )
 
 // TestLoadRefusesWhatIsNotASmallFile: a config path naming a device, a named pipe, a directory or a file of

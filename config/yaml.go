@@ -13,7 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/vitalsproject/vitals/internal/bounded"
+	"github.com/vitalsproject/vitals/internal/base/bounded"
 )
 
 // Port is a TCP or UDP port number: 1-65535 in YAML.

@@ -4,7 +4,7 @@
 # grace, disruption/PodDisruptionBudgets, DaemonSets, ...) and kube-scheduler on the host, and NODE_COUNT nodes,
 # each in a network + mount namespace of its own: containerd (Debian's 1.6) with runc, Debian's CNI plugins
 # (bridge + host-local, portmap), kubelet and kube-proxy (iptables). The sandbox (pause) image is built here
-# (internal/tools/pause, FROM scratch with internal/ociimage) and imported with ctr: nothing is pulled.
+# (internal/tools/pause, FROM scratch with internal/tools/ociimage) and imported with ctr: nothing is pulled.
 #
 # Network: a bridge in a namespace of its own (the "switch") joins the host (ADDR_BASE.254, where the API server
 # listens: tests on the host reach it there) and node i (ADDR_BASE.i, its InternalIP). Node i's pods are on

@@ -43,7 +43,7 @@ rm -rf "$BUILD"
 mkdir -p "$OUT" "$BUILD"
 # One release in $OUT at a time: an earlier one's files would make vitals-*.tgz ambiguous.
 rm -f "$OUT"/vitals-*.tgz "$OUT"/vitals-operator-*.oci.tar "$OUT"/vitals-agent-*.oci.tar "$OUT/SHA256SUMS"
-LDFLAGS="-s -w -X github.com/vitalsproject/vitals/internal/version.Version=$VERSION -X github.com/vitalsproject/vitals/internal/version.Commit=$COMMIT"
+LDFLAGS="-s -w -X github.com/vitalsproject/vitals/internal/base/version.Version=$VERSION -X github.com/vitalsproject/vitals/internal/base/version.Commit=$COMMIT"
 
 build_platform() {
   local os=${1%%/*} arch=${1#*/} dir

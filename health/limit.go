@@ -4,7 +4,7 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/vitalsproject/vitals/internal/conncap"
+	"github.com/vitalsproject/vitals/internal/base/conncap"
 )
 
 // limitListener caps the connections a Server holds with a conncap.Cap, which makes room for a new

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
 // These tests run the real command (cmd/healthcheck, built static) as Docker would.
@@ -175,12 +175,12 @@ func TestBinaryLinksOnlyTheStandardLibraryAndChecks(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	allowed := map[string]bool{
-		"github.com/vitalsproject/vitals/cmd/healthcheck":  true,
-		"github.com/vitalsproject/vitals/healthcheck":      true,
-		"github.com/vitalsproject/vitals/health/checks":    true,
-		"github.com/vitalsproject/vitals/health/checktype": true,
-		"github.com/vitalsproject/vitals/internal/bounded": true,
-		"github.com/vitalsproject/vitals/internal/version": true, // --version: the standard library only
+		"github.com/vitalsproject/vitals/cmd/healthcheck":       true,
+		"github.com/vitalsproject/vitals/healthcheck":           true,
+		"github.com/vitalsproject/vitals/health/checks":         true,
+		"github.com/vitalsproject/vitals/health/checktype":      true,
+		"github.com/vitalsproject/vitals/internal/base/bounded": true,
+		"github.com/vitalsproject/vitals/internal/base/version": true, // --version: the standard library only
 	}
 	for _, p := range strings.Fields(string(out)) {
 		if !allowed[p] && !strings.HasPrefix(p, "golang.org/x/sys/") {

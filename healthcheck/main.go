@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/bounded"
-	"github.com/vitalsproject/vitals/internal/version"
+	"github.com/vitalsproject/vitals/internal/base/bounded"
+	"github.com/vitalsproject/vitals/internal/base/version"
 )
 
 // DefaultConfigPath is the YAML file read when the command runs with no arguments (as

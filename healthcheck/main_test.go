@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
 func startHTTP(t *testing.T, network, addr string, h http.Handler) string {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 
-	"github.com/vitalsproject/vitals/internal/bounded"
+	"github.com/vitalsproject/vitals/internal/base/bounded"
 )
 
 // Auth is everything needed to authenticate to one cloud.

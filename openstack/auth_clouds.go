@@ -16,7 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/vitalsproject/vitals/config"
-	"github.com/vitalsproject/vitals/internal/bounded"
+	"github.com/vitalsproject/vitals/internal/base/bounded"
 )
 
 // CloudsYAMLOptions select a cloud in a clouds.yaml file.

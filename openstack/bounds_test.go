@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/vitalsproject/vitals/config"
-	"github.com/vitalsproject/vitals/internal/bounded"
+	"github.com/vitalsproject/vitals/internal/base/bounded"
 )
 
 // TestLocalFilesBounded: the files the auth loaders read (clouds.yaml, secure.yaml, the CA bundle and the

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/contract"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/openstack"
-	"github.com/vitalsproject/vitals/openstack/contract"
 )
 
 // envAuth returns the test cloud's credentials read by AuthFromEnv, as a service would read them.

@@ -34,6 +34,6 @@
 //
 // where operation is the method and the path with IDs replaced, e.g. "PUT /v2.0/routers/{id}/remove_extraroutes".
 //
-// Package openstack/contract holds the contract test suite that the real cloud and the simulator
-// (internal/cloudsim) both pass.
+// Package internal/test/contract holds the contract test suite that the real cloud and the simulator
+// (internal/test/cloudsim) both pass.
 package openstack

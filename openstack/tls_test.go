@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/vitalsproject/vitals/config"
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 )
 
 // testCA is a private certificate authority.

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 
-	"github.com/vitalsproject/vitals/internal/bounded"
+	"github.com/vitalsproject/vitals/internal/base/bounded"
 )
 
 // metrics are the request metrics, shared by every Cloud registered on the same Registerer.

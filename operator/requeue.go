@@ -7,7 +7,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/vitalsproject/vitals/internal/backoff"
+	"github.com/vitalsproject/vitals/internal/base/backoff"
 )
 
 // Requeue backoff of every controller after a failed reconcile (docs/operator.md, "Retries"):

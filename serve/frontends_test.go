@@ -17,7 +17,7 @@ import (
 
 	"github.com/vitalsproject/vitals/health/checks"
 	"github.com/vitalsproject/vitals/healthcheck"
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
 // TestSameCheckEveryFrontend gives each check as healthcheck arguments, as an item of the

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 )
 
 // TestKubernetesType: the kubernetes type, declared by its own package, is offered by serve and

@@ -12,8 +12,8 @@ import (
 
 	"github.com/vitalsproject/vitals/health"
 	"github.com/vitalsproject/vitals/health/oslo"
-	"github.com/vitalsproject/vitals/internal/buildinfo"
-	"github.com/vitalsproject/vitals/internal/version"
+	"github.com/vitalsproject/vitals/internal/base/buildinfo"
+	"github.com/vitalsproject/vitals/internal/base/version"
 )
 
 // Options are what Run takes besides the config.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/fencing"
-	"github.com/vitalsproject/vitals/internal/cloudsim"
+	"github.com/vitalsproject/vitals/internal/test/cloudsim"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/tenancy"
 )

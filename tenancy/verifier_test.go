@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/internal/cloudsim"
+	"github.com/vitalsproject/vitals/internal/test/cloudsim"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/tenancy"
 )

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/internal/backoff"
+	"github.com/vitalsproject/vitals/internal/base/backoff"
 	"github.com/vitalsproject/vitals/remediation"
 )
 

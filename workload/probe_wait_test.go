@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/backoff"
+	"github.com/vitalsproject/vitals/internal/base/backoff"
 )
 
 // TestProbeWait: a healthy cluster is probed every interval (lengthened by the draw, at most a tenth);

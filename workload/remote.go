@@ -26,7 +26,7 @@ import (
 
 	"github.com/vitalsproject/vitals/fencing"
 	kchecks "github.com/vitalsproject/vitals/health/checks/kubernetes"
-	"github.com/vitalsproject/vitals/internal/backoff"
+	"github.com/vitalsproject/vitals/internal/base/backoff"
 	"github.com/vitalsproject/vitals/remediation"
 )
 

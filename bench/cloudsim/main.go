@@ -24,8 +24,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/benchproc"
-	"github.com/vitalsproject/vitals/internal/cloudsim"
+	"github.com/vitalsproject/vitals/internal/test/benchproc"
+	"github.com/vitalsproject/vitals/internal/test/cloudsim"
 )
 
 type options struct {

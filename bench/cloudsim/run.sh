@@ -12,7 +12,7 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/cloudsim-bench" ./bench/cloudsim
-go test -c -o "$bin/cloudsim.test" ./internal/cloudsim
+go test -c -o "$bin/cloudsim.test" ./internal/test/cloudsim
 run() {
 	if [[ "${PRIORITY:-0}" == 1 ]]; then
 		setsid sh -c 'echo -20 > /proc/self/autogroup && exec "$@"' sh "$@"
@@ -24,4 +24,4 @@ echo "command: cloudsim-bench -projects 1000 -servers 50 -volumes 50 -routes 30 
 run "$bin/cloudsim-bench" -projects 1000 -servers 50 -volumes 50 -routes 30 "$@"
 echo
 echo "simulator-only cost per call (no network), 1000 projects:"
-(cd internal/cloudsim && run "$bin/cloudsim.test" -test.run '^$' -test.bench BenchmarkListAtScale -test.benchmem -test.benchtime 2000x)
+(cd internal/test/cloudsim && run "$bin/cloudsim.test" -test.run '^$' -test.bench BenchmarkListAtScale -test.benchmem -test.benchtime 2000x)

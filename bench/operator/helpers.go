@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/internal/benchproc"
+	"github.com/vitalsproject/vitals/internal/test/benchproc"
 )
 
 // cleanup drops the finalizers the operators set on the VitalsClusters of ns, then deletes ns.

@@ -38,7 +38,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/internal/benchproc"
+	"github.com/vitalsproject/vitals/internal/test/benchproc"
 )
 
 type options struct {

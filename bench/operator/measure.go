@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/benchproc"
+	"github.com/vitalsproject/vitals/internal/test/benchproc"
 )
 
 // env is what one size's runs share: the clusters, the cloud, the API servers and the samplers.

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/benchproc"
+	"github.com/vitalsproject/vitals/internal/test/benchproc"
 )
 
 // controllers are the periodic controllers whose passes the bench follows.

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/benchproc"
+	"github.com/vitalsproject/vitals/internal/test/benchproc"
 )
 
 // sampler reads the resident set of some processes every period: the operators, the kube-apiserver and

@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/vitalsproject/vitals/internal/cloudsim"
+	"github.com/vitalsproject/vitals/internal/test/cloudsim"
 	"github.com/vitalsproject/vitals/sharding"
 )
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/cloudsim"
+	"github.com/vitalsproject/vitals/internal/test/cloudsim"
 	"github.com/vitalsproject/vitals/sharding"
 )
 

@@ -57,9 +57,9 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/internal/benchproc"
-	"github.com/vitalsproject/vitals/internal/cloudsim"
-	"github.com/vitalsproject/vitals/internal/faultproxy"
+	"github.com/vitalsproject/vitals/internal/test/benchproc"
+	"github.com/vitalsproject/vitals/internal/test/cloudsim"
+	"github.com/vitalsproject/vitals/internal/test/faultproxy"
 	"github.com/vitalsproject/vitals/sharding"
 )
 

@@ -14,7 +14,7 @@ func TestLinksNoOperator(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, p := range strings.Fields(string(out)) {
-		for _, banned := range []string{"sigs.k8s.io/controller-runtime", "github.com/gophercloud/", "github.com/vitalsproject/vitals/operator", "github.com/vitalsproject/vitals/internal/cloudsim"} {
+		for _, banned := range []string{"sigs.k8s.io/controller-runtime", "github.com/gophercloud/", "github.com/vitalsproject/vitals/operator", "github.com/vitalsproject/vitals/internal/test/cloudsim"} {
 			if strings.HasPrefix(p, banned) {
 				t.Errorf("vitals-agent links %s", p)
 			}

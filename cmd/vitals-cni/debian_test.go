@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/vitalsproject/vitals/agent"
-	"github.com/vitalsproject/vitals/internal/testenv"
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
 // debianCNI is where Debian's containernetworking-plugins puts the reference plugins.

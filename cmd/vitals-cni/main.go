@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/vitalsproject/vitals/cnireport"
-	"github.com/vitalsproject/vitals/internal/version"
+	"github.com/vitalsproject/vitals/internal/base/version"
 )
 
 // reportTimeout bounds the report to the agent: a CNI operation must not wait for it.

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/vitalsproject/vitals/agent"
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 )
 
 // fakePlugin stands for the node's real CNI plugin: it records its stdin and CNI_* environment, and
@@ -271,7 +271,7 @@ func TestStdlibAndReportClientOnly(t *testing.T) {
 	}
 	for _, p := range strings.Fields(string(out)) {
 		if p != "github.com/vitalsproject/vitals/cnireport" && p != "github.com/vitalsproject/vitals/cmd/vitals-cni" &&
-			p != "github.com/vitalsproject/vitals/internal/version" {
+			p != "github.com/vitalsproject/vitals/internal/base/version" {
 			t.Errorf("vitals-cni links %s", p)
 		}
 	}

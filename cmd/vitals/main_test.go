@@ -14,7 +14,7 @@ func TestLinksNoSimulator(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, p := range strings.Fields(string(out)) {
-		for _, banned := range []string{"github.com/vitalsproject/vitals/internal/cloudsim", "github.com/vitalsproject/vitals/internal/faultproxy"} {
+		for _, banned := range []string{"github.com/vitalsproject/vitals/internal/test/cloudsim", "github.com/vitalsproject/vitals/internal/test/faultproxy"} {
 			if strings.HasPrefix(p, banned) {
 				t.Errorf("vitals links %s", p)
 			}

@@ -27,9 +27,9 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/fencing"
-	"github.com/vitalsproject/vitals/internal/backoff"
-	"github.com/vitalsproject/vitals/internal/faultproxy"
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/base/backoff"
+	"github.com/vitalsproject/vitals/internal/test/faultproxy"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"

@@ -22,8 +22,8 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/clusterapi"
 	"github.com/vitalsproject/vitals/controllers/pass"
-	"github.com/vitalsproject/vitals/internal/cloudsim"
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/cloudsim"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 )
 

@@ -18,9 +18,9 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/internal/backoff"
+	"github.com/vitalsproject/vitals/internal/base/backoff"
+	"github.com/vitalsproject/vitals/internal/test/contract"
 	"github.com/vitalsproject/vitals/openstack"
-	"github.com/vitalsproject/vitals/openstack/contract"
 	"github.com/vitalsproject/vitals/tenancy"
 )
 

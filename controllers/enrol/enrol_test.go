@@ -30,7 +30,7 @@ import (
 	"github.com/vitalsproject/vitals/controllers/enrol"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/fencing"
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 )
 
 const timeout = 5 * time.Minute

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/bounded"
+	"github.com/vitalsproject/vitals/internal/base/bounded"
 )
 
 // HTTPOptions configure HTTP.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
 func testHandler() http.Handler {

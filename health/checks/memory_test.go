@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
 func TestMemoryRSSRealProcess(t *testing.T) {

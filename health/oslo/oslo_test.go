@@ -21,7 +21,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/vitalsproject/vitals/health"
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 )
 
 // osloApp runs oslo.middleware's healthcheck application (testdata/oslo_healthcheck.py) on

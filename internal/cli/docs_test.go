@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vitalsproject/vitals/internal/testenv"
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
 // dotVersion is the Graphviz hack/render-docs.sh pins (what dot -V says of Debian bookworm's graphviz).

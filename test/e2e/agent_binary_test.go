@@ -24,8 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/vitalsproject/vitals/internal/testenv"
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
 var (

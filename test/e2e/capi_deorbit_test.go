@@ -34,7 +34,7 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/clusterapi"
 	"github.com/vitalsproject/vitals/controllers/deorbit"
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/operator"
 )

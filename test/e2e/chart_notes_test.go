@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 )
 
 func TestChartNotes(t *testing.T) {

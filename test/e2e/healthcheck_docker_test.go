@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/testenv"
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
 // hcRepoRoot is the module root, found from this file's path.

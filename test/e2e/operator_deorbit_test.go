@@ -5,7 +5,7 @@ package e2e
 // and snapshot-controller, acting in a project of their own on the real Cinder and Octavia) is deleted; the test
 // asserts on the cloud, with the project's own credentials, that nothing of the cluster remains and that the
 // finalizer goes. The operator reaches Cinder and Octavia, and the workload cluster, through
-// internal/faultproxy: Cinder's deletes fail, a load balancer stays in PENDING_DELETE, the workload cluster
+// internal/test/faultproxy: Cinder's deletes fail, a load balancer stays in PENDING_DELETE, the workload cluster
 // goes away mid-run, the operator (run as a process) is killed mid-run; every DELETE the operator sends is counted there.
 
 import (
@@ -38,10 +38,10 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/deorbit"
-	"github.com/vitalsproject/vitals/internal/faultproxy"
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/contract"
+	"github.com/vitalsproject/vitals/internal/test/faultproxy"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/openstack"
-	"github.com/vitalsproject/vitals/openstack/contract"
 	"github.com/vitalsproject/vitals/operator"
 )
 

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 )
 
 func TestOperatorCRDValidation(t *testing.T) {

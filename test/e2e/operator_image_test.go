@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vitalsproject/vitals/internal/testenv"
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
 // imgBuildContext builds bin/vitals and bin/healthcheck as make build does (static), and copies the CA

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/faultproxy"
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/faultproxy"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/operator"
 )
 
 // TestOperatorReadinessNeutronFaults runs the operator against the real Keystone and Neutron through
-// internal/faultproxy and breaks Neutron under it: a failing quota read is reported (the quota check
+// internal/test/faultproxy and breaks Neutron under it: a failing quota read is reported (the quota check
 // is degraded by default) without failing readiness, or fails it when configured critical; Neutron
 // answering 503 fails readiness naming neutron; liveness passes throughout.
 func TestOperatorReadinessNeutronFaults(t *testing.T) {

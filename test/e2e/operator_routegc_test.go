@@ -27,8 +27,8 @@ import (
 	"github.com/vitalsproject/vitals/controllers/routegc"
 	"github.com/vitalsproject/vitals/health"
 	oschecks "github.com/vitalsproject/vitals/health/checks/openstack"
-	"github.com/vitalsproject/vitals/internal/faultproxy"
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/faultproxy"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/routes"
@@ -342,7 +342,7 @@ func TestOperatorRouteGCReadFailureRemovesNothing(t *testing.T) {
 	f := newGCFixture(t, func(cl *v1alpha1.VitalsCluster) {
 		cl.Spec.Remediation.OutageFreeze = &metav1.Duration{}
 	})
-	// The pass reads the real cloud through internal/faultproxy: a proxy in front of Keystone that points
+	// The pass reads the real cloud through internal/test/faultproxy: a proxy in front of Keystone that points
 	// the token's catalog at one proxy per service.
 	env := testenv.OpenStack(t)
 	services := []openstack.Service{openstack.ServiceNetworking}

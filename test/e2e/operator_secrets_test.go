@@ -40,7 +40,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/operator"
 	"github.com/vitalsproject/vitals/tenancy"
 	"github.com/vitalsproject/vitals/workload"

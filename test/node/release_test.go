@@ -29,7 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 )
 
 var vitalsClusters = schema.GroupVersionResource{Group: "vitals.vitalsproject.io", Version: "v1alpha1", Resource: "vitalsclusters"}

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/vitalsproject/vitals/health/checks"
-	"github.com/vitalsproject/vitals/internal/bounded"
+	"github.com/vitalsproject/vitals/internal/base/bounded"
 )
 
 // DefaultDir is where kubelet's container runtime looks for CNI network configurations.

@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	checks "github.com/vitalsproject/vitals/health/checks/kubernetes"
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 )
 
 func run(t *testing.T, f func(context.Context) error) error {

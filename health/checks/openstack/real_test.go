@@ -14,7 +14,7 @@ import (
 
 	"github.com/vitalsproject/vitals/health"
 	checks "github.com/vitalsproject/vitals/health/checks/openstack"
-	"github.com/vitalsproject/vitals/internal/testenv"
+	"github.com/vitalsproject/vitals/internal/test/testenv"
 	vos "github.com/vitalsproject/vitals/openstack"
 )
 

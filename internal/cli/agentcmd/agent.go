@@ -12,8 +12,8 @@ import (
 	"github.com/vitalsproject/vitals/agent"
 	"github.com/vitalsproject/vitals/config"
 	"github.com/vitalsproject/vitals/health/checks"
+	"github.com/vitalsproject/vitals/internal/base/version"
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
-	"github.com/vitalsproject/vitals/internal/version"
 )
 
 // agentFlags holds the agent's flags; options start from agent.DefaultOptions, then the

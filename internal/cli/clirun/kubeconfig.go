@@ -13,7 +13,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/vitalsproject/vitals/config"
-	"github.com/vitalsproject/vitals/internal/bounded"
+	"github.com/vitalsproject/vitals/internal/base/bounded"
 )
 
 // KubeconfigFile loads the kubeconfig at path: Kubeconfig with that one file.

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/vitalsproject/vitals/config"
-	"github.com/vitalsproject/vitals/internal/bounded"
+	"github.com/vitalsproject/vitals/internal/base/bounded"
 )
 
 func TestKubeconfigFile(t *testing.T) {

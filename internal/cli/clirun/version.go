@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vitalsproject/vitals/internal/version"
+	"github.com/vitalsproject/vitals/internal/base/version"
 )
 
 // NewVersionCommand is the `version` command of every binary: version, commit, Go and the client

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/vitalsproject/vitals/internal/base/version"
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
-	"github.com/vitalsproject/vitals/internal/version"
 )
 
 func TestWriteVersion(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
-	"github.com/vitalsproject/vitals/internal/cloudsim"
+	"github.com/vitalsproject/vitals/internal/test/cloudsim"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader in two goroutines.

@@ -1,6 +1,6 @@
 // Command mkimage builds a FROM-scratch container image of one or more platforms from files of the build
 // machine and writes it as an OCI archive (a tar file) or an OCI image layout (a directory), with package
-// internal/ociimage. No registry, base image or container engine is needed.
+// internal/tools/ociimage. No registry, base image or container engine is needed.
 //
 //	go run ./internal/tools/mkimage -o pause.tar -name localhost/vitals/pause:test \
 //	    -file /pause=_out/pause -entrypoint /pause
@@ -30,7 +30,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/vitalsproject/vitals/internal/ociimage"
+	"github.com/vitalsproject/vitals/internal/tools/ociimage"
 )
 
 // list is a repeatable flag.

@@ -3,7 +3,7 @@
 // SIGINT or SIGTERM (then exits 0) and reaps every child that exits: in a pod that shares its process
 // namespace it is PID 1, and orphans become its children.
 //
-// It is a test tool, built static into a FROM-scratch image (internal/ociimage) so that the node pulls
+// It is a test tool, built static into a FROM-scratch image (internal/tools/ociimage) so that the node pulls
 // nothing; it never ships in Vitals' images.
 package main
 

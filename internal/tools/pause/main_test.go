@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vitalsproject/vitals/internal/testenv/prereq"
+	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
 func buildPause(t *testing.T) string {
