@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,8 +37,7 @@ var (
 func agentBinary(t *testing.T) string {
 	t.Helper()
 	agentBinOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
+		root := opRepoRoot()
 		dir, err := os.MkdirTemp("", "vitals-agent-e2e-bin")
 		if err != nil {
 			agentBinErr = err
@@ -177,17 +175,13 @@ func (p *agentProcess) get(t *testing.T, path string) (int, string) {
 
 func (p *agentProcess) waitStatus(t *testing.T, path string, want int) string {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		code, body := p.get(t, path)
-		if code == want {
-			return body
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d %q, want %d; agent log:\n%s", path, code, body, want, p.stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var body string
+	opEventually(t, 60*time.Second, fmt.Sprintf("%s answers %d", path, want), func() (bool, string) {
+		code, b := p.get(t, path)
+		body = b
+		return code == want, fmt.Sprintf("%d %q; agent log:\n%s", code, b, p.stderr.String())
+	})
+	return body
 }
 
 func agentCreateNode(t *testing.T, c kubernetes.Interface, name string) {
@@ -381,15 +375,10 @@ func (p *agentProcess) metric(t *testing.T, series string) int {
 // and returns it.
 func (p *agentProcess) waitMetric(t *testing.T, series string, ok func(int) bool) int {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		v := p.metric(t, series)
-		if ok(v) {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s = %d; agent log:\n%s", series, v, p.stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var v int
+	opEventually(t, 60*time.Second, "metric "+series, func() (bool, string) {
+		v = p.metric(t, series)
+		return ok(v), fmt.Sprintf("%s = %d; agent log:\n%s", series, v, p.stderr.String())
+	})
+	return v
 }

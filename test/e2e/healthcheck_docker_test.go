@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -22,16 +21,6 @@ import (
 	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
-
-// hcRepoRoot is the module root, found from this file's path.
-func hcRepoRoot(t *testing.T) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the repository")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
 
 // hcDocker runs the docker CLI against the private engine.
 func hcDocker(t *testing.T, host string, args ...string) (string, error) {
@@ -54,7 +43,7 @@ func hcMustDocker(t *testing.T, host string, args ...string) string {
 // hcBuildContext builds the two static binaries and the files of the image into a directory.
 func hcBuildContext(t *testing.T) string {
 	t.Helper()
-	root := hcRepoRoot(t)
+	root := opRepoRoot()
 	dir := t.TempDir()
 	for _, b := range []struct{ out, pkg string }{
 		{"healthcheck", "./cmd/healthcheck"},

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,20 +32,25 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/internal/test/faultproxy"
 	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/operator"
+	"github.com/vitalsproject/vitals/tenancy"
 )
 
+// opRepoRoot is the module root, found from this file's path: the one repo-root finder of the package.
 func opRepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
 var (
@@ -348,5 +354,62 @@ func opEventually(t testing.TB, timeout time.Duration, what string, cond func() 
 			t.Fatalf("%s: not after %s (last: %s)", what, timeout, last)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// staticTenancy gives every Cluster the same cloud and project, and reads the router it names.
+type staticTenancy struct {
+	cloud   tenancy.Cloud
+	project string
+}
+
+func (staticTenancy) Forget(types.NamespacedName) {}
+
+func (s staticTenancy) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*tenancy.Scope, error) {
+	router, err := s.cloud.GetRouter(ctx, c.Spec.OpenStack.RouterID)
+	if err != nil {
+		return nil, err
+	}
+	return &tenancy.Scope{Cloud: s.cloud, ProjectID: s.project, Source: "test", Router: router}, nil
+}
+
+// condition returns the cluster's condition of type typ, or the zero condition.
+func condition(cl *v1alpha1.VitalsCluster, typ string) metav1.Condition {
+	for _, c := range cl.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// hasAction reports whether one of the controllers' status lines says so.
+func hasAction(cl *v1alpha1.VitalsCluster, kind v1alpha1.ActionKind, reason, object string) bool {
+	for _, name := range []string{v1alpha1.ControllerRouteGC, v1alpha1.ControllerFlight, v1alpha1.ControllerDeorbit} {
+		b := cl.Status.Controller(name, false)
+		if b == nil {
+			continue
+		}
+		for _, a := range b.Actions {
+			if a.Action == kind && a.Reason == reason && (object == "" || a.Object == object) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// drainEvents empties the recorder and reports whether an Event of reason came, naming each of texts.
+func drainEvents(r *events.FakeRecorder, reason string, texts ...string) bool {
+	found := false
+	for {
+		select {
+		case e := <-r.Events:
+			if strings.Contains(e, " "+reason+" ") && !slices.ContainsFunc(texts, func(s string) bool { return !strings.Contains(e, s) }) {
+				found = true
+			}
+		default:
+			return found
+		}
 	}
 }

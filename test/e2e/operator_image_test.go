@@ -22,7 +22,7 @@ import (
 // bundle as make ca-bundle does, into a fresh directory: the build context of deploy/Dockerfile.
 func imgBuildContext(t *testing.T) string {
 	t.Helper()
-	root := hcRepoRoot(t)
+	root := opRepoRoot()
 	dir := t.TempDir()
 	for _, b := range []struct {
 		out, pkg string
@@ -78,7 +78,7 @@ func TestOperatorImage(t *testing.T) {
 		_, _ = hcDocker(t, host, "rm", "-f", name)
 		_, _ = hcDocker(t, host, "rmi", "-f", image)
 	})
-	df := filepath.Join(hcRepoRoot(t), "deploy", "Dockerfile")
+	df := filepath.Join(opRepoRoot(), "deploy", "Dockerfile")
 	hcMustDocker(t, host, "build", "-q", "-f", df, "-t", image, ctxDir)
 
 	var cfg struct {

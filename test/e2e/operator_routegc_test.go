@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,22 +33,6 @@ import (
 	"github.com/vitalsproject/vitals/routes"
 	"github.com/vitalsproject/vitals/tenancy"
 )
-
-// staticTenancy gives every Cluster the same cloud and project, and reads the router it names.
-type staticTenancy struct {
-	cloud   tenancy.Cloud
-	project string
-}
-
-func (staticTenancy) Forget(types.NamespacedName) {}
-
-func (s staticTenancy) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*tenancy.Scope, error) {
-	router, err := s.cloud.GetRouter(ctx, c.Spec.OpenStack.RouterID)
-	if err != nil {
-		return nil, err
-	}
-	return &tenancy.Scope{Cloud: s.cloud, ProjectID: s.project, Source: "test", Router: router}, nil
-}
 
 // gcFixture is one Cluster over one throw-away router, and a Reconciler with a fake clock.
 type gcFixture struct {
@@ -190,31 +173,6 @@ func (f *gcFixture) mustNotHave(what string, rs ...openstack.Route) {
 	}
 }
 
-func condition(cl *v1alpha1.VitalsCluster, typ string) metav1.Condition {
-	for _, c := range cl.Status.Conditions {
-		if c.Type == typ {
-			return c
-		}
-	}
-	return metav1.Condition{}
-}
-
-// hasAction reports whether one of the controllers' status lines says so.
-func hasAction(cl *v1alpha1.VitalsCluster, kind v1alpha1.ActionKind, reason, object string) bool {
-	for _, name := range []string{v1alpha1.ControllerRouteGC, v1alpha1.ControllerFlight, v1alpha1.ControllerDeorbit} {
-		b := cl.Status.Controller(name, false)
-		if b == nil {
-			continue
-		}
-		for _, a := range b.Actions {
-			if a.Action == kind && a.Reason == reason && (object == "" || a.Object == object) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 func TestOperatorRouteGCRemovesOrphanAfterTwoPassesOnly(t *testing.T) {
 	parallel(t)
 	f := newGCFixture(t, func(c *v1alpha1.VitalsCluster) {
@@ -293,21 +251,6 @@ func TestOperatorRouteGCRemovesOrphanAfterTwoPassesOnly(t *testing.T) {
 	}
 	if !drainEvents(f.events, "ActionTaken") {
 		t.Errorf("no ActionTaken event")
-	}
-}
-
-// drainEvents empties the recorder and reports whether an Event of reason came, naming each of texts.
-func drainEvents(r *events.FakeRecorder, reason string, texts ...string) bool {
-	found := false
-	for {
-		select {
-		case e := <-r.Events:
-			if strings.Contains(e, " "+reason+" ") && !slices.ContainsFunc(texts, func(s string) bool { return !strings.Contains(e, s) }) {
-				found = true
-			}
-		default:
-			return found
-		}
 	}
 }
 

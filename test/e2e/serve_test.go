@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,16 +22,6 @@ import (
 
 	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
-
-// serveRepoRoot is the module root, found from this file's path.
-func serveRepoRoot(t *testing.T) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the repository")
-	}
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
 
 // serveBuild builds cmd/vitals into a temporary directory of the test.
 func serveBuild(t *testing.T, root string) string {
@@ -102,7 +91,7 @@ func serveDo(t *testing.T, method, url string, hdr ...string) serveResp {
 func TestServeEndToEnd(t *testing.T) {
 	parallel(t)
 	prereq.Short(t, "end-to-end: builds and runs the vitals binary")
-	root := serveRepoRoot(t)
+	root := opRepoRoot()
 	bin := serveBuild(t, root)
 	t.Run("bad config exits 2", func(t *testing.T) { serveBadConfig(t, bin) })
 
