@@ -30,7 +30,7 @@ func socketsType(name string, listen bool, doc string) Type {
 	return Type{
 		Name: name, Args: []string{"process", "ports"}, Doc: doc, Options: opts,
 		New: func(v *Values) (checks.Func, error) {
-			return checks.Port(checks.PortOptions{Process: checks.ProcessMatch{Name: v.String("process"), Cmdline: v.Bool("cmdline")},
+			return checks.Port(checks.PortOptions{Process: processMatch(v),
 				Ports: v.Ports("ports"), Listen: listen || v.Bool("listen"), Protocols: v.Strings("protocols")})
 		},
 	}
