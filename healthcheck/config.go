@@ -97,7 +97,7 @@ func parseItem(item *node, env Env) (Check, error) {
 	if err != nil {
 		return Check{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
-	in := checktype.Input{Args: args, ArgsLine: item.items[kind].line}
+	in := checktype.Input{Args: args, ArgsLine: item.items[kind].line, Defaults: checktype.ConfigDefaults()}
 	words := append([]string{t.Name}, args...)
 	for i := 0; i+1 < len(item.items); i += 2 {
 		k, v := item.items[i], item.items[i+1]
