@@ -42,7 +42,8 @@ func ParseConfig(data []byte, env Env) ([]Check, error) {
 	for i := 0; i+1 < len(root.items); i += 2 {
 		k, v := root.items[i], root.items[i+1]
 		if k.value != "checks" {
-			return nil, fmt.Errorf("line %d: unknown field %q (expected checks)", k.line, k.value)
+			// The key is not echoed: a file given by mistake (a token "user:secret") must not be.
+			return nil, fmt.Errorf("line %d: unknown top-level field (expected checks)", k.line)
 		}
 		list = v
 	}

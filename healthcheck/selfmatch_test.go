@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // runBinary runs the built command and returns its exit code and line.
@@ -132,5 +134,52 @@ func TestBinaryProcessNeverMatchesCheckersOrZombies(t *testing.T) {
 	want := "pid " + strconv.Itoa(svc.Process.Pid)
 	if code, line := runBinary(t, bin, "process", name); code != 0 || !strings.Contains(line, want) || strings.Contains(line, want+",") {
 		t.Errorf("process %s with the service running: exit %d %q, want 0 and %s alone", name, code, line, want)
+	}
+}
+
+// A file given by mistake as the config (a token) is refused with its line and column, never
+// echoed, whatever YAML its first character would start.
+func TestBinaryConfigErrorsNeverEchoTheFile(t *testing.T) {
+	bin := binary(t)
+	dir := t.TempDir()
+	for i, tok := range []string{"glpat-SECRETi43", "&SECRETi43", "*SECRETi43", "{SECRETi43}", "!SECRETi43", "|SECRETi43",
+		"user:SECRETi43", "SECRETi43: x", "checks: [a] SECRETi43", "checks: [a SECRETi43]"} {
+		p := filepath.Join(dir, "token"+strconv.Itoa(i))
+		if err := os.WriteFile(p, []byte(tok+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, line := runBinary(t, bin, "--config", p)
+		if code != 1 || strings.Contains(line, "SECRET") || !strings.Contains(line, p+": line 1") {
+			t.Errorf("config %q: exit %d %q, want 1, the line and never the content", tok, code, line)
+		}
+	}
+}
+
+// An exec check whose command leaves a child in a session of its own (setsid) leaves nothing
+// running once the healthcheck has exited: the child is killed and reaped there. This test
+// process is a subreaper, so that a child the healthcheck left behind comes here and shows.
+func TestBinaryExecLeavesNoSetsidChild(t *testing.T) {
+	bin := binary(t)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) })
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	code, line := runBinary(t, bin, "exec", "/bin/sh", "-c", "setsid sleep 303 </dev/null >/dev/null 2>&1 & echo $! >"+pidFile)
+	if code != 0 {
+		t.Fatalf("exec: exit %d %q", code, line)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := procState(pid); s != 0 {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		_, _ = syscall.Wait4(pid, nil, 0, nil)
+		t.Errorf("pid %d, the setsid child of the exec check, outlived the healthcheck (state %c)", pid, s)
 	}
 }
