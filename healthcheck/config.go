@@ -42,7 +42,8 @@ func ParseConfig(data []byte, env Env) ([]Check, error) {
 	for i := 0; i+1 < len(root.items); i += 2 {
 		k, v := root.items[i], root.items[i+1]
 		if k.value != "checks" {
-			return nil, fmt.Errorf("line %d: unknown field %q (expected checks)", k.line, k.value)
+			// The key is not echoed: a file given by mistake (a token "user:secret") must not be.
+			return nil, fmt.Errorf("line %d: unknown top-level field (expected checks)", k.line)
 		}
 		list = v
 	}
@@ -97,7 +98,7 @@ func parseItem(item *node, env Env) (Check, error) {
 	if err != nil {
 		return Check{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
-	in := checktype.Input{Args: args, ArgsLine: item.items[kind].line}
+	in := checktype.Input{Args: args, ArgsLine: item.items[kind].line, Defaults: checktype.ConfigDefaults()}
 	words := append([]string{t.Name}, args...)
 	for i := 0; i+1 < len(item.items); i += 2 {
 		k, v := item.items[i], item.items[i+1]

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vitalsproject/vitals/health/checks"
 	"github.com/vitalsproject/vitals/internal/base/bounded"
 	"github.com/vitalsproject/vitals/internal/base/version"
 )
@@ -60,6 +61,15 @@ func Main(ctx context.Context, argv []string, env Env, stdout, stderr io.Writer)
 			}
 		}
 	}
+	if reaper := startReaper(cs, logf); reaper != nil {
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if n := reaper.Stop(rctx); n > 0 {
+				logf("killed %d processes the exec checks left running", n)
+			}
+		}()
+	}
 	rs := Run(ctx, cs, time.Now)
 	for _, r := range rs {
 		if r.Err != nil {
@@ -73,6 +83,23 @@ func Main(ctx context.Context, argv []string, env Env, stdout, stderr io.Writer)
 		return 0
 	}
 	return 1
+}
+
+// startReaper makes the command a child subreaper when a check runs commands, so that what they
+// leave behind, in whatever group or session (setsid), is killed and reaped before it exits
+// instead of living on in the container.
+func startReaper(cs []Check, logf func(string, ...any)) *checks.Reaper {
+	for _, c := range cs {
+		if c.Kind == "exec" {
+			r, err := checks.StartReaper(0)
+			if err != nil {
+				logf("%v", err)
+				return nil
+			}
+			return r
+		}
+	}
+	return nil
 }
 
 // load finds the checks: from the arguments, from --config FILE, or, with no arguments (how

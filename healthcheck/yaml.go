@@ -290,7 +290,7 @@ func trailing(s string, end, num int) error {
 	if rest == "" || (rest[0] == '#' && len(rest) < len(s[end:])) {
 		return nil
 	}
-	return yamlErrf(num, "unexpected %q", rest)
+	return yamlErrf(num, "unexpected text at column %d", len(s)-len(rest)+1)
 }
 
 type scalarResult struct {
@@ -299,6 +299,24 @@ type scalarResult struct {
 }
 
 func (r scalarResult) quoted() bool { return r.q != 0 }
+
+// construct names the YAML construct a character starts, for errors that give its position and
+// never the text (a file given by mistake, a token, must not be echoed).
+func construct(c byte) string {
+	switch c {
+	case '&':
+		return ": an anchor"
+	case '*':
+		return ": an alias"
+	case '!':
+		return ": a tag"
+	case '|', '>':
+		return ": a block scalar"
+	case '{', '}':
+		return ": a flow mapping"
+	}
+	return ""
+}
 
 // scalar reads a scalar starting at pos; in a flow list it also stops at ',' and ']'.
 func scalar(s string, pos, num int, flow bool) (scalarResult, int, error) {
@@ -310,12 +328,12 @@ func scalar(s string, pos, num int, flow bool) (scalarResult, int, error) {
 		}
 		return scalarResult{&node{kind: scalarNode, value: v, line: num}, c}, end, nil
 	case '[', ']', '{', '}', ',', '#', '&', '*', '!', '|', '>', '%', '@', '`':
-		return scalarResult{}, 0, yamlErrf(num, "unsupported YAML at %q (use plain or quoted values)", s[pos:])
+		return scalarResult{}, 0, yamlErrf(num, "unsupported YAML at column %d (%q%s; use plain or quoted values)", pos+1, c, construct(c))
 	case '?', ':':
-		return scalarResult{}, 0, yamlErrf(num, "unsupported YAML at %q (quote the value)", s[pos:])
+		return scalarResult{}, 0, yamlErrf(num, "unsupported YAML at column %d (%q; quote the value)", pos+1, c)
 	case '-':
 		if pos+1 == len(s) || s[pos+1] == ' ' || (flow && strings.IndexByte(",[]{}", s[pos+1]) >= 0) {
-			return scalarResult{}, 0, yamlErrf(num, "unsupported YAML at %q", s[pos:])
+			return scalarResult{}, 0, yamlErrf(num, "unsupported YAML at column %d (a list item where a value goes)", pos+1)
 		}
 	}
 	end := pos
@@ -425,7 +443,7 @@ func flowList(s string, pos, num int) (*node, int, error) {
 		case ']':
 			return n, i + 1, nil
 		default:
-			return nil, 0, yamlErrf(num, "unexpected %q in [list]", s[i:])
+			return nil, 0, yamlErrf(num, "unexpected text at column %d in [list]", i+1)
 		}
 	}
 }

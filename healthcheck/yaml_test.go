@@ -159,7 +159,7 @@ func TestParseConfig(t *testing.T) {
 		{"word lists", "checks:\n  - [http, 'http://[::1]:8080/', --status, '200']\n  - [port, rabbit, '5672', --cmdline]\n", "http port", ""},
 		{"empty", "", "", "empty config"},
 		{"not a mapping", "- http: x\n", "", "line 1: expected a mapping with checks"},
-		{"unknown top-level field", "checks:\n  - process: x\ninterval: 5s\n", "", `line 3: unknown field "interval"`},
+		{"unknown top-level field", "checks:\n  - process: x\ninterval: 5s\n", "", `line 3: unknown top-level field (expected checks)`},
 		{"no checks", "checks:\n", "", "line 1: checks: expected a list of checks"},
 		{"unknown kind", "checks:\n  - ping: x\n", "", "line 2: no check kind"},
 		{"two kinds", "checks:\n  - http: http://x/\n    port: y\n", "", "line 3: two kinds in one check: http and port"},

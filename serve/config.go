@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"github.com/vitalsproject/vitals/config"
 	"github.com/vitalsproject/vitals/health"
 	"github.com/vitalsproject/vitals/health/checks"
+	"github.com/vitalsproject/vitals/internal/base/bounded"
 )
 
 // DefaultListen is the listen address when the config and the flags name none.
@@ -85,19 +87,18 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 // Load reads, decodes and validates the config file at path. Every error found is returned
 // (as config.Errors, each with file, line, field and what was expected).
 func Load(path string) (*Config, error) {
-	var c Config
-	if err := config.LoadYAML(path, &c); err != nil {
-		return nil, err
+	data, err := bounded.ReadFile(context.Background(), path, bounded.ConfigSize)
+	if err != nil {
+		return nil, &config.Error{File: path, Msg: fmt.Sprintf("read config: %v", err), Err: err}
 	}
-	c.File = path
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return Parse(path, data)
 }
 
 // Parse is Load on data already read; file names it in errors.
 func Parse(file string, data []byte) (*Config, error) {
+	if err := notAMapping(file, data); err != nil {
+		return nil, err
+	}
 	var c Config
 	if err := config.DecodeYAML(file, data, &c); err != nil {
 		return nil, err
@@ -107,6 +108,33 @@ func Parse(file string, data []byte) (*Config, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// notAMapping refuses a document whose top level is not a mapping with its position only: a file
+// given by mistake (a one-line token, a key) must never be echoed in the error, which goes to
+// logs. Other problems are left to the decoder.
+func notAMapping(file string, data []byte) error {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	root := doc.Content[0]
+	what := ""
+	switch root.Kind {
+	case yaml.MappingNode:
+		return nil
+	case yaml.ScalarNode:
+		if root.Tag == "!!null" {
+			return nil
+		}
+		what = fmt.Sprintf("a value of %d bytes", len(root.Value))
+	case yaml.SequenceNode:
+		what = "a list"
+	default:
+		what = "something else"
+	}
+	return &config.Error{File: file, Line: root.Line,
+		Msg: fmt.Sprintf("column %d: expected a mapping of settings (listen, checks, ...), got %s (not shown): is this the config file?", root.Column, what)}
 }
 
 // SetListen overrides the listen address (the --listen flag), validating it.

@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/vitalsproject/vitals/health"
+	"github.com/vitalsproject/vitals/health/checks"
 	"github.com/vitalsproject/vitals/health/oslo"
 	"github.com/vitalsproject/vitals/internal/base/buildinfo"
 	"github.com/vitalsproject/vitals/internal/base/version"
@@ -104,6 +106,22 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 		return err
 	}
 
+	// Whatever an exec check's command leaves behind, in whatever group or session, is
+	// reparented here, killed and reaped; at the end, after the checks stopped, every descendant.
+	if cfg.hasExec() {
+		reaper, err := checks.StartReaper(0)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.Background(), reapTimeout)
+			defer cancel()
+			if n := reaper.Stop(rctx); n > 0 {
+				log.Info("killed what exec checks left running", "processes", n)
+			}
+		}()
+	}
+
 	// The checks outlive ctx: they keep answering during the drain.
 	m.Start(context.Background())
 	defer m.Stop()
@@ -118,6 +136,19 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// reapTimeout bounds the kill and reaping of the exec checks' descendants at exit.
+const reapTimeout = 5 * time.Second
+
+// hasExec reports whether a check runs commands.
+func (c *Config) hasExec() bool {
+	for i := range c.Checks {
+		if c.Checks[i].Type == "exec" {
+			return true
+		}
+	}
+	return false
 }
 
 // metricsOf is what /metrics serves: reg, or nothing when metrics are off.

@@ -39,7 +39,7 @@ var legacyDefaults = []struct{ typ, option, value, hint string }{
 func decode(file, field string, t *checktype.Type, ch *CheckConfig, timeout time.Duration) (config.Errors, []string) {
 	var out config.Errors
 	var warns []string
-	in := checktype.Input{ArgsLine: ch.Self.Line, Timeout: timeout}
+	in := checktype.Input{ArgsLine: ch.Self.Line, Timeout: timeout, Defaults: checktype.ConfigDefaults()}
 	nodes := map[string]*yaml.Node{} // key as written -> its value node, for item locations
 	keys := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(ch.Params.Content); i += 2 {

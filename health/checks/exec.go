@@ -38,8 +38,8 @@ type ExecOptions struct {
 // The command runs in a process group of its own. At the timeout the whole group is killed, not
 // just the command (a shell's children too); when the command exits, whatever it left running in
 // its group is killed as well, so that a check run every few seconds never piles up processes.
-// (A process that leaves the group with setsid or setpgid escapes; a health check has no reason
-// to.)
+// A process that leaves the group with setsid or setpgid escapes that kill; in a process that runs
+// a Reaper (vitals serve, the healthcheck command) it is reparented there, killed and reaped.
 func Exec(opts ExecOptions) (Func, error) {
 	if len(opts.Command) == 0 || opts.Command[0] == "" {
 		return nil, errors.New("exec check: no command")
@@ -88,10 +88,11 @@ func Exec(opts ExecOptions) (Func, error) {
 // exited, and before it is reaped, the rest of its group is killed. Reaping after the kill keeps
 // the group's id from being reused by an unrelated process in between.
 func runInGroup(cmd *exec.Cmd) error {
-	if err := cmd.Start(); err != nil {
+	if err := startTracked(cmd.Start, func() int { return cmd.Process.Pid }); err != nil {
 		return err
 	}
 	pid := cmd.Process.Pid
+	defer untrack(pid)
 	var info unix.Siginfo
 	for {
 		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)

@@ -14,17 +14,29 @@ type FileOptions struct {
 	Path string
 	// MaxAge: the file must have been modified within it (must be > 0).
 	MaxAge time.Duration
+	// MaxSkew is how far in the future a modification time may lie (clocks of a writer on
+	// another host, a coarse file system); zero means FileMaxSkew. Further is unhealthy: a
+	// heartbeat touched with a future time would otherwise stay fresh for ever.
+	MaxSkew time.Duration
 	// Now returns the current time; nil means time.Now (tests inject a fake clock's Now).
 	Now func() time.Time
 }
 
-// File checks that a file exists and was modified within MaxAge.
+// FileMaxSkew is the default MaxSkew.
+const FileMaxSkew = 5 * time.Second
+
+// File checks that a file exists and was modified within MaxAge, and not in the future beyond
+// MaxSkew.
 func File(opts FileOptions) (Func, error) {
 	if opts.Path == "" {
 		return nil, errors.New("file check: no path")
 	}
 	if opts.MaxAge <= 0 {
 		return nil, fmt.Errorf("file check: max age %s: expected a positive duration", opts.MaxAge)
+	}
+	skew := opts.MaxSkew
+	if skew <= 0 {
+		skew = FileMaxSkew
 	}
 	now := nowFunc(opts.Now)
 	return func(ctx context.Context) error {
@@ -38,6 +50,9 @@ func File(opts FileOptions) (Func, error) {
 		age := now().Sub(fi.ModTime())
 		if age > opts.MaxAge {
 			return fmt.Errorf("%s: modified %s ago (max %s)", opts.Path, age.Round(time.Second), opts.MaxAge)
+		}
+		if age < -skew {
+			return fmt.Errorf("%s: modified %s in the future (at most %s of clock skew)", opts.Path, (-age).Round(time.Second), skew)
 		}
 		if age < 0 {
 			age = 0

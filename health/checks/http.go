@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/vitalsproject/vitals/internal/base/bounded"
@@ -46,14 +47,28 @@ type HTTPOptions struct {
 	// Judge, when set, replaces the status and Contains tests: it gets the status and the first
 	// MaxBody bytes of the body and returns why they are unhealthy, or nil.
 	Judge func(status int, body []byte) error
+	// MaxHeaderBytes and MaxHeaderFields bound the response's header (each 1xx response's too);
+	// zero means MaxResponseHeaderBytes and MaxResponseHeaderFields. A longer header fails the
+	// check; a hostile server cannot make the check grow.
+	MaxHeaderBytes  int64
+	MaxHeaderFields int
 	// Proxy sends the request through the proxy named by HTTP_PROXY / HTTPS_PROXY, honouring
 	// NO_PROXY (either case). Off by default: a local health endpoint must never be reached
 	// through a proxy that the environment happens to set for other traffic.
 	Proxy bool
 }
 
+// Bounds of a response's header: a health endpoint answers a few hundred bytes of header; Go's
+// default would let a server make every run hold 10 MiB.
+const (
+	MaxResponseHeaderBytes  = 16 << 10
+	MaxResponseHeaderFields = 100
+)
+
 // HTTP checks that a request to URL answers a status within range and, optionally, a body
-// containing a text. A failure names the target and the reason ("127.0.0.1:8080/health:
+// containing a text. Like curl --fail, the body of a GET is read to its end (in constant memory,
+// within the timeout): a body cut off before its length or its last chunk, or a connection reset
+// while it is read, fails the check, as curl exits 18 or 56 there. A failure names the target and the reason ("127.0.0.1:8080/health:
 // connection refused"); success reports the status ("200 127.0.0.1:8080/health").
 func HTTP(opts HTTPOptions) (Func, error) {
 	u, err := url.Parse(opts.URL)
@@ -99,13 +114,21 @@ func HTTP(opts HTTPOptions) (Func, error) {
 	if err != nil {
 		return nil, fmt.Errorf("http check: %w", err)
 	}
+	maxHeader, maxFields := opts.MaxHeaderBytes, opts.MaxHeaderFields
+	if maxHeader <= 0 {
+		maxHeader = MaxResponseHeaderBytes
+	}
+	if maxFields <= 0 {
+		maxFields = MaxResponseHeaderFields
+	}
 	tr := &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: timeout}).DialContext,
-		TLSClientConfig:       tlsConf,
-		TLSHandshakeTimeout:   timeout,
-		DisableKeepAlives:     true,
-		DisableCompression:    true,
-		ResponseHeaderTimeout: timeout,
+		MaxResponseHeaderBytes: maxHeader,
+		DialContext:            (&net.Dialer{Timeout: timeout}).DialContext,
+		TLSClientConfig:        tlsConf,
+		TLSHandshakeTimeout:    timeout,
+		DisableKeepAlives:      true,
+		DisableCompression:     true,
+		ResponseHeaderTimeout:  timeout,
 	}
 	if opts.Proxy {
 		tr.Proxy = http.ProxyFromEnvironment
@@ -133,37 +156,73 @@ func HTTP(opts HTTPOptions) (Func, error) {
 			return fmt.Errorf("%s: %s", target, describeRequestError(ctx, err, timeout))
 		}
 		defer resp.Body.Close()
-		if opts.Judge != nil {
-			body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-			if err != nil {
-				return fmt.Errorf("%s: status %d, read body: %s", target, resp.StatusCode, describeRequestError(ctx, err, timeout))
+		if n := headerFields(resp.Header); n > maxFields {
+			return fmt.Errorf("%s: status %d, %d header fields (at most %d)", target, resp.StatusCode, n, maxFields)
+		}
+		if resp.StatusCode < lo || resp.StatusCode > hi {
+			if opts.Judge == nil { // failed already: a snippet of the body says why
+				snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+				msg := fmt.Sprintf("%s: status %d (want %s)", target, resp.StatusCode, want)
+				if s := oneLine(string(snippet), 120); s != "" {
+					msg += ": " + s
+				}
+				return errors.New(msg)
 			}
+		}
+		// The first maxBody bytes are kept when something judges them, the rest is read and
+		// dropped: the whole body must arrive.
+		keep := int64(0)
+		if opts.Judge != nil || opts.Contains != "" {
+			keep = maxBody
+		}
+		body, err := readBody(resp.Body, keep)
+		if err != nil {
+			return fmt.Errorf("%s: status %d, body cut off: %s", target, resp.StatusCode, describeBodyError(ctx, err, timeout))
+		}
+		if opts.Judge != nil {
 			if err := opts.Judge(resp.StatusCode, body); err != nil {
 				return fmt.Errorf("%s: %w", target, err)
 			}
-			observe(ctx, strconv.Itoa(resp.StatusCode)+" "+target)
-			return nil
-		}
-		if resp.StatusCode < lo || resp.StatusCode > hi {
-			snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-			msg := fmt.Sprintf("%s: status %d (want %s)", target, resp.StatusCode, want)
-			if s := oneLine(string(snippet), 120); s != "" {
-				msg += ": " + s
-			}
-			return errors.New(msg)
-		}
-		if opts.Contains != "" {
-			body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-			if err != nil {
-				return fmt.Errorf("%s: status %d, read body: %s", target, resp.StatusCode, describeRequestError(ctx, err, timeout))
-			}
-			if !strings.Contains(string(body), opts.Contains) {
-				return fmt.Errorf("%s: status %d, body lacks %q", target, resp.StatusCode, opts.Contains)
-			}
+		} else if opts.Contains != "" && !strings.Contains(string(body), opts.Contains) {
+			return fmt.Errorf("%s: status %d, body lacks %q", target, resp.StatusCode, opts.Contains)
 		}
 		observe(ctx, strconv.Itoa(resp.StatusCode)+" "+target)
 		return nil
 	}, nil
+}
+
+// readBody reads r to its end, keeping the first keep bytes.
+func readBody(r io.Reader, keep int64) ([]byte, error) {
+	var kept []byte
+	if keep > 0 {
+		var err error
+		if kept, err = io.ReadAll(io.LimitReader(r, keep)); err != nil {
+			return kept, err
+		}
+	}
+	_, err := io.CopyBuffer(io.Discard, r, make([]byte, 8<<10))
+	return kept, err
+}
+
+// headerFields counts the header's field lines.
+func headerFields(h http.Header) int {
+	n := 0
+	for _, v := range h {
+		n += len(v)
+	}
+	return n
+}
+
+// describeBodyError words a failed body read as curl does: a body shorter than announced (curl's
+// 18), a connection reset (56), or the timeout.
+func describeBodyError(ctx context.Context, err error, timeout time.Duration) string {
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed before the end of the body"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset by peer"
+	}
+	return describeRequestError(ctx, err, timeout)
 }
 
 func httpTLSConfig(opts HTTPOptions) (*tls.Config, error) {

@@ -17,6 +17,10 @@ type PortOptions struct {
 	// UDP socket. Without it any socket whose local or remote port is in Ports counts, so
 	// "nova-conductor holds a connection to RabbitMQ on 5672" is expressed as Port{5672}.
 	Listen bool
+	// Established counts, of the TCP sockets that are not listening, only those in ESTABLISHED:
+	// a connection the peer closed (CLOSE_WAIT, until the process notices) or one still opening
+	// is no connection to RabbitMQ.
+	Established bool
 	// Protocols to look at: "tcp", "udp" or both (the default); IPv4 and IPv6 each.
 	Protocols []string
 	// Root is the filesystem root under which /proc is read; "" means "/".
@@ -75,6 +79,9 @@ func Port(opts PortOptions) (Func, error) {
 			}
 			if s.inode == 0 {
 				return nextSocket // TIME_WAIT and the like: owned by no process
+			}
+			if opts.Established && s.tcp() && !s.listening() && s.state != tcpEstablished {
+				return nextSocket // half-closed (CLOSE_WAIT), closing or opening
 			}
 			match := ports[s.local.Port()] || (ports[s.remote.Port()] && !s.listening())
 			if opts.Listen {

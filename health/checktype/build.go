@@ -20,6 +20,11 @@ type Input struct {
 	// Timeout is the caller's timeout of one run (vitals serve's timeout field, the healthcheck's
 	// HEALTHCHECK_CURL_MAX_TIME); a timeout field wins over it; 0 means the type's default.
 	Timeout time.Duration
+	// Defaults are the caller's defaults of options (name -> value as text, valid for the kind),
+	// which a field given wins over and which win over the type's: a config file's stricter
+	// defaults than the command line's TripleO-compatible ones (port's established). A name the
+	// type lacks is ignored.
+	Defaults map[string]string
 }
 
 // Field is one named option as written.
@@ -73,6 +78,11 @@ type Warning struct {
 	Line  int
 }
 
+// ConfigDefaults are the defaults of a config file (the healthcheck's YAML, vitals serve's),
+// stricter than the command line's, which keeps TripleO's meaning: a half-closed connection is
+// no connection.
+func ConfigDefaults() map[string]string { return map[string]string{"established": "true"} }
+
 // Check is a built check: its body and the timeout of one run.
 type Check struct {
 	Run     checks.Func
@@ -84,10 +94,11 @@ type Check struct {
 // Values are an Input resolved against a Type: every value has been checked against its option's
 // kind, so the getters cannot fail.
 type Values struct {
-	t       *Type
-	vals    map[string][]string
-	set     map[string]bool
-	timeout time.Duration
+	t        *Type
+	vals     map[string][]string
+	set      map[string]bool
+	defaults map[string]string
+	timeout  time.Duration
 }
 
 // Build resolves the input against the type and builds the check. Errors are returned as Errors
@@ -106,7 +117,7 @@ func (t *Type) Build(in Input) (Check, []Warning, error) {
 
 // Resolve fills the options from the input and checks every value.
 func (t *Type) Resolve(in Input) (*Values, []Warning, Errors) {
-	v := &Values{t: t, vals: map[string][]string{}, set: map[string]bool{}}
+	v := &Values{t: t, vals: map[string][]string{}, set: map[string]bool{}, defaults: in.Defaults}
 	var errs Errors
 	var warns []Warning
 	add := func(o *Option, key string, vals []string, line int, arg, list bool) {
@@ -293,6 +304,9 @@ func (v *Values) raw(name string) []string {
 	o, _ := v.t.Option(name)
 	if o == nil {
 		panic("checktype: type " + v.t.Name + " has no option " + name)
+	}
+	if d, ok := v.defaults[o.Name]; ok {
+		return []string{d}
 	}
 	if o.Default == "" {
 		return nil

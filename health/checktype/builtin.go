@@ -1,5 +1,7 @@
 package checktype
 
+import "github.com/vitalsproject/vitals/health/checks"
+
 // Options shared by several types.
 var (
 	caFile   = Option{Name: "ca_file", Arg: "FILE", Doc: "PEM bundle that replaces the system roots", Aliases: []Alias{{Name: "cacert", Deprecated: true}}}
@@ -25,4 +27,10 @@ func Builtin() []Type {
 		memoryType(),
 		goroutinesType(),
 	}
+}
+
+// processMatch is the PROCESS of the process, port, listen and socket types: checkers and their
+// exec children never match.
+func processMatch(v *Values) checks.ProcessMatch {
+	return checks.ProcessMatch{Name: v.String("process"), Cmdline: v.Bool("cmdline"), NotCheckers: true}
 }

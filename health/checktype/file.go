@@ -8,7 +8,7 @@ import (
 func fileType() Type {
 	return Type{
 		Name: "file", Args: []string{"path"},
-		Doc: "PATH exists and was modified within `max_age` (a heartbeat file)",
+		Doc: "PATH exists and was modified within `max_age` (a heartbeat file), and at most 5s in the future (clock skew): a future time is never fresh for ever",
 		Options: []Option{
 			{Name: "path", Required: true, Doc: "the file"},
 			{Name: "max_age", Kind: Duration, Default: "60s", Arg: "AGE", Doc: "most time since the last modification"},

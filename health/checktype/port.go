@@ -25,13 +25,14 @@ func socketsType(name string, listen bool, doc string) Type {
 		cmdline,
 	}
 	if !listen {
-		opts = append(opts, Option{Name: "listen", Kind: Bool, Doc: "only a listening socket on a local port counts (the listen type)"})
+		opts = append(opts, Option{Name: "listen", Kind: Bool, Doc: "only a listening socket on a local port counts (the listen type)"},
+			Option{Name: "established", Kind: Bool, Doc: "of the TCP connections, only those in ESTABLISHED count, not a half-closed one (`CLOSE_WAIT`: the peer went away); on in a config file and in `vitals serve`, off on the command line, as TripleO's `healthcheck_port` (`ss -ntp`) counts it"})
 	}
 	return Type{
 		Name: name, Args: []string{"process", "ports"}, Doc: doc, Options: opts,
 		New: func(v *Values) (checks.Func, error) {
-			return checks.Port(checks.PortOptions{Process: checks.ProcessMatch{Name: v.String("process"), Cmdline: v.Bool("cmdline")},
-				Ports: v.Ports("ports"), Listen: listen || v.Bool("listen"), Protocols: v.Strings("protocols")})
+			return checks.Port(checks.PortOptions{Process: processMatch(v),
+				Ports: v.Ports("ports"), Listen: listen || v.Bool("listen"), Established: !listen && v.Bool("established"), Protocols: v.Strings("protocols")})
 		},
 	}
 }

@@ -14,7 +14,7 @@ func processType() Type {
 			cmdline,
 		},
 		New: func(v *Values) (checks.Func, error) {
-			return checks.Process(checks.ProcessOptions{Match: checks.ProcessMatch{Name: v.String("process"), Cmdline: v.Bool("cmdline")}})
+			return checks.Process(checks.ProcessOptions{Match: processMatch(v)})
 		},
 	}
 }

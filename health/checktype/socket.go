@@ -16,7 +16,7 @@ func socketType() Type {
 		},
 		New: func(v *Values) (checks.Func, error) {
 			return checks.UnixSocket(checks.UnixSocketOptions{Path: v.String("path"),
-				Process: checks.ProcessMatch{Name: v.String("process"), Cmdline: v.Bool("cmdline")}})
+				Process: processMatch(v)})
 		},
 	}
 }

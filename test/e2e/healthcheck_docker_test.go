@@ -131,6 +131,13 @@ func TestHealthcheckUnderDocker(t *testing.T) {
 			`unhealthy: listen process "service" (pid 1) holds no listening socket on port 9090`},
 		{"file", `["/openstack/healthcheck"]`, "file-stop", "file-start",
 			"unhealthy: file /tmp/heartbeat: modified"},
+		// A 200 whose body is cut off is not healthy, as curl -f says (exit 18).
+		{"http-cut", `["/healthcheck", "http", "http://127.0.0.1:8080/health", "--timeout", "2s"]`, "cut", "whole",
+			"unhealthy: http 127.0.0.1:8080/health: status 200, body cut off: connection closed before the end of the body"},
+		// The liveness case of TripleO's healthcheck_curl (curl -k): a certificate for the host's
+		// name, not the 127.0.0.1 probed, is healthy with --insecure, never restarted for it.
+		{"https-insecure", `["/healthcheck", "http", "--insecure", "https://127.0.0.1:8443/health", "--timeout", "2s"]`, "break", "fix",
+			"unhealthy: http 127.0.0.1:8443/health: status 503 (want 200-399): service broken"},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

@@ -6,12 +6,24 @@
 //	service ctl break|fix   /health answers 503 / 200
 //	service ctl port-close|port-open     stop / resume listening on :9090
 //	service ctl file-stop|file-start     stop / resume touching /tmp/heartbeat every 200ms
+//	service ctl cut|whole   /health answers 200 with a body cut off / whole
+//
+// /health is served over HTTP on 127.0.0.1:8080 and over TLS on 127.0.0.1:8443, with a
+// self-signed certificate for svc.example only (a service's certificate names its host, never
+// the 127.0.0.1 a probe asks).
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
 	"io"
 	"log"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +34,7 @@ import (
 
 const (
 	httpAddr  = "127.0.0.1:8080"
+	tlsAddr   = "127.0.0.1:8443"
 	portAddr  = ":9090"
 	heartbeat = "/tmp/heartbeat"
 )
@@ -45,7 +58,7 @@ func main() {
 }
 
 func serve() {
-	var broken, fileStopped atomic.Bool
+	var broken, fileStopped, cut atomic.Bool
 	var mu sync.Mutex
 	var port net.Listener
 	openPort := func() error {
@@ -100,6 +113,16 @@ func serve() {
 			http.Error(w, "service broken", http.StatusServiceUnavailable)
 			return
 		}
+		if cut.Load() {
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nok\n")
+			c.Close()
+			return
+		}
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/ctl/{action}", func(w http.ResponseWriter, r *http.Request) {
@@ -115,6 +138,10 @@ func serve() {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
 			}
+		case "cut":
+			cut.Store(true)
+		case "whole":
+			cut.Store(false)
 		case "file-stop":
 			fileStopped.Store(true)
 		case "file-start":
@@ -125,6 +152,24 @@ func serve() {
 		}
 		fmt.Fprintln(w, "done")
 	})
-	log.Printf("listening on %s and %s", httpAddr, portAddr)
+	tlsSrv := &http.Server{Addr: tlsAddr, Handler: mux, TLSConfig: &tls.Config{Certificates: []tls.Certificate{selfSigned("svc.example")}}}
+	go func() { log.Fatal(tlsSrv.ListenAndServeTLS("", "")) }()
+	log.Printf("listening on %s, %s (TLS) and %s", httpAddr, tlsAddr, portAddr)
 	log.Fatal(http.ListenAndServe(httpAddr, mux))
+}
+
+// selfSigned makes a certificate for name alone.
+func selfSigned(name string) tls.Certificate {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		log.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
