@@ -132,7 +132,11 @@ func (v *Verifier) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*Sco
 	// A cluster being deleted, proven in this project with its spec of now: its owner may have deleted its
 	// router, network or subnet already (CAPO deletes the router first, and the network last), and deorbit
 	// still has the project's volumes and load balancers to delete.
-	return scopeFor(ctx, conn, project, c.Spec.OpenStack, source, provenBeforeDeletion(c, project))
+	scope, err := scopeFor(ctx, conn, project, c.Spec.OpenStack, source, provenBeforeDeletion(c, project))
+	if r := reauthRefusal(source, err); r != nil {
+		return nil, r
+	}
+	return scope, err
 }
 
 // provenBeforeDeletion reports whether c is being deleted and was proven in project with the spec it has now:
