@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
 )
 
 // LabelExclude, "true" on a Node (label) or a server (Nova metadata), keeps every repair off it.
@@ -61,8 +63,8 @@ func OwnerOf(node *corev1.Node, serverMetadata, clusterLabels map[string]string)
 
 // Excluded reports whether the Node's labels or the server's metadata keep repairs off it.
 func Excluded(node *corev1.Node, serverMetadata map[string]string) bool {
-	if node != nil && strings.EqualFold(node.Labels[LabelExclude], "true") {
+	if node != nil && v1alpha1.Marked(node.Labels, LabelExclude) {
 		return true
 	}
-	return strings.EqualFold(serverMetadata[LabelExclude], "true")
+	return v1alpha1.Marked(serverMetadata, LabelExclude)
 }

@@ -124,7 +124,7 @@ func TestResponseBodyBounded(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			_, err = Connect(ctx, Config{Auth: a, MaxResponseBytes: limit})
-			if err == nil || !strings.Contains(err.Error(), "identity response to POST /v3/auth/tokens: too large") {
+			if err == nil || !errors.Is(err, bounded.ErrTooLarge) || !strings.Contains(err.Error(), "larger than the operator reads") {
 				t.Fatalf("Connect = %v; want the token response refused as too large", err)
 			}
 		})

@@ -227,9 +227,9 @@ func authError(url string, a Auth, err error) error {
 		return fmt.Errorf("authenticate to %s as %s: Keystone's %w: %w (trust its CA with cacert in clouds.yaml, OS_CACERT or cafile; source: %s)",
 			url, a.User(), ErrUntrustedCertificate, err, orUnknown(a.Source))
 	case isUnreachable(err):
-		return fmt.Errorf("authenticate to %s as %s: Keystone %w: %v (source: %s)", url, a.User(), ErrUnreachable, err, orUnknown(a.Source))
+		return fmt.Errorf("authenticate to %s as %s: Keystone %w: %v (source: %s)", url, a.User(), ErrUnreachable, Classify(err), orUnknown(a.Source))
 	}
-	return fmt.Errorf("authenticate to %s as %s (source: %s): %w", url, a.User(), orUnknown(a.Source), err)
+	return fmt.Errorf("authenticate to %s as %s (source: %s): %w", url, a.User(), orUnknown(a.Source), Classify(err))
 }
 
 func isCertificateError(err error) bool {

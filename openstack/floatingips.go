@@ -18,7 +18,7 @@ func floatingIPFrom(f *floatingips.FloatingIP) FloatingIP {
 func (c *Cloud) ListFloatingIPs(ctx context.Context, opts ListOpts) ([]FloatingIP, error) {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return nil, fmt.Errorf("list floating IPs: %w", err)
+		return nil, fmt.Errorf("list floating IPs: %w", Classify(err))
 	}
 	if err := opts.only("floating IPs", "ProjectID", "Tags"); err != nil {
 		return nil, err
@@ -26,11 +26,11 @@ func (c *Cloud) ListFloatingIPs(ctx context.Context, opts ListOpts) ([]FloatingI
 	lo := floatingips.ListOpts{ProjectID: opts.ProjectID, Tags: strings.Join(opts.Tags, ","), Limit: opts.PageSize}
 	pages, err := floatingips.List(nc, lo).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list floating IPs%s: %w", opts.describe(), err)
+		return nil, fmt.Errorf("list floating IPs%s: %w", opts.describe(), Classify(err))
 	}
 	fs, err := floatingips.ExtractFloatingIPs(pages)
 	if err != nil {
-		return nil, fmt.Errorf("list floating IPs%s: decode: %w", opts.describe(), err)
+		return nil, fmt.Errorf("list floating IPs%s: decode: %w", opts.describe(), Classify(err))
 	}
 	out := make([]FloatingIP, 0, len(fs))
 	for i := range fs {
@@ -43,11 +43,11 @@ func (c *Cloud) ListFloatingIPs(ctx context.Context, opts ListOpts) ([]FloatingI
 func (c *Cloud) GetFloatingIP(ctx context.Context, id string) (*FloatingIP, error) {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return nil, fmt.Errorf("get floating IP %s: %w", id, err)
+		return nil, fmt.Errorf("get floating IP %s: %w", id, Classify(err))
 	}
 	f, err := floatingips.Get(ctx, nc, id).Extract()
 	if err != nil {
-		return nil, fmt.Errorf("get floating IP %s: %w", id, err)
+		return nil, fmt.Errorf("get floating IP %s: %w", id, Classify(err))
 	}
 	out := floatingIPFrom(f)
 	return &out, nil
@@ -57,10 +57,10 @@ func (c *Cloud) GetFloatingIP(ctx context.Context, id string) (*FloatingIP, erro
 func (c *Cloud) DeleteFloatingIP(ctx context.Context, id string) error {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return fmt.Errorf("delete floating IP %s: %w", id, err)
+		return fmt.Errorf("delete floating IP %s: %w", id, Classify(err))
 	}
 	if err := floatingips.Delete(ctx, nc, id).ExtractErr(); err != nil {
-		return fmt.Errorf("delete floating IP %s: %w", id, err)
+		return fmt.Errorf("delete floating IP %s: %w", id, Classify(err))
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ func loadBalancerFrom(lb *loadbalancers.LoadBalancer) LoadBalancer {
 func (c *Cloud) ListLoadBalancers(ctx context.Context, opts ListOpts) ([]LoadBalancer, error) {
 	lc, err := c.Client(ServiceLoadBalancer)
 	if err != nil {
-		return nil, fmt.Errorf("list load balancers: %w", err)
+		return nil, fmt.Errorf("list load balancers: %w", Classify(err))
 	}
 	if err := opts.only("load balancers", "Name", "ProjectID", "Tags"); err != nil {
 		return nil, err
@@ -25,11 +25,11 @@ func (c *Cloud) ListLoadBalancers(ctx context.Context, opts ListOpts) ([]LoadBal
 	lo := loadbalancers.ListOpts{Name: opts.Name, ProjectID: opts.ProjectID, Tags: opts.Tags, Limit: opts.PageSize}
 	pages, err := loadbalancers.List(lc, lo).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list load balancers%s: %w", opts.describe(), err)
+		return nil, fmt.Errorf("list load balancers%s: %w", opts.describe(), Classify(err))
 	}
 	lbs, err := loadbalancers.ExtractLoadBalancers(pages)
 	if err != nil {
-		return nil, fmt.Errorf("list load balancers%s: decode: %w", opts.describe(), err)
+		return nil, fmt.Errorf("list load balancers%s: decode: %w", opts.describe(), Classify(err))
 	}
 	out := make([]LoadBalancer, 0, len(lbs))
 	for i := range lbs {
@@ -42,11 +42,11 @@ func (c *Cloud) ListLoadBalancers(ctx context.Context, opts ListOpts) ([]LoadBal
 func (c *Cloud) GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer, error) {
 	lc, err := c.Client(ServiceLoadBalancer)
 	if err != nil {
-		return nil, fmt.Errorf("get load balancer %s: %w", id, err)
+		return nil, fmt.Errorf("get load balancer %s: %w", id, Classify(err))
 	}
 	lb, err := loadbalancers.Get(ctx, lc, id).Extract()
 	if err != nil {
-		return nil, fmt.Errorf("get load balancer %s: %w", id, err)
+		return nil, fmt.Errorf("get load balancer %s: %w", id, Classify(err))
 	}
 	out := loadBalancerFrom(lb)
 	return &out, nil
@@ -57,10 +57,10 @@ func (c *Cloud) GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer, 
 func (c *Cloud) DeleteLoadBalancer(ctx context.Context, id string, cascade bool) error {
 	lc, err := c.Client(ServiceLoadBalancer)
 	if err != nil {
-		return fmt.Errorf("delete load balancer %s: %w", id, err)
+		return fmt.Errorf("delete load balancer %s: %w", id, Classify(err))
 	}
 	if err := loadbalancers.Delete(ctx, lc, id, loadbalancers.DeleteOpts{Cascade: cascade}).ExtractErr(); err != nil {
-		return fmt.Errorf("delete load balancer %s (cascade %t): %w", id, cascade, err)
+		return fmt.Errorf("delete load balancer %s (cascade %t): %w", id, cascade, Classify(err))
 	}
 	return nil
 }

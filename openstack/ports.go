@@ -25,7 +25,7 @@ func portFrom(p *ports.Port) Port {
 func (c *Cloud) ListPorts(ctx context.Context, opts ListOpts) ([]Port, error) {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return nil, fmt.Errorf("list ports: %w", err)
+		return nil, fmt.Errorf("list ports: %w", Classify(err))
 	}
 	if err := opts.only("ports", "Name", "ProjectID", "NetworkID", "DeviceID", "DeviceOwner", "Tags"); err != nil {
 		return nil, err
@@ -34,11 +34,11 @@ func (c *Cloud) ListPorts(ctx context.Context, opts ListOpts) ([]Port, error) {
 		DeviceOwner: opts.DeviceOwner, Tags: strings.Join(opts.Tags, ","), Limit: opts.PageSize}
 	pages, err := ports.List(nc, lo).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list ports%s: %w", opts.describe(), err)
+		return nil, fmt.Errorf("list ports%s: %w", opts.describe(), Classify(err))
 	}
 	ps, err := ports.ExtractPorts(pages)
 	if err != nil {
-		return nil, fmt.Errorf("list ports%s: decode: %w", opts.describe(), err)
+		return nil, fmt.Errorf("list ports%s: decode: %w", opts.describe(), Classify(err))
 	}
 	out := make([]Port, 0, len(ps))
 	for i := range ps {
@@ -52,7 +52,7 @@ func (c *Cloud) ListPorts(ctx context.Context, opts ListOpts) ([]Port, error) {
 func (c *Cloud) SetAllowedAddressPairs(ctx context.Context, portID string, revision int, pairs []AddressPair) (*Port, error) {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return nil, fmt.Errorf("set allowed address pairs of port %s: %w", portID, err)
+		return nil, fmt.Errorf("set allowed address pairs of port %s: %w", portID, Classify(err))
 	}
 	aap := make([]ports.AddressPair, 0, len(pairs))
 	for _, p := range pairs {
@@ -64,7 +64,7 @@ func (c *Cloud) SetAllowedAddressPairs(ctx context.Context, portID string, revis
 	}
 	p, err := ports.Update(ctx, nc, portID, opts).Extract()
 	if err != nil {
-		return nil, fmt.Errorf("set %d allowed address pairs of port %s at revision %d: %w", len(pairs), portID, revision, err)
+		return nil, fmt.Errorf("set %d allowed address pairs of port %s at revision %d: %w", len(pairs), portID, revision, Classify(err))
 	}
 	out := portFrom(p)
 	return &out, nil
@@ -74,11 +74,11 @@ func (c *Cloud) SetAllowedAddressPairs(ctx context.Context, portID string, revis
 func (c *Cloud) GetPort(ctx context.Context, id string) (*Port, error) {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return nil, fmt.Errorf("get port %s: %w", id, err)
+		return nil, fmt.Errorf("get port %s: %w", id, Classify(err))
 	}
 	p, err := ports.Get(ctx, nc, id).Extract()
 	if err != nil {
-		return nil, fmt.Errorf("get port %s: %w", id, err)
+		return nil, fmt.Errorf("get port %s: %w", id, Classify(err))
 	}
 	out := portFrom(p)
 	return &out, nil
@@ -88,10 +88,10 @@ func (c *Cloud) GetPort(ctx context.Context, id string) (*Port, error) {
 func (c *Cloud) DeletePort(ctx context.Context, id string) error {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return fmt.Errorf("delete port %s: %w", id, err)
+		return fmt.Errorf("delete port %s: %w", id, Classify(err))
 	}
 	if err := ports.Delete(ctx, nc, id).ExtractErr(); err != nil {
-		return fmt.Errorf("delete port %s: %w", id, err)
+		return fmt.Errorf("delete port %s: %w", id, Classify(err))
 	}
 	return nil
 }

@@ -21,13 +21,13 @@ func (c *Cloud) Quotas(ctx context.Context, service Service, projectID string) (
 	}
 	sc, err := c.Client(service)
 	if err != nil {
-		return nil, fmt.Errorf("read %s quotas of project %s: %w", service, projectID, err)
+		return nil, fmt.Errorf("read %s quotas of project %s: %w", service, projectID, Classify(err))
 	}
 	switch service {
 	case ServiceNetworking:
 		q, err := quotas.GetDetail(ctx, sc, projectID).Extract()
 		if err != nil {
-			return nil, fmt.Errorf("read network quotas of project %s: %w", projectID, err)
+			return nil, fmt.Errorf("read network quotas of project %s: %w", projectID, Classify(err))
 		}
 		out := make([]Quota, 0, 10)
 		for _, r := range []struct {
@@ -44,7 +44,7 @@ func (c *Cloud) Quotas(ctx context.Context, service Service, projectID string) (
 	case ServiceBlockStorage:
 		q, err := quotasets.GetUsage(ctx, sc, projectID).Extract()
 		if err != nil {
-			return nil, fmt.Errorf("read block-storage quotas of project %s: %w", projectID, err)
+			return nil, fmt.Errorf("read block-storage quotas of project %s: %w", projectID, Classify(err))
 		}
 		out := make([]Quota, 0, 6)
 		for _, r := range []struct {
@@ -60,11 +60,11 @@ func (c *Cloud) Quotas(ctx context.Context, service Service, projectID string) (
 	case ServiceLoadBalancer:
 		q, err := lbquotas.Get(ctx, sc, projectID).Extract()
 		if err != nil {
-			return nil, fmt.Errorf("read load-balancer quotas of project %s: %w", projectID, err)
+			return nil, fmt.Errorf("read load-balancer quotas of project %s: %w", projectID, Classify(err))
 		}
 		lbs, err := c.ListLoadBalancers(ctx, ListOpts{ProjectID: projectID})
 		if err != nil {
-			return nil, fmt.Errorf("read load-balancer quotas of project %s: %w", projectID, err)
+			return nil, fmt.Errorf("read load-balancer quotas of project %s: %w", projectID, Classify(err))
 		}
 		return []Quota{{Resource: "load_balancer", Used: len(lbs), Limit: q.Loadbalancer}}, nil
 	}

@@ -31,11 +31,11 @@ func toGCRoutes(rs []Route) *[]routers.Route {
 func (c *Cloud) GetRouter(ctx context.Context, id string) (*Router, error) {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return nil, fmt.Errorf("get router %s: %w", id, err)
+		return nil, fmt.Errorf("get router %s: %w", id, Classify(err))
 	}
 	r, err := routers.Get(ctx, nc, id).Extract()
 	if err != nil {
-		return nil, fmt.Errorf("get router %s: %w", id, err)
+		return nil, fmt.Errorf("get router %s: %w", id, Classify(err))
 	}
 	return routerFrom(r), nil
 }
@@ -44,7 +44,7 @@ func (c *Cloud) GetRouter(ctx context.Context, id string) (*Router, error) {
 func (c *Cloud) ListRouters(ctx context.Context, opts ListOpts) ([]Router, error) {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return nil, fmt.Errorf("list routers: %w", err)
+		return nil, fmt.Errorf("list routers: %w", Classify(err))
 	}
 	if err := opts.only("routers", "Name", "ProjectID", "Tags"); err != nil {
 		return nil, err
@@ -52,11 +52,11 @@ func (c *Cloud) ListRouters(ctx context.Context, opts ListOpts) ([]Router, error
 	lo := routers.ListOpts{Name: opts.Name, ProjectID: opts.ProjectID, Tags: strings.Join(opts.Tags, ","), Limit: opts.PageSize}
 	pages, err := routers.List(nc, lo).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list routers%s: %w", opts.describe(), err)
+		return nil, fmt.Errorf("list routers%s: %w", opts.describe(), Classify(err))
 	}
 	rs, err := routers.ExtractRouters(pages)
 	if err != nil {
-		return nil, fmt.Errorf("list routers%s: decode: %w", opts.describe(), err)
+		return nil, fmt.Errorf("list routers%s: decode: %w", opts.describe(), Classify(err))
 	}
 	out := make([]Router, 0, len(rs))
 	for i := range rs {
@@ -89,15 +89,15 @@ func (c *Cloud) networkExtensions(ctx context.Context) (map[string]bool, error) 
 	}
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return nil, fmt.Errorf("list network extensions: %w", err)
+		return nil, fmt.Errorf("list network extensions: %w", Classify(err))
 	}
 	pages, err := extensions.List(nc).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list network extensions: %w", err)
+		return nil, fmt.Errorf("list network extensions: %w", Classify(err))
 	}
 	exts, err := extensions.ExtractExtensions(pages)
 	if err != nil {
-		return nil, fmt.Errorf("list network extensions: decode: %w", err)
+		return nil, fmt.Errorf("list network extensions: decode: %w", Classify(err))
 	}
 	m := make(map[string]bool, len(exts))
 	for _, e := range exts {
@@ -111,11 +111,11 @@ func (c *Cloud) networkExtensions(ctx context.Context) (map[string]bool, error) 
 func (c *Cloud) RemoveRoutes(ctx context.Context, routerID string, routes []Route) (*Router, error) {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return nil, fmt.Errorf("remove %d routes from router %s: %w", len(routes), routerID, err)
+		return nil, fmt.Errorf("remove %d routes from router %s: %w", len(routes), routerID, Classify(err))
 	}
 	r, err := extraroutes.Remove(ctx, nc, routerID, extraroutes.Opts{Routes: toGCRoutes(routes)}).Extract()
 	if err != nil {
-		return nil, fmt.Errorf("remove %d routes from router %s: %w", len(routes), routerID, err)
+		return nil, fmt.Errorf("remove %d routes from router %s: %w", len(routes), routerID, Classify(err))
 	}
 	return routerFrom(r), nil
 }
@@ -124,11 +124,11 @@ func (c *Cloud) RemoveRoutes(ctx context.Context, routerID string, routes []Rout
 func (c *Cloud) AddRoutes(ctx context.Context, routerID string, routes []Route) (*Router, error) {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return nil, fmt.Errorf("add %d routes to router %s: %w", len(routes), routerID, err)
+		return nil, fmt.Errorf("add %d routes to router %s: %w", len(routes), routerID, Classify(err))
 	}
 	r, err := extraroutes.Add(ctx, nc, routerID, extraroutes.Opts{Routes: toGCRoutes(routes)}).Extract()
 	if err != nil {
-		return nil, fmt.Errorf("add %d routes to router %s: %w", len(routes), routerID, err)
+		return nil, fmt.Errorf("add %d routes to router %s: %w", len(routes), routerID, Classify(err))
 	}
 	return routerFrom(r), nil
 }
@@ -138,12 +138,12 @@ func (c *Cloud) AddRoutes(ctx context.Context, routerID string, routes []Route) 
 func (c *Cloud) SetRoutes(ctx context.Context, routerID string, routes []Route, revision int) (*Router, error) {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return nil, fmt.Errorf("set routes of router %s: %w", routerID, err)
+		return nil, fmt.Errorf("set routes of router %s: %w", routerID, Classify(err))
 	}
 	rev := revision
 	r, err := routers.Update(ctx, nc, routerID, routers.UpdateOpts{Routes: toGCRoutes(routes), RevisionNumber: &rev}).Extract()
 	if err != nil {
-		return nil, fmt.Errorf("set %d routes of router %s at revision %d: %w", len(routes), routerID, revision, err)
+		return nil, fmt.Errorf("set %d routes of router %s at revision %d: %w", len(routes), routerID, revision, Classify(err))
 	}
 	return routerFrom(r), nil
 }

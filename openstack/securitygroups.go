@@ -20,7 +20,7 @@ func ruleFrom(r *rules.SecGroupRule) SecurityGroupRule {
 func (c *Cloud) ListSecurityGroups(ctx context.Context, opts ListOpts) ([]SecurityGroup, error) {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return nil, fmt.Errorf("list security groups: %w", err)
+		return nil, fmt.Errorf("list security groups: %w", Classify(err))
 	}
 	if err := opts.only("security groups", "Name", "ProjectID", "Tags"); err != nil {
 		return nil, err
@@ -28,11 +28,11 @@ func (c *Cloud) ListSecurityGroups(ctx context.Context, opts ListOpts) ([]Securi
 	lo := groups.ListOpts{Name: opts.Name, ProjectID: opts.ProjectID, Tags: strings.Join(opts.Tags, ","), Limit: opts.PageSize}
 	pages, err := groups.List(nc, lo).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list security groups%s: %w", opts.describe(), err)
+		return nil, fmt.Errorf("list security groups%s: %w", opts.describe(), Classify(err))
 	}
 	gs, err := groups.ExtractGroups(pages)
 	if err != nil {
-		return nil, fmt.Errorf("list security groups%s: decode: %w", opts.describe(), err)
+		return nil, fmt.Errorf("list security groups%s: decode: %w", opts.describe(), Classify(err))
 	}
 	out := make([]SecurityGroup, 0, len(gs))
 	for _, g := range gs {
@@ -50,7 +50,7 @@ func (c *Cloud) ListSecurityGroups(ctx context.Context, opts ListOpts) ([]Securi
 func (c *Cloud) CreateSecurityGroupRule(ctx context.Context, groupID string, rule SecurityGroupRule) (*SecurityGroupRule, error) {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return nil, fmt.Errorf("create rule in security group %s: %w", groupID, err)
+		return nil, fmt.Errorf("create rule in security group %s: %w", groupID, Classify(err))
 	}
 	co := rules.CreateOpts{
 		Direction:      rules.RuleDirection(orDefault(rule.Direction, string(rules.DirIngress))),
@@ -65,7 +65,7 @@ func (c *Cloud) CreateSecurityGroupRule(ctx context.Context, groupID string, rul
 	}
 	r, err := rules.Create(ctx, nc, co).Extract()
 	if err != nil {
-		return nil, fmt.Errorf("create %s %s rule in security group %s: %w", co.Direction, orDefault(rule.Protocol, "any"), groupID, err)
+		return nil, fmt.Errorf("create %s %s rule in security group %s: %w", co.Direction, orDefault(rule.Protocol, "any"), groupID, Classify(err))
 	}
 	out := ruleFrom(r)
 	return &out, nil
@@ -75,10 +75,10 @@ func (c *Cloud) CreateSecurityGroupRule(ctx context.Context, groupID string, rul
 func (c *Cloud) DeleteSecurityGroupRule(ctx context.Context, ruleID string) error {
 	nc, err := c.Client(ServiceNetworking)
 	if err != nil {
-		return fmt.Errorf("delete security group rule %s: %w", ruleID, err)
+		return fmt.Errorf("delete security group rule %s: %w", ruleID, Classify(err))
 	}
 	if err := rules.Delete(ctx, nc, ruleID).ExtractErr(); err != nil {
-		return fmt.Errorf("delete security group rule %s: %w", ruleID, err)
+		return fmt.Errorf("delete security group rule %s: %w", ruleID, Classify(err))
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ func serverFrom(s *servers.Server) Server {
 func (c *Cloud) ListServers(ctx context.Context, opts ListOpts) ([]Server, error) {
 	cc, err := c.Client(ServiceCompute)
 	if err != nil {
-		return nil, fmt.Errorf("list servers: %w", err)
+		return nil, fmt.Errorf("list servers: %w", Classify(err))
 	}
 	if err := opts.only("servers", "Name", "ProjectID", "Tags"); err != nil {
 		return nil, err
@@ -63,11 +63,11 @@ func (c *Cloud) ListServers(ctx context.Context, opts ListOpts) ([]Server, error
 	}
 	pages, err := servers.List(cc, lo).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list servers%s: %w", opts.describe(), err)
+		return nil, fmt.Errorf("list servers%s: %w", opts.describe(), Classify(err))
 	}
 	ss, err := servers.ExtractServers(pages)
 	if err != nil {
-		return nil, fmt.Errorf("list servers%s: decode: %w", opts.describe(), err)
+		return nil, fmt.Errorf("list servers%s: decode: %w", opts.describe(), Classify(err))
 	}
 	out := make([]Server, 0, len(ss))
 	for i := range ss {
@@ -86,11 +86,11 @@ func (c *Cloud) ListServers(ctx context.Context, opts ListOpts) ([]Server, error
 func (c *Cloud) GetServer(ctx context.Context, id string) (*Server, error) {
 	cc, err := c.Client(ServiceCompute)
 	if err != nil {
-		return nil, fmt.Errorf("get server %s: %w", id, err)
+		return nil, fmt.Errorf("get server %s: %w", id, Classify(err))
 	}
 	s, err := servers.Get(ctx, cc, id).Extract()
 	if err != nil {
-		return nil, fmt.Errorf("get server %s: %w", id, err)
+		return nil, fmt.Errorf("get server %s: %w", id, Classify(err))
 	}
 	out := serverFrom(s)
 	return &out, nil
@@ -100,14 +100,14 @@ func (c *Cloud) GetServer(ctx context.Context, id string) (*Server, error) {
 func (c *Cloud) RebootServer(ctx context.Context, id string, hard bool) error {
 	cc, err := c.Client(ServiceCompute)
 	if err != nil {
-		return fmt.Errorf("reboot server %s: %w", id, err)
+		return fmt.Errorf("reboot server %s: %w", id, Classify(err))
 	}
 	how := servers.SoftReboot
 	if hard {
 		how = servers.HardReboot
 	}
 	if err := servers.Reboot(ctx, cc, id, servers.RebootOpts{Type: how}).ExtractErr(); err != nil {
-		return fmt.Errorf("reboot server %s (%s): %w", id, how, err)
+		return fmt.Errorf("reboot server %s (%s): %w", id, how, Classify(err))
 	}
 	return nil
 }
@@ -116,10 +116,10 @@ func (c *Cloud) RebootServer(ctx context.Context, id string, hard bool) error {
 func (c *Cloud) DeleteServer(ctx context.Context, id string) error {
 	cc, err := c.Client(ServiceCompute)
 	if err != nil {
-		return fmt.Errorf("delete server %s: %w", id, err)
+		return fmt.Errorf("delete server %s: %w", id, Classify(err))
 	}
 	if err := servers.Delete(ctx, cc, id).ExtractErr(); err != nil {
-		return fmt.Errorf("delete server %s: %w", id, err)
+		return fmt.Errorf("delete server %s: %w", id, Classify(err))
 	}
 	return nil
 }
@@ -128,10 +128,10 @@ func (c *Cloud) DeleteServer(ctx context.Context, id string) error {
 func (c *Cloud) AddSecurityGroup(ctx context.Context, serverID, group string) error {
 	cc, err := c.Client(ServiceCompute)
 	if err != nil {
-		return fmt.Errorf("add security group %s to server %s: %w", group, serverID, err)
+		return fmt.Errorf("add security group %s to server %s: %w", group, serverID, Classify(err))
 	}
 	if err := secgroups.AddServer(ctx, cc, serverID, group).ExtractErr(); err != nil {
-		return fmt.Errorf("add security group %s to server %s: %w", group, serverID, err)
+		return fmt.Errorf("add security group %s to server %s: %w", group, serverID, Classify(err))
 	}
 	return nil
 }
@@ -140,10 +140,10 @@ func (c *Cloud) AddSecurityGroup(ctx context.Context, serverID, group string) er
 func (c *Cloud) RemoveSecurityGroup(ctx context.Context, serverID, group string) error {
 	cc, err := c.Client(ServiceCompute)
 	if err != nil {
-		return fmt.Errorf("remove security group %s from server %s: %w", group, serverID, err)
+		return fmt.Errorf("remove security group %s from server %s: %w", group, serverID, Classify(err))
 	}
 	if err := secgroups.RemoveServer(ctx, cc, serverID, group).ExtractErr(); err != nil {
-		return fmt.Errorf("remove security group %s from server %s: %w", group, serverID, err)
+		return fmt.Errorf("remove security group %s from server %s: %w", group, serverID, Classify(err))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package openstack
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -155,6 +156,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode >= 400 {
 		t.metrics.errors.WithLabelValues(service, op, code).Inc()
 	}
+	if resp.StatusCode >= 400 {
+		// An error's body is never shown (Classify keeps its status code only): read at most
+		// MaxErrorBodyBytes of it, so that a tenant's Keystone answering megabytes costs nothing.
+		resp.Body = truncated{Reader: io.LimitReader(resp.Body, MaxErrorBodyBytes), Closer: resp.Body}
+		resp.ContentLength = -1
+		return resp, nil
+	}
 	if t.maxBody > 0 {
 		what := service + " response to " + op
 		if resp.ContentLength > t.maxBody {
@@ -165,6 +173,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = bounded.ReadCloser(resp.Body, t.maxBody, what)
 	}
 	return resp, nil
+}
+
+// MaxErrorBodyBytes is how much of an error answer's body (HTTP status of 400 or more) is read.
+const MaxErrorBodyBytes = 4 << 10
+
+// truncated reads a body up to its limit, then closes the whole body.
+type truncated struct {
+	io.Reader
+	io.Closer
 }
 
 var (

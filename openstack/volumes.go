@@ -15,18 +15,18 @@ func volumeFrom(v *volumes.Volume) Volume {
 func (c *Cloud) ListVolumes(ctx context.Context, opts ListOpts) ([]Volume, error) {
 	bc, err := c.Client(ServiceBlockStorage)
 	if err != nil {
-		return nil, fmt.Errorf("list volumes: %w", err)
+		return nil, fmt.Errorf("list volumes: %w", Classify(err))
 	}
 	if err := opts.only("volumes", "Name", "ProjectID"); err != nil {
 		return nil, err
 	}
 	pages, err := volumes.List(bc, volumes.ListOpts{Name: opts.Name, Limit: opts.PageSize}).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list volumes%s: %w", opts.describe(), err)
+		return nil, fmt.Errorf("list volumes%s: %w", opts.describe(), Classify(err))
 	}
 	vs, err := volumes.ExtractVolumes(pages)
 	if err != nil {
-		return nil, fmt.Errorf("list volumes%s: decode: %w", opts.describe(), err)
+		return nil, fmt.Errorf("list volumes%s: decode: %w", opts.describe(), Classify(err))
 	}
 	out := make([]Volume, 0, len(vs))
 	for i := range vs {
@@ -42,11 +42,11 @@ func (c *Cloud) ListVolumes(ctx context.Context, opts ListOpts) ([]Volume, error
 func (c *Cloud) GetVolume(ctx context.Context, id string) (*Volume, error) {
 	bc, err := c.Client(ServiceBlockStorage)
 	if err != nil {
-		return nil, fmt.Errorf("get volume %s: %w", id, err)
+		return nil, fmt.Errorf("get volume %s: %w", id, Classify(err))
 	}
 	v, err := volumes.Get(ctx, bc, id).Extract()
 	if err != nil {
-		return nil, fmt.Errorf("get volume %s: %w", id, err)
+		return nil, fmt.Errorf("get volume %s: %w", id, Classify(err))
 	}
 	out := volumeFrom(v)
 	return &out, nil
@@ -57,10 +57,10 @@ func (c *Cloud) GetVolume(ctx context.Context, id string) (*Volume, error) {
 func (c *Cloud) DeleteVolume(ctx context.Context, id string, cascade bool) error {
 	bc, err := c.Client(ServiceBlockStorage)
 	if err != nil {
-		return fmt.Errorf("delete volume %s: %w", id, err)
+		return fmt.Errorf("delete volume %s: %w", id, Classify(err))
 	}
 	if err := volumes.Delete(ctx, bc, id, volumes.DeleteOpts{Cascade: cascade}).ExtractErr(); err != nil {
-		return fmt.Errorf("delete volume %s: %w", id, err)
+		return fmt.Errorf("delete volume %s: %w", id, Classify(err))
 	}
 	return nil
 }

@@ -227,8 +227,9 @@ func New(opts Options) (*Operator, error) {
 func (o *Operator) setupControllers() error {
 	opts := o.opts
 	to := tenancy.Options{
-		Secrets:           o.mgr.GetAPIReader(), // single GETs: the operator never lists or watches Secrets
-		Clusters:          o.mgr.GetClient(),
+		Secrets: o.mgr.GetAPIReader(), // single GETs: the operator never lists or watches Secrets
+		// the overlap rule is across clusters: the API server, never this replica's shard cache
+		Clusters:          o.mgr.GetAPIReader(),
 		Connect:           tenantConnect(opts.Registry, opts.Logger, opts.CloudQPS, opts.CloudBurst, "vitals-operator/"+o.identity),
 		TrustedNamespaces: opts.TrustedNamespaces,
 		TrustedAuthURLs:   opts.TrustedAuthURLs,
@@ -239,11 +240,6 @@ func (o *Operator) setupControllers() error {
 		to.Operator = o.cloud.connection
 		to.TrustedAuthURLs = append(slices.Clone(to.TrustedAuthURLs), o.cloud.auth.Options.IdentityEndpoint)
 	}
-	// the overlap rule reads the clusters of one router, not every cluster on every resolution
-	if err := o.mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.VitalsCluster{}, tenancy.IndexRouter, tenancy.RouterIndex); err != nil {
-		return fmt.Errorf("operator: index the VitalsClusters by router: %w", err)
-	}
-	to.ClustersByRouter = true
 	to.SecretMaxAge, to.Clock = opts.AccessInterval, opts.Clock
 	o.tenancy = tenancy.NewVerifier(to)
 	wm, changes, err := o.setupWorkload(o.policy.Checks())

@@ -74,7 +74,7 @@ func settingsOf(c *v1alpha1.VitalsCluster) settings {
 		s.minProofAge = sp.MinProofAge.Duration
 	}
 	if s.minProofAge >= 0 && s.minProofAge < MinProofAgeFloor {
-		if strings.EqualFold(strings.TrimSpace(c.Annotations[AnnotationUnsafeShortProofAge]), "true") {
+		if v1alpha1.Marked(c.Annotations, AnnotationUnsafeShortProofAge) {
 			s.shortProofAge = true
 			s.proofAgeNote = fmt.Sprintf("UNSAFE: minProofAge %s is below the %s floor, allowed by annotation %s: removals may act on evidence seen for less than %s",
 				s.minProofAge, MinProofAgeFloor, AnnotationUnsafeShortProofAge, MinProofAgeFloor)

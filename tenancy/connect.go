@@ -120,3 +120,20 @@ func connectError(source string, err error, denied bool) *Refusal {
 	}
 	return &Refusal{Reason: ReasonCloudUnavailable, Message: fmt.Sprintf("%s: authentication failed", source)}
 }
+
+// reauthRefusal classifies a re-authentication that failed inside a later request as the first authentication
+// is classified (connectError): the credentials refused are InvalidCredentials, anything else CloudUnavailable.
+// nil when err is no failed re-authentication.
+func reauthRefusal(source string, err error) *Refusal {
+	class, code := openstack.ClassOf(err)
+	if class != openstack.ClassReauthentication {
+		return nil
+	}
+	switch {
+	case errors.Is(err, openstack.ErrWrongCredentials):
+		return &Refusal{Reason: ReasonInvalidCredentials, Message: fmt.Sprintf("%s: Keystone refused the credentials on re-authentication (401)", source)}
+	case code != 0:
+		return &Refusal{Reason: ReasonCloudUnavailable, Message: fmt.Sprintf("%s: Keystone answered HTTP %d on re-authentication", source, code)}
+	}
+	return &Refusal{Reason: ReasonCloudUnavailable, Message: fmt.Sprintf("%s: Keystone cannot be reached for re-authentication", source)}
+}

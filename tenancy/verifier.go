@@ -34,11 +34,13 @@ type Options struct {
 	// Secrets reads credentials Secrets with single GETs (an uncached reader: the operator never lists
 	// or watches Secrets).
 	Secrets client.Reader
-	// Clusters lists the VitalsClusters for the overlap rule (the manager's informer cache).
+	// Clusters lists the VitalsClusters for the overlap rule: a rule across clusters, so an uncached reader
+	// (the API server), never the manager's cache, which with sharding holds one replica's clusters only. The
+	// list is read in pages of ClustersPage.
 	Clusters client.Reader
 	// ClustersByRouter: Clusters holds the field index IndexRouter (RouterIndex), and the overlap rule
-	// lists the clusters of the resolved cluster's router only. Without it every resolution lists every
-	// cluster, which grows with the square of the clusters (docs/benchmarks.md, issue 17).
+	// lists the clusters of the resolved cluster's router only (a cluster-wide index, for tests and
+	// embedders whose cache holds every cluster; never a shard's cache).
 	ClustersByRouter bool
 	// Connect connects with a Secret's credentials (default: openstack.Connect).
 	Connect ConnectFunc
@@ -117,22 +119,22 @@ func (v *Verifier) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*Sco
 		return nil, &Refusal{Reason: ReasonForeignProject, Message: fmt.Sprintf("spec.openstack.projectID %s is not the project %s of %s", p, project, source)}
 	}
 	if v.opts.Clusters != nil {
-		var list v1alpha1.VitalsClusterList
-		var opts []client.ListOption
-		if v.opts.ClustersByRouter {
-			opts = append(opts, client.MatchingFields{IndexRouter: c.Spec.OpenStack.RouterID})
-		}
-		if err := v.opts.Clusters.List(ctx, &list, opts...); err != nil {
+		others, err := v.clustersOfRouter(ctx, c.Spec.OpenStack.RouterID)
+		if err != nil {
 			return nil, fmt.Errorf("list clusters for the pod CIDR overlap rule: %w", err)
 		}
-		if err := CheckOverlap(c, project, list.Items); err != nil {
+		if err := CheckOverlap(c, project, others); err != nil {
 			return nil, err
 		}
 	}
 	// A cluster being deleted, proven in this project with its spec of now: its owner may have deleted its
 	// router, network or subnet already (CAPO deletes the router first, and the network last), and deorbit
 	// still has the project's volumes and load balancers to delete.
-	return scopeFor(ctx, conn, project, c.Spec.OpenStack, source, provenBeforeDeletion(c, project))
+	scope, err := scopeFor(ctx, conn, project, c.Spec.OpenStack, source, provenBeforeDeletion(c, project))
+	if r := reauthRefusal(source, err); r != nil {
+		return nil, r
+	}
+	return scope, err
 }
 
 // provenBeforeDeletion reports whether c is being deleted and was proven in project with the spec it has now:
@@ -425,4 +427,35 @@ func prove(ctx context.Context, cloud provable, project string, spec v1alpha1.Op
 		}
 	}
 	return router, subnet, gone, nil
+}
+
+// ClustersPage is the most VitalsClusters one page of the overlap rule's list holds.
+const ClustersPage = 500
+
+// clustersOfRouter lists every VitalsCluster on router, completely (a failed page fails the list: a partial
+// list is never taken for the whole).
+func (v *Verifier) clustersOfRouter(ctx context.Context, router string) ([]v1alpha1.VitalsCluster, error) {
+	if v.opts.ClustersByRouter {
+		var list v1alpha1.VitalsClusterList
+		if err := v.opts.Clusters.List(ctx, &list, client.MatchingFields{IndexRouter: router}); err != nil {
+			return nil, err
+		}
+		return list.Items, nil
+	}
+	var out []v1alpha1.VitalsCluster
+	cont := ""
+	for {
+		var list v1alpha1.VitalsClusterList
+		if err := v.opts.Clusters.List(ctx, &list, client.Limit(ClustersPage), client.Continue(cont)); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			if list.Items[i].Spec.OpenStack.RouterID == router {
+				out = append(out, list.Items[i])
+			}
+		}
+		if cont = list.Continue; cont == "" {
+			return out, nil
+		}
+	}
 }

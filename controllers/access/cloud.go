@@ -12,6 +12,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
 )
@@ -62,7 +63,9 @@ func (r *Reconciler) verifyCloud(ctx context.Context, c *v1alpha1.VitalsCluster)
 	} else {
 		var refusal *tenancy.Refusal
 		if !errors.As(err, &refusal) {
-			refusal = &tenancy.Refusal{Reason: tenancy.ReasonCloudUnavailable, Message: err.Error()}
+			// The cloud's errors are classified where they enter package openstack; Describe keeps it so
+			// for any error that reached here another way.
+			refusal = &tenancy.Refusal{Reason: tenancy.ReasonCloudUnavailable, Message: openstack.Describe(err)}
 		}
 		res.reason, res.message = refusal.Reason, refusal.Message
 		res.keep = refusal.Reason == tenancy.ReasonCloudUnavailable

@@ -253,13 +253,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // optedIn reports whether cl opts in: its label, else its namespace's labels and the operator's selector.
 func (r *Reconciler) optedIn(ctx context.Context, cl *clusterv1.Cluster) (bool, string, error) {
-	switch v, ok := cl.Labels[clusterapi.EnrolLabel]; {
-	case v == "true":
+	v, ok := cl.Labels[clusterapi.EnrolLabel]
+	marked, valid := v1alpha1.ParseMarker(v)
+	switch {
+	case ok && valid && marked:
 		return true, "", nil
-	case v == "false":
-		return false, "label " + clusterapi.EnrolLabel + " is \"false\"", nil
+	case ok && valid:
+		return false, fmt.Sprintf("label %s is %q", clusterapi.EnrolLabel, v), nil
 	case ok:
-		return false, fmt.Sprintf("label %s is %q (expected \"true\" or \"false\"): not enrolled", clusterapi.EnrolLabel, v), nil
+		return false, fmt.Sprintf("label %s is %q (expected a boolean: true or false): not enrolled", clusterapi.EnrolLabel, v), nil
 	case r.o.Namespaces == nil:
 		return false, "no label " + clusterapi.EnrolLabel + " and no namespace selector", nil
 	}
