@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Generates the VitalsCluster resource's deepcopy functions (api/v1alpha1/zz_generated.deepcopy.go) and its CRD
 # (deploy/crds/) with controller-gen, then copies the CRD into the Helm chart, writes its API reference
-# (docs/api.md, hack/api-docs.sh), and renders the chart's defaults into the plain manifests
-# (deploy/manifests/operator.yaml) with helm template.
+# (docs/api.md, hack/api-docs.sh), writes the chart README's values table (internal/tools/chartdoc), and renders
+# the chart's defaults into the plain manifests (deploy/manifests/operator.yaml) with helm template.
 # Run after changing anything under api/ or deploy/chart/. Needs only the Go toolchain (controller-gen and helm
 # are built from their modules, pinned; the first run takes a few minutes, later runs reuse them).
-# Usage: hack/generate.sh [manifests|api]   (manifests: only re-render deploy/manifests/operator.yaml; api: only
-# write docs/api.md)
+# Usage: hack/generate.sh [manifests|api]   (manifests: only the chart README's table and
+# deploy/manifests/operator.yaml; api: only write docs/api.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = api ]; then
@@ -33,6 +33,9 @@ if [ "${1:-}" != manifests ]; then
   echo "generate: wrote api/v1alpha1/zz_generated.deepcopy.go and $(ls deploy/crds/*.yaml | tr '\n' ' ')" >&2
   hack/api-docs.sh
 fi
+
+# The chart README's values table, from values.yaml (internal/tools/chartdoc; its test fails on drift).
+go run ./internal/tools/chartdoc
 
 # The plain manifests: a header, the Namespace, then helm template of the chart's defaults (release "vitals").
 # test/e2e/operator_chart_test.go checks that the file matches the chart.
