@@ -7,6 +7,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -266,5 +268,22 @@ func TestChartMonitoringTuning(t *testing.T) {
 	out, err := chartTemplate(t, helm, "vitals-system", "metrics:\n  prometheusRule:\n    enabled: true\n    disabled: [VitalsOrphanedRoute]\n")
 	if err == nil || !strings.Contains(out, `"VitalsOrphanedRoute" is none of the chart's alerts`) {
 		t.Errorf("an unknown alert name: %v\n%s", err, out)
+	}
+}
+
+// TestChartDashboardCovers: the dashboard shows the node repairs (flight's and Cluster API remediation's), deorbit
+// and the remediation budget (TestChartMonitoringNamesExported proves each name is one the code exports).
+func TestChartDashboardCovers(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(chartDir(), "dashboards", "vitals.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, metric := range []string{"vitals_flight_repairs_total", "vitals_flight_unhealthy_nodes", "vitals_remediate_steps_total",
+		"vitals_remediate_stopped_total", "vitals_remediation_actions_total", "vitals_remediation_budget_remaining",
+		"vitals_remediation_operator_budget_remaining", "vitals_remediation_operator_paused", "vitals_deorbit_phase",
+		"vitals_deorbit_start_time_seconds", "vitals_deorbit_deletes_total", "vitals_deorbit_debris_left_total", "vitals_deorbit_debris{"} {
+		if !strings.Contains(string(data), metric) {
+			t.Errorf("the dashboard shows no %s", strings.TrimSuffix(metric, "{"))
+		}
 	}
 }
