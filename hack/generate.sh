@@ -56,7 +56,7 @@ metadata:
 HDR
   HOME_TMP=$(mktemp -d)
   HELM_CACHE_HOME=$HOME_TMP/cache HELM_CONFIG_HOME=$HOME_TMP/config HELM_DATA_HOME=$HOME_TMP/data \
-    "$HELM" template vitals deploy/chart/vitals --namespace vitals-system
+    "$HELM" template vitals deploy/chart/vitals --namespace vitals-system --skip-tests
   rm -rf "$HOME_TMP"
 } > "$MANIFEST.tmp"
 mv "$MANIFEST.tmp" "$MANIFEST"
