@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Generates the VitalsCluster resource's deepcopy functions (api/v1alpha1/zz_generated.deepcopy.go) and its CRD
 # (deploy/crds/) with controller-gen, then copies the CRD into the Helm chart, writes its API reference
-# (docs/api.md, hack/api-docs.sh), and renders the chart's defaults into the plain manifests
-# (deploy/manifests/operator.yaml) with helm template.
+# (docs/api.md, hack/api-docs.sh), writes the chart README's values table (internal/tools/chartdoc), and renders
+# the chart's defaults into the plain manifests (deploy/manifests/operator.yaml) with helm template.
 # Run after changing anything under api/ or deploy/chart/. Needs only the Go toolchain (controller-gen and helm
 # are built from their modules, pinned; the first run takes a few minutes, later runs reuse them).
-# Usage: hack/generate.sh [manifests|api]   (manifests: only re-render deploy/manifests/operator.yaml; api: only
-# write docs/api.md)
+# Usage: hack/generate.sh [manifests|api]   (manifests: only the chart README's table and
+# deploy/manifests/operator.yaml; api: only write docs/api.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = api ]; then
@@ -34,6 +34,9 @@ if [ "${1:-}" != manifests ]; then
   hack/api-docs.sh
 fi
 
+# The chart README's values table, from values.yaml (internal/tools/chartdoc; its test fails on drift).
+go run ./internal/tools/chartdoc
+
 # The plain manifests: a header, the Namespace, then helm template of the chart's defaults (release "vitals").
 # test/e2e/operator_chart_test.go checks that the file matches the chart.
 HELM=$(hack/helm-build.sh)
@@ -53,7 +56,7 @@ metadata:
 HDR
   HOME_TMP=$(mktemp -d)
   HELM_CACHE_HOME=$HOME_TMP/cache HELM_CONFIG_HOME=$HOME_TMP/config HELM_DATA_HOME=$HOME_TMP/data \
-    "$HELM" template vitals deploy/chart/vitals --namespace vitals-system
+    "$HELM" template vitals deploy/chart/vitals --namespace vitals-system --skip-tests
   rm -rf "$HOME_TMP"
 } > "$MANIFEST.tmp"
 mv "$MANIFEST.tmp" "$MANIFEST"

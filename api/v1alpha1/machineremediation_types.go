@@ -113,6 +113,7 @@ type VitalsRemediationStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories=vitals,path=vitalsremediations,singular=vitalsremediation
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io="
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.status.server`,priority=1
@@ -150,9 +151,14 @@ type VitalsRemediationTemplateSpec struct {
 // VitalsRemediationTemplate is what a MachineHealthCheck names as its remediation template
 // (spec.remediation.templateRef in cluster.x-k8s.io/v1beta2, spec.remediationTemplate in v1beta1), in its
 // namespace: Cluster API makes a VitalsRemediation of it for each Machine that fails the health check.
+// clusterctl move discovers both kinds (label clusterctl.cluster.x-k8s.io on their CRDs): a VitalsRemediation
+// moves with the Machine that owns it; a template, owned by nothing, moves because its CRD carries
+// clusterctl.cluster.x-k8s.io/move, so that a moved MachineHealthCheck still finds it.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=vitals,path=vitalsremediationtemplates,singular=vitalsremediationtemplate
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io="
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io/move="
 type VitalsRemediationTemplate struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -6,7 +6,7 @@ package node
 // pods on both nodes and the kubernetes Service, and a node whose pod network is cut off from them; the CNI reporter
 // (vitals-cni, installed by the chart's init container) chained before Debian's bridge plugin counts the
 // node's real ADDs, and a failing delegate as failures; and the agent's liveness probe restarts an agent
-// that is wedged (stopped with SIGSTOP).
+// that is wedged (stopped with SIGSTOP); helm test (the chart's test hook) passes on them.
 
 import (
 	"bufio"
@@ -134,6 +134,20 @@ agent:
 					t.Errorf("agent on %s: %v", n, err)
 				}
 			}
+		}
+	})
+
+	// helm test (templates/tests/operator-test.yaml): a pod of the operator's image on a node asks the operator's
+	// readiness through a Service of the test's own, and passes only on its kubernetes and informers checks.
+	t.Run("helm test", func(t *testing.T) {
+		out := helm(t, c, "test", release, "--namespace", ns, "--timeout", "3m")
+		if !strings.Contains(out, "Phase:") || !strings.Contains(out, "Succeeded") {
+			t.Errorf("helm test: no test pod succeeded:\n%s", out)
+		}
+		t.Logf("helm test:\n%s", out)
+		// hook-succeeded: the test's pod and Service are gone again
+		if p, err := cs.CoreV1().Pods(ns).Get(ctx, release+"-operator-test", metav1.GetOptions{}); err == nil && p.DeletionTimestamp == nil {
+			t.Errorf("the test pod %s-operator-test stays after it passed", release)
 		}
 	})
 

@@ -21,11 +21,15 @@
 {{- printf "%s-operator" (include "vitals.fullname" .) -}}
 {{- end -}}
 
-{{/* An image reference: (list $image $defaultRepository $defaultTag): repository@digest when a digest is
-     given, else repository:tag. */}}
+{{/* An image reference: (list $image $defaultRepository $defaultTag $registry): repository@digest when a
+     digest is given, else repository:tag; with a registry (a mirror's host[:port][/path]),
+     <registry>/<repository>. */}}
 {{- define "vitals.imageRef" -}}
 {{- $image := index . 0 | default dict -}}
 {{- $repo := $image.repository | default (index . 1) -}}
+{{- $registry := "" -}}
+{{- if gt (len .) 3 }}{{ $registry = index . 3 | default "" | trimSuffix "/" }}{{ end -}}
+{{- if $registry }}{{ $repo = printf "%s/%s" $registry $repo }}{{ end -}}
 {{- if $image.digest -}}
 {{- printf "%s@%s" $repo $image.digest -}}
 {{- else -}}
@@ -33,9 +37,23 @@
 {{- end -}}
 {{- end -}}
 
+{{/* The registry of an image: (list $ $image): the image's registry, else image.registry (the operator's),
+     else global.imageRegistry (an umbrella chart's), else none. */}}
+{{- define "vitals.imageRegistry" -}}
+{{- $ := index . 0 -}}
+{{- $image := index . 1 | default dict -}}
+{{- $image.registry | default ($.Values.image | default dict).registry | default ($.Values.global | default dict).imageRegistry | default "" -}}
+{{- end -}}
+
 {{/* Image of the operator. */}}
 {{- define "vitals.image" -}}
-{{- include "vitals.imageRef" (list .Values.image "vitalsproject/vitals" (.Chart.AppVersion | default "latest")) -}}
+{{- include "vitals.imageRef" (list .Values.image "vitalsproject/vitals" (.Chart.AppVersion | default "latest") (include "vitals.imageRegistry" (list . .Values.image))) -}}
+{{- end -}}
+
+{{/* The operator's ServiceAccount: serviceAccount.name, else <fullname>-operator (created unless
+     serviceAccount.create is false). */}}
+{{- define "vitals.operator.serviceAccountName" -}}
+{{- (.Values.serviceAccount | default dict).name | default (include "vitals.operator.name" .) -}}
 {{- end -}}
 
 {{/* Labels every object of the chart carries (commonLabels added). */}}
