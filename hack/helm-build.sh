@@ -24,7 +24,7 @@ if [ -x "$OUT/helm" ]; then
   echo "$OUT/helm"; exit 0
 fi
 rm -rf "$OUT.tmp"; mkdir -p "$OUT.tmp"
-LDF="-s -w -X helm.sh/helm/v3/internal/base/version.version=$H -X helm.sh/helm/v3/internal/base/version.gitTreeState=clean"
+LDF="-s -w -X helm.sh/helm/v3/internal/version.version=$H -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
 for p in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
   LDF="$LDF -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$KMINOR"
 done
