@@ -1,0 +1,88 @@
+// Copyright The Vitals Authors. SPDX-License-Identifier: Apache-2.0
+
+package v1alpha1
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CloudHealSpec configures the repairs of the cloud resources the cluster's own controllers made (the
+// cloud controller manager's, Cinder CSI's), on a running cluster.
+type CloudHealSpec struct {
+	ControllerSpec `json:",inline"`
+	// Repairs turn each of cloudheal's repairs on or off and tune it.
+	// +optional
+	Repairs CloudHealRepairs `json:"repairs,omitempty"`
+}
+
+// CloudHealRepairs are cloudheal's repairs.
+type CloudHealRepairs struct {
+	// StaleAttachments frees the cluster's volumes held by an attachment to a server that is gone.
+	// +optional
+	StaleAttachments StaleAttachmentRepair `json:"staleAttachments,omitempty"`
+}
+
+// StaleAttachmentRepair frees a volume of the cluster (Cinder CSI's cluster metadata, in the cluster's
+// project) whose attachment names a server that is gone: seen so in two passes at least one interval
+// apart and for Timeout, the attachment is removed through Cinder's attachment API, a disruptive action
+// asked of the remediation policy. An attachment to a server a Ready Node names is never touched.
+type StaleAttachmentRepair struct {
+	RepairSpec `json:",inline"`
+	// Timeout is how long an attachment must have been seen stale before it is removed (default 10m; at
+	// least 1m).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="must be a duration of at least 1m, e.g. 10m"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// DefaultStaleAttachmentTimeout is spec.controllers.cloudheal.repairs.staleAttachments.timeout's default.
+const DefaultStaleAttachmentTimeout = 10 * time.Minute
+
+// TimeoutOrDefault is r's timeout (default DefaultStaleAttachmentTimeout).
+func (r *StaleAttachmentRepair) TimeoutOrDefault() time.Duration {
+	if r.Timeout != nil && r.Timeout.Duration > 0 {
+		return r.Timeout.Duration
+	}
+	return DefaultStaleAttachmentTimeout
+}
+
+// Condition types of cloudheal.
+const (
+	// ConditionVolumeAttachmentsHealthy: no volume of the cluster is held by an attachment to a server
+	// that is gone (reasons: NoStaleAttachments, StaleAttachments, DetachFailed, Disabled).
+	ConditionVolumeAttachmentsHealthy = "VolumeAttachmentsHealthy"
+)
+
+// StaleAttachment is an attachment seen stale; it is removed only once seen so in two passes at least
+// one interval apart, and for the repair's timeout. Kept in the status so that the proof survives
+// operator restarts.
+type StaleAttachment struct {
+	// AttachmentID is Cinder's attachment.
+	// +kubebuilder:validation:MaxLength=64
+	AttachmentID string `json:"attachmentID"`
+	// VolumeID is the attachment's volume.
+	// +kubebuilder:validation:MaxLength=64
+	VolumeID string `json:"volumeID"`
+	// ServerID is the server the attachment names.
+	// +kubebuilder:validation:MaxLength=64
+	ServerID string `json:"serverID"`
+	// FirstSeen is when a pass first saw the attachment stale.
+	FirstSeen metav1.Time `json:"firstSeen"`
+	// Passes counts the passes in a row that saw it stale, up to 2 (the proof needs two).
+	// +kubebuilder:validation:Maximum=2
+	Passes int32 `json:"passes"`
+}
+
+// CloudHealStatus reports cloudheal.
+type CloudHealStatus struct {
+	ControllerStatus `json:",inline"`
+	// StaleAttachments are the attachments seen stale, awaiting their proof or held back.
+	// +optional
+	// +kubebuilder:validation:MaxItems=1000
+	StaleAttachments []StaleAttachment `json:"staleAttachments,omitempty"`
+	// DetachedTotal counts every stale attachment removed for this cluster.
+	// +optional
+	DetachedTotal int64 `json:"detachedTotal,omitempty"`
+}
