@@ -33,8 +33,8 @@ func (s *scoped) attachments() (openstack.VolumeAttachments, error) {
 	return a, nil
 }
 
-// ListVolumeAttachments lists the attachments of the project's volumes: an attachment of a volume the
-// project does not show is refused, as a foreign item of any list is.
+// ListVolumeAttachments lists the attachments the token's project sees (Cinder shows a project its own;
+// an attachment carries no project: a caller keeps those of volumes it listed from the project).
 func (s *scoped) ListVolumeAttachments(ctx context.Context) ([]openstack.VolumeAttachment, error) {
 	a, err := s.attachments()
 	if err != nil {

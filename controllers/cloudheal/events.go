@@ -1,0 +1,35 @@
+package cloudheal
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vitalsproject/vitals/controllers/pass"
+)
+
+// eventSource is the component of the Events cloudheal records in a workload cluster.
+const eventSource = "vitals-cloudheal"
+
+// pvEvent records a Normal Event on a PersistentVolume of the workload cluster (cluster-scoped: its Events
+// live in the default namespace), through c's fenced writes (ctx carries the action's fence).
+func pvEvent(ctx context.Context, c client.Client, pv, note string, now time.Time) error {
+	if len(note) > pass.MaxEventNote {
+		note = note[:pass.MaxEventNote]
+	}
+	t := metav1.NewTime(now)
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, GenerateName: pv + "."},
+		InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolume", APIVersion: "v1", Name: pv},
+		Reason:         ReasonAttachmentRemoved, Message: note, Type: corev1.EventTypeNormal,
+		Source: corev1.EventSource{Component: eventSource}, FirstTimestamp: t, LastTimestamp: t, Count: 1,
+	}
+	if err := c.Create(ctx, ev); err != nil {
+		return fmt.Errorf("record an event on persistent volume %s: %w", pv, err)
+	}
+	return nil
+}

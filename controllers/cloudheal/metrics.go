@@ -1,0 +1,45 @@
+package cloudheal
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Metrics of cloudheal's own; its passes are counted by the runner (vitals_cloudheal_passes_total, ...) and
+// the policy's decisions by the policy (vitals_remediation_*). A cluster is labelled
+// vitalscluster="namespace/name".
+type Metrics struct {
+	// StaleAttachments are the attachments of the cluster's volumes to servers that are gone, as of the
+	// last complete pass.
+	StaleAttachments *prometheus.GaugeVec // vitalscluster
+	// Detached counts the stale attachments removed.
+	Detached *prometheus.CounterVec // vitalscluster
+	// DetachFailures counts removals that failed.
+	DetachFailures *prometheus.CounterVec // vitalscluster
+}
+
+// NewMetrics creates the metrics and registers them with reg (nil: not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		StaleAttachments: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vitals_cloudheal_stale_attachments", Help: "Attachments of the cluster's volumes to servers that are gone, as of the last complete pass.",
+		}, []string{"vitalscluster"}),
+		Detached: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vitals_cloudheal_attachments_removed_total", Help: "Stale volume attachments removed.",
+		}, []string{"vitalscluster"}),
+		DetachFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vitals_cloudheal_attachment_removal_failures_total", Help: "Removals of stale volume attachments that failed.",
+		}, []string{"vitalscluster"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.StaleAttachments, m.Detached, m.DetachFailures)
+	}
+	return m
+}
+
+func (m *Metrics) forget(key types.NamespacedName) {
+	l := prometheus.Labels{"vitalscluster": key.String()}
+	m.StaleAttachments.DeletePartialMatch(l)
+	m.Detached.DeletePartialMatch(l)
+	m.DetachFailures.DeletePartialMatch(l)
+}
