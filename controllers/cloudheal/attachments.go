@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,13 +68,11 @@ func (r StaleAttachments) Detect(in *pass.Input[*State]) pass.Finding[*State] {
 	for _, p := range st.Prev.StaleAttachments {
 		prev[p.AttachmentID] = p
 	}
-	for _, a := range st.Attachments {
-		v := st.Volumes[a.VolumeID]
-		if !slices.Contains(holding, strings.ToLower(v.Status)) || a.ServerID == "" {
-			continue
-		}
-		if st.Servers[a.ServerID] || st.ReadyServers[a.ServerID] || st.NodeServers[a.ServerID] {
-			// the server is there, or a Node names it: not this repair's
+	gone := (&CloudRead{Volumes: st.Volumes, Attachments: st.Attachments, Servers: st.Servers}).Gone()
+	for _, a := range gone {
+		if st.ReadyServers[a.ServerID] || st.NodeServers[a.ServerID] {
+			// a Node names the server (the project's list missed it, or it is the attach-detach
+			// controller's to handle): never this repair's
 			continue
 		}
 		rec := v1alpha1.StaleAttachment{AttachmentID: a.ID, VolumeID: a.VolumeID, ServerID: a.ServerID, FirstSeen: metav1.NewTime(in.Now), Passes: 1}

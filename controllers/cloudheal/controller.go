@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -115,39 +117,11 @@ func (h *healer) Read(ctx context.Context, in *pass.ReadInput[Settings]) (*State
 		st.Prev = p.DeepCopy()
 	}
 	st.Status = st.Prev.DeepCopy()
-	cloud := in.Scope.Cloud
-	att, ok := tenancy.Attachments(cloud)
-	if !ok {
-		return nil, pass.Abort(pass.ReasonUnsafeRead, errors.New("the cluster's cloud cannot read volume attachments"))
-	}
-	vs, err := cloud.ListVolumes(ctx, openstack.ListOpts{})
+	cr, err := ReadCloud(ctx, in.Scope.Cloud, in.Settings.ClusterName)
 	if err != nil {
-		return nil, fmt.Errorf("read the cluster's volumes: %w", err)
+		return nil, err
 	}
-	for _, v := range vs {
-		if v.Metadata[MetadataCluster] == in.Settings.ClusterName {
-			st.Volumes[v.ID] = v
-		}
-	}
-	as, err := att.ListVolumeAttachments(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read the volumes' attachments: %w", err)
-	}
-	for _, a := range as {
-		if _, ours := st.Volumes[a.VolumeID]; ours {
-			st.Attachments = append(st.Attachments, a)
-		}
-	}
-	if len(st.Attachments) > 0 {
-		// only a cluster with attachments needs to know which servers are gone
-		ss, err := cloud.ListServers(ctx, openstack.ListOpts{})
-		if err != nil {
-			return nil, fmt.Errorf("read the project's servers: %w", err)
-		}
-		for _, s := range ss {
-			st.Servers[s.ID] = true
-		}
-	}
+	st.Volumes, st.Attachments, st.Servers = cr.Volumes, cr.Attachments, cr.Servers
 	var ns corev1.NodeList
 	if err := in.Workload.Reader().List(ctx, &ns); err != nil {
 		return nil, fmt.Errorf("read the workload cluster's nodes: %w", err)
@@ -164,6 +138,73 @@ func (h *healer) Read(ctx context.Context, in *pass.ReadInput[Settings]) (*State
 	}
 	return st, nil
 }
+
+// CloudRead is the cloud's part of a pass's read: the cluster's volumes, their attachments, and the
+// project's servers.
+type CloudRead struct {
+	// Volumes of the cluster by ID (Cinder CSI's metadata names the cluster).
+	Volumes map[string]openstack.Volume
+	// Attachments of the cluster's volumes.
+	Attachments []openstack.VolumeAttachment
+	// Servers of the project by ID (read only when the volumes hold an attachment).
+	Servers map[string]bool
+}
+
+// ReadCloud reads the cluster's volumes (Cinder CSI's metadata cinder.csi.openstack.org/cluster equal to
+// clusterName), their attachments and, when they hold any, the project's servers, each completely: a failed
+// list is an error, never an empty list. cloudheal's pass and `vitals doctor` read the same.
+func ReadCloud(ctx context.Context, cloud tenancy.Cloud, clusterName string) (*CloudRead, error) {
+	out := &CloudRead{Volumes: map[string]openstack.Volume{}, Servers: map[string]bool{}}
+	att, ok := tenancy.Attachments(cloud)
+	if !ok {
+		return nil, pass.Abort(pass.ReasonUnsafeRead, errors.New("the cluster's cloud cannot read volume attachments"))
+	}
+	vs, err := cloud.ListVolumes(ctx, openstack.ListOpts{})
+	if err != nil {
+		return nil, fmt.Errorf("read the cluster's volumes: %w", err)
+	}
+	for _, v := range vs {
+		if v.Metadata[MetadataCluster] == clusterName {
+			out.Volumes[v.ID] = v
+		}
+	}
+	as, err := att.ListVolumeAttachments(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the volumes' attachments: %w", err)
+	}
+	for _, a := range as {
+		if _, ours := out.Volumes[a.VolumeID]; ours {
+			out.Attachments = append(out.Attachments, a)
+		}
+	}
+	if len(out.Attachments) == 0 {
+		// only a cluster with attachments needs to know which servers are gone
+		return out, nil
+	}
+	ss, err := cloud.ListServers(ctx, openstack.ListOpts{})
+	if err != nil {
+		return nil, fmt.Errorf("read the project's servers: %w", err)
+	}
+	for _, s := range ss {
+		out.Servers[s.ID] = true
+	}
+	return out, nil
+}
+
+// Gone are the attachments of r that hold a volume (reserved, attaching, detaching, in-use) for a server
+// the project does not list.
+func (r *CloudRead) Gone() []openstack.VolumeAttachment {
+	var out []openstack.VolumeAttachment
+	for _, a := range r.Attachments {
+		if holds(r.Volumes[a.VolumeID]) && a.ServerID != "" && !r.Servers[a.ServerID] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// holds reports whether v is in a state an attachment holds a volume in.
+func holds(v openstack.Volume) bool { return slices.Contains(holding, strings.ToLower(v.Status)) }
 
 // nodeServers are the servers the Nodes name, and those a Ready Node names.
 func nodeServers(ns []corev1.Node) (all, ready map[string]bool) {
