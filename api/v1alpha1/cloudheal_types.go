@@ -22,6 +22,39 @@ type CloudHealRepairs struct {
 	// StaleAttachments frees the cluster's volumes held by an attachment to a server that is gone.
 	// +optional
 	StaleAttachments StaleAttachmentRepair `json:"staleAttachments,omitempty"`
+	// LoadBalancerSecurityGroups restores the rules the cloud controller manager's load-balancer security
+	// groups are missing.
+	// +optional
+	LoadBalancerSecurityGroups LBSecurityGroupRepair `json:"loadBalancerSecurityGroups,omitempty"`
+}
+
+// LBSourceRanges says where the cloud controller manager lets a load balancer's traffic to the node ports
+// come from.
+// +kubebuilder:validation:Enum=Subnet;Service
+type LBSourceRanges string
+
+const (
+	// LBSourceRangesSubnet: from the member subnet's CIDR (spec.openstack.subnetID), as the cloud
+	// controller manager opens it for the amphora provider (the amphorae forward from that subnet).
+	LBSourceRangesSubnet LBSourceRanges = "Subnet"
+	// LBSourceRangesService: from the Service's loadBalancerSourceRanges (default 0.0.0.0/0), as the cloud
+	// controller manager opens it for the ovn provider (which keeps the clients' addresses).
+	LBSourceRangesService LBSourceRanges = "Service"
+)
+
+// LBSecurityGroupRepair checks, where the OpenStack cloud controller manager manages security groups for
+// load balancers ([LoadBalancer] manage-security-groups), each LoadBalancer Service's group (named
+// lb-sg-<uid>-<namespace>-<name>, described as the cloud controller manager describes it, for
+// spec.openstack.clusterName) against the rules the Service needs: ingress to each node port (and the health
+// check node port) from the source ranges. A missing rule is created again, a safe action; a rule beyond them
+// is reported, never deleted; a group of that name with another description is not the cloud controller
+// manager's and is never written.
+type LBSecurityGroupRepair struct {
+	RepairSpec `json:",inline"`
+	// SourceRanges: Subnet (default; the amphora provider) or Service (the ovn provider), as the cloud
+	// controller manager's lb-provider.
+	// +optional
+	SourceRanges LBSourceRanges `json:"sourceRanges,omitempty"`
 }
 
 // StaleAttachmentRepair frees a volume of the cluster (Cinder CSI's cluster metadata, in the cluster's
@@ -53,6 +86,10 @@ const (
 	// ConditionVolumeAttachmentsHealthy: no volume of the cluster is held by an attachment to a server
 	// that is gone (reasons: NoStaleAttachments, StaleAttachments, DetachFailed, Disabled).
 	ConditionVolumeAttachmentsHealthy = "VolumeAttachmentsHealthy"
+	// ConditionLBSecurityGroupsHealthy: every LoadBalancer Service's group the cloud controller manager made
+	// holds the rules the Service needs (reasons: RulesPresent, RulesMissing, RulesDrifted, RuleCreateFailed,
+	// NoManagedGroups, Disabled).
+	ConditionLBSecurityGroupsHealthy = "LoadBalancerSecurityGroupsHealthy"
 )
 
 // StaleAttachment is an attachment seen stale; it is removed only once seen so in two passes at least
@@ -85,4 +122,7 @@ type CloudHealStatus struct {
 	// DetachedTotal counts every stale attachment removed for this cluster.
 	// +optional
 	DetachedTotal int64 `json:"detachedTotal,omitempty"`
+	// RulesRestoredTotal counts every rule restored to a load balancer's security group for this cluster.
+	// +optional
+	RulesRestoredTotal int64 `json:"rulesRestoredTotal,omitempty"`
 }
