@@ -75,6 +75,12 @@ type State struct {
 	ReadyServers, NodeServers map[string]bool
 	// PVs names the PersistentVolume of each volume (Cinder CSI's volumeHandle).
 	PVs map[string]string
+	// LBServices are the workload cluster's Services of type LoadBalancer.
+	LBServices []corev1.Service
+	// Groups are the project's security groups by name (read only when there are LBServices).
+	Groups map[string][]openstack.SecurityGroup
+	// SubnetCIDR is the member subnet's (spec.openstack.subnetID; "" when the spec names none).
+	SubnetCIDR string
 	// Prev is the block before the pass (never nil); Status the block the repairs write.
 	Prev, Status *v1alpha1.CloudHealStatus
 }
@@ -86,7 +92,7 @@ func (h *healer) Needs() []string {
 }
 
 func (h *healer) Repairs() []pass.Repair[*State] {
-	return []pass.Repair[*State]{StaleAttachments{m: h.o.Metrics}}
+	return []pass.Repair[*State]{StaleAttachments{m: h.o.Metrics}, LBSecurityGroups{m: h.o.Metrics}}
 }
 
 // Total is how many attachments the cluster's volumes hold (the storm rule's whole).
@@ -136,7 +142,39 @@ func (h *healer) Read(ctx context.Context, in *pass.ReadInput[Settings]) (*State
 			st.PVs[csi.VolumeHandle] = pvs.Items[i].Name
 		}
 	}
+	if err := readLBGroups(ctx, in, st); err != nil {
+		return nil, err
+	}
 	return st, nil
+}
+
+// readLBGroups reads the workload cluster's LoadBalancer Services and, when there are any, the project's
+// security groups.
+func readLBGroups(ctx context.Context, in *pass.ReadInput[Settings], st *State) error {
+	st.Groups = map[string][]openstack.SecurityGroup{}
+	if in.Scope.Subnet != nil {
+		st.SubnetCIDR = in.Scope.Subnet.CIDR
+	}
+	var svcs corev1.ServiceList
+	if err := in.Workload.Reader().List(ctx, &svcs); err != nil {
+		return fmt.Errorf("read the workload cluster's services: %w", err)
+	}
+	for i := range svcs.Items {
+		if svcs.Items[i].Spec.Type == corev1.ServiceTypeLoadBalancer {
+			st.LBServices = append(st.LBServices, svcs.Items[i])
+		}
+	}
+	if len(st.LBServices) == 0 {
+		return nil
+	}
+	gs, err := in.Scope.Cloud.ListSecurityGroups(ctx, openstack.ListOpts{})
+	if err != nil {
+		return fmt.Errorf("read the project's security groups: %w", err)
+	}
+	for _, g := range gs {
+		st.Groups[g.Name] = append(st.Groups[g.Name], g)
+	}
+	return nil
 }
 
 // CloudRead is the cloud's part of a pass's read: the cluster's volumes, their attachments, and the

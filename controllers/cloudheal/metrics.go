@@ -16,6 +16,10 @@ type Metrics struct {
 	Detached *prometheus.CounterVec // vitalscluster
 	// DetachFailures counts removals that failed.
 	DetachFailures *prometheus.CounterVec // vitalscluster
+	// RulesRestored counts the rules restored to load balancers' security groups.
+	RulesRestored *prometheus.CounterVec // vitalscluster
+	// LBRulesMissing are the rules the load balancers' groups miss after the last complete pass.
+	LBRulesMissing *prometheus.GaugeVec // vitalscluster
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not registered).
@@ -30,9 +34,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		DetachFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vitals_cloudheal_attachment_removal_failures_total", Help: "Removals of stale volume attachments that failed.",
 		}, []string{"vitalscluster"}),
+		RulesRestored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vitals_cloudheal_lb_rules_restored_total", Help: "Rules restored to the cloud controller manager's load-balancer security groups.",
+		}, []string{"vitalscluster"}),
+		LBRulesMissing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vitals_cloudheal_lb_rules_missing", Help: "Rules the cloud controller manager's load-balancer security groups miss after the last complete pass.",
+		}, []string{"vitalscluster"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.StaleAttachments, m.Detached, m.DetachFailures)
+		reg.MustRegister(m.StaleAttachments, m.Detached, m.DetachFailures, m.RulesRestored, m.LBRulesMissing)
 	}
 	return m
 }
@@ -42,4 +52,6 @@ func (m *Metrics) forget(key types.NamespacedName) {
 	m.StaleAttachments.DeletePartialMatch(l)
 	m.Detached.DeletePartialMatch(l)
 	m.DetachFailures.DeletePartialMatch(l)
+	m.RulesRestored.DeletePartialMatch(l)
+	m.LBRulesMissing.DeletePartialMatch(l)
 }

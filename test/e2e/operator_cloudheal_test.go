@@ -17,12 +17,15 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/attachments"
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,6 +51,8 @@ type chFixture struct {
 	cloud   *openstack.Cloud // direct, for the test's own calls
 	bc, cc  *gophercloud.ServiceClient
 	cinder  *faultproxy.Proxy
+	neutron *faultproxy.Proxy
+	nc      *gophercloud.ServiceClient
 	cinderP string // the path of Cinder's endpoint at the proxy (/v3/<project>)
 	name    string // Cinder CSI's --cluster of the scenario
 	ns      string
@@ -81,8 +86,11 @@ func newCHFixture(t *testing.T) *chFixture {
 		t.Fatal(err)
 	}
 	f.cinderP = strings.TrimSuffix(u.Path, "/")
-	pauth, proxies := opFaultProxy(t, env, f.cloud, openstack.ServiceBlockStorage)
-	f.cinder = proxies[0]
+	if f.nc, err = f.cloud.Client(openstack.ServiceNetworking); err != nil {
+		t.Fatal(err)
+	}
+	pauth, proxies := opFaultProxy(t, env, f.cloud, openstack.ServiceBlockStorage, openstack.ServiceNetworking)
+	f.cinder, f.neutron = proxies[0], proxies[1]
 	conn := opConnect(t, pauth, nil)
 	ctx := context.Background()
 	f.ns = opNamespace(t, f.c)
@@ -93,6 +101,15 @@ func newCHFixture(t *testing.T) *chFixture {
 	t.Cleanup(func() {
 		_ = f.c.DeleteAllOf(context.Background(), &corev1.Node{})
 		_ = f.c.DeleteAllOf(context.Background(), &corev1.PersistentVolume{})
+	})
+	t.Cleanup(func() {
+		// the private kube-apiserver is the test's own: its Services go with it, but not their node ports' groups
+		var svcs corev1.ServiceList
+		if err := f.c.List(context.Background(), &svcs, client.InNamespace(f.ns)); err == nil {
+			for i := range svcs.Items {
+				_ = f.c.Delete(context.Background(), &svcs.Items[i])
+			}
+		}
 	})
 	cl := &v1alpha1.VitalsCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "c1"},
@@ -345,5 +362,122 @@ func TestOperatorCloudHealStaleAttachment(t *testing.T) {
 	}
 	if !f.attachmentExists(attLive) || !f.attachmentExists(attBare) {
 		t.Fatal("the live node's or the bare server's attachment is gone")
+	}
+}
+
+// lbService creates a LoadBalancer Service in the workload cluster (the API server allocates its node
+// ports) and returns it as stored.
+func (f *chFixture) lbService(name string) *corev1.Service {
+	f.t.Helper()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
+		Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)},
+			{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(5353)}},
+	}}
+	if err := f.c.Create(context.Background(), svc); err != nil {
+		f.t.Fatalf("create service %s: %v", name, err)
+	}
+	return svc
+}
+
+// lbGroup creates the security group the cloud controller manager would make for svc (described as
+// desc) with rules, deleted at the end of the test; it returns the group's ID and its rules' IDs.
+func (f *chFixture) lbGroup(svc *corev1.Service, desc string, rs []openstack.SecurityGroupRule) (string, []string) {
+	f.t.Helper()
+	ctx := context.Background()
+	g, err := groups.Create(ctx, f.nc, groups.CreateOpts{Name: cloudheal.LBGroupName(svc), Description: desc}).Extract()
+	if err != nil {
+		f.t.Fatalf("create security group: %v", err)
+	}
+	f.t.Cleanup(func() { _ = groups.Delete(context.Background(), f.nc, g.ID).ExtractErr() })
+	var ids []string
+	for _, r := range rs {
+		cr, err := rules.Create(ctx, f.nc, rules.CreateOpts{SecGroupID: g.ID, Direction: rules.RuleDirection(r.Direction), EtherType: rules.RuleEtherType(r.EtherType),
+			Protocol: rules.RuleProtocol(r.Protocol), PortRangeMin: r.PortRangeMin, PortRangeMax: r.PortRangeMax, RemoteIPPrefix: r.RemoteIPPrefix}).Extract()
+		if err != nil {
+			f.t.Fatalf("create rule %+v: %v", r, err)
+		}
+		ids = append(ids, cr.ID)
+	}
+	return g.ID, ids
+}
+
+// groupRules reads a group's ingress rules.
+func (f *chFixture) groupRules(group string) []rules.SecGroupRule {
+	f.t.Helper()
+	pages, err := rules.List(f.nc, rules.ListOpts{SecGroupID: group, Direction: "ingress"}).AllPages(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	rs, err := rules.ExtractRules(pages)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return rs
+}
+
+// TestOperatorCloudHealLBSecurityGroups: a rule deleted from the cloud controller manager's load-balancer
+// group is restored once (counted at the Neutron proxy), a rule beyond the Service's is reported and kept,
+// and a group of the same name that the cloud controller manager did not make is never written.
+func TestOperatorCloudHealLBSecurityGroups(t *testing.T) {
+	f := newCHFixture(t)
+	ctx := context.Background()
+	cidr := f.net.prefix + ".0/24"
+	ours, theirs := f.lbService("web"), f.lbService("other")
+	want := cloudheal.LBRules(ours, cidr, []string{cidr})
+	if len(want) != 2 {
+		t.Fatalf("want rules %+v: expected one per node port", want)
+	}
+	extra := openstack.SecurityGroupRule{Direction: "ingress", EtherType: "IPv4", Protocol: "tcp", PortRangeMin: 22, PortRangeMax: 22, RemoteIPPrefix: "0.0.0.0/0"}
+	group, ids := f.lbGroup(ours, cloudheal.LBGroupDescription(ours, f.name), append(append([]openstack.SecurityGroupRule(nil), want...), extra))
+	// the rule wiped (cloud-provider-openstack #2699)
+	if err := rules.Delete(ctx, f.nc, ids[0]).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	foreign, _ := f.lbGroup(theirs, "made by hand", nil)
+	for name, g := range map[string]string{"ours": group, "foreign": foreign} {
+		if err := f.neutron.Add(faultproxy.Rule{Name: name, Method: "POST", Path: "/v2.0/security-group-rules", Body: `"security_group_id":"` + g + `"`, Fault: faultproxy.Pass()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cl := f.pass()
+	cd := condition(cl, v1alpha1.ConditionLBSecurityGroupsHealthy)
+	if n := f.neutron.Matched("ours"); n != 1 {
+		t.Fatalf("rule creations in the cloud controller manager's group: %d, want 1 (condition %s/%s: %s)", n, cd.Status, cd.Reason, cd.Message)
+	}
+	have := f.groupRules(group)
+	for _, w := range want {
+		found := false
+		for _, r := range have {
+			found = found || r.Protocol == w.Protocol && r.PortRangeMin == w.PortRangeMin && r.RemoteIPPrefix == w.RemoteIPPrefix
+		}
+		if !found {
+			t.Fatalf("rule %+v not in the group after the pass: %+v", w, have)
+		}
+	}
+	// the rule beyond the Service's: reported, kept
+	if cd.Status != metav1.ConditionFalse || cd.Reason != cloudheal.ReasonRulesDrifted || !strings.Contains(cd.Message, "22-22") {
+		t.Fatalf("after the restore: %s = %s/%s (%s), want False/RulesDrifted naming port 22", v1alpha1.ConditionLBSecurityGroupsHealthy, cd.Status, cd.Reason, cd.Message)
+	}
+	if !strings.Contains(cd.Message, f.ns+"/other") {
+		t.Fatalf("the foreign group is not reported: %s", cd.Message)
+	}
+	if cl.Status.CloudHeal.RulesRestoredTotal != 1 {
+		t.Fatalf("rulesRestoredTotal = %d, want 1", cl.Status.CloudHeal.RulesRestoredTotal)
+	}
+	f.pass()
+	f.pass()
+	if n := f.neutron.Matched("ours"); n != 1 {
+		t.Fatalf("rule creations after more passes: %d, want 1", n)
+	}
+	if n := f.neutron.Matched("foreign"); n != 0 {
+		t.Fatalf("rule creations in the group the cloud controller manager did not make: %d, want 0", n)
+	}
+	if len(f.groupRules(foreign)) != 0 {
+		t.Fatal("the foreign group got a rule")
+	}
+	if n := len(f.groupRules(group)); n != 3 {
+		t.Fatalf("the group holds %d ingress rules, want 3 (two restored or kept, the extra one kept)", n)
 	}
 }
