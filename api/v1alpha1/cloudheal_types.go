@@ -26,6 +26,49 @@ type CloudHealRepairs struct {
 	// groups are missing.
 	// +optional
 	LoadBalancerSecurityGroups LBSecurityGroupRepair `json:"loadBalancerSecurityGroups,omitempty"`
+	// LoadBalancers reports the cloud controller manager's load balancers that do not converge.
+	// +optional
+	LoadBalancers LBConvergenceRepair `json:"loadBalancers,omitempty"`
+}
+
+// LBConvergenceRepair watches the load balancer of each LoadBalancer Service (the cloud controller
+// manager's: the Service's loadbalancer.openstack.org/load-balancer-id annotation, else its name
+// kube_service_<clusterName>_<namespace>_<name>, with its VIP on spec.openstack.subnetID when set): one whose
+// provisioning status stays PENDING_* or ERROR, or whose operating status is ERROR or DEGRADED while every
+// Node is Ready, for Timeout, turns LoadBalancersConverged False, with a Warning Event on the Service in the
+// workload cluster that names what only an administrator can do, and the exact command.
+type LBConvergenceRepair struct {
+	RepairSpec `json:",inline"`
+	// Timeout is how long a load balancer may stay so before it is reported (default 10m; at least 1m).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="must be a duration of at least 1m, e.g. 10m"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// DefaultLBConvergenceTimeout is spec.controllers.cloudheal.repairs.loadBalancers.timeout's default.
+const DefaultLBConvergenceTimeout = 10 * time.Minute
+
+// TimeoutOrDefault is r's timeout (default DefaultLBConvergenceTimeout).
+func (r *LBConvergenceRepair) TimeoutOrDefault() time.Duration {
+	if r.Timeout != nil && r.Timeout.Duration > 0 {
+		return r.Timeout.Duration
+	}
+	return DefaultLBConvergenceTimeout
+}
+
+// StuckLoadBalancer is a load balancer seen not converging, from its first sighting.
+type StuckLoadBalancer struct {
+	// ID of the load balancer.
+	// +kubebuilder:validation:MaxLength=64
+	ID string `json:"id"`
+	// Service is the LoadBalancer Service's namespace/name.
+	// +kubebuilder:validation:MaxLength=317
+	Service string `json:"service"`
+	// FirstSeen is when a pass first saw it not converging.
+	FirstSeen metav1.Time `json:"firstSeen"`
+	// Reported: the Service's Warning Event was sent for this sighting.
+	// +optional
+	Reported bool `json:"reported,omitempty"`
 }
 
 // LBSourceRanges says where the cloud controller manager lets a load balancer's traffic to the node ports
@@ -90,6 +133,10 @@ const (
 	// holds the rules the Service needs (reasons: RulesPresent, RulesMissing, RulesDrifted, RuleCreateFailed,
 	// NoManagedGroups, Disabled).
 	ConditionLBSecurityGroupsHealthy = "LoadBalancerSecurityGroupsHealthy"
+	// ConditionLoadBalancersConverged: no load balancer of the cluster's Services has stayed PENDING_* or
+	// ERROR (or ERROR/DEGRADED while every Node is Ready) past its timeout (reasons: Converged, NotConverged,
+	// Disabled).
+	ConditionLoadBalancersConverged = "LoadBalancersConverged"
 )
 
 // StaleAttachment is an attachment seen stale; it is removed only once seen so in two passes at least
@@ -122,6 +169,10 @@ type CloudHealStatus struct {
 	// DetachedTotal counts every stale attachment removed for this cluster.
 	// +optional
 	DetachedTotal int64 `json:"detachedTotal,omitempty"`
+	// StuckLoadBalancers are the load balancers seen not converging.
+	// +optional
+	// +kubebuilder:validation:MaxItems=1000
+	StuckLoadBalancers []StuckLoadBalancer `json:"stuckLoadBalancers,omitempty"`
 	// RulesRestoredTotal counts every rule restored to a load balancer's security group for this cluster.
 	// +optional
 	RulesRestoredTotal int64 `json:"rulesRestoredTotal,omitempty"`
