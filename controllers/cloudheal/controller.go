@@ -79,6 +79,12 @@ type State struct {
 	LBServices []corev1.Service
 	// Groups are the project's security groups by name (read only when there are LBServices).
 	Groups map[string][]openstack.SecurityGroup
+	// LoadBalancers of the project (read only when there are LBServices).
+	LoadBalancers []openstack.LoadBalancer
+	// SubnetID is spec.openstack.subnetID.
+	SubnetID string
+	// NodesReady: the workload cluster has Nodes, all Ready.
+	NodesReady bool
 	// SubnetCIDR is the member subnet's (spec.openstack.subnetID; "" when the spec names none).
 	SubnetCIDR string
 	// Prev is the block before the pass (never nil); Status the block the repairs write.
@@ -92,7 +98,7 @@ func (h *healer) Needs() []string {
 }
 
 func (h *healer) Repairs() []pass.Repair[*State] {
-	return []pass.Repair[*State]{StaleAttachments{m: h.o.Metrics}, LBSecurityGroups{m: h.o.Metrics}}
+	return []pass.Repair[*State]{StaleAttachments{m: h.o.Metrics}, LBSecurityGroups{m: h.o.Metrics}, LBConvergence{m: h.o.Metrics}}
 }
 
 // Total is how many attachments the cluster's volumes hold (the storm rule's whole).
@@ -123,16 +129,23 @@ func (h *healer) Read(ctx context.Context, in *pass.ReadInput[Settings]) (*State
 		st.Prev = p.DeepCopy()
 	}
 	st.Status = st.Prev.DeepCopy()
-	cr, err := ReadCloud(ctx, in.Scope.Cloud, in.Settings.ClusterName)
-	if err != nil {
-		return nil, err
+	if (StaleAttachments{}).Enabled(in.Cluster) {
+		// only what an enabled repair detects from is read
+		cr, err := ReadCloud(ctx, in.Scope.Cloud, in.Settings.ClusterName)
+		if err != nil {
+			return nil, err
+		}
+		st.Volumes, st.Attachments, st.Servers = cr.Volumes, cr.Attachments, cr.Servers
 	}
-	st.Volumes, st.Attachments, st.Servers = cr.Volumes, cr.Attachments, cr.Servers
 	var ns corev1.NodeList
 	if err := in.Workload.Reader().List(ctx, &ns); err != nil {
 		return nil, fmt.Errorf("read the workload cluster's nodes: %w", err)
 	}
 	st.NodeServers, st.ReadyServers = nodeServers(ns.Items)
+	st.NodesReady = len(ns.Items) > 0
+	for i := range ns.Items {
+		st.NodesReady = st.NodesReady && nodes.Ready(&ns.Items[i])
+	}
 	var pvs corev1.PersistentVolumeList
 	if err := in.Workload.Reader().List(ctx, &pvs); err != nil {
 		return nil, fmt.Errorf("read the workload cluster's persistent volumes: %w", err)
@@ -152,6 +165,7 @@ func (h *healer) Read(ctx context.Context, in *pass.ReadInput[Settings]) (*State
 // security groups.
 func readLBGroups(ctx context.Context, in *pass.ReadInput[Settings], st *State) error {
 	st.Groups = map[string][]openstack.SecurityGroup{}
+	st.SubnetID = in.Cluster.Spec.OpenStack.SubnetID
 	if in.Scope.Subnet != nil {
 		st.SubnetCIDR = in.Scope.Subnet.CIDR
 	}
@@ -173,6 +187,9 @@ func readLBGroups(ctx context.Context, in *pass.ReadInput[Settings], st *State) 
 	}
 	for _, g := range gs {
 		st.Groups[g.Name] = append(st.Groups[g.Name], g)
+	}
+	if st.LoadBalancers, err = in.Scope.Cloud.ListLoadBalancers(ctx, openstack.ListOpts{}); err != nil {
+		return fmt.Errorf("read the project's load balancers: %w", err)
 	}
 	return nil
 }

@@ -20,6 +20,8 @@ type Metrics struct {
 	RulesRestored *prometheus.CounterVec // vitalscluster
 	// LBRulesMissing are the rules the load balancers' groups miss after the last complete pass.
 	LBRulesMissing *prometheus.GaugeVec // vitalscluster
+	// LBNotConverged are the load balancers past their timeout without converging, as of the last pass.
+	LBNotConverged *prometheus.GaugeVec // vitalscluster
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not registered).
@@ -40,9 +42,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		LBRulesMissing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vitals_cloudheal_lb_rules_missing", Help: "Rules the cloud controller manager's load-balancer security groups miss after the last complete pass.",
 		}, []string{"vitalscluster"}),
+		LBNotConverged: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vitals_cloudheal_lb_not_converged", Help: "Load balancers of the cluster's Services that stayed PENDING_*, ERROR or DEGRADED past their timeout, as of the last complete pass.",
+		}, []string{"vitalscluster"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.StaleAttachments, m.Detached, m.DetachFailures, m.RulesRestored, m.LBRulesMissing)
+		reg.MustRegister(m.StaleAttachments, m.Detached, m.DetachFailures, m.RulesRestored, m.LBRulesMissing, m.LBNotConverged)
 	}
 	return m
 }
@@ -54,4 +59,5 @@ func (m *Metrics) forget(key types.NamespacedName) {
 	m.DetachFailures.DeletePartialMatch(l)
 	m.RulesRestored.DeletePartialMatch(l)
 	m.LBRulesMissing.DeletePartialMatch(l)
+	m.LBNotConverged.DeletePartialMatch(l)
 }

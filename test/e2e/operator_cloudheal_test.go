@@ -8,6 +8,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/attachments"
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +36,7 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/cloudheal"
 	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/internal/test/cloudsim"
 	"github.com/vitalsproject/vitals/internal/test/faultproxy"
 	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/openstack"
@@ -479,5 +482,175 @@ func TestOperatorCloudHealLBSecurityGroups(t *testing.T) {
 	}
 	if n := len(f.groupRules(group)); n != 3 {
 		t.Fatalf("the group holds %d ingress rules, want 3 (two restored or kept, the extra one kept)", n)
+	}
+}
+
+// scopeTenancy gives every cluster one proven scope (the simulator's project).
+type scopeTenancy struct{ scope *tenancy.Scope }
+
+func (scopeTenancy) Forget(types.NamespacedName) {}
+
+func (s scopeTenancy) Resolve(context.Context, *v1alpha1.VitalsCluster) (*tenancy.Scope, error) {
+	return s.scope, nil
+}
+
+// serviceEvents are the reasons of the Events on a Service of the workload cluster.
+func serviceEvents(t *testing.T, c client.Client, ns, name string) []string {
+	t.Helper()
+	var evs corev1.EventList
+	if err := c.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Kind == "Service" && e.InvolvedObject.Name == name {
+			out = append(out, e.Type+"/"+e.Reason+": "+e.Message)
+		}
+	}
+	return out
+}
+
+// TestOperatorCloudHealLBConvergenceSim: a load balancer left PENDING_CREATE (a stopped octavia-worker) or
+// ERROR (which only an administrator sets and clears) turns LoadBalancersConverged False after its timeout,
+// with a Warning Event on the Service naming the administrator's command, and True again, with a Normal
+// Event, once it converges. The simulator shows the states (SetLoadBalancerStatus, as Octavia's database
+// would hold them); the workload cluster is a private kube-apiserver.
+func TestOperatorCloudHealLBConvergenceSim(t *testing.T) {
+	wl := newFlightWorkload(t)
+	ctx := context.Background()
+	sim, err := cloudsim.New(cloudsim.Options{Seed: 39})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(sim.Handler())
+	t.Cleanup(ts.Close)
+	seeded, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: "lbconv", Name: "lbconv", Nodes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.CreateUser("tenant", "tenant-password", false, seeded.ProjectID); err != nil {
+		t.Fatal(err)
+	}
+	auth := openstack.Auth{}
+	auth.Options.IdentityEndpoint, auth.Options.Username, auth.Options.Password = ts.URL+"/v3", "tenant", "tenant-password"
+	auth.Options.DomainName, auth.Options.TenantName = "Default", "lbconv"
+	conn, err := openstack.Connect(ctx, openstack.Config{Auth: auth, QPS: -1, HTTPTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := v1alpha1.OpenStackSpec{RouterID: seeded.RouterID, NetworkID: seeded.NetworkID, SubnetID: seeded.SubnetID, ClusterName: "lbconv-" + opRandHex(3)}
+	scope, err := tenancy.ScopeOf(ctx, conn, spec, "the test's credentials")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := opNamespace(t, wl.c)
+	t.Cleanup(func() { _ = wl.c.DeleteAllOf(context.Background(), &corev1.Node{}) })
+	if err := wl.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workload"}, Data: map[string][]byte{"kubeconfig": wl.kubeconfig}}); err != nil {
+		t.Fatal(err)
+	}
+	f := &chFixture{t: t, c: wl.c, ns: ns, name: spec.ClusterName}
+	f.node("lbconv-"+opRandHex(3), seeded.Nodes[0].ID)
+	svc := f.lbService("web")
+	lc, err := conn.Client(openstack.ServiceLoadBalancer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := loadbalancers.Create(ctx, lc, loadbalancers.CreateOpts{Name: cloudheal.LBName(spec.ClusterName, svc), VipSubnetID: seeded.SubnetID}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// octavia-worker stopped mid-create: the load balancer stays PENDING_CREATE
+	if err := sim.SetLoadBalancerStatus(lb.ID, "PENDING_CREATE", "OFFLINE"); err != nil {
+		t.Fatal(err)
+	}
+	cl := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}, Spec: v1alpha1.ClusterSpec{
+		KubeconfigSecretRef: &v1alpha1.SecretKeyRef{Name: "workload"}, OpenStack: spec, PodCIDRs: []v1alpha1.CIDR{"198.19.0.0/16"},
+		Controllers: v1alpha1.ControllersSpec{CloudHeal: v1alpha1.CloudHealSpec{
+			ControllerSpec: v1alpha1.ControllerSpec{Interval: &metav1.Duration{Duration: time.Minute}},
+			// the simulator has no Cinder attachment API: the stale-attachments repair is off (and reads nothing)
+			Repairs: v1alpha1.CloudHealRepairs{LoadBalancers: v1alpha1.LBConvergenceRepair{Timeout: &metav1.Duration{Duration: 2 * time.Minute}},
+				StaleAttachments: v1alpha1.StaleAttachmentRepair{RepairSpec: v1alpha1.RepairSpec{Enabled: new(bool)}}},
+		}}}}
+	if err := wl.c.Create(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	f.key = client.ObjectKeyFromObject(cl)
+	f.clock = clocktesting.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	f.events = events.NewFakeRecorder(1000)
+	f.reg = prometheus.NewRegistry()
+	policy, err := remediation.New(remediation.Options{Clock: f.clock, Recorder: f.events, Metrics: remediation.NewMetrics(f.reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy.Checks().Set(f.key, remediation.CheckCloud, nil)
+	wm, err := workload.NewManager(workload.Options{Secrets: wl.c, Checks: policy.Checks(), Rules: workload.KubeconfigRules{AllowLoopback: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wm.Close)
+	f.m = cloudheal.NewMetrics(f.reg)
+	if f.rec, err = cloudheal.New(&pass.Deps{Client: wl.c, Tenancy: scopeTenancy{scope}, Workload: wm, Policy: policy,
+		Recorder: func(string) events.EventRecorder { return f.events }, Clock: f.clock},
+		cloudheal.Options{Metrics: f.m, PassMetrics: pass.NewMetrics(cloudheal.Name, f.reg)}); err != nil {
+		t.Fatal(err)
+	}
+	opEventually(t, time.Minute, "workload cluster reachable", func() (bool, string) {
+		w, err := wm.For(ctx, cl)
+		if err == nil {
+			err = w.Healthy()
+		}
+		return err == nil, fmt.Sprint(err)
+	})
+	converged := func(when string, want metav1.ConditionStatus, reason string) *v1alpha1.VitalsCluster {
+		t.Helper()
+		cl := f.pass()
+		cd := condition(cl, v1alpha1.ConditionLoadBalancersConverged)
+		if cd.Status != want || cd.Reason != reason {
+			t.Fatalf("%s: LoadBalancersConverged = %s/%s (%s), want %s/%s", when, cd.Status, cd.Reason, cd.Message, want, reason)
+		}
+		return cl
+	}
+	converged("first sighting", metav1.ConditionTrue, cloudheal.ReasonConverged)
+	converged("inside the timeout", metav1.ConditionTrue, cloudheal.ReasonConverged)
+	if evs := serviceEvents(t, wl.c, ns, "web"); len(evs) != 0 {
+		t.Fatalf("Events on the Service inside the timeout: %v", evs)
+	}
+	cl = converged("past the timeout", metav1.ConditionFalse, cloudheal.ReasonNotConverged)
+	cd := condition(cl, v1alpha1.ConditionLoadBalancersConverged)
+	if !strings.Contains(cd.Message, "PENDING_CREATE") || !strings.Contains(cd.Message, "openstack loadbalancer failover "+lb.ID) {
+		t.Fatalf("the message names neither the state nor the administrator's command: %s", cd.Message)
+	}
+	if n := testutil.ToFloat64(f.m.LBNotConverged.WithLabelValues(f.key.String())); n != 1 {
+		t.Fatalf("vitals_cloudheal_lb_not_converged = %v, want 1", n)
+	}
+	evs := serviceEvents(t, wl.c, ns, "web")
+	if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning/"+cloudheal.ReasonLBNotConverged) {
+		t.Fatalf("Events on the Service: %v, want one Warning %s", evs, cloudheal.ReasonLBNotConverged)
+	}
+	converged("still stuck", metav1.ConditionFalse, cloudheal.ReasonNotConverged)
+	if evs := serviceEvents(t, wl.c, ns, "web"); len(evs) != 1 {
+		t.Fatalf("Events on the Service after another pass: %v, want still one", evs)
+	}
+	// octavia-worker back: the load balancer converges
+	if err := sim.SetLoadBalancerStatus(lb.ID, "ACTIVE", "ONLINE"); err != nil {
+		t.Fatal(err)
+	}
+	cl = converged("converged", metav1.ConditionTrue, cloudheal.ReasonConverged)
+	if evs := serviceEvents(t, wl.c, ns, "web"); len(evs) != 2 || !strings.HasPrefix(evs[1], "Normal/"+cloudheal.ReasonLBConverged) && !strings.HasPrefix(evs[0], "Normal/"+cloudheal.ReasonLBConverged) {
+		t.Fatalf("Events on the Service after it converged: %v, want a Normal %s", evs, cloudheal.ReasonLBConverged)
+	}
+	if len(cl.Status.CloudHeal.StuckLoadBalancers) != 0 {
+		t.Fatalf("stuck load balancers after it converged: %+v", cl.Status.CloudHeal.StuckLoadBalancers)
+	}
+	// ERROR, which only an administrator clears: reported after the timeout, with failover named
+	if err := sim.SetLoadBalancerStatus(lb.ID, "ERROR", "ERROR"); err != nil {
+		t.Fatal(err)
+	}
+	converged("ERROR, first sighting", metav1.ConditionTrue, cloudheal.ReasonConverged)
+	converged("ERROR, inside the timeout", metav1.ConditionTrue, cloudheal.ReasonConverged)
+	cl = converged("ERROR past the timeout", metav1.ConditionFalse, cloudheal.ReasonNotConverged)
+	if cd := condition(cl, v1alpha1.ConditionLoadBalancersConverged); !strings.Contains(cd.Message, "provisioning status ERROR") ||
+		!strings.Contains(cd.Message, "openstack loadbalancer failover "+lb.ID) {
+		t.Fatalf("ERROR: %s", cd.Message)
 	}
 }
