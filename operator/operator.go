@@ -36,6 +36,7 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/clusterapi"
 	"github.com/vitalsproject/vitals/controllers/access"
+	"github.com/vitalsproject/vitals/controllers/cloudheal"
 	"github.com/vitalsproject/vitals/controllers/deorbit"
 	"github.com/vitalsproject/vitals/controllers/enrol"
 	"github.com/vitalsproject/vitals/controllers/flight"
@@ -55,20 +56,21 @@ import (
 
 // Operator is a wired operator, ready to Start.
 type Operator struct {
-	opts     Options
-	mgr      manager.Manager
-	health   *health.Manager
-	identity string
-	cloud    *lazyCloud
-	policy   *remediation.Engine
-	tenancy  *tenancy.Verifier
-	access   *access.Reconciler
-	workload *workload.Manager
-	routegc  *routegc.Reconciler
-	deorbit  *deorbit.Reconciler
-	flight   *flight.Reconciler
-	shard    *sharding.Coordinator
-	leader   *sharding.Leader
+	opts      Options
+	mgr       manager.Manager
+	health    *health.Manager
+	identity  string
+	cloud     *lazyCloud
+	policy    *remediation.Engine
+	tenancy   *tenancy.Verifier
+	access    *access.Reconciler
+	workload  *workload.Manager
+	routegc   *routegc.Reconciler
+	deorbit   *deorbit.Reconciler
+	flight    *flight.Reconciler
+	cloudheal *cloudheal.Reconciler
+	shard     *sharding.Coordinator
+	leader    *sharding.Leader
 
 	log logr.Logger // for controller-runtime parts
 
@@ -223,7 +225,7 @@ func New(opts Options) (*Operator, error) {
 
 // setupControllers builds the tenancy verifier and the workload access every controller shares, then the
 // controllers on them: access (each cluster's proof, finalizer, cloud check and workload access), routegc,
-// flight, deorbit, and the summary of their conditions (Ready).
+// flight, cloudheal, deorbit, and the summary of their conditions (Ready).
 func (o *Operator) setupControllers() error {
 	opts := o.opts
 	to := tenancy.Options{
@@ -286,6 +288,13 @@ func (o *Operator) setupControllers() error {
 	if err := o.flight.SetupWithManager(ctx, mgr, workers(opts.FlightWorkers)); err != nil {
 		return fmt.Errorf("operator: %w", err)
 	}
+	if o.cloudheal, err = cloudheal.New(deps, cloudheal.Options{Metrics: cloudheal.NewMetrics(opts.Registry), PassMetrics: pass.NewMetrics(cloudheal.Name, opts.Registry),
+		Timeout: min(pass.DefaultTimeout, opts.PassTimeout/2)}); err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
+	if err := o.cloudheal.SetupWithManager(ctx, mgr, workers(opts.CloudHealWorkers)); err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
 	if o.deorbit, err = deorbit.New(deps, deorbit.Options{Metrics: deorbit.NewMetrics(opts.Registry), Workers: opts.DeorbitParallelDeletes,
 		Namespace: opts.Namespace}); err != nil {
 		return fmt.Errorf("operator: %w", err)
@@ -339,6 +348,9 @@ func (o *Operator) parts() []pass.Part {
 		}},
 		{Name: flight.Name, Conditions: o.flight.Conditions(), Enabled: func(c *v1alpha1.VitalsCluster) bool {
 			return c.Spec.Controllers.Flight.Enabled == nil || *c.Spec.Controllers.Flight.Enabled
+		}},
+		{Name: cloudheal.Name, Conditions: o.cloudheal.Conditions(), Enabled: func(c *v1alpha1.VitalsCluster) bool {
+			return c.Spec.Controllers.CloudHeal.Enabled == nil || *c.Spec.Controllers.CloudHeal.Enabled
 		}},
 	}
 }

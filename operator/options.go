@@ -117,6 +117,10 @@ type Options struct {
 	// FlightWorkers is how many clusters flight serves at once (default 10).
 	FlightWorkers int
 
+	// CloudHealWorkers is how many clusters cloudheal serves at once (default 4): a pass reads the cluster's
+	// volumes and their attachments, and its servers only when a volume holds an attachment.
+	CloudHealWorkers int
+
 	// DeorbitWorkers is how many deleted clusters deorbit serves at once (default 4).
 	DeorbitWorkers int
 	// DeorbitParallelDeletes bounds the deletes and reads of one deleted cluster running at once
@@ -205,6 +209,9 @@ const DefaultAccessWorkers = 10
 // DefaultFlightWorkers is the default of Options.FlightWorkers.
 const DefaultFlightWorkers = 10
 
+// DefaultCloudHealWorkers is the default of Options.CloudHealWorkers.
+const DefaultCloudHealWorkers = 4
+
 // DefaultDeorbitWorkers and DefaultDeorbitParallelDeletes are the defaults of Options.DeorbitWorkers
 // and Options.DeorbitParallelDeletes.
 const (
@@ -276,6 +283,9 @@ func (o *Options) defaults() {
 	}
 	if o.FlightWorkers <= 0 {
 		o.FlightWorkers = DefaultFlightWorkers
+	}
+	if o.CloudHealWorkers <= 0 {
+		o.CloudHealWorkers = DefaultCloudHealWorkers
 	}
 	if o.DeorbitWorkers <= 0 {
 		o.DeorbitWorkers = DefaultDeorbitWorkers

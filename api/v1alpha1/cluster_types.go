@@ -225,6 +225,10 @@ type ControllersSpec struct {
 	// Flight keeps the cluster's nodes and networking healthy.
 	// +optional
 	Flight FlightSpec `json:"flight,omitempty"`
+	// CloudHeal repairs the cloud resources the cluster's own controllers made: volumes held by
+	// attachments to servers that are gone.
+	// +optional
+	CloudHeal CloudHealSpec `json:"cloudheal,omitempty"`
 }
 
 // ClusterSpec describes one Kubernetes cluster on OpenStack.
@@ -410,7 +414,8 @@ type ClusterStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions: Ready (the summary), CloudVerified and WorkloadReachable (access), RemediationAllowed
-	// (the remediation policy), RoutesHealthy (routegc), flight's, CleanedUp (deorbit).
+	// (the remediation policy), RoutesHealthy (routegc), flight's, VolumeAttachmentsHealthy (cloudheal),
+	// CleanedUp (deorbit).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -433,6 +438,9 @@ type ClusterStatus struct {
 	// Flight reports the node and network repairs.
 	// +optional
 	Flight *FlightStatus `json:"flight,omitempty"`
+	// CloudHeal reports the repairs of the cloud resources the cluster's controllers made.
+	// +optional
+	CloudHeal *CloudHealStatus `json:"cloudheal,omitempty"`
 }
 
 // MaxActions is how many actions each controller's block keeps.

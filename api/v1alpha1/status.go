@@ -3,12 +3,13 @@
 package v1alpha1
 
 // Names of the controllers, each also the JSON name of its block of the status (status.access,
-// status.routegc, status.flight, status.deorbit) and, prefixed with "vitals-", its field manager.
+// status.routegc, status.flight, status.deorbit, status.cloudheal) and, prefixed with "vitals-", its field manager.
 const (
-	ControllerAccess  = "access"
-	ControllerRouteGC = "routegc"
-	ControllerFlight  = "flight"
-	ControllerDeorbit = "deorbit"
+	ControllerAccess    = "access"
+	ControllerRouteGC   = "routegc"
+	ControllerFlight    = "flight"
+	ControllerDeorbit   = "deorbit"
+	ControllerCloudHeal = "cloudheal"
 )
 
 // Controller returns the common part of the named controller's block of st, creating the block when
@@ -43,6 +44,13 @@ func (st *ClusterStatus) Controller(name string, create bool) *ControllerStatus 
 		if st.Deorbit != nil {
 			return &st.Deorbit.ControllerStatus
 		}
+	case ControllerCloudHeal:
+		if st.CloudHeal == nil && create {
+			st.CloudHeal = &CloudHealStatus{}
+		}
+		if st.CloudHeal != nil {
+			return &st.CloudHeal.ControllerStatus
+		}
 	}
 	return nil
 }
@@ -58,5 +66,7 @@ func (st *ClusterStatus) CopyBlock(name string, from *ClusterStatus) {
 		st.Flight = from.Flight.DeepCopy()
 	case ControllerDeorbit:
 		st.Deorbit = from.Deorbit.DeepCopy()
+	case ControllerCloudHeal:
+		st.CloudHeal = from.CloudHeal.DeepCopy()
 	}
 }

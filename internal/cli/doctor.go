@@ -248,7 +248,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 				v1alpha1.GroupVersion.Group)
 		}
 		add("crd", "failed", detail, "")
-		skipped(append([]string{"cluster", "cloud", "routes", "route-headroom"}, append(quotaCheckNames(), "workload")...)...)
+		skipped(append([]string{"cluster", "cloud", "routes", "route-headroom", "volume-attachments"}, append(quotaCheckNames(), "workload")...)...)
 		return
 	}
 	add("crd", "ok", "vitalsclusters."+v1alpha1.GroupVersion.Group+" served", "")
@@ -259,7 +259,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 			detail = fmt.Sprintf("no VitalsCluster %s in namespace %s", name, f.namespace)
 		}
 		add("cluster", "failed", detail, "")
-		skipped(append([]string{"cloud", "routes", "route-headroom"}, append(quotaCheckNames(), "workload")...)...)
+		skipped(append([]string{"cloud", "routes", "route-headroom", "volume-attachments"}, append(quotaCheckNames(), "workload")...)...)
 		return
 	}
 	add("cluster", "ok", fmt.Sprintf("router %s, pod CIDRs %v", vc.Spec.OpenStack.RouterID, vc.Spec.PodCIDRs), "")
@@ -281,7 +281,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 		} else {
 			add("cloud", "failed", err.Error(), tenancy.ReasonCloudUnavailable)
 		}
-		skipped(append([]string{"routes", "route-headroom"}, quotaCheckNames()...)...)
+		skipped(append([]string{"routes", "route-headroom", "volume-attachments"}, quotaCheckNames()...)...)
 	} else {
 		rep.ProjectID = scope.ProjectID
 		add("cloud", "ok", fmt.Sprintf("project %s proven (%s); router %s is the project's", scope.ProjectID, scope.Source, scope.Router.ID), "")
@@ -294,6 +294,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 			add("routes", "ok", "extraroute-atomic offered", "")
 		}
 		routeHeadroom(&vc, scope, add)
+		volumeAttachments(ctx, &vc, scope, add)
 		rep.Checks = append(rep.Checks, quotaChecks(ctx, scope.Cloud, float64(f.quotaThreshold)/100)...)
 	}
 
