@@ -10,6 +10,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/nodes"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 )
@@ -44,7 +45,7 @@ func (ErroredServers) Detect(in *pass.Input[*State]) pass.Finding[*State] {
 	f := &erroredFinding{errored: Errored(snap.Servers, in.Read.Prev.Errored, in.Now), servers: len(snap.Servers), s: s, cases: map[string]*nodeCase{}}
 	for _, sv := range snap.Servers {
 		if strings.EqualFold(sv.VMState, "error") {
-			f.cases[sv.ID] = newCase(sv, snap.ServerNode[sv.ID], s, in.Cluster, nil)
+			f.cases[sv.ID] = newCase(sv, snap.ServerNode[sv.ID], snap.Duplicates[sv.ID], s, in.Cluster, nil)
 		}
 	}
 	return f
@@ -58,6 +59,14 @@ func erroredHold(c *nodeCase, s v1alpha1.NodeSettings) string {
 	}
 	if stop := c.noDelete(s); stop != "" {
 		return stop + ": " + stopMessage(stop, s)
+	}
+	return ""
+}
+
+// errored is the delete's nodes.Want.ServerState: the server is still in vm_state error.
+func errored(sv *openstack.Server) string {
+	if !strings.EqualFold(sv.VMState, "error") {
+		return "is in vm_state " + sv.VMState + " now, no longer error"
 	}
 	return ""
 }
@@ -124,7 +133,17 @@ func (f *erroredFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pa
 			q = &qq
 		}
 		a := remediation.Action{Verb: VerbDeleteServer, Kind: "server", ID: s.Server, Name: s.Name, Evidence: s.FirstSeen.Time, Removal: true, Pool: c.pool, Quorum: q}
-		outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error { return env.Cloud.DeleteServer(ctx, s.Server) })
+		outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error {
+			// Read again: the server still in error, its Node (if any) still naming it, neither excluded.
+			w := nodes.Want{Server: s.Server, ServerState: errored}
+			if c.node != nil {
+				w.Node = c.node.Name
+			}
+			if _, err := nodes.Recheck(ctx, env.Workload.Client(), env.Cloud, w); err != nil {
+				return fmt.Errorf("delete not sent: %w", err)
+			}
+			return env.Cloud.DeleteServer(ctx, s.Server)
+		})
 		switch outcome {
 		case pass.OutcomeDone:
 			deleted = append(deleted, s.Server)

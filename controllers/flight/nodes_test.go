@@ -112,7 +112,7 @@ func TestPlanNode(t *testing.T) {
 			cl := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Labels: tt.cluster}}
 			s := spec.Settings()
 			f := &nodesFinding{s: s, now: t0, proven: !tt.unproven}
-			c := newCase(tt.server, tt.node, s, cl, nil)
+			c := newCase(tt.server, tt.node, nil, s, cl, nil)
 			if tt.prev != nil {
 				c.prev, c.had = *tt.prev, true
 			}
@@ -150,7 +150,7 @@ func TestNodesUnhealthy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var spec v1alpha1.NodeRepair
 			s := spec.Settings()
-			f := &nodesFinding{s: s, now: t0, proven: !tt.unproven, cases: []*nodeCase{newCase(tt.sv, tt.node, s, &v1alpha1.VitalsCluster{}, nil)}}
+			f := &nodesFinding{s: s, now: t0, proven: !tt.unproven, cases: []*nodeCase{newCase(tt.sv, tt.node, nil, s, &v1alpha1.VitalsCluster{}, nil)}}
 			if got := len(f.Unhealthy()) == 1; got != tt.want {
 				t.Errorf("counted %v, want %v", got, tt.want)
 			}

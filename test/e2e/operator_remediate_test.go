@@ -42,6 +42,7 @@ import (
 	"github.com/vitalsproject/vitals/operator"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
+	"github.com/vitalsproject/vitals/workload"
 )
 
 // rmFixture is one VitalsCluster in a namespace of a private kube-apiserver (the management cluster), its
@@ -126,7 +127,14 @@ func newRMFixture(t *testing.T) *rmFixture {
 	}
 	verifier := tenancy.NewVerifier(tenancy.Options{Secrets: f.c, Clusters: f.c, TrustedNamespaces: []string{f.ns},
 		Operator: func(context.Context) (tenancy.Connection, error) { return viaProxy, nil }})
-	f.deps = &pass.Deps{Client: f.c, Tenancy: verifier, Policy: p, Clock: f.clock, Recorder: func(string) events.EventRecorder { return f.events }}
+	// The workload cluster is the same API server (the Machines' Nodes, read again at each reboot's write).
+	wl, err := workload.NewManager(workload.Options{Secrets: f.c, Checks: checks, AllowLocal: true, Local: cfg,
+		HealthInterval: time.Second, HealthTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wl.Close)
+	f.deps = &pass.Deps{Client: f.c, Tenancy: verifier, Policy: p, Clock: f.clock, Workload: wl, Recorder: func(string) events.EventRecorder { return f.events }}
 	f.m = remediate.NewMetrics(reg)
 	if f.rec, err = remediate.New(f.deps, remediate.Options{Metrics: f.m}); err != nil {
 		t.Fatal(err)
