@@ -1,0 +1,214 @@
+package e2e
+
+// Fresh at the write (nodes.Recheck): immediately before every disruptive write, flight's node repair and the
+// Cluster API remediation read the Node from the API server (never the informer cache) and the server from Nova,
+// and act only on the state the step was decided on. Against the real kube-apiserver and real Nova through the
+// fault proxy.
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/flight"
+	"github.com/vitalsproject/vitals/internal/test/faultproxy"
+	"github.com/vitalsproject/vitals/nodes"
+)
+
+// TestFlightNodesDuplicateProviderID: a server two Nodes name (a Ready one, and a stale NotReady one left
+// after a re-registration) is never rebooted nor its Nodes cordoned, however long the stale one stays
+// NotReady; NodesHealthy says DuplicateProviderID and a Warning names both Nodes.
+func TestFlightNodesDuplicateProviderID(t *testing.T) {
+	parallel(t)
+	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) { c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg })
+	sv := f.server(40)
+	stale := f.node(sv, f.net.IP(40), "198.19.40.0/24", condNotReady)
+	live := f.node(sv, f.net.IP(40), "198.19.41.0/24", condReady)
+	var cl *v1alpha1.VitalsCluster
+	for _, step := range []time.Duration{time.Minute, 6 * time.Minute, time.Minute, time.Minute, 10 * time.Minute} {
+		cl = f.pass(step)
+	}
+	if soft, hard := f.reboots(); soft+hard != 0 {
+		t.Fatalf("the server of a Ready Node was rebooted: %d soft, %d hard", soft, hard)
+	}
+	if f.getNode(stale).Spec.Unschedulable || f.getNode(live).Spec.Unschedulable {
+		t.Fatal("a Node of a server two Nodes name was cordoned")
+	}
+	if e := escalation(cl, sv.ID); e.Step != "" && e.Step != v1alpha1.EscalationObserved {
+		t.Fatalf("escalation %+v: a step of a server two Nodes name", e)
+	}
+	c := condition(cl, v1alpha1.ConditionNodesHealthy)
+	if c.Status != metav1.ConditionFalse || c.Reason != flight.ReasonDuplicateProviderID || !strings.Contains(c.Message, stale) || !strings.Contains(c.Message, live) {
+		t.Errorf("NodesHealthy = %+v, want DuplicateProviderID naming %s and %s", c, stale, live)
+	}
+	if !eventSeen(f.events, flight.ReasonDuplicateProviderID) {
+		t.Error("no DuplicateProviderID Event")
+	}
+}
+
+// slowServerGet holds flight's (or remediate's) read of server id at Nova for hold (the fault proxy's delay),
+// once (Nova's path with or without the project); it returns the rules' names.
+func slowServerGet(t *testing.T, nova *faultproxy.Proxy, id string, hold time.Duration) []string {
+	t.Helper()
+	// names of their own: the proxy's counts outlive a removed rule
+	tag := opRandHex(3)
+	names := []string{"slow-get-" + tag, "slow-get-p-" + tag}
+	if err := nova.Add(faultproxy.Rule{Name: names[0], Method: "GET", Path: "/v2.1/servers/" + id, Fault: faultproxy.Delay(hold), Times: 1},
+		faultproxy.Rule{Name: names[1], Method: "GET", Path: "/v2.1/*/servers/" + id, Fault: faultproxy.Delay(hold), Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// whileSlow runs pass in the background, does meanwhile once the slow read of slowServerGet has arrived at
+// the proxy, and waits for the pass.
+func whileSlow(t *testing.T, nova *faultproxy.Proxy, rules []string, pass func() error, meanwhile func()) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- pass() }()
+	opEventually(t, 2*time.Minute, "the read of the server at Nova", func() (bool, string) {
+		select {
+		case err := <-done:
+			done <- err
+			return true, "the pass ended first"
+		default:
+		}
+		return nova.Count(rules[0])+nova.Count(rules[1]) > 0, ""
+	})
+	if nova.Count(rules[0])+nova.Count(rules[1]) == 0 {
+		t.Fatal("the pass ended without reading the server again before its write")
+	}
+	meanwhile()
+	if err := <-done; err != nil {
+		t.Fatalf("pass: %v", err)
+	}
+	for _, r := range rules {
+		nova.Remove(r)
+	}
+}
+
+// TestFlightNodesFreshAtWrite: a Node that turns Ready while flight's read of its server at Nova is slow
+// (the fault proxy holds it) is neither cordoned nor rebooted, and the next pass ends the escalation; a Node
+// labelled for exclusion at that moment neither.
+func TestFlightNodesFreshAtWrite(t *testing.T) {
+	parallel(t)
+	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) { c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg })
+	sv := f.server(42)
+	name := f.node(sv, f.net.IP(42), "198.19.42.0/24", condNotReady)
+	if e := escalation(f.pass(6*time.Minute), sv.ID); e.Step != v1alpha1.EscalationObserved {
+		t.Fatalf("NotReady for 6m: escalation %+v, want observed", e)
+	}
+	reconcile := func() error {
+		f.clock.Step(time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, err := f.rec.Reconcile(ctx, ctrl.Request{NamespacedName: f.key})
+		return err
+	}
+	whileSlow(t, f.nova, slowServerGet(t, f.nova, sv.ID, 10*time.Second), reconcile, func() {
+		f.setConditions(f.getNode(name), condReady)
+	})
+	if soft, hard := f.reboots(); soft+hard != 0 || f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("a Node Ready at the write: %d soft, %d hard reboots, cordoned %v", soft, hard, f.getNode(name).Spec.Unschedulable)
+	}
+	cl := f.pass(time.Minute)
+	if c := condition(cl, v1alpha1.ConditionNodesHealthy); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready again: NodesHealthy %+v", c)
+	}
+	if e := escalation(cl, sv.ID); e.Server != "" {
+		t.Fatalf("Ready again: escalation %+v", e)
+	}
+
+	// NotReady again, a new dwell; labelled for exclusion while the server's read is slow.
+	f.setConditions(f.getNode(name), condNotReady)
+	if e := escalation(f.pass(6*time.Minute), sv.ID); e.Step != v1alpha1.EscalationObserved {
+		t.Fatalf("NotReady again for 6m: escalation %+v, want observed", e)
+	}
+	whileSlow(t, f.nova, slowServerGet(t, f.nova, sv.ID, 10*time.Second), reconcile, func() {
+		n := f.getNode(name)
+		n.Labels = map[string]string{nodes.LabelExclude: "true"}
+		if _, err := f.kube.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if soft, hard := f.reboots(); soft+hard != 0 || f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("a Node excluded at the write: %d soft, %d hard reboots, cordoned %v", soft, hard, f.getNode(name).Spec.Unschedulable)
+	}
+	var cl2 v1alpha1.VitalsCluster
+	if err := f.c.Get(context.Background(), f.key, &cl2); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(&cl2, v1alpha1.ConditionNodesHealthy); !strings.Contains(c.Message, "Excluded") {
+		t.Errorf("NodesHealthy = %+v, want the drain held as Excluded", c)
+	}
+}
+
+// TestRemediateFreshNode: the Cluster API path reads the Machine's Node again at the reboot's write: a Node
+// labelled for exclusion, or a second Node, Ready, naming the same server, holds the reboot (nothing on the
+// wire); once neither holds, the soft reboot is sent.
+func TestRemediateFreshNode(t *testing.T) {
+	parallel(t)
+	f := newRMFixture(t)
+	ctx := context.Background()
+	id := f.server()
+	m := f.machine(id)
+	mkNode := func(ready corev1.ConditionStatus, labels map[string]string) string {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "rm-" + opRandHex(4), Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "openstack:///" + id}}
+		if err := f.c.Create(ctx, n); err != nil {
+			t.Fatalf("create node: %v", err)
+		}
+		t.Cleanup(func() { _ = f.c.Delete(context.Background(), n) })
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "Test", LastTransitionTime: metav1.NewTime(f.clock.Now())}}
+		if err := f.c.Status().Update(ctx, n); err != nil {
+			t.Fatalf("node status: %v", err)
+		}
+		return n.Name
+	}
+	own := mkNode(corev1.ConditionFalse, map[string]string{nodes.LabelExclude: "true"})
+	m.Status.NodeRef = clusterv1.MachineNodeReference{Name: own}
+	if err := f.c.Status().Update(ctx, m); err != nil {
+		t.Fatalf("machine nodeRef: %v", err)
+	}
+	rem := f.reconcile(m, 0)
+	f.want(rem, v1alpha1.RemediationPending, "Excluded")
+	if soft, hard := f.nova.Matched("soft"), f.nova.Matched("hard"); soft+hard != 0 {
+		t.Fatalf("an excluded Node's server rebooted: soft %d hard %d", soft, hard)
+	}
+	var n corev1.Node
+	if err := f.c.Get(ctx, client.ObjectKey{Name: own}, &n); err != nil {
+		t.Fatal(err)
+	}
+	delete(n.Labels, nodes.LabelExclude)
+	if err := f.c.Update(ctx, &n); err != nil {
+		t.Fatal(err)
+	}
+	other := mkNode(corev1.ConditionTrue, nil)
+	rem = f.reconcile(m, time.Minute)
+	f.want(rem, v1alpha1.RemediationPending, string(nodes.ReasonServerShared))
+	if !strings.Contains(rem.Status.Message, other) {
+		t.Errorf("message %q does not name the Ready Node %s", rem.Status.Message, other)
+	}
+	if soft, hard := f.nova.Matched("soft"), f.nova.Matched("hard"); soft+hard != 0 {
+		t.Fatalf("the server of a Ready Node rebooted: soft %d hard %d", soft, hard)
+	}
+	var o corev1.Node
+	if err := f.c.Get(ctx, client.ObjectKey{Name: other}, &o); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.Delete(ctx, &o); err != nil {
+		t.Fatal(err)
+	}
+	rem = f.reconcile(m, time.Minute)
+	f.want(rem, v1alpha1.RemediationSoftRebooted, "Rebooted")
+	if soft, hard := f.nova.Matched("soft"), f.nova.Matched("hard"); soft != 1 || hard != 0 {
+		t.Fatalf("reboots on the wire: soft %d hard %d, want 1 0", soft, hard)
+	}
+}
