@@ -260,6 +260,10 @@ const (
 const (
 	// PhaseDraining: the node is cordoned and its pods are being evicted; the step follows the drain.
 	PhaseDraining = "Draining"
+	// PhaseStarted: the step was recorded as started, before its cloud call was sent; it counts as taken at
+	// Since (its next step is not taken before its timeout from then, and it is in the history), since a
+	// process stopped between the record and the pass's status write cannot know whether the call went out.
+	PhaseStarted = "Started"
 	// PhaseTaken: the step was taken (the reboot or delete sent).
 	PhaseTaken = "Taken"
 	// PhaseStopped: no further step will be taken (Stopped says why): a human or the server's manager
@@ -277,10 +281,11 @@ type NodeEscalation struct {
 	Server string `json:"server"`
 	// Step last taken or under way (Observed, SoftReboot, HardReboot, Delete).
 	Step string `json:"step"`
-	// Phase of the step (Draining, Taken, Stopped; empty while Observed).
+	// Phase of the step (Draining, Started, Taken, Stopped; empty while Observed).
 	// +optional
 	Phase string `json:"phase,omitempty"`
-	// Since the step (or its phase) began.
+	// Since the step (or its phase) began: the time of its write (the cordon, the record before the cloud call,
+	// the cloud call's answer), not the pass's start.
 	Since metav1.Time `json:"since"`
 	// FirstSeen is when the node was first seen unhealthy: the evidence of a delete.
 	// +optional

@@ -509,10 +509,23 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 		}
 		if evict {
 			cordoned := false
+			var at metav1.Time
 			outcome, d, err := env.Act(ctx, da, func(ctx context.Context) error {
 				// Each round of the drain reads the Node and the server again before its first write.
 				if _, err := nodes.Recheck(ctx, wc, env.Cloud, f.want(c, f.floor, active)); err != nil {
 					return err
+				}
+				at = metav1.NewTime(env.Time())
+				if !c.node.Spec.Unschedulable {
+					// Recorded before the cordon: a process stopped after it still knows to uncordon the node.
+					rec := *e
+					rec.Cordoned = true
+					if !draining {
+						rec.Step, rec.Phase, rec.Since = p.step, v1alpha1.PhaseDraining, at
+					}
+					if err := record(ctx, env, rec, nil); err != nil {
+						return err
+					}
 				}
 				if err := nodes.Cordon(ctx, wc, c.node, true); err != nil {
 					return err
@@ -530,7 +543,7 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 					e.Cordoned = true // flight cordoned it: flight uncordons it
 				}
 				if !draining {
-					e.Step, e.Phase, e.Since = p.step, v1alpha1.PhaseDraining, metav1.NewTime(f.now)
+					e.Step, e.Phase, e.Since = p.step, v1alpha1.PhaseDraining, at
 					env.Event(corev1.EventTypeNormal, "NodeDraining", VerbDrainNode, fmt.Sprintf("node %s (server %s, %s): cordoned and draining before a %s", c.node.Name, c.server.ID, e.Reason, p.step))
 				}
 			}
@@ -567,11 +580,21 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 	}
 	a := actionFor(c, e, p.step, q)
 	a.Continuation = continuing
-	outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error { return takeStep(ctx, env, f.want(c, f.floor, active), p.step) })
+	var at metav1.Time
+	outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error {
+		return takeStep(ctx, env, f.want(c, f.floor, active), p.step, func(ctx context.Context) error {
+			// Recorded as started before the cloud call, as taken after it: a process stopped in between
+			// neither repeats the step early nor loses it (PhaseStarted counts as taken).
+			at = metav1.NewTime(env.Time())
+			rec := *e
+			rec.Step, rec.Phase, rec.Since = p.step, v1alpha1.PhaseStarted, at
+			return record(ctx, env, rec, &v1alpha1.StepRecord{Step: p.step, Time: at, Reason: e.Reason})
+		})
+	})
 	switch outcome {
 	case pass.OutcomeDone:
-		e.Step, e.Phase, e.Since = p.step, v1alpha1.PhaseTaken, metav1.NewTime(f.now)
-		hist.add(c.server.ID, v1alpha1.StepRecord{Step: p.step, Time: metav1.NewTime(f.now), Reason: e.Reason})
+		e.Step, e.Phase, e.Since = p.step, v1alpha1.PhaseTaken, metav1.NewTime(env.Time())
+		hist.add(c.server.ID, v1alpha1.StepRecord{Step: p.step, Time: at, Reason: e.Reason})
 		rep.add(&rep.taken, c.server.ID, p.step)
 		env.Event(corev1.EventTypeNormal, "NodeEscalated", p.step, fmt.Sprintf("server %s (%s): %s, %s since %s", c.server.ID, c.server.Name, p.step, e.Reason, e.FirstSeen.UTC().Format(time.RFC3339)))
 	case pass.OutcomeFailed:
@@ -579,6 +602,27 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 	default:
 		rep.note(d, c.server.ID, p.step)
 	}
+}
+
+// record writes e, and the step st when set, into the flight block of the cluster's status now (pass.Env's
+// WriteAhead), ahead of the write it precedes.
+func record(ctx context.Context, env *pass.Env[*State], e v1alpha1.NodeEscalation, st *v1alpha1.StepRecord) error {
+	return env.WriteAhead(ctx, func(s *v1alpha1.ClusterStatus) {
+		if s.Flight == nil {
+			s.Flight = &v1alpha1.FlightStatus{}
+		}
+		fl := s.Flight
+		if i := slices.IndexFunc(fl.Escalations, func(x v1alpha1.NodeEscalation) bool { return x.Server == e.Server }); i >= 0 {
+			fl.Escalations[i] = e
+		} else {
+			fl.Escalations = append(fl.Escalations, e)
+		}
+		if st != nil {
+			h := newHistory(fl.History, time.Time{})
+			h.add(e.Server, *st)
+			fl.History = h.list()
+		}
+	})
 }
 
 // etcdQuorum reads etcd's members (kube-system pods labelled component=etcd, uncached) for a control-plane
@@ -594,9 +638,12 @@ func etcdQuorum(ctx context.Context, env *pass.Env[*State], c *nodeCase) (remedi
 // takeStep reads the Node again from the API server and the server from Nova (through the cluster's
 // scoped cloud: it must still be the project's), nodes.Recheck, and takes the step only if both are still as
 // it was decided on (w).
-func takeStep(ctx context.Context, env *pass.Env[*State], w nodes.Want, step string) error {
+func takeStep(ctx context.Context, env *pass.Env[*State], w nodes.Want, step string, started func(context.Context) error) error {
 	fresh, err := nodes.Recheck(ctx, env.Workload.Client(), env.Cloud, w)
 	if err != nil {
+		return fmt.Errorf("%s not taken: %w", step, err)
+	}
+	if err := started(ctx); err != nil {
 		return fmt.Errorf("%s not taken: %w", step, err)
 	}
 	sv := fresh.Server

@@ -380,7 +380,7 @@ func (r *Runner[S, T]) pass(ctx context.Context, c *v1alpha1.VitalsCluster, s S,
 	capped := &cappedPass{Pass: o.policy, left: common.Budget, controller: name}
 	for _, f := range findings {
 		env := &Env[T]{Cluster: c, Cloud: scope.Cloud, Scope: scope, Workload: in.Workload, Read: t, Pass: capped, Unhealthy: o.unhealthy, Now: now,
-			r: r.metrics, o: o, repair: f.repair.Name(), controller: name}
+			r: r.metrics, o: o, repair: f.repair.Name(), controller: name, types: r.types, writer: r.d.Writer, clock: r.d.Clock}
 		main := f.repair.Conditions()[0]
 		for _, rep := range f.finding.Repair(ctx, env) {
 			if rep.Type == "" {
