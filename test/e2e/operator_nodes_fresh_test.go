@@ -8,17 +8,21 @@ package e2e
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/flight"
+	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/internal/test/faultproxy"
 	"github.com/vitalsproject/vitals/nodes"
 )
@@ -211,4 +215,88 @@ func TestRemediateFreshNode(t *testing.T) {
 	if soft, hard := f.nova.Matched("soft"), f.nova.Matched("hard"); soft != 1 || hard != 0 {
 		t.Fatalf("reboots on the wire: soft %d hard %d, want 1 0", soft, hard)
 	}
+}
+
+// TestFlightNodesWriteAhead: the pass that cordons a node and soft-reboots its server loses its one status
+// write (the API server refuses it, as if the operator were killed after Nova's answer); the restarted
+// operator finds the cordon and the soft reboot recorded before they were sent: it neither reboots the server
+// again within softRebootTimeout nor loses the step (the hard reboot follows it, once, on time), and uncordons
+// the node when it heals. Each step is counted once at the fault proxy.
+func TestFlightNodesWriteAhead(t *testing.T) {
+	parallel(t)
+	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) { c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg })
+	sv := f.server(44)
+	name := f.node(sv, f.net.IP(44), "198.19.44.0/24", condNotReady)
+	if e := escalation(f.pass(6*time.Minute), sv.ID); e.Step != v1alpha1.EscalationObserved {
+		t.Fatalf("NotReady for 6m: escalation %+v, want observed", e)
+	}
+	// The records before the cordon and before the reboot go through; every status write after them fails.
+	failing := &statusAfter{Client: f.c, allow: 2}
+	f.deps.Writer = &pass.Writer{Client: failing, Clock: f.clock}
+	f.restart()
+	f.clock.Step(time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := f.rec.Reconcile(ctx, ctrl.Request{NamespacedName: f.key}); err == nil {
+		t.Fatal("the pass's status write was refused, and the pass says nothing")
+	}
+	if soft, hard := f.reboots(); soft != 1 || hard != 0 || !f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("the pass: %d soft, %d hard reboots, cordoned %v; want one soft reboot of a cordoned node", soft, hard, f.getNode(name).Spec.Unschedulable)
+	}
+	var cl v1alpha1.VitalsCluster
+	if err := f.c.Get(ctx, f.key, &cl); err != nil {
+		t.Fatal(err)
+	}
+	if e := escalation(&cl, sv.ID); e.Step != v1alpha1.EscalationSoftReboot || e.Phase != v1alpha1.PhaseStarted || !e.Cordoned {
+		t.Fatalf("recorded before the reboot: %+v, want SoftReboot Started, cordoned", e)
+	}
+
+	// The operator restarts (a new runner and policy, its writes through again).
+	f.deps.Writer = &pass.Writer{Client: f.c, Clock: f.clock}
+	f.restart()
+	f.waitStatus(sv.ID, "ACTIVE")
+	for range 4 {
+		f.pass(time.Minute)
+	}
+	if soft, hard := f.reboots(); soft != 1 || hard != 0 {
+		t.Fatalf("within softRebootTimeout after the restart: %d soft, %d hard reboots, want 1 and 0", soft, hard)
+	}
+	cl2 := f.pass(2 * time.Minute)
+	if soft, hard := f.reboots(); soft != 1 || hard != 1 {
+		t.Fatalf("after softRebootTimeout: %d soft, %d hard reboots, want 1 and 1; NodesHealthy %+v", soft, hard, condition(cl2, v1alpha1.ConditionNodesHealthy))
+	}
+	if h := cl2.Status.Flight.History; len(h) != 1 || len(h[0].Steps) != 2 {
+		t.Errorf("history %+v, want the soft and the hard reboot", h)
+	}
+	f.waitStatus(sv.ID, "ACTIVE")
+	f.setConditions(f.getNode(name), condReady)
+	cl2 = f.pass(time.Minute)
+	if e := escalation(cl2, sv.ID); e.Server != "" || f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("healed: escalation %+v, cordoned %v; want it ended and the node uncordoned", e, f.getNode(name).Spec.Unschedulable)
+	}
+}
+
+// statusAfter lets the first allow status applies through and refuses the others (the API server's 503).
+type statusAfter struct {
+	client.Client
+	mu    sync.Mutex
+	allow int
+}
+
+func (c *statusAfter) Status() client.SubResourceWriter { return statusAfterWriter{c.Client.Status(), c} }
+
+type statusAfterWriter struct {
+	client.SubResourceWriter
+	c *statusAfter
+}
+
+func (w statusAfterWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	w.c.mu.Lock()
+	w.c.allow--
+	refuse := w.c.allow < 0
+	w.c.mu.Unlock()
+	if refuse {
+		return apierrors.NewServiceUnavailable("the operator is gone")
+	}
+	return w.SubResourceWriter.Apply(ctx, obj, opts...)
 }
