@@ -12,6 +12,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -124,5 +125,35 @@ func TestDuplicates(t *testing.T) {
 	got := Duplicates([]corev1.Node{n("b", "openstack:///s1"), n("a", "openstack://RegionOne/s1"), n("c", "openstack:///s2"), n("d", ""), n("e", "")})
 	if len(got) != 1 || !slices.Equal(got["s1"], []string{"a", "b"}) {
 		t.Errorf("Duplicates = %v, want s1 named by a and b only", got)
+	}
+}
+
+// TestBudgets: the PodDisruptionBudgets that select each pod, by the pod's namespace and labels (a nil
+// selector selects no pod, an empty one every pod of the namespace).
+func TestBudgets(t *testing.T) {
+	pdb := func(ns, name string, sel *metav1.LabelSelector) *policyv1.PodDisruptionBudget {
+		return &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: policyv1.PodDisruptionBudgetSpec{Selector: sel}}
+	}
+	c := fake.NewClientBuilder().WithObjects(
+		pdb("a", "db", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}),
+		pdb("a", "all", &metav1.LabelSelector{}),
+		pdb("a", "none", nil),
+		pdb("b", "db", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}),
+	).Build()
+	pods := []corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "db-0", Labels: map[string]string{"app": "db"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web-0", Labels: map[string]string{"app": "web"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "c", Name: "db-0", Labels: map[string]string{"app": "db"}}},
+	}
+	got, err := Budgets(context.Background(), c, pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string][]string{"a/db-0": {"a/all", "a/db"}, "a/web-0": {"a/all"}, "c/db-0": nil} {
+		g := slices.Clone(got[id])
+		slices.Sort(g)
+		if !slices.Equal(g, want) {
+			t.Errorf("Budgets[%s] = %v, want %v", id, g, want)
+		}
 	}
 }

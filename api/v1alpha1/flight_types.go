@@ -145,7 +145,9 @@ const (
 // evicted through the Eviction API, which honours PodDisruptionBudgets (DaemonSet pods and mirror pods stay,
 // as kubectl drain leaves them); a reboot that heals the node uncordons it.
 type NodeDrain struct {
-	// Timeout of the drain (default 10m).
+	// Timeout of the drain (default 10m, at least 1m: a shorter one is taken as 1m). On a reachable node (or
+	// with force Never) a drain not done by then ends: the node is uncordoned, the pool freed, the pods and
+	// PodDisruptionBudgets that held it named, and the next drain waits perServer.cooldown.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration, e.g. 10m"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
@@ -254,6 +256,9 @@ const (
 	EscalationSoftReboot = "SoftReboot"
 	EscalationHardReboot = "HardReboot"
 	EscalationDelete     = "Delete"
+	// EscalationDrainTimedOut is the history's record of a drain that ended at its timeout on a reachable node
+	// (a PodDisruptionBudget held a pod): no step was taken, and the next drain waits perServer.cooldown.
+	EscalationDrainTimedOut = "DrainTimedOut"
 )
 
 // Phases of an escalation's step: the guards around it.
@@ -311,7 +316,7 @@ type NodeEscalation struct {
 
 // StepRecord is one disruptive step taken on a server.
 type StepRecord struct {
-	// Step taken: SoftReboot, HardReboot, Delete.
+	// Step taken: SoftReboot, HardReboot, Delete; or DrainTimedOut, a drain that ended without one.
 	Step string `json:"step"`
 	// Time it was taken.
 	Time metav1.Time `json:"time"`

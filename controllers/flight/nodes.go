@@ -559,15 +559,14 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 		}
 		if !res.Done() {
 			timedOut := !f.now.Before(e.Since.Add(f.s.DrainTimeout))
-			if !timedOut || f.s.DrainForce != v1alpha1.DrainForceWhenUnreachable || !nodes.Unreachable(c.node) {
+			forced := timedOut && f.s.DrainForce == v1alpha1.DrainForceWhenUnreachable && nodes.Unreachable(c.node)
+			if !forced {
 				msg := fmt.Sprintf("draining node %s before a %s: %d pods left, %d evicted in this pass", c.node.Name, p.step, len(res.Left), len(res.Evicted))
 				if len(res.Blocked) > 0 {
 					msg += fmt.Sprintf(", %d held by a PodDisruptionBudget or refused by the API server (%s)", len(res.Blocked), strings.Join(res.Blocked, "; "))
 				}
 				if timedOut {
-					msg += fmt.Sprintf("; the drain timed out (%s) and the node is reachable: the step waits for the drain (a PodDisruptionBudget is never overridden)", f.s.DrainTimeout)
-					env.Warn("DrainTimedOut", VerbDrainNode, msg)
-					rep.add(&rep.blocked, c.server.ID, msg)
+					f.drainEnds(ctx, env, c, p, res, hist, rep)
 				} else {
 					rep.add(&rep.waiting, c.server.ID, msg)
 				}
@@ -602,6 +601,54 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 	default:
 		rep.note(d, c.server.ID, p.step)
 	}
+}
+
+// drainEnds ends a drain that timed out on a reachable node (or with drain.force Never): a PodDisruptionBudget
+// is never overridden, and a drain that cannot finish must not hold its pool for ever. The step is not taken;
+// the node is uncordoned when flight cordoned it; the escalation goes back to Observed (its pool is free) with
+// the drain in the history, so that the next drain waits perServer.cooldown (and counts toward maxSteps); the
+// Warning and NodesHealthy name the pods left and the budgets that select them.
+func (f *nodesFinding) drainEnds(ctx context.Context, env *pass.Env[*State], c *nodeCase, p nodePlan, res nodes.DrainResult, hist *history, rep *nodeReport) {
+	e, wc := p.esc, env.Workload.Client()
+	held := strings.Join(res.Left, ", ")
+	if pods, err := nodes.NodePods(ctx, wc, c.node.Name); err == nil {
+		left := slices.DeleteFunc(pods, func(p corev1.Pod) bool { return !slices.Contains(res.Left, p.Namespace+"/"+p.Name) })
+		if by, err := nodes.Budgets(ctx, wc, left); err == nil {
+			var parts []string
+			for _, id := range res.Left {
+				if b := by[id]; len(b) > 0 {
+					parts = append(parts, id+" (PodDisruptionBudget "+strings.Join(b, ", ")+")")
+				} else {
+					parts = append(parts, id)
+				}
+			}
+			held = strings.Join(parts, ", ")
+		}
+	}
+	msg := fmt.Sprintf("the drain of node %s before a %s timed out (%s) with %d pods left: %s; the node is reachable, so no PodDisruptionBudget is overridden: the %s is not taken, the node's pool is free, and the next drain waits perServer.cooldown (%s)",
+		c.node.Name, p.step, f.s.DrainTimeout, len(res.Left), held, p.step, f.s.Cooldown)
+	if e.Cordoned && c.node.Spec.Unschedulable {
+		outcome, _, err := env.Act(ctx, nodeAction(c, VerbUncordonNode, remediation.Safe), func(ctx context.Context) error {
+			return nodes.Cordon(ctx, wc, c.node, false)
+		})
+		if outcome != pass.OutcomeDone {
+			// the drain ends once the node is schedulable again: tried again next pass
+			rep.add(&rep.blocked, c.server.ID, msg+"; uncordoning it did not go through ("+outcome+errText(err)+")")
+			return
+		}
+	}
+	now := metav1.NewTime(env.Time())
+	hist.add(c.server.ID, v1alpha1.StepRecord{Step: v1alpha1.EscalationDrainTimedOut, Time: now, Reason: e.Reason})
+	e.Step, e.Phase, e.Since, e.Cordoned = v1alpha1.EscalationObserved, "", now, false
+	env.Warn("DrainTimedOut", VerbDrainNode, msg)
+	rep.add(&rep.blocked, c.server.ID, msg)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return ": " + err.Error()
 }
 
 // record writes e, and the step st when set, into the flight block of the cluster's status now (pass.Env's
