@@ -283,7 +283,9 @@ type statusAfter struct {
 	allow int
 }
 
-func (c *statusAfter) Status() client.SubResourceWriter { return statusAfterWriter{c.Client.Status(), c} }
+func (c *statusAfter) Status() client.SubResourceWriter {
+	return statusAfterWriter{c.Client.Status(), c}
+}
 
 type statusAfterWriter struct {
 	client.SubResourceWriter
