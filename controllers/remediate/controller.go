@@ -292,7 +292,13 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 		}
 		return ""
 	}}
-	s.policy = r.d.Policy.Begin(ctx, vc, Name, nil, ps)
+	// The storm rule sees the cluster's real count: its Machines, and those its MachineHealthChecks found
+	// unhealthy.
+	if ps.Unhealthy, ps.Total, err = r.machineCounts(ctx, m); err != nil {
+		return r.hold(s, ReasonReadFailed, fmt.Sprintf("the storm rule cannot count the Machines of Cluster %s/%s: %v", m.Namespace, m.Spec.ClusterName, err), time.Time{})
+	}
+	// The outage freeze and the gate read the engine's own checks of the cluster: its cloud and its workload API.
+	s.policy = r.d.Policy.Begin(ctx, vc, Name, []string{remediation.CheckCloud, remediation.CheckWorkload}, ps)
 	d := s.policy.Ask(ctx, a)
 	switch d.Outcome {
 	case remediation.DryRun:

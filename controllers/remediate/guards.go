@@ -133,6 +133,27 @@ func (r *Reconciler) inFlight(ctx context.Context, self *v1alpha1.VitalsRemediat
 	return map[string][]string{pool: ids}, nil
 }
 
+// machineCounts counts the Machines of m's Cluster (spec.clusterName, in its namespace, read from the API
+// server), and those whose HealthCheckSucceeded condition is False (a MachineHealthCheck found them unhealthy):
+// the storm rule's scope.
+func (r *Reconciler) machineCounts(ctx context.Context, m *clusterv1.Machine) (unhealthy, total int, err error) {
+	var list clusterv1.MachineList
+	if err := r.d.APIReader.List(ctx, &list, client.InNamespace(m.Namespace)); err != nil {
+		return 0, 0, fmt.Errorf("list the Machines of namespace %s: %w", m.Namespace, err)
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.Spec.ClusterName != m.Spec.ClusterName || !o.DeletionTimestamp.IsZero() {
+			continue
+		}
+		total++
+		if c := meta.FindStatusCondition(o.Status.Conditions, clusterv1.MachineHealthCheckSucceededCondition); c != nil && c.Status == metav1.ConditionFalse {
+			unhealthy++
+		}
+	}
+	return unhealthy, total, nil
+}
+
 // workload is the workload cluster of vc (an error without access to workload clusters).
 func (r *Reconciler) workload(ctx context.Context, vc *v1alpha1.VitalsCluster) (workload.Cluster, error) {
 	if r.d.Workload == nil {

@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,8 +25,10 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/flight"
 	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/controllers/remediate"
 	"github.com/vitalsproject/vitals/internal/test/faultproxy"
 	"github.com/vitalsproject/vitals/nodes"
+	"github.com/vitalsproject/vitals/remediation"
 )
 
 // TestFlightNodesDuplicateProviderID: a server two Nodes name (a Ready one, and a stale NotReady one left
@@ -273,6 +277,53 @@ func TestFlightNodesWriteAhead(t *testing.T) {
 	cl2 = f.pass(time.Minute)
 	if e := escalation(cl2, sv.ID); e.Server != "" || f.getNode(name).Spec.Unschedulable {
 		t.Fatalf("healed: escalation %+v, cordoned %v; want it ended and the node uncordoned", e, f.getNode(name).Spec.Unschedulable)
+	}
+}
+
+// TestRemediateStormAndFreeze: the Cluster API path's storm rule counts its Cluster's Machines (3 of 3 found
+// unhealthy by their MachineHealthCheck: every reboot held, Storm, then its cooldown), and its outage freeze reads the engine's own
+// checks of the cluster (the cloud check failing closes the gate; once it is back, the freeze holds the reboot
+// until outageFreeze has passed); then the soft reboot is sent, once.
+func TestRemediateStormAndFreeze(t *testing.T) {
+	parallel(t)
+	f := newRMFixture(t)
+	ctx := context.Background()
+	id := f.server()
+	m := f.machine(id)
+	unhealthy := func(m *clusterv1.Machine, st metav1.ConditionStatus) {
+		t.Helper()
+		m.Status.Conditions = []metav1.Condition{{Type: clusterv1.MachineHealthCheckSucceededCondition, Status: st, Reason: "Test", LastTransitionTime: metav1.NewTime(f.clock.Now())}}
+		if err := f.c.Status().Update(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unhealthy(m, metav1.ConditionFalse)
+	var others []*clusterv1.Machine
+	for range 2 {
+		o := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "m-" + opRandHex(3)},
+			Spec: clusterv1.MachineSpec{ClusterName: "c1", Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("bootstrap")},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "OpenStackMachine", Name: "osm"}}}
+		if err := f.c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		unhealthy(o, metav1.ConditionFalse)
+		others = append(others, o)
+	}
+	f.want(f.reconcile(m, 0), v1alpha1.RemediationPending, remediation.ReasonStorm)
+	for _, o := range others {
+		unhealthy(o, metav1.ConditionTrue)
+	}
+	f.clock.Step(10 * time.Minute) // past the storm's cooldown
+	f.checks.Set(f.key, remediation.CheckCloud, errors.New("the cloud did not answer"))
+	f.want(f.reconcile(m, time.Minute), v1alpha1.RemediationPending, remediation.ReasonGateClosed)
+	f.checks.Set(f.key, remediation.CheckCloud, nil)
+	f.want(f.reconcile(m, time.Minute), v1alpha1.RemediationPending, remediation.ReasonFrozen)
+	if soft, hard := f.nova.Matched("soft"), f.nova.Matched("hard"); soft+hard != 0 {
+		t.Fatalf("rebooted in a storm or a freeze: soft %d hard %d", soft, hard)
+	}
+	f.want(f.reconcile(m, time.Hour), v1alpha1.RemediationSoftRebooted, remediate.ReasonRebooted)
+	if soft, hard := f.nova.Matched("soft"), f.nova.Matched("hard"); soft != 1 || hard != 0 {
+		t.Fatalf("reboots on the wire: soft %d hard %d, want 1 0", soft, hard)
 	}
 }
 

@@ -62,6 +62,7 @@ type rmFixture struct {
 	m      *remediate.Metrics
 	events *events.FakeRecorder
 	hosts  int
+	checks remediation.Checks
 }
 
 // capiCRDs installs Cluster API's CRDs of these files (config/crd/bases of the module the project builds with) in
@@ -119,6 +120,7 @@ func newRMFixture(t *testing.T) *rmFixture {
 	reg := prometheus.NewRegistry()
 	checks := remediation.NewChecks(f.clock)
 	checks.Set(f.key, remediation.CheckCloud, nil)
+	f.checks = checks
 	// The fences read the cluster live, each write a new read: a pause set a moment before a write holds it.
 	p, err := remediation.New(remediation.Options{Clock: f.clock, Recorder: f.events, Metrics: remediation.NewMetrics(reg), Checks: checks,
 		Live: f.c, LiveMaxAge: time.Millisecond})
