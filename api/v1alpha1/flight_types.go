@@ -344,6 +344,10 @@ type ServerSighting struct {
 	Name string `json:"name,omitempty"`
 	// FirstSeen in this state.
 	FirstSeen metav1.Time `json:"firstSeen"`
+	// Cordoned: flight cordoned the server's Node before deleting the server (recorded before the cordon was
+	// sent), and uncordons it if the server leaves vm_state error instead.
+	// +optional
+	Cordoned bool `json:"cordoned,omitempty"`
 }
 
 // RouteSighting is a route seen stale, with when it was first seen so.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,7 @@ import (
 	"github.com/vitalsproject/vitals/controllers/remediate"
 	"github.com/vitalsproject/vitals/internal/test/faultproxy"
 	"github.com/vitalsproject/vitals/nodes"
+	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 )
 
@@ -324,6 +326,65 @@ func TestRemediateStormAndFreeze(t *testing.T) {
 	f.want(f.reconcile(m, time.Hour), v1alpha1.RemediationSoftRebooted, remediate.ReasonRebooted)
 	if soft, hard := f.nova.Matched("soft"), f.nova.Matched("hard"); soft != 1 || hard != 0 {
 		t.Fatalf("reboots on the wire: soft %d hard %d, want 1 0", soft, hard)
+	}
+}
+
+// TestFlightErroredDrain: a server in ERROR whose Node may still run pods is deleted only after its Node was
+// cordoned and drained: the cordon recorded before it is sent, the pod evicted through the Eviction API, the
+// delete (counted at the fault proxy) waiting until the pod is gone.
+func TestFlightErroredDrain(t *testing.T) {
+	parallel(t)
+	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
+		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
+		c.Spec.Controllers.Flight.Repairs.Nodes.Replacement = &v1alpha1.ServerReplacement{MetadataKey: "e2e-pool"}
+		c.Spec.Controllers.Flight.Repairs.ErroredServers = v1alpha1.RepairSpec{}
+	})
+	ctx := context.Background()
+	sv := f.server(46)
+	f.metadata(sv.ID, map[string]string{"e2e-pool": "a"})
+	name := f.node(sv, f.net.IP(46), "198.19.46.0/24", condReady)
+	pod := f.runningPod(name, map[string]string{"app": "db"}, corev1.PodStatus{Phase: corev1.PodRunning})
+	tag := opRandHex(3)
+	if err := f.nova.Add(faultproxy.Rule{Name: "delete-" + tag, Method: "DELETE", Path: "/v2.1/servers/" + sv.ID, Fault: faultproxy.Pass()},
+		faultproxy.Rule{Name: "delete-p-" + tag, Method: "DELETE", Path: "/v2.1/*/servers/" + sv.ID, Fault: faultproxy.Pass()}); err != nil {
+		t.Fatal(err)
+	}
+	deletes := func() int { return f.nova.Matched("delete-"+tag) + f.nova.Matched("delete-p-"+tag) }
+	cc, err := f.cloud.Client(openstack.ServiceCompute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := servers.ResetState(ctx, cc, sv.ID, servers.StateError).ExtractErr(); err != nil {
+		t.Fatalf("reset the server to error: %v", err)
+	}
+	f.waitStatus(sv.ID, "ERROR")
+	f.pass(time.Minute) // first sighting: the proof age (1m) runs
+	cl := f.pass(2 * time.Minute)
+	if deletes() != 0 {
+		t.Fatalf("deleted before its Node was drained")
+	}
+	if !f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("the Node of a server to delete was not cordoned; ServersHealthy %+v", condition(cl, v1alpha1.ConditionServersHealthy))
+	}
+	if st := cl.Status.Flight; len(st.Errored) != 1 || !st.Errored[0].Cordoned {
+		t.Errorf("sightings %+v, want the cordon recorded", cl.Status.Flight.Errored)
+	}
+	if c := condition(cl, v1alpha1.ConditionServersHealthy); !strings.Contains(c.Message, "draining node "+name) {
+		t.Errorf("ServersHealthy = %+v, want the delete waiting for the drain", c)
+	}
+	got, err := f.kube.CoreV1().Pods(f.key.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err == nil && got.DeletionTimestamp == nil {
+		t.Fatal("the pod was not evicted before the delete")
+	}
+	if err == nil {
+		// as its kubelet would, once the pod has stopped
+		if err := f.kube.CoreV1().Pods(f.key.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.pass(time.Minute)
+	if deletes() != 1 {
+		t.Fatalf("drained: %d deletes on the wire, want 1", deletes())
 	}
 }
 
