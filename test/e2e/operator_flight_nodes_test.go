@@ -974,11 +974,7 @@ func TestFlightNodesEvictionRefused(t *testing.T) {
 		t.Fatalf("rebooted with a pod not evicted: %d soft, %d hard", soft, hard)
 	}
 	f.kubeProxy.Remove("evict-500")
-	f.setConditions(f.getNode(name), condReady)
-	cl = f.pass(time.Minute)
-	if e := escalation(cl, sv.ID); e.Server != "" || f.getNode(name).Spec.Unschedulable {
-		t.Fatalf("healed: escalation %+v, cordoned %v; want the node uncordoned by flight", e, f.getNode(name).Spec.Unschedulable)
-	}
+	f.heals(sv, name)
 }
 
 // TestFlightNodesEvictionUnreachable: the cordon holds, then the workload API server stops answering the
@@ -1006,11 +1002,7 @@ func TestFlightNodesEvictionUnreachable(t *testing.T) {
 	if st := cl.Status.Remediation; st == nil || st.LastOutage == nil || !strings.Contains(st.LastOutageReason, "DrainNode") {
 		t.Errorf("status.remediation %+v, want the outage the eviction found", st)
 	}
-	f.setConditions(f.getNode(name), condReady)
-	cl = f.pass(time.Minute)
-	if e := escalation(cl, sv.ID); e.Server != "" || f.getNode(name).Spec.Unschedulable {
-		t.Fatalf("healed: escalation %+v, cordoned %v; want the node uncordoned by flight", e, f.getNode(name).Spec.Unschedulable)
-	}
+	f.heals(sv, name)
 	if soft, hard := f.reboots(); soft+hard != 0 {
 		t.Errorf("%d soft and %d hard reboots", soft, hard)
 	}

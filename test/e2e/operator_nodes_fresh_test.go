@@ -110,12 +110,7 @@ func whileSlow(t *testing.T, nova *faultproxy.Proxy, rules []string, pass func()
 // labelled for exclusion at that moment neither.
 func TestFlightNodesFreshAtWrite(t *testing.T) {
 	parallel(t)
-	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) { c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg })
-	sv := f.server(42)
-	name := f.node(sv, f.net.IP(42), "198.19.42.0/24", condNotReady)
-	if e := escalation(f.pass(6*time.Minute), sv.ID); e.Step != v1alpha1.EscalationObserved {
-		t.Fatalf("NotReady for 6m: escalation %+v, want observed", e)
-	}
+	f, sv, name := observedNotReady(t, 42)
 	reconcile := func() error {
 		f.clock.Step(time.Minute)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -230,12 +225,7 @@ func TestRemediateFreshNode(t *testing.T) {
 // the node when it heals. Each step is counted once at the fault proxy.
 func TestFlightNodesWriteAhead(t *testing.T) {
 	parallel(t)
-	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) { c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg })
-	sv := f.server(44)
-	name := f.node(sv, f.net.IP(44), "198.19.44.0/24", condNotReady)
-	if e := escalation(f.pass(6*time.Minute), sv.ID); e.Step != v1alpha1.EscalationObserved {
-		t.Fatalf("NotReady for 6m: escalation %+v, want observed", e)
-	}
+	f, sv, name := observedNotReady(t, 44)
 	// The records before the cordon and before the reboot go through; every status write after them fails.
 	failing := &statusAfter{Client: f.c, allow: 2}
 	f.deps.Writer = &pass.Writer{Client: failing, Clock: f.clock}
@@ -275,17 +265,24 @@ func TestFlightNodesWriteAhead(t *testing.T) {
 		t.Errorf("history %+v, want the soft and the hard reboot", h)
 	}
 	f.waitStatus(sv.ID, "ACTIVE")
+	f.heals(sv, name)
+}
+
+// heals writes the Node Ready again and runs a pass: the escalation must end with the node uncordoned by
+// flight.
+func (f *fnFixture) heals(sv openstack.Server, name string) {
+	f.t.Helper()
 	f.setConditions(f.getNode(name), condReady)
-	cl2 = f.pass(time.Minute)
-	if e := escalation(cl2, sv.ID); e.Server != "" || f.getNode(name).Spec.Unschedulable {
-		t.Fatalf("healed: escalation %+v, cordoned %v; want it ended and the node uncordoned", e, f.getNode(name).Spec.Unschedulable)
+	cl := f.pass(time.Minute)
+	if e := escalation(cl, sv.ID); e.Server != "" || f.getNode(name).Spec.Unschedulable {
+		f.t.Fatalf("healed: escalation %+v, cordoned %v; want it ended and the node uncordoned by flight", e, f.getNode(name).Spec.Unschedulable)
 	}
 }
 
 // TestRemediateStormAndFreeze: the Cluster API path's storm rule counts its Cluster's Machines (3 of 3 found
-// unhealthy by their MachineHealthCheck: every reboot held, Storm, then its cooldown), and its outage freeze reads the engine's own
-// checks of the cluster (the cloud check failing closes the gate; once it is back, the freeze holds the reboot
-// until outageFreeze has passed); then the soft reboot is sent, once.
+// unhealthy by their MachineHealthCheck: every reboot held, Storm, then its cooldown), and its outage freeze
+// reads the engine's own checks of the cluster (the cloud check failing closes the gate; once it is back, the
+// freeze holds the reboot until outageFreeze has passed); then the soft reboot is sent, once.
 func TestRemediateStormAndFreeze(t *testing.T) {
 	parallel(t)
 	f := newRMFixture(t)
