@@ -10,6 +10,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -151,6 +152,38 @@ func Drain(ctx context.Context, c client.Client, node string) (DrainResult, erro
 		}
 	}
 	return r, nil
+}
+
+// Budgets names, for each of pods ("namespace/name"), the PodDisruptionBudgets of its namespace whose selector
+// matches it ("namespace/name"), read through r (uncached: the budgets as they are now).
+func Budgets(ctx context.Context, r client.Reader, pods []corev1.Pod) (map[string][]string, error) {
+	out := map[string][]string{}
+	byNS := map[string][]policyv1.PodDisruptionBudget{}
+	for i := range pods {
+		p := &pods[i]
+		pdbs, ok := byNS[p.Namespace]
+		if !ok {
+			var l policyv1.PodDisruptionBudgetList
+			if err := r.List(ctx, &l, client.InNamespace(p.Namespace)); err != nil {
+				return nil, fmt.Errorf("list the PodDisruptionBudgets of namespace %s: %w", p.Namespace, err)
+			}
+			pdbs = l.Items
+			byNS[p.Namespace] = pdbs
+		}
+		for _, b := range pdbs {
+			if b.Spec.Selector == nil {
+				continue // policy/v1: a nil selector selects no pod (an empty one selects every pod of the namespace)
+			}
+			sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+			if err != nil {
+				continue
+			}
+			if sel.Matches(labels.Set(p.Labels)) {
+				out[p.Namespace+"/"+p.Name] = append(out[p.Namespace+"/"+p.Name], b.Namespace+"/"+b.Name)
+			}
+		}
+	}
+	return out, nil
 }
 
 func fenced(err error) bool {

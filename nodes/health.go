@@ -24,6 +24,8 @@ type Verdict struct {
 	Since  time.Time
 	// Due is when a matching condition that has not yet held long enough will (zero: none matches).
 	Due time.Time
+	// Condition is the Node's condition Reason names (what Recheck checks again at the write).
+	Condition corev1.NodeCondition
 }
 
 // Judge applies conds to n at now. A timer never starts before floor (the end of the last outage: the
@@ -45,12 +47,12 @@ func Judge(n *corev1.Node, conds []v1alpha1.UnhealthyCondition, now, floor time.
 			reason := fmt.Sprintf("%s=%s", c.Type, c.Status)
 			if !now.Before(due) {
 				if !v.Unhealthy || due.Before(v.Since.Add(uc.Timeout.Duration)) {
-					v.Unhealthy, v.Reason, v.Since = true, reason, since
+					v.Unhealthy, v.Reason, v.Since, v.Condition = true, reason, since, c
 				}
 				continue
 			}
 			if !v.Unhealthy && (v.Due.IsZero() || due.Before(v.Due)) {
-				v.Reason, v.Since, v.Due = reason, since, due
+				v.Reason, v.Since, v.Due, v.Condition = reason, since, due, c
 			}
 		}
 	}

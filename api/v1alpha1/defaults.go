@@ -113,8 +113,9 @@ const (
 	DefaultNodeStartupTimeout = 15 * time.Minute
 	DefaultSoftRebootTimeout  = 5 * time.Minute
 	DefaultHardRebootTimeout  = 10 * time.Minute
-	// DefaultDrainTimeout bounds the drain before a step.
+	// DefaultDrainTimeout bounds the drain before a step; MinDrainTimeout is the least it is taken as.
 	DefaultDrainTimeout = 10 * time.Minute
+	MinDrainTimeout     = time.Minute
 	// DefaultServerCooldown: a new escalation of a server takes its first step this long after its last.
 	DefaultServerCooldown = time.Hour
 	// DefaultServerMaxSteps disruptive steps per server in DefaultServerWindow.
@@ -171,6 +172,7 @@ func (r *NodeRepair) Settings() NodeSettings {
 	set(&s.HardReboot, r.HardRebootTimeout)
 	if d := r.Drain; d != nil {
 		set(&s.DrainTimeout, d.Timeout)
+		s.DrainTimeout = max(s.DrainTimeout, MinDrainTimeout)
 		if d.Force != "" {
 			s.DrainForce = d.Force
 		}

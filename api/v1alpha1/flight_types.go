@@ -145,7 +145,9 @@ const (
 // evicted through the Eviction API, which honours PodDisruptionBudgets (DaemonSet pods and mirror pods stay,
 // as kubectl drain leaves them); a reboot that heals the node uncordons it.
 type NodeDrain struct {
-	// Timeout of the drain (default 10m).
+	// Timeout of the drain (default 10m, at least 1m: a shorter one is taken as 1m). On a reachable node (or
+	// with force Never) a drain not done by then ends: the node is uncordoned, the pool freed, the pods and
+	// PodDisruptionBudgets that held it named, and the next drain waits perServer.cooldown.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration, e.g. 10m"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
@@ -254,12 +256,19 @@ const (
 	EscalationSoftReboot = "SoftReboot"
 	EscalationHardReboot = "HardReboot"
 	EscalationDelete     = "Delete"
+	// EscalationDrainTimedOut is the history's record of a drain that ended at its timeout on a reachable node
+	// (a PodDisruptionBudget held a pod): no step was taken, and the next drain waits perServer.cooldown.
+	EscalationDrainTimedOut = "DrainTimedOut"
 )
 
 // Phases of an escalation's step: the guards around it.
 const (
 	// PhaseDraining: the node is cordoned and its pods are being evicted; the step follows the drain.
 	PhaseDraining = "Draining"
+	// PhaseStarted: the step was recorded as started, before its cloud call was sent; it counts as taken at
+	// Since (its next step is not taken before its timeout from then, and it is in the history), since a
+	// process stopped between the record and the pass's status write cannot know whether the call went out.
+	PhaseStarted = "Started"
 	// PhaseTaken: the step was taken (the reboot or delete sent).
 	PhaseTaken = "Taken"
 	// PhaseStopped: no further step will be taken (Stopped says why): a human or the server's manager
@@ -277,10 +286,11 @@ type NodeEscalation struct {
 	Server string `json:"server"`
 	// Step last taken or under way (Observed, SoftReboot, HardReboot, Delete).
 	Step string `json:"step"`
-	// Phase of the step (Draining, Taken, Stopped; empty while Observed).
+	// Phase of the step (Draining, Started, Taken, Stopped; empty while Observed).
 	// +optional
 	Phase string `json:"phase,omitempty"`
-	// Since the step (or its phase) began.
+	// Since the step (or its phase) began: the time of its write (the cordon, the record before the cloud call,
+	// the cloud call's answer), not the pass's start.
 	Since metav1.Time `json:"since"`
 	// FirstSeen is when the node was first seen unhealthy: the evidence of a delete.
 	// +optional
@@ -306,7 +316,7 @@ type NodeEscalation struct {
 
 // StepRecord is one disruptive step taken on a server.
 type StepRecord struct {
-	// Step taken: SoftReboot, HardReboot, Delete.
+	// Step taken: SoftReboot, HardReboot, Delete; or DrainTimedOut, a drain that ended without one.
 	Step string `json:"step"`
 	// Time it was taken.
 	Time metav1.Time `json:"time"`
@@ -334,6 +344,10 @@ type ServerSighting struct {
 	Name string `json:"name,omitempty"`
 	// FirstSeen in this state.
 	FirstSeen metav1.Time `json:"firstSeen"`
+	// Cordoned: flight cordoned the server's Node before deleting the server (recorded before the cordon was
+	// sent), and uncordons it if the server leaves vm_state error instead.
+	// +optional
+	Cordoned bool `json:"cordoned,omitempty"`
 }
 
 // RouteSighting is a route seen stale, with when it was first seen so.

@@ -13,7 +13,7 @@ import (
 
 // TestErroredHold: a server in ERROR is deleted only where the node repair would delete it: not excluded,
 // not a control-plane node unless turned on, no Cluster API, Gardener or Magnum server, deleting on and a
-// manager that replaces it; its delete is in its node's pool.
+// manager that replaces it, no second Node naming it; its delete is in its node's pool.
 func TestErroredHold(t *testing.T) {
 	replaced := map[string]string{"pool": "a"}
 	node := func(labels, annotations map[string]string) *corev1.Node {
@@ -25,6 +25,7 @@ func TestErroredHold(t *testing.T) {
 		metadata map[string]string
 		node     *corev1.Node
 		cluster  map[string]string
+		dup      []string
 		spec     []func(*v1alpha1.NodeRepair)
 		hold     string // what the reason starts with ("" : deleted)
 		pool     string
@@ -32,6 +33,8 @@ func TestErroredHold(t *testing.T) {
 		{name: "replaced by its manager: deleted", metadata: replaced, spec: []func(*v1alpha1.NodeRepair){replacement}, pool: "workers"},
 		{name: "a Node of a pool: deleted in its pool", metadata: replaced, node: node(map[string]string{"np": "gpu"}, nil),
 			spec: []func(*v1alpha1.NodeRepair){replacement, func(r *v1alpha1.NodeRepair) { r.NodePoolLabel = "np" }}, pool: "gpu"},
+		{name: "named by two Nodes: neither is acted on", metadata: replaced, node: node(nil, nil), dup: []string{"n1", "n1-old"},
+			spec: []func(*v1alpha1.NodeRepair){replacement}, hold: "named by 2 Nodes", pool: "workers"},
 		{name: "no replacement configured", metadata: replaced, hold: StopNoReplacement, pool: "workers"},
 		{name: "the server lacks the replacement key", metadata: map[string]string{}, spec: []func(*v1alpha1.NodeRepair){replacement}, hold: StopNoReplacement, pool: "workers"},
 		{name: "delete: false", metadata: replaced, spec: []func(*v1alpha1.NodeRepair){replacement, func(r *v1alpha1.NodeRepair) { r.Delete = new(false) }},
@@ -62,7 +65,7 @@ func TestErroredHold(t *testing.T) {
 			}
 			s := spec.Settings()
 			sv := openstack.Server{ID: "s1", Status: "ERROR", VMState: "error", Metadata: tt.metadata}
-			c := newCase(sv, tt.node, s, &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Labels: tt.cluster}}, nil)
+			c := newCase(sv, tt.node, tt.dup, s, &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Labels: tt.cluster}}, nil)
 			got := erroredHold(c, s)
 			if (got == "") != (tt.hold == "") || !strings.HasPrefix(got, tt.hold) {
 				t.Errorf("erroredHold = %q, want %q", got, tt.hold)

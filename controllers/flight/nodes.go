@@ -13,6 +13,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/pass"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/nodes"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
@@ -113,6 +114,8 @@ type nodeCase struct {
 	skip         string
 	// steps on the server within the window, oldest first.
 	steps []v1alpha1.StepRecord
+	// dup names the Nodes when more than one names the server (same providerID).
+	dup []string
 }
 
 // Detect implements Repair: it sorts the cluster's servers into cases; Repair plans each against the
@@ -141,7 +144,7 @@ func (Nodes) Detect(in *pass.Input[*State]) pass.Finding[*State] {
 	listed := map[string]bool{}
 	for _, sv := range snap.Servers {
 		listed[sv.ID] = true
-		c := newCase(sv, snap.ServerNode[sv.ID], s, in.Cluster, sel)
+		c := newCase(sv, snap.ServerNode[sv.ID], snap.Duplicates[sv.ID], s, in.Cluster, sel)
 		c.prev, c.had = prev[sv.ID]
 		c.steps = hist[sv.ID]
 		if sv.Status == "ACTIVE" || rebootingStatus[sv.Status] {
@@ -172,8 +175,8 @@ func nodeNamed(ns []corev1.Node, name string) *corev1.Node {
 	return nil
 }
 
-func newCase(sv openstack.Server, node *corev1.Node, s v1alpha1.NodeSettings, c *v1alpha1.VitalsCluster, sel labels.Selector) *nodeCase {
-	nc := &nodeCase{server: sv, node: node, owner: nodes.OwnerOf(node, sv.Metadata, c.Labels), controlPlane: nodes.IsControlPlane(node)}
+func newCase(sv openstack.Server, node *corev1.Node, dup []string, s v1alpha1.NodeSettings, c *v1alpha1.VitalsCluster, sel labels.Selector) *nodeCase {
+	nc := &nodeCase{server: sv, node: node, dup: dup, owner: nodes.OwnerOf(node, sv.Metadata, c.Labels), controlPlane: nodes.IsControlPlane(node)}
 	_, nc.replaceable = sv.Metadata[s.ReplacementKey]
 	nc.replaceable = nc.replaceable && s.ReplacementKey != ""
 	switch {
@@ -197,15 +200,53 @@ func newCase(sv openstack.Server, node *corev1.Node, s v1alpha1.NodeSettings, c 
 	return nc
 }
 
-// guard is why no repair may take a disruptive or destructive step on c's server ("" when none): the
-// exclusion label or metadata, or a control-plane node while repairs.nodes.controlPlane is off. The node
-// repair and the errored-servers repair both apply it.
+// guard is why no repair may take a disruptive or destructive step on c's server ("" when none): more
+// than one Node naming it, the exclusion label or metadata, or a control-plane node while
+// repairs.nodes.controlPlane is off. The node repair and the errored-servers repair both apply it.
 func (c *nodeCase) guard(s v1alpha1.NodeSettings) string {
 	switch {
+	case len(c.dup) > 1:
+		return duplicateMessage(c.dup)
 	case nodes.Excluded(c.node, c.server.Metadata):
 		return "excluded by " + nodes.LabelExclude
 	case c.controlPlane && !s.ControlPlane:
 		return "a control-plane node (repairs.nodes.controlPlane.enabled is false)"
+	}
+	return ""
+}
+
+// ReasonDuplicateProviderID is NodesHealthy's reason, and the Warning's, while more than one Node names a
+// server of the cluster.
+const ReasonDuplicateProviderID = "DuplicateProviderID"
+
+func duplicateMessage(dup []string) string {
+	return fmt.Sprintf("named by %d Nodes (%s) with the same providerID: which of them is the server's is not known, so nothing is done to it (delete the stale Node)",
+		len(dup), strings.Join(dup, ", "))
+}
+
+// want is the state a step on c is decided on (the Node's tripped condition as the pass read it), which
+// nodes.Recheck reads again immediately before the write; state says when the fresh server no longer fits.
+func (f *nodesFinding) want(c *nodeCase, floor time.Time, state func(*openstack.Server) string) nodes.Want {
+	w := nodes.Want{Server: c.server.ID, ServerState: state}
+	if c.node != nil {
+		w.Node = c.node.Name
+		w.Condition = nodes.Judge(c.node, f.s.UnhealthyConditions, f.now, floor).Condition
+	}
+	return w
+}
+
+// shutOff is the out-of-service taint's nodes.Want.ServerState: the server is still off.
+func shutOff(sv *openstack.Server) string {
+	if sv.Status != "SHUTOFF" {
+		return "is " + sv.Status + " now, no longer SHUTOFF"
+	}
+	return ""
+}
+
+// active is a step's nodes.Want.ServerState: a reboot or a delete is taken on an ACTIVE server only.
+func active(sv *openstack.Server) string {
+	if sv.Status != "ACTIVE" {
+		return "is " + sv.Status + " now, no longer ACTIVE"
 	}
 	return ""
 }
@@ -224,6 +265,8 @@ type nodesFinding struct {
 	// it a server is the cluster's by a port on networkID, which a bastion or a database VM on the nodes'
 	// network has too: a server no Node names is then reported, never rebooted (NeverRegistered).
 	proven bool
+	// floor is the end of the last outage (no timer starts before it), set by Repair.
+	floor time.Time
 }
 
 // fault is why a case is unhealthy now ("" when it is not), with when its timer started and how long
@@ -316,7 +359,9 @@ func nodeAction(c *nodeCase, verb string, class remediation.Class) remediation.A
 // nodeReport gathers what the repair did, for NodesHealthy's message.
 type nodeReport struct {
 	taken, failed, held, waiting, stopped, blocked []string
-	storm, frozen                                  bool
+	// dups are the servers more than one Node names.
+	dups          []string
+	storm, frozen bool
 }
 
 func (r *nodeReport) add(list *[]string, id, msg string) { *list = append(*list, id+" "+msg) }
@@ -326,10 +371,16 @@ func (f *nodesFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass
 		return []pass.Report{{Status: metav1.ConditionUnknown, Reason: pass.ReasonInvalidSpec, Message: f.err.Error()}}
 	}
 	outage := env.Pass.Outage()
+	f.floor = outage.Last
 	var rep nodeReport
 	var kept []v1alpha1.NodeEscalation
 	hist := newHistory(f.history, f.now.Add(-f.s.Window))
 	for _, c := range f.cases {
+		if len(c.dup) > 1 {
+			msg := fmt.Sprintf("server %s is %s", c.server.ID, duplicateMessage(c.dup))
+			rep.dups = append(rep.dups, c.server.ID+" ("+strings.Join(c.dup, ", ")+")")
+			env.Warn(ReasonDuplicateProviderID, "Observe", msg)
+		}
 		p := f.plan(c, outage.Last)
 		switch p.act {
 		case actRecover:
@@ -392,6 +443,14 @@ func (f *nodesFinding) recover(ctx context.Context, env *pass.Env[*State], c *no
 func (f *nodesFinding) taint(ctx context.Context, env *pass.Env[*State], c *nodeCase, e *v1alpha1.NodeEscalation, rep *nodeReport) {
 	a := nodeAction(c, VerbTaintNode, remediation.Disruptive)
 	outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error {
+		// Read again: the Node still not Ready as read, the server still off (or gone, for a server flight deleted).
+		w := nodes.Want{Server: c.server.ID, Node: c.node.Name, ServerState: shutOff}
+		w.Condition, _ = nodes.Condition(c.node, corev1.NodeReady)
+		if _, err := nodes.Recheck(ctx, env.Workload.Client(), env.Cloud, w); err != nil {
+			if reason, _ := fencing.ReasonOf(err); !c.gone || reason != nodes.ReasonServerGone {
+				return err
+			}
+		}
 		_, err := nodes.Taint(ctx, env.Workload.Client(), c.node.Name, nodes.TaintOutOfService, true)
 		return err
 	})
@@ -450,7 +509,24 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 		}
 		if evict {
 			cordoned := false
+			var at metav1.Time
 			outcome, d, err := env.Act(ctx, da, func(ctx context.Context) error {
+				// Each round of the drain reads the Node and the server again before its first write.
+				if _, err := nodes.Recheck(ctx, wc, env.Cloud, f.want(c, f.floor, active)); err != nil {
+					return err
+				}
+				at = metav1.NewTime(env.Time())
+				if !c.node.Spec.Unschedulable {
+					// Recorded before the cordon: a process stopped after it still knows to uncordon the node.
+					rec := *e
+					rec.Cordoned = true
+					if !draining {
+						rec.Step, rec.Phase, rec.Since = p.step, v1alpha1.PhaseDraining, at
+					}
+					if err := record(ctx, env, rec, nil); err != nil {
+						return err
+					}
+				}
 				if err := nodes.Cordon(ctx, wc, c.node, true); err != nil {
 					return err
 				}
@@ -467,7 +543,7 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 					e.Cordoned = true // flight cordoned it: flight uncordons it
 				}
 				if !draining {
-					e.Step, e.Phase, e.Since = p.step, v1alpha1.PhaseDraining, metav1.NewTime(f.now)
+					e.Step, e.Phase, e.Since = p.step, v1alpha1.PhaseDraining, at
 					env.Event(corev1.EventTypeNormal, "NodeDraining", VerbDrainNode, fmt.Sprintf("node %s (server %s, %s): cordoned and draining before a %s", c.node.Name, c.server.ID, e.Reason, p.step))
 				}
 			}
@@ -483,15 +559,14 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 		}
 		if !res.Done() {
 			timedOut := !f.now.Before(e.Since.Add(f.s.DrainTimeout))
-			if !timedOut || f.s.DrainForce != v1alpha1.DrainForceWhenUnreachable || !nodes.Unreachable(c.node) {
+			forced := timedOut && f.s.DrainForce == v1alpha1.DrainForceWhenUnreachable && nodes.Unreachable(c.node)
+			if !forced {
 				msg := fmt.Sprintf("draining node %s before a %s: %d pods left, %d evicted in this pass", c.node.Name, p.step, len(res.Left), len(res.Evicted))
 				if len(res.Blocked) > 0 {
 					msg += fmt.Sprintf(", %d held by a PodDisruptionBudget or refused by the API server (%s)", len(res.Blocked), strings.Join(res.Blocked, "; "))
 				}
 				if timedOut {
-					msg += fmt.Sprintf("; the drain timed out (%s) and the node is reachable: the step waits for the drain (a PodDisruptionBudget is never overridden)", f.s.DrainTimeout)
-					env.Warn("DrainTimedOut", VerbDrainNode, msg)
-					rep.add(&rep.blocked, c.server.ID, msg)
+					f.drainEnds(ctx, env, c, p, res, hist, rep)
 				} else {
 					rep.add(&rep.waiting, c.server.ID, msg)
 				}
@@ -504,11 +579,21 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 	}
 	a := actionFor(c, e, p.step, q)
 	a.Continuation = continuing
-	outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error { return takeStep(ctx, env, c.server.ID, p.step) })
+	var at metav1.Time
+	outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error {
+		return takeStep(ctx, env, f.want(c, f.floor, active), p.step, func(ctx context.Context) error {
+			// Recorded as started before the cloud call, as taken after it: a process stopped in between
+			// neither repeats the step early nor loses it (PhaseStarted counts as taken).
+			at = metav1.NewTime(env.Time())
+			rec := *e
+			rec.Step, rec.Phase, rec.Since = p.step, v1alpha1.PhaseStarted, at
+			return record(ctx, env, rec, &v1alpha1.StepRecord{Step: p.step, Time: at, Reason: e.Reason})
+		})
+	})
 	switch outcome {
 	case pass.OutcomeDone:
-		e.Step, e.Phase, e.Since = p.step, v1alpha1.PhaseTaken, metav1.NewTime(f.now)
-		hist.add(c.server.ID, v1alpha1.StepRecord{Step: p.step, Time: metav1.NewTime(f.now), Reason: e.Reason})
+		e.Step, e.Phase, e.Since = p.step, v1alpha1.PhaseTaken, metav1.NewTime(env.Time())
+		hist.add(c.server.ID, v1alpha1.StepRecord{Step: p.step, Time: at, Reason: e.Reason})
 		rep.add(&rep.taken, c.server.ID, p.step)
 		env.Event(corev1.EventTypeNormal, "NodeEscalated", p.step, fmt.Sprintf("server %s (%s): %s, %s since %s", c.server.ID, c.server.Name, p.step, e.Reason, e.FirstSeen.UTC().Format(time.RFC3339)))
 	case pass.OutcomeFailed:
@@ -516,6 +601,75 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 	default:
 		rep.note(d, c.server.ID, p.step)
 	}
+}
+
+// drainEnds ends a drain that timed out on a reachable node (or with drain.force Never): a PodDisruptionBudget
+// is never overridden, and a drain that cannot finish must not hold its pool for ever. The step is not taken;
+// the node is uncordoned when flight cordoned it; the escalation goes back to Observed (its pool is free) with
+// the drain in the history, so that the next drain waits perServer.cooldown (and counts toward maxSteps); the
+// Warning and NodesHealthy name the pods left and the budgets that select them.
+func (f *nodesFinding) drainEnds(ctx context.Context, env *pass.Env[*State], c *nodeCase, p nodePlan, res nodes.DrainResult, hist *history, rep *nodeReport) {
+	e, wc := p.esc, env.Workload.Client()
+	held := strings.Join(res.Left, ", ")
+	if pods, err := nodes.NodePods(ctx, wc, c.node.Name); err == nil {
+		left := slices.DeleteFunc(pods, func(p corev1.Pod) bool { return !slices.Contains(res.Left, p.Namespace+"/"+p.Name) })
+		if by, err := nodes.Budgets(ctx, wc, left); err == nil {
+			var parts []string
+			for _, id := range res.Left {
+				if b := by[id]; len(b) > 0 {
+					parts = append(parts, id+" (PodDisruptionBudget "+strings.Join(b, ", ")+")")
+				} else {
+					parts = append(parts, id)
+				}
+			}
+			held = strings.Join(parts, ", ")
+		}
+	}
+	msg := fmt.Sprintf("the drain of node %s before a %s timed out (%s) with %d pods left: %s; the node is reachable, so no PodDisruptionBudget is overridden: the %s is not taken, the node's pool is free, and the next drain waits perServer.cooldown (%s)",
+		c.node.Name, p.step, f.s.DrainTimeout, len(res.Left), held, p.step, f.s.Cooldown)
+	if e.Cordoned && c.node.Spec.Unschedulable {
+		outcome, _, err := env.Act(ctx, nodeAction(c, VerbUncordonNode, remediation.Safe), func(ctx context.Context) error {
+			return nodes.Cordon(ctx, wc, c.node, false)
+		})
+		if outcome != pass.OutcomeDone {
+			// the drain ends once the node is schedulable again: tried again next pass
+			rep.add(&rep.blocked, c.server.ID, msg+"; uncordoning it did not go through ("+outcome+errText(err)+")")
+			return
+		}
+	}
+	now := metav1.NewTime(env.Time())
+	hist.add(c.server.ID, v1alpha1.StepRecord{Step: v1alpha1.EscalationDrainTimedOut, Time: now, Reason: e.Reason})
+	e.Step, e.Phase, e.Since, e.Cordoned = v1alpha1.EscalationObserved, "", now, false
+	env.Warn("DrainTimedOut", VerbDrainNode, msg)
+	rep.add(&rep.blocked, c.server.ID, msg)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return ": " + err.Error()
+}
+
+// record writes e, and the step st when set, into the flight block of the cluster's status now (pass.Env's
+// WriteAhead), ahead of the write it precedes.
+func record(ctx context.Context, env *pass.Env[*State], e v1alpha1.NodeEscalation, st *v1alpha1.StepRecord) error {
+	return env.WriteAhead(ctx, func(s *v1alpha1.ClusterStatus) {
+		if s.Flight == nil {
+			s.Flight = &v1alpha1.FlightStatus{}
+		}
+		fl := s.Flight
+		if i := slices.IndexFunc(fl.Escalations, func(x v1alpha1.NodeEscalation) bool { return x.Server == e.Server }); i >= 0 {
+			fl.Escalations[i] = e
+		} else {
+			fl.Escalations = append(fl.Escalations, e)
+		}
+		if st != nil {
+			h := newHistory(fl.History, time.Time{})
+			h.add(e.Server, *st)
+			fl.History = h.list()
+		}
+	})
 }
 
 // etcdQuorum reads etcd's members (kube-system pods labelled component=etcd, uncached) for a control-plane
@@ -528,16 +682,18 @@ func etcdQuorum(ctx context.Context, env *pass.Env[*State], c *nodeCase) (remedi
 	return nodes.EtcdQuorum(c.node.Name, env.Read.Snapshot.Nodes, pods), nil
 }
 
-// takeStep reads the server again (through the cluster's scoped cloud: it must still be the project's)
-// and takes the step only if it is still ACTIVE.
-func takeStep(ctx context.Context, env *pass.Env[*State], id, step string) error {
-	sv, err := env.Cloud.GetServer(ctx, id)
+// takeStep reads the Node again from the API server and the server from Nova (through the cluster's
+// scoped cloud: it must still be the project's), nodes.Recheck, and takes the step only if both are still as
+// it was decided on (w).
+func takeStep(ctx context.Context, env *pass.Env[*State], w nodes.Want, step string, started func(context.Context) error) error {
+	fresh, err := nodes.Recheck(ctx, env.Workload.Client(), env.Cloud, w)
 	if err != nil {
-		return fmt.Errorf("read server %s again: %w", id, err)
+		return fmt.Errorf("%s not taken: %w", step, err)
 	}
-	if sv.Status != "ACTIVE" {
-		return fmt.Errorf("server %s is %s now, no longer ACTIVE: %s not taken", sv.ID, sv.Status, step)
+	if err := started(ctx); err != nil {
+		return fmt.Errorf("%s not taken: %w", step, err)
 	}
+	sv := fresh.Server
 	switch step {
 	case v1alpha1.EscalationSoftReboot:
 		return env.Cloud.RebootServer(ctx, sv.ID, false)
@@ -549,7 +705,7 @@ func takeStep(ctx context.Context, env *pass.Env[*State], id, step string) error
 
 // report is NodesHealthy after the pass.
 func (f *nodesFinding) report(env *pass.Env[*State], kept []v1alpha1.NodeEscalation, rep *nodeReport, outage remediation.Outage) []pass.Report {
-	if len(kept) == 0 && len(rep.waiting) == 0 {
+	if len(kept) == 0 && len(rep.waiting) == 0 && len(rep.dups) == 0 {
 		return []pass.Report{{Status: metav1.ConditionTrue, Reason: "NodesHealthy",
 			Message: fmt.Sprintf("every ACTIVE server of the cluster (%d) has a healthy Node, or is still starting", f.active)}}
 	}
@@ -560,7 +716,8 @@ func (f *nodesFinding) report(env *pass.Env[*State], kept []v1alpha1.NodeEscalat
 		return fmt.Sprintf("; %s %d [%s]", name, len(l), strings.Join(l, "; "))
 	}
 	summary := fmt.Sprintf("%d of %d servers unhealthy", len(f.Unhealthy()), f.active) + list("steps taken", rep.taken) + list("failed", rep.failed) +
-		list("held back", rep.held) + list("drain blocked", rep.blocked) + list("stopped", rep.stopped) + list("waiting", rep.waiting)
+		list("held back", rep.held) + list("drain blocked", rep.blocked) + list("stopped", rep.stopped) + list("waiting", rep.waiting) +
+		list("named by several Nodes, never acted on", rep.dups)
 	reason := "NodesUnhealthy"
 	storm, why := remediation.Storm(env.Cluster, remediation.Scope{Unhealthy: len(env.Unhealthy), Total: len(env.Read.Snapshot.Servers)})
 	switch {
@@ -573,6 +730,8 @@ func (f *nodesFinding) report(env *pass.Env[*State], kept []v1alpha1.NodeEscalat
 	case rep.frozen || f.now.Before(outage.Until):
 		reason = remediation.ReasonFrozen
 		summary = fmt.Sprintf("frozen after an outage (%s, last seen %s) until %s, and every timer restarted; %s", outage.Why, outage.Last.UTC().Format(time.RFC3339), outage.Until.UTC().Format(time.RFC3339), summary)
+	case len(rep.dups) > 0:
+		reason = ReasonDuplicateProviderID
 	case len(rep.failed) > 0:
 		reason = "RepairFailed"
 	case slices.ContainsFunc(kept, func(e v1alpha1.NodeEscalation) bool { return e.Stopped == StopRebootLoop }):

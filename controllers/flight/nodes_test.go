@@ -57,6 +57,10 @@ func TestPlanNode(t *testing.T) {
 		{name: "observed before: soft reboot", server: active, node: node("Unknown", 7*time.Minute), prev: esc("Observed", "", time.Minute), act: actStep, step: "SoftReboot", esc: true},
 		{name: "draining: the same step goes on", server: active, node: node("Unknown", 9*time.Minute), prev: esc("SoftReboot", "Draining", time.Minute), act: actStep, step: "SoftReboot", esc: true},
 		{name: "soft reboot within its timeout: waits", server: active, node: node("Unknown", time.Hour), prev: esc("SoftReboot", "Taken", 3*time.Minute), esc: true},
+		// A step recorded as started (the process stopped after the record, before or after its cloud call):
+		// counted as taken at its time, never repeated, its next step not early.
+		{name: "soft reboot started, within its timeout: waits, not repeated", server: active, node: node("Unknown", time.Hour), prev: esc("SoftReboot", "Started", 50*time.Second), esc: true},
+		{name: "soft reboot started, timed out: hard reboot", server: active, node: node("Unknown", time.Hour), prev: esc("SoftReboot", "Started", 6*time.Minute), act: actStep, step: "HardReboot", esc: true},
 		{name: "soft reboot timed out: hard reboot", server: active, node: node("Unknown", time.Hour), prev: esc("SoftReboot", "Taken", 6*time.Minute), act: actStep, step: "HardReboot", esc: true},
 		{name: "hard reboot timed out, nobody replaces: stop", server: active, node: node("Unknown", time.Hour), prev: esc("HardReboot", "Taken", 11*time.Minute), stop: StopNoReplacement, esc: true},
 		{name: "hard reboot timed out, a manager replaces: delete", server: replaceable, node: node("Unknown", time.Hour), prev: esc("HardReboot", "Taken", 11*time.Minute),
@@ -112,7 +116,7 @@ func TestPlanNode(t *testing.T) {
 			cl := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Labels: tt.cluster}}
 			s := spec.Settings()
 			f := &nodesFinding{s: s, now: t0, proven: !tt.unproven}
-			c := newCase(tt.server, tt.node, s, cl, nil)
+			c := newCase(tt.server, tt.node, nil, s, cl, nil)
 			if tt.prev != nil {
 				c.prev, c.had = *tt.prev, true
 			}
@@ -150,7 +154,7 @@ func TestNodesUnhealthy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var spec v1alpha1.NodeRepair
 			s := spec.Settings()
-			f := &nodesFinding{s: s, now: t0, proven: !tt.unproven, cases: []*nodeCase{newCase(tt.sv, tt.node, s, &v1alpha1.VitalsCluster{}, nil)}}
+			f := &nodesFinding{s: s, now: t0, proven: !tt.unproven, cases: []*nodeCase{newCase(tt.sv, tt.node, nil, s, &v1alpha1.VitalsCluster{}, nil)}}
 			if got := len(f.Unhealthy()) == 1; got != tt.want {
 				t.Errorf("counted %v, want %v", got, tt.want)
 			}

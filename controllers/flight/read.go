@@ -35,6 +35,8 @@ type Snapshot struct {
 	NodeServer map[string]string
 	// ServerNode is the Node of each server that has one.
 	ServerNode map[string]*corev1.Node
+	// Duplicates are the servers more than one Node names (nodes.Duplicates): no repair acts on them.
+	Duplicates map[string][]string
 }
 
 // Problem is a condition reason and message.
@@ -109,6 +111,7 @@ func Read(ctx context.Context, cloud tenancy.Cloud, workload client.Reader, o Re
 			snap.NodeServer[n.Name] = id
 		}
 	}
+	snap.Duplicates = nodes.Duplicates(snap.Nodes)
 	named := map[string]bool{}
 	for _, id := range snap.NodeServer {
 		named[id] = true

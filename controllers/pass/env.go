@@ -2,11 +2,13 @@ package pass
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/fencing"
@@ -47,6 +49,30 @@ type Env[T any] struct {
 	o          *outcome
 	repair     string
 	controller string
+	// types are the controller's conditions; writer and clock those of the runner (WriteAhead, Time).
+	types  []string
+	writer *Writer
+	clock  clock.PassiveClock
+}
+
+// Time is the time now, on the runner's clock: the time of a write made in the middle of the pass (Now is
+// the pass's start).
+func (e *Env[T]) Time() time.Time { return e.clock.Now() }
+
+// WriteAhead writes the controller's block of the cluster's status now, in the middle of the pass, before a
+// step is taken: the block as last written, changed by record, with the controller's conditions as they
+// stand. A step recorded so before its cloud call is neither lost nor repeated early when the process stops
+// between the call and the pass's one status write (or that write fails). The write goes through the
+// Writer's fence; an error means nothing was recorded, and the step must not be taken.
+func (e *Env[T]) WriteAhead(ctx context.Context, record func(*v1alpha1.ClusterStatus)) error {
+	own := Owned{Owner: e.controller, Fields: []string{e.controller}, Types: e.types}
+	own.Status.CopyBlock(e.controller, &e.Cluster.Status)
+	record(&own.Status)
+	own.Conditions = owned(e.Cluster.Status.Conditions, e.types)
+	if _, err := e.writer.Write(ctx, e.Cluster, own); err != nil {
+		return fmt.Errorf("record the step before it is taken: %w", err)
+	}
+	return nil
 }
 
 // Ask asks the policy for a. A held or dry-run answer is counted in vitals_<controller>_repairs_total

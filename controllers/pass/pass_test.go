@@ -516,3 +516,60 @@ func TestSummary(t *testing.T) {
 		})
 	}
 }
+
+// TestRunnerReadsItsOwnWrite: a pass never builds on a cache that has not seen the runner's last status write:
+// while the cache still shows the cluster as before that write, the pass reads it from the API server (and,
+// built on its own last write, has nothing to write again); a cache that caught up is read as before.
+func TestRunnerReadsItsOwnWrite(t *testing.T) {
+	e := newRunnerEnv(t, 0)
+	var mu sync.Mutex
+	var stale *v1alpha1.VitalsCluster
+	apiGets := 0
+	cache := interceptor.NewClient(e.c.(client.WithWatch), interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		mu.Lock()
+		s := stale
+		mu.Unlock()
+		if vc, ok := obj.(*v1alpha1.VitalsCluster); ok && s != nil {
+			s.DeepCopyInto(vc)
+			return nil
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	api := interceptor.NewClient(e.c.(client.WithWatch), interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		mu.Lock()
+		apiGets++
+		mu.Unlock()
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	e.deps.Client, e.deps.APIReader = cache, api
+	r, err := pass.New[toySettings, string](e.deps, e.gc, pass.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := get(t, e.c, e.key)
+	e.reconcile(t, r)
+	applies := e.applies.get()
+	if applies == 0 || apiGets != 0 {
+		t.Fatalf("first pass: %d applies, %d reads of the API server; want a write and none", applies, apiGets)
+	}
+	for _, tc := range []struct {
+		name    string
+		stale   *v1alpha1.VitalsCluster
+		apiGets int
+	}{
+		{name: "the cache has not seen the write", stale: before, apiGets: 1},
+		{name: "the cache caught up", apiGets: 1},
+	} {
+		mu.Lock()
+		stale = tc.stale
+		mu.Unlock()
+		e.clk.Step(v1alpha1.DefaultInterval)
+		e.reconcile(t, r)
+		mu.Lock()
+		got := apiGets
+		mu.Unlock()
+		if got != tc.apiGets || e.applies.get() != applies {
+			t.Fatalf("%s: %d reads of the API server, %d applies; want %d and %d (the pass built on its own last write)", tc.name, got, e.applies.get(), tc.apiGets, applies)
+		}
+	}
+}

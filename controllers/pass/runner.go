@@ -168,6 +168,8 @@ type Runner[S Settings, T any] struct {
 	// types are the conditions the controller owns (every repair's), in the repairs' order.
 	types []string
 	due   schedule
+	// wrote is the resourceVersion of each cluster's last status write of this runner.
+	wrote versions
 }
 
 // New validates d and returns the runner of ctl.
@@ -181,7 +183,8 @@ func New[S Settings, T any](d *Deps, ctl Controller[S, T], o Options) (*Runner[S
 	if err := d.RequirePolicy(); err != nil {
 		return nil, fmt.Errorf("%s: %w", ctl.Name(), err)
 	}
-	r := &Runner[S, T]{d: d, ctl: ctl, timeout: o.Timeout, metrics: o.Metrics, rec: d.recorder(ctl.Name()), due: schedule{at: map[types.NamespacedName]due{}}}
+	r := &Runner[S, T]{d: d, ctl: ctl, timeout: o.Timeout, metrics: o.Metrics, rec: d.recorder(ctl.Name()), due: schedule{at: map[types.NamespacedName]due{}},
+		wrote: versions{rv: map[types.NamespacedName]string{}}}
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
 	}
@@ -218,6 +221,26 @@ func (r *Runner[S, T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		}
 		return ctrl.Result{}, fmt.Errorf("get cluster %s: %w", key, err)
 	}
+	if rv, ok := r.wrote.get(key); ok && rv != c.ResourceVersion {
+		// Read your own write: the cache may not have seen this runner's last status write yet (a pass that
+		// outlasts its interval is followed at once by the next), and a pass built on it would write an older
+		// block back (an escalation that ended would come back at its old step). A cache that shows another
+		// version is not trusted: the pass is built on the API server's object.
+		c = v1alpha1.VitalsCluster{}
+		if err := r.d.APIReader.Get(ctx, key, &c); err != nil {
+			if apierrors.IsNotFound(err) {
+				r.forget(key)
+				return ctrl.Result{}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("get cluster %s from the API server (the cache has not seen the last status write): %w", key, err)
+		}
+	}
+	read := c.ResourceVersion
+	defer func() {
+		if c.ResourceVersion != read {
+			r.wrote.set(key, c.ResourceVersion)
+		}
+	}()
 	if !c.DeletionTimestamp.IsZero() {
 		// deorbit's now; the cluster's block stays as it was
 		r.due.drop(key)
@@ -357,7 +380,7 @@ func (r *Runner[S, T]) pass(ctx context.Context, c *v1alpha1.VitalsCluster, s S,
 	capped := &cappedPass{Pass: o.policy, left: common.Budget, controller: name}
 	for _, f := range findings {
 		env := &Env[T]{Cluster: c, Cloud: scope.Cloud, Scope: scope, Workload: in.Workload, Read: t, Pass: capped, Unhealthy: o.unhealthy, Now: now,
-			r: r.metrics, o: o, repair: f.repair.Name(), controller: name}
+			r: r.metrics, o: o, repair: f.repair.Name(), controller: name, types: r.types, writer: r.d.Writer, clock: r.d.Clock}
 		main := f.repair.Conditions()[0]
 		for _, rep := range f.finding.Repair(ctx, env) {
 			if rep.Type == "" {
@@ -492,6 +515,7 @@ func (r *Runner[S, T]) settle(ctx context.Context, c *v1alpha1.VitalsCluster, re
 
 func (r *Runner[S, T]) forget(key types.NamespacedName) {
 	r.due.drop(key)
+	r.wrote.drop(key)
 	r.metrics.Forget(key)
 	r.d.Policy.Forget(key)
 	if f, ok := r.ctl.(interface{ Forget(types.NamespacedName) }); ok {
@@ -573,4 +597,29 @@ func (s *schedule) drop(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.at, key)
+}
+
+// versions are the resourceVersions of the runner's last status write of each cluster.
+type versions struct {
+	mu sync.Mutex
+	rv map[types.NamespacedName]string
+}
+
+func (v *versions) get(key types.NamespacedName) (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	rv, ok := v.rv[key]
+	return rv, ok
+}
+
+func (v *versions) set(key types.NamespacedName, rv string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.rv[key] = rv
+}
+
+func (v *versions) drop(key types.NamespacedName) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.rv, key)
 }

@@ -280,7 +280,25 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 		}
 		a.Quorum = &q
 	}
-	s.policy = r.d.Policy.Begin(ctx, vc, Name, nil, ps)
+	// The Node and the server are read again at the write (nodes.Recheck), through the workload cluster's
+	// uncached client: without it nothing proves the Node still unhealthy, unexcluded and the server's own.
+	wc, err := r.workload(ctx, vc)
+	if err != nil {
+		return r.hold(s, ReasonReadFailed, fmt.Sprintf("server %s is not rebooted without its Node read again at the write: %v", id, err), time.Time{})
+	}
+	want := nodes.Want{Server: sv.ID, Node: m.Status.NodeRef.Name, ServerState: func(sv *openstack.Server) string {
+		if !rebootable(step, sv.Status) {
+			return fmt.Sprintf("is %s now: no %s reboot", sv.Status, step)
+		}
+		return ""
+	}}
+	// The storm rule sees the cluster's real count: its Machines, and those its MachineHealthChecks found
+	// unhealthy.
+	if ps.Unhealthy, ps.Total, err = r.machineCounts(ctx, m); err != nil {
+		return r.hold(s, ReasonReadFailed, fmt.Sprintf("the storm rule cannot count the Machines of Cluster %s/%s: %v", m.Namespace, m.Spec.ClusterName, err), time.Time{})
+	}
+	// The outage freeze and the gate read the engine's own checks of the cluster: its cloud and its workload API.
+	s.policy = r.d.Policy.Begin(ctx, vc, Name, []string{remediation.CheckCloud, remediation.CheckWorkload}, ps)
 	d := s.policy.Ask(ctx, a)
 	switch d.Outcome {
 	case remediation.DryRun:
@@ -290,7 +308,7 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 		r.o.Metrics.step(step, pass.OutcomeHeld)
 		return r.hold(s, d.Reason, "the "+step+" reboot of server "+id+" is held: "+d.Message, d.RetryAt)
 	}
-	err = scope.Cloud.RebootServer(fencing.With(ctx, r.fence(m, stillUnhealthy, s.policy.Fence(a))), sv.ID, step == StepHard)
+	err = scope.Cloud.RebootServer(fencing.With(ctx, r.fence(m, stillUnhealthy, recheck(wc.Client(), scope.Cloud, want, s.policy.Fence(a)))), sv.ID, step == StepHard)
 	s.policy.Done(ctx, a, err)
 	if reason, ok := fencing.ReasonOf(err); ok {
 		r.o.Metrics.step(step, pass.OutcomeHeld)

@@ -18,8 +18,10 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/clusterapi"
+	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/nodes"
 	"github.com/vitalsproject/vitals/remediation"
+	"github.com/vitalsproject/vitals/workload"
 )
 
 // capiCluster reads the Cluster API Cluster of m (its spec.clusterName, in its namespace) from the API server.
@@ -131,16 +133,58 @@ func (r *Reconciler) inFlight(ctx context.Context, self *v1alpha1.VitalsRemediat
 	return map[string][]string{pool: ids}, nil
 }
 
+// machineCounts counts the Machines of m's Cluster (spec.clusterName, in its namespace, read from the API
+// server), and those whose HealthCheckSucceeded condition is False (a MachineHealthCheck found them unhealthy):
+// the storm rule's scope.
+func (r *Reconciler) machineCounts(ctx context.Context, m *clusterv1.Machine) (unhealthy, total int, err error) {
+	var list clusterv1.MachineList
+	if err := r.d.APIReader.List(ctx, &list, client.InNamespace(m.Namespace)); err != nil {
+		return 0, 0, fmt.Errorf("list the Machines of namespace %s: %w", m.Namespace, err)
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.Spec.ClusterName != m.Spec.ClusterName || !o.DeletionTimestamp.IsZero() {
+			continue
+		}
+		total++
+		if c := meta.FindStatusCondition(o.Status.Conditions, clusterv1.MachineHealthCheckSucceededCondition); c != nil && c.Status == metav1.ConditionFalse {
+			unhealthy++
+		}
+	}
+	return unhealthy, total, nil
+}
+
+// workload is the workload cluster of vc (an error without access to workload clusters).
+func (r *Reconciler) workload(ctx context.Context, vc *v1alpha1.VitalsCluster) (workload.Cluster, error) {
+	if r.d.Workload == nil {
+		return nil, errors.New("no access to workload clusters")
+	}
+	wc, err := r.d.Workload.For(ctx, vc)
+	if err != nil {
+		return nil, fmt.Errorf("the workload cluster of VitalsCluster %s/%s: %w", vc.Namespace, vc.Name, err)
+	}
+	return wc, nil
+}
+
+// recheck is the fence that reads the Machine's Node (uncached, through nodes) and its server again immediately
+// before the reboot is sent (nodes.Recheck: the Node still naming the server, not excluded, no other Ready Node
+// naming it, the server not excluded and still rebootable), then enters next.
+func recheck(nodeReader client.Reader, servers nodes.ServerReader, w nodes.Want, next fencing.Fence) fencing.Fence {
+	return fencing.Func(func(ctx context.Context) (context.Context, context.CancelFunc, error) {
+		if _, err := nodes.Recheck(ctx, nodeReader, servers, w); err != nil {
+			return nil, nil, err
+		}
+		return next.Enter(ctx)
+	})
+}
+
 // quorum is etcd's quorum for a reboot of control-plane Machine m, as flight has it for a control-plane node
 // (nodes.EtcdQuorum): the etcd pods of the workload cluster's kube-system (read uncached) on its Nodes, m's Node
 // the target. Without the workload cluster there is no quorum to check: an error, and the reboot waits.
 func (r *Reconciler) quorum(ctx context.Context, vc *v1alpha1.VitalsCluster, m *clusterv1.Machine) (remediation.Quorum, error) {
-	if r.d.Workload == nil {
-		return remediation.Quorum{}, errors.New("no access to workload clusters")
-	}
-	wc, err := r.d.Workload.For(ctx, vc)
+	wc, err := r.workload(ctx, vc)
 	if err != nil {
-		return remediation.Quorum{}, fmt.Errorf("the workload cluster of VitalsCluster %s/%s: %w", vc.Namespace, vc.Name, err)
+		return remediation.Quorum{}, err
 	}
 	pods, err := nodes.EtcdPods(ctx, wc.Client())
 	if err != nil {

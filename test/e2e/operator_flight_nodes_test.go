@@ -826,9 +826,10 @@ func portPairs(t *testing.T, nc *gophercloud.ServiceClient, server string) []str
 }
 
 // TestFlightNodesDrainPDB: before a reboot the Node is cordoned and drained through the Eviction API; a pod
-// whose PodDisruptionBudget allows no disruption is refused (the API server's 429), the step waits, past the
-// drain timeout too since the node is reachable (Ready=False: its kubelet reports); once the budget allows it,
-// the pod is evicted, and when it is gone the soft reboot follows. The test writes what a kubelet and the
+// whose PodDisruptionBudget allows no disruption is refused (the API server's 429) and the step waits; at the
+// drain timeout, the node being reachable (Ready=False: its kubelet reports), the drain ends without the step,
+// naming the pod and its budget, uncordons the node, frees the pool and waits perServer.cooldown; the next
+// drain, the budget allowing it, evicts the pod, and when it is gone the soft reboot follows. The test writes what a kubelet and the
 // disruption controller would: the pod Running and Ready on the node, the budget's status.
 func TestFlightNodesDrainPDB(t *testing.T) {
 	parallel(t)
@@ -876,10 +877,18 @@ func TestFlightNodesDrainPDB(t *testing.T) {
 	if !f.getNode(name).Spec.Unschedulable {
 		t.Errorf("node not cordoned while draining")
 	}
-	// Past the drain timeout (10m): the node is reachable, the budget is never overridden.
+	// Past the drain timeout (10m): the node is reachable, the budget is never overridden, and the drain ends:
+	// the pod and its budget named, the node uncordoned, the pool free (back to Observed), no new drain before
+	// perServer.cooldown.
 	cl = f.pass(11 * time.Minute)
-	if c := condition(cl, v1alpha1.ConditionNodesHealthy); c.Reason != "DrainBlocked" {
-		t.Errorf("after the drain timeout: NodesHealthy = %+v, want DrainBlocked", c)
+	if c := condition(cl, v1alpha1.ConditionNodesHealthy); c.Reason != "DrainBlocked" || !strings.Contains(c.Message, "PodDisruptionBudget "+ns+"/db") || !strings.Contains(c.Message, ns+"/"+pod.Name) {
+		t.Errorf("after the drain timeout: NodesHealthy = %+v, want DrainBlocked naming the pod and its budget", c)
+	}
+	if e := escalation(cl, sv.ID); e.Step != v1alpha1.EscalationObserved || e.Cordoned || f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("after the drain timeout: escalation %+v, cordoned %v; want Observed and the node uncordoned", e, f.getNode(name).Spec.Unschedulable)
+	}
+	if h := cl.Status.Flight.History; len(h) != 1 || len(h[0].Steps) != 1 || h[0].Steps[0].Step != v1alpha1.EscalationDrainTimedOut {
+		t.Errorf("history %+v, want the drain that timed out", h)
 	}
 	if soft, hard := f.reboots(); soft+hard != 0 {
 		t.Fatalf("rebooted with a pod its budget protects: %d soft, %d hard", soft, hard)
@@ -887,9 +896,17 @@ func TestFlightNodesDrainPDB(t *testing.T) {
 	if _, err := f.kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the protected pod: %v", err)
 	}
-	// The budget allows one disruption: evicted; the kubelet confirms the pod gone; then the reboot.
+	// Within the cooldown: no new drain, even once the budget allows it.
 	budget(1)
-	f.pass(time.Minute)
+	cl = f.pass(time.Minute)
+	if c := condition(cl, v1alpha1.ConditionNodesHealthy); !strings.Contains(c.Message, "cooling down") || f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("within the cooldown: NodesHealthy %+v, cordoned %v; want it cooling down, not cordoned", c, f.getNode(name).Spec.Unschedulable)
+	}
+	// After it (perServer.cooldown, 1h): drained again.
+	if e := escalation(f.pass(time.Hour), sv.ID); e.Step != v1alpha1.EscalationSoftReboot || e.Phase != v1alpha1.PhaseDraining {
+		t.Fatalf("after the cooldown: escalation %+v, want draining again", e)
+	}
+	// The budget allows one disruption: evicted; the kubelet confirms the pod gone; then the reboot.
 	got, err := f.kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err == nil && got.DeletionTimestamp == nil {
 		t.Fatalf("the pod was not evicted once its budget allowed it")
@@ -957,11 +974,7 @@ func TestFlightNodesEvictionRefused(t *testing.T) {
 		t.Fatalf("rebooted with a pod not evicted: %d soft, %d hard", soft, hard)
 	}
 	f.kubeProxy.Remove("evict-500")
-	f.setConditions(f.getNode(name), condReady)
-	cl = f.pass(time.Minute)
-	if e := escalation(cl, sv.ID); e.Server != "" || f.getNode(name).Spec.Unschedulable {
-		t.Fatalf("healed: escalation %+v, cordoned %v; want the node uncordoned by flight", e, f.getNode(name).Spec.Unschedulable)
-	}
+	f.heals(sv, name)
 }
 
 // TestFlightNodesEvictionUnreachable: the cordon holds, then the workload API server stops answering the
@@ -989,11 +1002,7 @@ func TestFlightNodesEvictionUnreachable(t *testing.T) {
 	if st := cl.Status.Remediation; st == nil || st.LastOutage == nil || !strings.Contains(st.LastOutageReason, "DrainNode") {
 		t.Errorf("status.remediation %+v, want the outage the eviction found", st)
 	}
-	f.setConditions(f.getNode(name), condReady)
-	cl = f.pass(time.Minute)
-	if e := escalation(cl, sv.ID); e.Server != "" || f.getNode(name).Spec.Unschedulable {
-		t.Fatalf("healed: escalation %+v, cordoned %v; want the node uncordoned by flight", e, f.getNode(name).Spec.Unschedulable)
-	}
+	f.heals(sv, name)
 	if soft, hard := f.reboots(); soft+hard != 0 {
 		t.Errorf("%d soft and %d hard reboots", soft, hard)
 	}

@@ -42,6 +42,7 @@ import (
 	"github.com/vitalsproject/vitals/operator"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
+	"github.com/vitalsproject/vitals/workload"
 )
 
 // rmFixture is one VitalsCluster in a namespace of a private kube-apiserver (the management cluster), its
@@ -61,6 +62,7 @@ type rmFixture struct {
 	m      *remediate.Metrics
 	events *events.FakeRecorder
 	hosts  int
+	checks remediation.Checks
 }
 
 // capiCRDs installs Cluster API's CRDs of these files (config/crd/bases of the module the project builds with) in
@@ -118,6 +120,7 @@ func newRMFixture(t *testing.T) *rmFixture {
 	reg := prometheus.NewRegistry()
 	checks := remediation.NewChecks(f.clock)
 	checks.Set(f.key, remediation.CheckCloud, nil)
+	f.checks = checks
 	// The fences read the cluster live, each write a new read: a pause set a moment before a write holds it.
 	p, err := remediation.New(remediation.Options{Clock: f.clock, Recorder: f.events, Metrics: remediation.NewMetrics(reg), Checks: checks,
 		Live: f.c, LiveMaxAge: time.Millisecond})
@@ -126,7 +129,15 @@ func newRMFixture(t *testing.T) *rmFixture {
 	}
 	verifier := tenancy.NewVerifier(tenancy.Options{Secrets: f.c, Clusters: f.c, TrustedNamespaces: []string{f.ns},
 		Operator: func(context.Context) (tenancy.Connection, error) { return viaProxy, nil }})
-	f.deps = &pass.Deps{Client: f.c, Tenancy: verifier, Policy: p, Clock: f.clock, Recorder: func(string) events.EventRecorder { return f.events }}
+	// The workload cluster is the same API server (the Machines' Nodes, read again at each reboot's write). Its
+	// check feeds the outage freeze: a probe slow on a loaded machine is no outage these tests are about.
+	wl, err := workload.NewManager(workload.Options{Secrets: f.c, Checks: checks, AllowLocal: true, Local: cfg,
+		HealthInterval: time.Second, HealthTimeout: 15 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wl.Close)
+	f.deps = &pass.Deps{Client: f.c, Tenancy: verifier, Policy: p, Clock: f.clock, Workload: wl, Recorder: func(string) events.EventRecorder { return f.events }}
 	f.m = remediate.NewMetrics(reg)
 	if f.rec, err = remediate.New(f.deps, remediate.Options{Metrics: f.m}); err != nil {
 		t.Fatal(err)
