@@ -135,7 +135,7 @@ func newFNFixture(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) *fnFixture
 	f.kubeProxy = kp
 	t.Cleanup(func() { _ = kp.Close() })
 	wl, err := workload.NewManager(workload.Options{Secrets: f.c, Checks: f.checks, AllowLocal: true, Local: kcfg,
-		HealthInterval: time.Second, HealthTimeout: 2 * time.Second})
+		HealthInterval: time.Second, HealthTimeout: 15 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
