@@ -182,8 +182,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		for _, d := range st.Debris {
 			log.Info("deorbit debris", "type", d.Type, "id", d.ID, "name", d.Name, "status", d.Status, "lastError", d.LastError)
 		}
+		for _, d := range st.NotProven {
+			log.Info("deorbit not proven the cluster's, never touched", "type", d.Type, "id", d.ID, "name", d.Name)
+		}
 	case changed && st.Phase == v1alpha1.DeorbitPhaseDone:
-		r.event(&c, corev1.EventTypeNormal, "DeorbitDone", "Deorbit", fmt.Sprintf("the cloud confirmed every resource of the cluster gone (%d tracked)", st.Counts.Total))
+		r.event(&c, corev1.EventTypeNormal, "DeorbitDone", "Deorbit", fmt.Sprintf("the cloud confirmed every resource of the cluster gone (%d tracked)", st.Counts.Total)+notProvenNote(st))
 	}
 	reason, status, msg := conditionOf(st, in)
 	own := cleanedUp(&c, metav1.Condition{Type: v1alpha1.ConditionCleanedUp, Status: status, Reason: reason, Message: msg})
@@ -348,9 +351,9 @@ func conditionOf(st *v1alpha1.DeorbitStatus, in Input) (reason string, status me
 	counts := fmt.Sprintf("%d of %d resources done, %d remaining", st.Counts.Done, st.Counts.Total, st.Counts.Remaining)
 	switch {
 	case st.Phase == v1alpha1.DeorbitPhaseDone:
-		return "CleanedUp", metav1.ConditionTrue, "the cloud confirmed every resource of the cluster gone: " + counts
+		return "CleanedUp", metav1.ConditionTrue, "the cloud confirmed every resource of the cluster gone: " + counts + notProvenNote(st)
 	case st.Phase == v1alpha1.DeorbitPhaseGaveUp:
-		return "GaveUp", metav1.ConditionFalse, fmt.Sprintf("gave up after %s: %d resources in the debris report (status.deorbit.debris); the finalizer goes", in.Settings.GiveUpAfter, len(st.Debris))
+		return "GaveUp", metav1.ConditionFalse, fmt.Sprintf("gave up after %s: %d resources in the debris report (status.deorbit.debris); the finalizer goes", in.Settings.GiveUpAfter, len(st.Debris)) + notProvenNote(st)
 	case st.Phase == v1alpha1.DeorbitPhaseDryRunPlanned:
 		return "DryRun", metav1.ConditionFalse, "dry run: status.deorbit.resources lists what would be deleted (state WouldDelete); nothing was deleted and the finalizer is held until the dry run ends or deorbit gives up at " +
 			st.StartTime.Add(in.Settings.GiveUpAfter).UTC().Format(time.RFC3339)
@@ -387,9 +390,26 @@ func debrisNote(st *v1alpha1.DeorbitStatus) string {
 	}
 	sort.Strings(parts)
 	if len(parts) == 0 {
-		return "gave up; nothing of the cluster is left in the cloud"
+		return "gave up; nothing of the cluster is left in the cloud" + notProvenNote(st)
 	}
-	return "gave up; debris left in the cloud: " + strings.Join(parts, ", ") + " (status.deorbit.debris while the cluster is there)"
+	return "gave up; debris left in the cloud: " + strings.Join(parts, ", ") + " (status.deorbit.debris while the cluster is there)" + notProvenNote(st)
+}
+
+// notProvenNote names the resources never proven the cluster's, apart from the debris ("" without any).
+func notProvenNote(st *v1alpha1.DeorbitStatus) string {
+	if len(st.NotProven) == 0 {
+		return ""
+	}
+	ids := make([]string, 0, maxNoteIDs)
+	for _, d := range st.NotProven[:min(len(st.NotProven), maxNoteIDs)] {
+		ids = append(ids, d.Type+" "+cmp.Or(d.ID, d.Name))
+	}
+	more := ""
+	if n := len(st.NotProven) - len(ids); n > 0 {
+		more = fmt.Sprintf(" and %d more", n)
+	}
+	return fmt.Sprintf("; not debris: %d resources the workload cluster named were never proven the cluster's and never touched (%s%s; status.deorbit.notProven): "+
+		"they may be another cluster's, do not delete them for this one", len(st.NotProven), strings.Join(ids, ", "), more)
 }
 
 // maxNoteIDs bounds the IDs of each type a DeorbitGaveUp Event names (the log names every one).

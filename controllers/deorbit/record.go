@@ -61,13 +61,13 @@ func (r *Reconciler) record(ctx context.Context, c *v1alpha1.VitalsCluster) (ctr
 	if c.Status.Deorbit != nil && c.Status.Deorbit.Seen != nil {
 		seen = c.Status.Deorbit.Seen.DeepCopy()
 	}
-	if t := seen.LastRecordTime; t != nil && now.Before(t.Add(every)) && meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionServersSelected) != nil {
+	if t := seen.LastRecordTime; t != nil && now.Before(t.Add(every)) {
 		return ctrl.Result{RequeueAfter: t.Add(every).Sub(now)}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.o.StepTimeout)
 	defer cancel()
 	log := logf.FromContext(ctx)
-	seen.LastRecordTime = &metav1.Time{Time: now}
+	retry := false // the servers could not be looked at: again soon, not at the interval
 	cond := metav1.Condition{Type: v1alpha1.ConditionServersSelected}
 	scope, err := r.d.Tenancy.Resolve(ctx, c)
 	if r.d.Checks != nil {
@@ -77,6 +77,7 @@ func (r *Reconciler) record(ctx context.Context, c *v1alpha1.VitalsCluster) (ctr
 	case err != nil:
 		cond.Status, cond.Reason = metav1.ConditionUnknown, ReasonCloudUnverified
 		cond.Message = "the cloud is not verified: the cluster's servers could not be looked at (see CloudVerified)"
+		retry = true
 	default:
 		m, err := matchServers(ctx, c, scope.Cloud, scope.ProjectID)
 		switch {
@@ -88,6 +89,7 @@ func (r *Reconciler) record(ctx context.Context, c *v1alpha1.VitalsCluster) (ctr
 			log.V(1).Info("deorbit record: servers unread", "error", err.Error())
 			cond.Status, cond.Reason = metav1.ConditionUnknown, ReasonServersUnreadble
 			cond.Message = "the project's servers could not be listed; the record of the cluster's servers is unchanged"
+			retry = true
 		case len(m.up)+len(m.going) == 0:
 			cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNoServerMatched
 			cond.Message = fmt.Sprintf("the selector (%s) matches no server in project %s: check it for a typo. Until it matches the cluster's servers, "+
@@ -106,13 +108,19 @@ func (r *Reconciler) record(ctx context.Context, c *v1alpha1.VitalsCluster) (ctr
 	} else {
 		seen.Keep, seen.KeepTime = keep, &metav1.Time{Time: now}
 	}
+	next := every
+	if retry {
+		next = min(every, NotConfirmedRequeue)
+	} else {
+		seen.LastRecordTime = &metav1.Time{Time: now}
+	}
 	own := pass.Owned{Owner: Name, Fields: []string{Name}, Types: []string{v1alpha1.ConditionServersSelected}, Conditions: []metav1.Condition{cond}}
 	own.Status.Deorbit = &v1alpha1.DeorbitStatus{Seen: seen}
 	if _, err := r.d.Writer.Write(ctx, c, own); err != nil {
 		return ctrl.Result{}, err
 	}
 	log.V(1).Info("deorbit record", "servers", len(seen.Servers), "keep", len(seen.Keep), "selected", cond.Reason)
-	return ctrl.Result{RequeueAfter: every}, nil
+	return ctrl.Result{RequeueAfter: next}, nil
 }
 
 // ledger reads the workload cluster's keep ledger, uncached: a failed or partial read is an error, never an
