@@ -230,6 +230,17 @@ func keptSnapshots(ctx context.Context, cl client.Reader, keptClaims map[string]
 	return out, nil
 }
 
+// SelectedServers is what c's servers' selector matches in project now (`vitals doctor`'s check, and the
+// ServersSelected condition's rule): the selector in words ("" without one), and the IDs of the servers up and
+// being deleted.
+func SelectedServers(ctx context.Context, c *v1alpha1.VitalsCluster, cloud interface {
+	ListServers(ctx context.Context, opts openstack.ListOpts) ([]openstack.Server, error)
+	ListPorts(ctx context.Context, opts openstack.ListOpts) ([]openstack.Port, error)
+}, project string) (which string, up, going []string, err error) {
+	m, err := matchServers(ctx, c, cloud, project)
+	return m.which, m.up, m.going, err
+}
+
 // matched is what a cluster's selector matches in its project now.
 type matched struct {
 	which     string   // the selector, in words ("": none)
