@@ -56,7 +56,9 @@ func TestOperatorDeorbitKeepLedger(t *testing.T) {
 		[]byte(`{"spec":{"persistentVolumeReclaimPolicy":"Retain"}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = f.w.cs.CoreV1().PersistentVolumes().Delete(context.Background(), retain, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = f.w.cs.CoreV1().PersistentVolumes().Delete(context.Background(), retain, metav1.DeleteOptions{})
+	})
 	if _, err := f.w.cs.CoreV1().PersistentVolumeClaims(f.wns).Patch(ctx, f.claims[1], types.MergePatchType,
 		[]byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, v1alpha1.AnnotationKeep)), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
