@@ -149,6 +149,7 @@ func TestOperatorDeorbitHeldNeighbour(t *testing.T) {
 
 	doomed := f.create(func(vc *v1alpha1.VitalsCluster) {
 		vc.Name = "doomed"
+		vc.Spec.PodCIDRs = []v1alpha1.CIDR{"100.64.0.0/16"} // tenancy refuses two clusters of overlapping pod CIDRs on one router
 		vc.Spec.Controllers.Deorbit.UnreachableGracePeriod = &metav1.Duration{Duration: 5 * time.Second}
 		vc.Spec.Controllers.Deorbit.GiveUpAfter = &metav1.Duration{Duration: time.Minute}
 	})
