@@ -167,7 +167,70 @@ type DeorbitStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=5000
 	Debris []DeorbitResource `json:"debris,omitempty"`
+	// NotProven is, when deorbit gave up, every resource the workload cluster named but that was never proven
+	// the cluster's on the cloud side (another cluster's load balancer or volume, say): deorbit never touched
+	// it, it is not debris (not in status.deorbit.debris, the debris metric or its alert), and nobody should
+	// delete it for this cluster's sake.
+	// +optional
+	// +kubebuilder:validation:MaxItems=5000
+	NotProven []DeorbitResource `json:"notProven,omitempty"`
+	// Seen is what deorbit recorded of the cluster while it lived, for its teardown to read when neither
+	// the servers' selector nor the workload cluster's API tells any more.
+	// +optional
+	Seen *DeorbitSeen `json:"seen,omitempty"`
 }
+
+// DeorbitSeen is what deorbit records of a live cluster whose deletionPolicy is Deorbit, at most every few
+// minutes: the servers its selector matched (the servers-gone interlock proves a teardown only by these being
+// gone) and the keep ledger (what the workload cluster said to keep, which the sweep never deletes even when the
+// workload API is gone by the teardown).
+type DeorbitSeen struct {
+	// Servers are the IDs of the servers spec.controllers.flight.servers.metadata (or, without it, a port on
+	// spec.openstack.networkID) matched the last time it matched any (sorted). A selector that matches none
+	// leaves the earlier record.
+	// +optional
+	// +kubebuilder:validation:MaxItems=1000
+	Servers []string `json:"servers,omitempty"`
+	// ServersTime is when Servers was recorded.
+	// +optional
+	ServersTime *metav1.Time `json:"serversTime,omitempty"`
+	// Keep is the keep ledger: the Cinder volumes of PersistentVolumes with reclaim policy Retain, of
+	// PersistentVolumes or claims marked vitals.vitalsproject.io/keep, and the Cinder snapshots of
+	// VolumeSnapshots marked so (or of such claims), as the workload cluster last showed them.
+	// +optional
+	// +kubebuilder:validation:MaxItems=5000
+	Keep []DeorbitKeepEntry `json:"keep,omitempty"`
+	// KeepTime is when the workload cluster was last read for the ledger (nil: never reachable).
+	// +optional
+	KeepTime *metav1.Time `json:"keepTime,omitempty"`
+	// LastRecordTime is when the cluster was last looked at for this record.
+	// +optional
+	LastRecordTime *metav1.Time `json:"lastRecordTime,omitempty"`
+}
+
+// DeorbitKeepEntry is one entry of the keep ledger.
+type DeorbitKeepEntry struct {
+	// Type: Volume or Snapshot.
+	Type string `json:"type"`
+	// ID is the Cinder ID.
+	ID string `json:"id"`
+	// Name is the PersistentVolume or the VolumeSnapshot (namespace/name) that keeps it.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Why it is kept.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Why string `json:"why,omitempty"`
+}
+
+// DeorbitSnapshot is a Cinder snapshot in the keep ledger.
+const DeorbitSnapshot = "Snapshot"
+
+// ConditionServersSelected: while the cluster lives with deletionPolicy Deorbit, whether its servers' selector
+// (spec.controllers.flight.servers.metadata, else spec.openstack.networkID) matches any server of its project
+// (reasons: Matched, NoServerMatched, NoSelector, CloudUnverified, ServersUnread). False: the servers-gone
+// interlock can never prove the cluster's teardown, and a typo in the selector is likely.
+const ConditionServersSelected = "ServersSelected"
 
 // ConditionCleanedUp: deorbit's progress after deletion (reasons: InProgress, WorkloadUnreachable,
 // CloudUnverified, DryRun, GaveUp, CleanedUp, Disabled, LocalCluster, Orphaned, NotConfirmed).

@@ -281,9 +281,22 @@ func (s *step) listedAway(ctx context.Context, cloud Cloud, rs []*v1alpha1.Deorb
 			r.Status = st
 			continue
 		}
-		r.State, r.Status, r.LastError, r.NextAttempt = v1alpha1.DeorbitGone, "", "", nil
+		s.goneOrForeign(r)
 	}
 	return nil
+}
+
+// goneOrForeign records r, which the project no longer shows (a list without it, or 404): Gone when deorbit saw
+// it in the project or deleted it itself; else Kept, since to a project's own credentials another project's
+// resource looks the same (the workload cluster may name a neighbour's volume or load balancer), and deorbit
+// never touched it.
+func (s *step) goneOrForeign(r *v1alpha1.DeorbitResource) {
+	if r.Status == "" && r.Attempts == 0 {
+		r.State, r.NextAttempt = v1alpha1.DeorbitKept, nil
+		r.LastError = "never seen in the cluster's project: another project's, or gone before deorbit looked; never touched, not reported gone"
+		return
+	}
+	r.State, r.Status, r.LastError, r.NextAttempt = v1alpha1.DeorbitGone, "", "", nil
 }
 
 // pollAfter grows the wait between looks with the time already waited: a quarter of it, from minPoll
@@ -368,8 +381,10 @@ func (s *step) refresh(ctx context.Context, cloud Cloud, rs []*v1alpha1.DeorbitR
 		switch {
 		case a.err == nil:
 			r.Status = a.status
-		case openstack.IsNotFound(a.err), errors.Is(a.err, errLoadBalancerDeleted):
+		case errors.Is(a.err, errLoadBalancerDeleted):
 			r.State, r.Status, r.LastError, r.NextAttempt = v1alpha1.DeorbitGone, "", "", nil
+		case openstack.IsNotFound(a.err):
+			s.goneOrForeign(r)
 		case errors.As(a.err, &refusal):
 			r.State, r.LastError = v1alpha1.DeorbitKept, refusal.Message
 		default:
@@ -482,11 +497,19 @@ func (s *step) sweep(ctx context.Context, cloud Cloud) (bool, time.Time) {
 			continue
 		}
 		switch r.State {
-		case v1alpha1.DeorbitPending, v1alpha1.DeorbitDeleting, v1alpha1.DeorbitUnproven:
+		case v1alpha1.DeorbitPending, v1alpha1.DeorbitDeleting:
 			left = append(left, r)
+		case v1alpha1.DeorbitUnproven:
+			// Not proven the cluster's: never touched, and it does not hold the finalizer (the report names it
+			// in status.deorbit.notProven); but while the sweep's guard refuses (another VitalsCluster names the
+			// same cloud cluster), the teardown waits for it to let go, until the give-up.
+			if s.refused != nil && *s.refused != "" {
+				left = append(left, r)
+			}
 		}
 	}
 	if len(left) == 0 && netListed {
+		s.st.NotProven = notProven(s.st.Resources)
 		return true, time.Time{}
 	}
 	return false, minTime(nextAttempt(left), s.now.Add(s.pollAfter(s.now.Sub(s.st.PhaseStartTime.Time))))

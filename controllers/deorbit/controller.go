@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +58,9 @@ type Options struct {
 	StepTimeout time.Duration
 	// Namespace the operator watches ("": every namespace): the sweep's guard lists the VitalsClusters there.
 	Namespace string
+	// RecordInterval is how often a live cluster is looked at for status.deorbit.seen (default
+	// DefaultRecordInterval).
+	RecordInterval time.Duration
 }
 
 // New returns deorbit. d.Workload (nil: the Kubernetes phases count as unreachable) gives each cluster's
@@ -112,9 +116,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("get cluster %s: %w", key, err)
 	}
 	if c.DeletionTimestamp.IsZero() {
-		// Managed (again): nothing of an earlier cluster of that name is left to report.
+		// Managed (again): nothing of an earlier cluster of that name is left to report. While it lives, its
+		// servers and its keep ledger are recorded for its teardown.
 		r.o.Metrics.forget(key)
-		return ctrl.Result{}, nil
+		return r.record(ctx, &c)
 	}
 	if !controllerutil.ContainsFinalizer(&c, v1alpha1.FinalizerDeorbit) {
 		r.o.Metrics.forget(key)
@@ -177,12 +182,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		for _, d := range st.Debris {
 			log.Info("deorbit debris", "type", d.Type, "id", d.ID, "name", d.Name, "status", d.Status, "lastError", d.LastError)
 		}
+		for _, d := range st.NotProven {
+			log.Info("deorbit not proven the cluster's, never touched", "type", d.Type, "id", d.ID, "name", d.Name)
+		}
 	case changed && st.Phase == v1alpha1.DeorbitPhaseDone:
-		r.event(&c, corev1.EventTypeNormal, "DeorbitDone", "Deorbit", fmt.Sprintf("the cloud confirmed every resource of the cluster gone (%d tracked)", st.Counts.Total))
+		r.event(&c, corev1.EventTypeNormal, "DeorbitDone", "Deorbit", fmt.Sprintf("the cloud confirmed every resource of the cluster gone (%d tracked)", st.Counts.Total)+notProvenNote(st))
 	}
 	reason, status, msg := conditionOf(st, in)
-	own := pass.Owned{Owner: Name, Fields: []string{Name}, Types: []string{v1alpha1.ConditionCleanedUp},
-		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionCleanedUp, Status: status, Reason: reason, Message: msg}}}
+	own := cleanedUp(&c, metav1.Condition{Type: v1alpha1.ConditionCleanedUp, Status: status, Reason: reason, Message: msg})
 	own.Status.Deorbit = st
 	st.ObservedGeneration = c.Generation
 	var history []v1alpha1.Action
@@ -284,9 +291,10 @@ func subnetPrefix(s *openstack.Subnet) (netip.Prefix, error) {
 	return pfx.Masked(), nil
 }
 
-// sweepGuard refuses the sweep's deletes when another VitalsCluster, not being deleted, names the same
-// cloud cluster in the same project: its volumes and load balancers carry the same tags. Without this,
-// a VitalsCluster created and deleted with another's clusterName would sweep the other's resources.
+// sweepGuard refuses the sweep's deletes when another VitalsCluster names the same cloud cluster in the same
+// project: its volumes and load balancers carry the same tags. Without this, a VitalsCluster created and deleted
+// with another's clusterName would sweep the other's resources. A neighbour being deleted counts as present until
+// its own teardown is proven (teardownProven): one held NotConfirmed, or Orphan, keeps what it has.
 // The clusters are listed from the API server, page by page: with sharding the cache holds this
 // replica's shard ranges only, and the other cluster may be another replica's.
 func (r *Reconciler) sweepGuard(ctx context.Context, c *v1alpha1.VitalsCluster, project, cluster string) (string, error) {
@@ -302,7 +310,7 @@ func (r *Reconciler) sweepGuard(ctx context.Context, c *v1alpha1.VitalsCluster, 
 		}
 		for i := range list.Items {
 			o := &list.Items[i]
-			if o.UID == c.UID || !o.DeletionTimestamp.IsZero() || ClusterName(o) != cluster {
+			if o.UID == c.UID || ClusterName(o) != cluster || teardownProven(o) {
 				continue
 			}
 			if o.Status.ProjectID == project || o.Status.ProjectID == "" {
@@ -320,6 +328,21 @@ func (r *Reconciler) sweepGuard(ctx context.Context, c *v1alpha1.VitalsCluster, 
 	return fmt.Sprintf("VitalsCluster %s names the same cloud cluster %q in this project: the sweep deletes nothing", strings.Join(others, ", "), cluster), nil
 }
 
+// teardownProven reports whether o is being deleted and its own teardown runs: deletionPolicy Deorbit, its
+// interlock held at a step (status.deorbit.interlock) and the teardown started, and not held NotConfirmed since.
+// Only then is what carries its cluster name going anyway.
+func teardownProven(o *v1alpha1.VitalsCluster) bool {
+	if o.DeletionTimestamp.IsZero() || o.Spec.Deletion() != v1alpha1.DeletionPolicyDeorbit {
+		return false
+	}
+	d := o.Status.Deorbit
+	if d == nil || d.StartTime == nil || d.Interlock == "" {
+		return false
+	}
+	cd := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionCleanedUp)
+	return cd == nil || cd.Reason != ReasonNotConfirmed
+}
+
 // guardPage is the most VitalsClusters one page of the sweep guard's list holds.
 const guardPage = 500
 
@@ -328,9 +351,9 @@ func conditionOf(st *v1alpha1.DeorbitStatus, in Input) (reason string, status me
 	counts := fmt.Sprintf("%d of %d resources done, %d remaining", st.Counts.Done, st.Counts.Total, st.Counts.Remaining)
 	switch {
 	case st.Phase == v1alpha1.DeorbitPhaseDone:
-		return "CleanedUp", metav1.ConditionTrue, "the cloud confirmed every resource of the cluster gone: " + counts
+		return "CleanedUp", metav1.ConditionTrue, "the cloud confirmed every resource of the cluster gone: " + counts + notProvenNote(st)
 	case st.Phase == v1alpha1.DeorbitPhaseGaveUp:
-		return "GaveUp", metav1.ConditionFalse, fmt.Sprintf("gave up after %s: %d resources in the debris report (status.deorbit.debris); the finalizer goes", in.Settings.GiveUpAfter, len(st.Debris))
+		return "GaveUp", metav1.ConditionFalse, fmt.Sprintf("gave up after %s: %d resources in the debris report (status.deorbit.debris); the finalizer goes", in.Settings.GiveUpAfter, len(st.Debris)) + notProvenNote(st)
 	case st.Phase == v1alpha1.DeorbitPhaseDryRunPlanned:
 		return "DryRun", metav1.ConditionFalse, "dry run: status.deorbit.resources lists what would be deleted (state WouldDelete); nothing was deleted and the finalizer is held until the dry run ends or deorbit gives up at " +
 			st.StartTime.Add(in.Settings.GiveUpAfter).UTC().Format(time.RFC3339)
@@ -367,9 +390,26 @@ func debrisNote(st *v1alpha1.DeorbitStatus) string {
 	}
 	sort.Strings(parts)
 	if len(parts) == 0 {
-		return "gave up; nothing of the cluster is left in the cloud"
+		return "gave up; nothing of the cluster is left in the cloud" + notProvenNote(st)
 	}
-	return "gave up; debris left in the cloud: " + strings.Join(parts, ", ") + " (status.deorbit.debris while the cluster is there)"
+	return "gave up; debris left in the cloud: " + strings.Join(parts, ", ") + " (status.deorbit.debris while the cluster is there)" + notProvenNote(st)
+}
+
+// notProvenNote names the resources never proven the cluster's, apart from the debris ("" without any).
+func notProvenNote(st *v1alpha1.DeorbitStatus) string {
+	if len(st.NotProven) == 0 {
+		return ""
+	}
+	ids := make([]string, 0, maxNoteIDs)
+	for _, d := range st.NotProven[:min(len(st.NotProven), maxNoteIDs)] {
+		ids = append(ids, d.Type+" "+cmp.Or(d.ID, d.Name))
+	}
+	more := ""
+	if n := len(st.NotProven) - len(ids); n > 0 {
+		more = fmt.Sprintf(" and %d more", n)
+	}
+	return fmt.Sprintf("; not debris: %d resources the workload cluster named were never proven the cluster's and never touched (%s%s; status.deorbit.notProven): "+
+		"they may be another cluster's, do not delete them for this one", len(st.NotProven), strings.Join(ids, ", "), more)
 }
 
 // maxNoteIDs bounds the IDs of each type a DeorbitGaveUp Event names (the log names every one).
@@ -380,8 +420,7 @@ const maxNoteIDs = 5
 // of an earlier step stays, and nothing is deleted.
 func (r *Reconciler) holdUnconfirmed(ctx context.Context, c *v1alpha1.VitalsCluster, p proof) error {
 	msg := notConfirmed(c, p)
-	own := pass.Owned{Owner: Name, Fields: []string{Name}, Types: []string{v1alpha1.ConditionCleanedUp},
-		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionCleanedUp, Status: metav1.ConditionFalse, Reason: ReasonNotConfirmed, Message: msg}}}
+	own := cleanedUp(c, metav1.Condition{Type: v1alpha1.ConditionCleanedUp, Status: metav1.ConditionFalse, Reason: ReasonNotConfirmed, Message: msg})
 	own.Status.Deorbit = c.Status.Deorbit
 	changed, err := r.d.Writer.Write(ctx, c, own)
 	if err != nil {
@@ -408,11 +447,21 @@ func orphaned(st *v1alpha1.DeorbitStatus) string {
 // ReasonNotConfirmed: the CleanedUp reason of a deleted cluster whose teardown waits for its interlock.
 const ReasonNotConfirmed = "NotConfirmed"
 
+// cleanedUp is deorbit's part of a deleted cluster's status with the CleanedUp condition cd; the ServersSelected
+// condition its life left stays (the warning of a selector that matches nothing explains a NotConfirmed).
+func cleanedUp(c *v1alpha1.VitalsCluster, cd metav1.Condition) pass.Owned {
+	own := pass.Owned{Owner: Name, Fields: []string{Name}, Types: []string{v1alpha1.ConditionCleanedUp, v1alpha1.ConditionServersSelected},
+		Conditions: []metav1.Condition{cd}}
+	if sc := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionServersSelected); sc != nil {
+		own.Conditions = append(own.Conditions, metav1.Condition{Type: sc.Type, Status: sc.Status, Reason: sc.Reason, Message: sc.Message})
+	}
+	return own
+}
+
 // releaseAt records why the finalizer goes without a deorbit, and lets the cluster go.
 func (r *Reconciler) releaseAt(ctx context.Context, c *v1alpha1.VitalsCluster, reason, msg string) error {
 	r.event(c, corev1.EventTypeNormal, "Deorbit"+reason, "Deorbit", msg)
-	own := pass.Owned{Owner: Name, Fields: []string{Name}, Types: []string{v1alpha1.ConditionCleanedUp},
-		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionCleanedUp, Status: metav1.ConditionFalse, Reason: reason, Message: msg}}}
+	own := cleanedUp(c, metav1.Condition{Type: v1alpha1.ConditionCleanedUp, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
 	own.Status.Deorbit = c.Status.Deorbit
 	if _, err := r.d.Writer.Write(ctx, c, own); err != nil {
 		return err

@@ -368,7 +368,7 @@ func TestInterlock(t *testing.T) {
 			t.Fatalf("CleanedUp %+v, requeue %s: want %s, requeue %s", cond, res.RequeueAfter, ReasonNotConfirmed, NotConfirmedRequeue)
 		}
 		for _, want := range []string{"nothing was deleted", "no annotation " + v1alpha1.AnnotationConfirmDeorbit, "no Cluster API Cluster owns it",
-			"its servers cannot be counted: the cloud is not verified",
+			"was ever seen matching its selector while it lived",
 			"kubectl -n " + key.Namespace + " annotate vitalscluster c1 " + v1alpha1.AnnotationConfirmDeorbit + "=" + string(got.UID),
 			`kubectl -n ` + key.Namespace + ` patch vitalscluster c1 --type merge -p '{"spec":{"deletionPolicy":"Orphan"}}'`} {
 			if !strings.Contains(cond.Message, want) {

@@ -47,12 +47,13 @@ func (s *step) giveUp(ctx context.Context) {
 		s.refresh(ctx, cloud, check)
 	}
 	st.Debris = nil
+	st.NotProven = notProven(st.Resources)
 	for _, r := range st.Resources {
 		if !cloudType(r.Type) {
 			continue
 		}
-		if r.State == v1alpha1.DeorbitGone || r.State == v1alpha1.DeorbitKept {
-			continue
+		if r.State == v1alpha1.DeorbitGone || r.State == v1alpha1.DeorbitKept || r.State == v1alpha1.DeorbitUnproven {
+			continue // gone, kept, or not proven the cluster's (status.deorbit.notProven): not debris
 		}
 		d := r
 		d.NextAttempt = nil
@@ -72,6 +73,19 @@ func (s *step) giveUp(ctx context.Context) {
 	s.setPhase(v1alpha1.DeorbitPhaseGaveUp)
 	st.CompletionTime = &metav1.Time{Time: s.now}
 	s.e.Metrics.gaveUp(st.Debris)
+}
+
+// notProven are the cloud resources of rs never proven the cluster's: "not proven ours, never touched", apart
+// from the debris, the debris metric and its alert.
+func notProven(rs []v1alpha1.DeorbitResource) []v1alpha1.DeorbitResource {
+	var out []v1alpha1.DeorbitResource
+	for _, r := range rs {
+		if cloudType(r.Type) && r.State == v1alpha1.DeorbitUnproven {
+			r.NextAttempt = nil
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func stateWord(state string) string {

@@ -247,6 +247,7 @@ func (e *Engine) Step(ctx context.Context, in Input, st *v1alpha1.DeorbitStatus)
 	case "":
 		s.setPhase(phases[0])
 	}
+	s.applyLedger()
 	giveUp := st.StartTime.Add(in.Settings.GiveUpAfter)
 	if !now.Before(giveUp) {
 		s.giveUp(ctx)
@@ -379,8 +380,8 @@ func (s *step) workloadPhase(ctx context.Context, phase func(context.Context, cl
 	}
 	until := st.UnreachableSince.Add(s.in.Settings.UnreachableGracePeriod)
 	if !s.now.Before(until) {
-		st.WorkloadSkipped = fmt.Sprintf("the workload cluster was unreachable for %s (since %s): %v",
-			s.in.Settings.UnreachableGracePeriod, st.UnreachableSince.UTC().Format(time.RFC3339), err)
+		st.WorkloadSkipped = fmt.Sprintf("the workload cluster was unreachable for %s (since %s): %v; %s",
+			s.in.Settings.UnreachableGracePeriod, st.UnreachableSince.UTC().Format(time.RFC3339), err, ledgerNote(st.Seen))
 		s.setPhase(v1alpha1.DeorbitPhaseServices)
 		return true, time.Time{}
 	}
@@ -413,4 +414,39 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// applyLedger marks every volume of the keep ledger (status.deorbit.seen.keep, recorded while the workload
+// cluster was reachable) Kept: no phase deletes it, whether or not the workload cluster answers now.
+func (s *step) applyLedger() {
+	if s.st.Seen == nil {
+		return
+	}
+	for _, k := range s.st.Seen.Keep {
+		if k.Type != v1alpha1.DeorbitVolume || k.ID == "" {
+			continue
+		}
+		r := s.track(v1alpha1.DeorbitVolume, k.ID, k.Name, v1alpha1.DeorbitKept)
+		if r.State != v1alpha1.DeorbitKept && r.State != v1alpha1.DeorbitGone {
+			r.State, r.LastError = v1alpha1.DeorbitKept, "the keep ledger (status.deorbit.seen.keep) keeps it: "+k.Why
+		} else if r.LastError == "" {
+			r.LastError = "the keep ledger (status.deorbit.seen.keep) keeps it: " + k.Why
+		}
+	}
+}
+
+// ledgerNote says what keeps volumes from the sweep when the workload cluster's phases are skipped.
+func ledgerNote(seen *v1alpha1.DeorbitSeen) string {
+	if seen == nil || seen.KeepTime == nil {
+		return "the workload cluster was never seen reachable, so no keep ledger was recorded: only a volume's own Cinder metadata " +
+			v1alpha1.AnnotationKeep + "=true keeps it from the sweep"
+	}
+	n := 0
+	for _, k := range seen.Keep {
+		if k.Type == v1alpha1.DeorbitVolume {
+			n++
+		}
+	}
+	return fmt.Sprintf("the keep ledger recorded at %s keeps %d volumes (status.deorbit.seen.keep), and a volume's Cinder metadata %s=true keeps it too",
+		seen.KeepTime.UTC().Format(time.RFC3339), n, v1alpha1.AnnotationKeep)
 }

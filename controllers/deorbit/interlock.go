@@ -142,7 +142,10 @@ func (r *Reconciler) ownerGoing(ctx context.Context, c *v1alpha1.VitalsCluster) 
 	case err != nil:
 		return ownerUnread, fmt.Sprintf("its owner Cluster %s could not be read: %v", key, err)
 	case cl.UID != ref.UID:
-		return ownerAbsent, fmt.Sprintf("its owner Cluster %s (uid %s) is gone: the Cluster of that name is another (uid %s)", key, ref.UID, cl.UID)
+		// Re-created under the same name: the new Cluster's volumes and load balancers carry the same names and
+		// tags, and its servers may not be up yet. It proves nothing of this one's going.
+		return ownerLives, fmt.Sprintf("its owner Cluster %s (uid %s) is gone, and the Cluster of that name now is another (uid %s): a re-created Cluster proves nothing, "+
+			"its resources carry the same names. What would prove the teardown: the confirmation annotation", key, ref.UID, cl.UID)
 	}
 	var osc *infrav1.OpenStackCluster
 	if clusterapi.IsOpenStack(&cl) {
@@ -161,14 +164,22 @@ func (r *Reconciler) ownerGoing(ctx context.Context, c *v1alpha1.VitalsCluster) 
 	return ownerLives, why
 }
 
-// serversGone reports whether none of the cluster's servers is left in the project but those being deleted. The
-// cluster's servers are those carrying spec.controllers.flight.servers.metadata or, without metadata, those with
-// a port on spec.openstack.networkID (flight's rule, without the Nodes' word); with neither, they cannot be told
-// apart and nothing is proven. A proof serves serversProofMaxAge.
+// serversGone reports whether the servers the cluster was seen to have while it lived (status.deorbit.seen.servers,
+// recorded from its selector) are all gone or being deleted in the project, and none its selector matches now is
+// up. A cluster never seen with a server proves nothing so: a selector that matches nothing it ever matched (a
+// typo) would read as "servers gone" on a live cluster. A proof serves serversProofMaxAge.
 func (r *Reconciler) serversGone(ctx context.Context, c *v1alpha1.VitalsCluster, cloud serverLister, project string) (bool, string) {
-	meta, network := c.Spec.Controllers.Flight.Servers.Metadata, c.Spec.OpenStack.NetworkID
-	if len(meta) == 0 && network == "" {
-		return false, "its servers cannot be told apart (no spec.openstack.networkID, no spec.controllers.flight.servers.metadata)"
+	var recorded []string
+	if d := c.Status.Deorbit; d != nil && d.Seen != nil {
+		recorded = d.Seen.Servers
+	}
+	if len(recorded) == 0 {
+		if len(c.Spec.Controllers.Flight.Servers.Metadata) == 0 && c.Spec.OpenStack.NetworkID == "" {
+			return false, "its servers cannot be told apart (no spec.openstack.networkID, no spec.controllers.flight.servers.metadata)"
+		}
+		return false, "no server of the cluster was ever seen matching its selector while it lived (status.deorbit.seen.servers is empty; " +
+			"see its condition " + v1alpha1.ConditionServersSelected + "): servers never seen prove nothing by being gone, a selector with a typo matches none of a live cluster's. " +
+			"What would prove it: the confirmation annotation, or its Cluster API owner's deletion"
 	}
 	if cloud == nil {
 		return false, "its servers cannot be counted: the cloud is not verified"
@@ -176,53 +187,42 @@ func (r *Reconciler) serversGone(ctx context.Context, c *v1alpha1.VitalsCluster,
 	if msg, ok := r.proven.get(c.UID, r.d.Clock.Now()); ok {
 		return true, msg
 	}
-	servers, err := cloud.ListServers(ctx, openstack.ListOpts{ProjectID: project})
+	m, err := matchServers(ctx, c, cloud, project)
 	if err != nil {
-		return false, fmt.Sprintf("its servers could not be counted: list servers: %v", err)
+		return false, fmt.Sprintf("its servers could not be counted: %v", err)
 	}
-	var ports []openstack.Port
-	if len(meta) == 0 {
-		if ports, err = cloud.ListPorts(ctx, openstack.ListOpts{ProjectID: project, NetworkID: network}); err != nil {
-			return false, fmt.Sprintf("its servers could not be counted: list ports: %v", err)
+	if m.listed == nil {
+		// no selector any more: the record alone is read, from a list of the project's servers
+		servers, err := cloud.ListServers(ctx, openstack.ListOpts{ProjectID: project})
+		if err != nil {
+			return false, fmt.Sprintf("its servers could not be counted: list servers: %v", err)
+		}
+		m.listed = map[string]openstack.Server{}
+		for _, sv := range servers {
+			m.listed[sv.ID] = sv
 		}
 	}
-	onNetwork := map[string]bool{}
-	for _, p := range ports {
-		if p.NetworkID == network && p.DeviceID != "" {
-			onNetwork[p.DeviceID] = true
-		}
-	}
-	var up, going []string
-	for _, sv := range servers {
-		mine := onNetwork[sv.ID]
-		if len(meta) > 0 {
-			mine = true
-			for k, v := range meta {
-				if got, ok := sv.Metadata[k]; !ok || got != v {
-					mine = false
-				}
+	up := append([]string(nil), m.up...)
+	going := len(m.going)
+	for _, id := range recorded {
+		sv, ok := m.listed[id]
+		switch {
+		case !ok:
+		case serverGoing(sv):
+			if !slices.Contains(m.going, id) {
+				going++
 			}
+		case !slices.Contains(up, id):
+			up = append(up, id)
 		}
-		if !mine {
-			continue
-		}
-		if serverGoing(sv) {
-			going = append(going, sv.ID)
-		} else {
-			up = append(up, sv.ID)
-		}
-	}
-	which := "servers with a port on network " + network
-	if len(meta) > 0 {
-		which = "servers with the metadata of spec.controllers.flight.servers.metadata"
 	}
 	if len(up) > 0 {
 		slices.Sort(up)
-		return false, fmt.Sprintf("%d of its servers (%s) are up in project %s: %s", len(up), which, project, firstIDs(up))
+		return false, fmt.Sprintf("%d of its servers (recorded while it lived, or %s) are up in project %s: %s", len(up), m.which, project, firstIDs(up))
 	}
-	msg := fmt.Sprintf("no server of the cluster (%s) is up in project %s", which, project)
-	if len(going) > 0 {
-		msg += fmt.Sprintf("; %d being deleted", len(going))
+	msg := fmt.Sprintf("none of the %d servers the cluster was seen to have (status.deorbit.seen.servers) is up in project %s, nor any it matches now", len(recorded), project)
+	if going > 0 {
+		msg += fmt.Sprintf("; %d being deleted", going)
 	}
 	r.proven.set(c.UID, msg, r.d.Clock.Now().Add(serversProofMaxAge))
 	return true, msg

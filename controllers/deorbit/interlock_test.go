@@ -27,9 +27,11 @@ import (
 	"github.com/vitalsproject/vitals/openstack"
 )
 
-// TestInterlockServers: the servers' interlock on the simulator's Nova and Neutron: the cluster's servers (a port
-// on its network, or its metadata) up hold the teardown, and being deleted or gone let it go; a server of another
-// network or without the metadata never counts; without a way to tell the servers apart nothing is proven.
+// TestInterlockServers: the servers' interlock on the simulator's Nova and Neutron. Only the servers the cluster
+// was seen to have (status.deorbit.seen.servers) prove anything: never seen with one, nothing is proven; a selector
+// with a typo (it matches none of the live cluster's servers) proves nothing while the recorded servers are up;
+// the recorded servers (or any the selector matches now) up hold the teardown, and being deleted or gone let it
+// go; a server of another network or without the metadata never counts.
 func TestInterlockServers(t *testing.T) {
 	ctx := context.Background()
 	sim, connect := simTenant(t, 28)
@@ -44,10 +46,20 @@ func TestInterlockServers(t *testing.T) {
 	cloud := connect(mine.ProjectID)
 	clk := clocktesting.NewFakeClock(time.Now())
 	r := &Reconciler{d: &pass.Deps{Clock: clk}}
-	cluster := func(network string, meta map[string]string) *v1alpha1.VitalsCluster {
+	var mineIDs, otherIDs []string
+	for _, n := range mine.Nodes {
+		mineIDs = append(mineIDs, n.ID)
+	}
+	for _, n := range other.Nodes {
+		otherIDs = append(otherIDs, n.ID)
+	}
+	cluster := func(network string, meta map[string]string, seen []string) *v1alpha1.VitalsCluster {
 		c := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mine", UID: "u1"}}
 		c.Spec.OpenStack.NetworkID = network
 		c.Spec.Controllers.Flight.Servers.Metadata = meta
+		if seen != nil {
+			c.Status.Deorbit = &v1alpha1.DeorbitStatus{Seen: &v1alpha1.DeorbitSeen{Servers: seen}}
+		}
 		return c
 	}
 	check := func(c *v1alpha1.VitalsCluster, want bool, contains string) {
@@ -58,13 +70,25 @@ func TestInterlockServers(t *testing.T) {
 			t.Errorf("serversGone = %v %q, want %v and %q", got, why, want, contains)
 		}
 	}
-	byNet := cluster(mine.NetworkID, nil)
-	byMeta := cluster("", map[string]string{"kubernikus:cluster": "mine"})
-	check(cluster("", nil), false, "cannot be told apart")
-	check(byNet, false, "2 of its servers (servers with a port on network "+mine.NetworkID+") are up")
-	check(byMeta, false, "2 of its servers (servers with the metadata")
+	byNet := cluster(mine.NetworkID, nil, mineIDs)
+	byMeta := cluster("", map[string]string{"kubernikus:cluster": "mine"}, mineIDs)
+	typo := cluster("", map[string]string{"kubernikus:cluster": "mien"}, mineIDs)
+	check(cluster("", nil, nil), false, "cannot be told apart")
+	check(cluster("", map[string]string{"kubernikus:cluster": "mien"}, nil), false, "was ever seen matching its selector")
+	check(cluster(mine.NetworkID, nil, nil), false, "was ever seen matching its selector")
+	check(byNet, false, "2 of its servers (recorded while it lived, or servers with a port on network "+mine.NetworkID+") are up")
+	check(byMeta, false, "2 of its servers (recorded while it lived, or servers with the metadata")
+	check(typo, false, "2 of its servers (recorded while it lived")
 	if got, why := r.serversGone(ctx, byNet, nil, mine.ProjectID); got || !strings.Contains(why, "not verified") {
 		t.Errorf("without a cloud: %v %q", got, why)
+	}
+	// What the selector matches now counts too.
+	m, err := matchServers(ctx, byNet, cloud, mine.ProjectID)
+	if err != nil || len(m.up) != 2 || len(m.going) != 0 {
+		t.Errorf("matchServers = %+v %v, want the 2 servers up", m, err)
+	}
+	if m, err := matchServers(ctx, typo, cloud, mine.ProjectID); err != nil || len(m.up)+len(m.going) != 0 {
+		t.Errorf("matchServers of the typo = %+v %v, want none", m, err)
 	}
 	// The other cluster's server stays up throughout: it never holds this one's teardown.
 	for _, n := range mine.Nodes {
@@ -72,9 +96,11 @@ func TestInterlockServers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check(byNet, true, "no server of the cluster")
-	check(byMeta, true, "no server of the cluster")
-	check(cluster(other.NetworkID, nil), false, "1 of its servers")
+	check(byNet, true, "none of the 2 servers the cluster was seen to have")
+	check(byMeta, true, "none of the 2 servers")
+	check(typo, true, "none of the 2 servers")
+	check(cluster(other.NetworkID, nil, otherIDs), false, "1 of its servers")
+	check(cluster(mine.NetworkID, nil, otherIDs), false, "1 of its servers") // recorded, though no longer matched
 
 	// A proof serves a while, then the project is listed again.
 	r.proven.forget(byNet.UID)
@@ -173,14 +199,18 @@ func TestInterlockOwnerLives(t *testing.T) {
 		t.Fatal(err)
 	}
 	sim, connect := simTenant(t, 29)
-	seeded, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: "p", Name: "lives", Nodes: 0})
+	seeded, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: "p", Name: "lives", Nodes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cloud := connect(seeded.ProjectID)
+	if err := cloud.DeleteServer(ctx, seeded.Nodes[0].ID); err != nil { // seen while it lived, gone now
+		t.Fatal(err)
+	}
 	vcl := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lives", UID: "u-lives",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cl.Name, UID: cl.UID, Controller: ptr.To(true)}}}}
-	vcl.Spec.OpenStack.NetworkID = seeded.NetworkID // no server on it: the servers' proof would hold
+	vcl.Spec.OpenStack.NetworkID = seeded.NetworkID // no server on it any more: the servers' proof would hold
+	vcl.Status.Deorbit = &v1alpha1.DeorbitStatus{Seen: &v1alpha1.DeorbitSeen{Servers: []string{seeded.Nodes[0].ID}}}
 	r := &Reconciler{d: &pass.Deps{Clock: clocktesting.NewFakeClock(time.Now()), APIReader: c}}
 	if p := r.interlock(ctx, vcl, cloud, seeded.ProjectID); p.holds() || !strings.Contains(strings.Join(p.why, "; "), "proves nothing") {
 		t.Fatalf("owner lives: holds %v (%v), want no proof, the servers not counted", p.holds(), p.why)

@@ -313,7 +313,7 @@ func TestSweepNetwork(t *testing.T) {
 			}
 			wantDeletes(t, cloud, tc.wantDeleted, tc.wantKept)
 			var debris []string
-			for _, d := range st.Debris {
+			for _, d := range append(append([]v1alpha1.DeorbitResource(nil), st.Debris...), st.NotProven...) {
 				if d.Type == v1alpha1.DeorbitPort || d.Type == v1alpha1.DeorbitFloatingIP {
 					debris = append(debris, d.Type+" "+d.ID)
 				}
@@ -321,7 +321,7 @@ func TestSweepNetwork(t *testing.T) {
 			slices.Sort(debris)
 			want := slices.Sorted(slices.Values(tc.wantDebris))
 			if strings.Join(debris, ",") != strings.Join(want, ",") {
-				t.Errorf("debris of the network %v, want %v", debris, tc.wantDebris)
+				t.Errorf("debris and not proven of the network %v, want %v", debris, tc.wantDebris)
 			}
 			if tc.check != nil {
 				tc.check(t, cloud, st, a, m)

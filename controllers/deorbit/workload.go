@@ -364,5 +364,5 @@ func splitKey(id string) (ns, name string) {
 }
 
 // Keep reports whether annotations (a claim's, a PersistentVolume's) or a Cinder volume's metadata mark it to
-// keep through deorbit: v1alpha1.AnnotationKeep is "true".
-func Keep(marks map[string]string) bool { return marks[v1alpha1.AnnotationKeep] == "true" }
+// keep through deorbit: v1alpha1.AnnotationKeep is true as Kubernetes parses booleans ("true", "True", "1", ...).
+func Keep(marks map[string]string) bool { return v1alpha1.Marked(marks, v1alpha1.AnnotationKeep) }

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/deorbit"
 	"github.com/vitalsproject/vitals/controllers/flight"
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/openstack"
@@ -281,7 +282,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 		} else {
 			add("cloud", "failed", err.Error(), tenancy.ReasonCloudUnavailable)
 		}
-		skipped(append([]string{"routes", "route-headroom", "volume-attachments"}, quotaCheckNames()...)...)
+		skipped(append([]string{"routes", "route-headroom", "servers", "volume-attachments"}, quotaCheckNames()...)...)
 	} else {
 		rep.ProjectID = scope.ProjectID
 		add("cloud", "ok", fmt.Sprintf("project %s proven (%s); router %s is the project's", scope.ProjectID, scope.Source, scope.Router.ID), "")
@@ -294,6 +295,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 			add("routes", "ok", "extraroute-atomic offered", "")
 		}
 		routeHeadroom(&vc, scope, add)
+		serversSelected(ctx, &vc, scope, add)
 		volumeAttachments(ctx, &vc, scope, add)
 		rep.Checks = append(rep.Checks, quotaChecks(ctx, scope.Cloud, float64(f.quotaThreshold)/100)...)
 	}
@@ -333,6 +335,25 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 		return
 	}
 	add("workload", "ok", fmt.Sprintf("the API answers through %s: %d nodes", cl.Source(), len(nodes.Items)), "")
+}
+
+// serversSelected warns when the cluster's servers' selector (spec.controllers.flight.servers.metadata, else
+// spec.openstack.networkID) matches no server of its project: most often a typo, and deorbit's servers-gone
+// interlock can never prove a teardown by it (the ServersSelected condition says the same).
+func serversSelected(ctx context.Context, vc *v1alpha1.VitalsCluster, scope *tenancy.Scope, add func(check, result, detail, reason string)) {
+	which, up, going, err := deorbit.SelectedServers(ctx, vc, scope.Cloud, scope.ProjectID)
+	switch {
+	case which == "":
+		add("servers", "warning", "neither spec.controllers.flight.servers.metadata nor spec.openstack.networkID tells the cluster's servers apart: "+
+			"flight cannot match servers, and deorbit's servers-gone interlock never proves a teardown", deorbit.ReasonNoSelector)
+	case err != nil:
+		add("servers", "failed", "list the project's servers: "+err.Error(), "")
+	case len(up)+len(going) == 0:
+		add("servers", "warning", fmt.Sprintf("the selector (%s) matches no server in project %s: check it for a typo; until it matches, "+
+			"deorbit's servers-gone interlock proves nothing", which, scope.ProjectID), deorbit.ReasonNoServerMatched)
+	default:
+		add("servers", "ok", fmt.Sprintf("the selector (%s) matches %d servers (%d up)", which, len(up)+len(going), len(up)), "")
+	}
 }
 
 // routeHeadroom reports the router's routes against the cluster's route limit, by flight's rule (the
