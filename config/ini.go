@@ -98,7 +98,7 @@ func ParseINI(file string, data []byte) (*INI, error) {
 		lastKey = ""
 		if trimmed[0] == '[' {
 			if !strings.HasSuffix(trimmed, "]") || len(trimmed) < 3 {
-				errs = append(errs, &Error{File: file, Line: lineNo, Msg: fmt.Sprintf("invalid section header %q: expected \"[name]\"", trimmed)})
+				errs = append(errs, &Error{File: file, Line: lineNo, Msg: fmt.Sprintf("invalid section header (%s): expected \"[name]\"", notShown(trimmed))})
 				cur = nil
 				continue
 			}
@@ -114,7 +114,7 @@ func ParseINI(file string, data []byte) (*INI, error) {
 		}
 		i := strings.IndexAny(trimmed, "=:")
 		if i <= 0 {
-			errs = append(errs, &Error{File: file, Line: lineNo, Msg: fmt.Sprintf("invalid line %q: expected \"key = value\" or \"[section]\"", trimmed)})
+			errs = append(errs, &Error{File: file, Line: lineNo, Msg: fmt.Sprintf("invalid line (%s): expected \"key = value\" or \"[section]\"", notShown(trimmed))})
 			continue
 		}
 		if cur == nil {
@@ -279,7 +279,7 @@ func (s *Section) Int(key string, def int) int {
 	}
 	i, err := strconv.Atoi(v.value)
 	if err != nil {
-		s.Errorf(key, "expected an integer, got %q", v.value)
+		s.Errorf(key, "expected an integer, got %s", notShown(v.value))
 		return def
 	}
 	return i
@@ -293,7 +293,7 @@ func (s *Section) IntRange(key string, def, min, max int) int {
 	}
 	i, err := strconv.Atoi(v.value)
 	if err != nil || i < min || i > max {
-		s.Errorf(key, "expected an integer from %d to %d, got %q", min, max, v.value)
+		s.Errorf(key, "expected an integer from %d to %d, got %s", min, max, notShown(v.value))
 		return def
 	}
 	return i
@@ -307,7 +307,7 @@ func (s *Section) Port(key string, def int) int {
 	}
 	p, err := ParsePort(v.value)
 	if err != nil {
-		s.Errorf(key, "expected a port number (1-65535), got %q", v.value)
+		s.Errorf(key, "expected a port number (1-65535), got %s", notShown(v.value))
 		return def
 	}
 	return p
@@ -325,7 +325,7 @@ func (s *Section) Bool(key string, def bool) bool {
 	case "false", "no", "off", "0":
 		return false
 	}
-	s.Errorf(key, "expected a boolean (true or false), got %q", v.value)
+	s.Errorf(key, "expected a boolean (true or false), got %s", notShown(v.value))
 	return def
 }
 
@@ -342,7 +342,7 @@ func (s *Section) Seconds(key string, def time.Duration) time.Duration {
 	if d, err := time.ParseDuration(v.value); err == nil && d >= 0 {
 		return d
 	}
-	s.Errorf(key, "expected a number of seconds (such as \"30\") or a duration (such as \"30s\"), got %q", v.value)
+	s.Errorf(key, "expected a number of seconds (such as \"30\") or a duration (such as \"30s\"), got %s", notShown(v.value))
 	return def
 }
 

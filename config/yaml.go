@@ -192,7 +192,7 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value, depth int) 
 				return
 			}
 		}
-		d.fail(n, path, "expected true or false, got %q", s)
+		d.fail(n, path, "expected true or false, got %s", notShown(s))
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		s, ok := d.scalar(path, n, "an integer")
 		if !ok {
@@ -200,7 +200,7 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value, depth int) 
 		}
 		i, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 0, v.Type().Bits())
 		if err != nil || n.Tag == "!!str" {
-			d.fail(n, path, "expected an integer, got %q", s)
+			d.fail(n, path, "expected an integer, got %s", notShown(s))
 			return
 		}
 		v.SetInt(i)
@@ -211,7 +211,7 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value, depth int) 
 		}
 		u, err := strconv.ParseUint(strings.ReplaceAll(s, "_", ""), 0, v.Type().Bits())
 		if err != nil || n.Tag == "!!str" {
-			d.fail(n, path, "expected a non-negative integer, got %q", s)
+			d.fail(n, path, "expected a non-negative integer, got %s", notShown(s))
 			return
 		}
 		v.SetUint(u)
@@ -222,7 +222,7 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value, depth int) 
 		}
 		f, err := strconv.ParseFloat(s, v.Type().Bits())
 		if err != nil || n.Tag == "!!str" || math.IsNaN(f) {
-			d.fail(n, path, "expected a number, got %q", s)
+			d.fail(n, path, "expected a number, got %s", notShown(s))
 			return
 		}
 		v.SetFloat(f)
@@ -259,10 +259,14 @@ func kindName(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		return fmt.Sprintf("%q", n.Value)
+		return notShown(n.Value)
 	}
 	return "nothing"
 }
+
+// notShown describes a value without quoting it: a configuration error names the position (file, line,
+// column) and what was expected, never the value, which may be a secret in the wrong file or field.
+func notShown(v string) string { return fmt.Sprintf("a value of %d bytes (not shown)", len(v)) }
 
 func (d *decoder) scalar(path string, n *yaml.Node, want string) (string, bool) {
 	if n.Kind != yaml.ScalarNode {
@@ -280,11 +284,11 @@ func (d *decoder) duration(path string, n *yaml.Node, v reflect.Value) {
 	}
 	dur, err := time.ParseDuration(s)
 	if err != nil {
-		d.fail(n, path, "expected %s, got %q", want, s)
+		d.fail(n, path, "expected %s, got %s", want, notShown(s))
 		return
 	}
 	if dur < 0 {
-		d.fail(n, path, "expected a positive duration, got %q", s)
+		d.fail(n, path, "expected a positive duration, got %s", notShown(s))
 		return
 	}
 	v.SetInt(int64(dur))
@@ -297,7 +301,7 @@ func (d *decoder) port(path string, n *yaml.Node, v reflect.Value) {
 	}
 	p, err := ParsePort(s)
 	if err != nil || n.Tag == "!!str" {
-		d.fail(n, path, "expected a port number (1-65535), got %q", s)
+		d.fail(n, path, "expected a port number (1-65535), got %s", notShown(s))
 		return
 	}
 	v.SetInt(int64(p))
@@ -307,7 +311,7 @@ func (d *decoder) port(path string, n *yaml.Node, v reflect.Value) {
 func ParsePort(s string) (int, error) {
 	p, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil || p < 1 || p > 65535 {
-		return 0, fmt.Errorf("expected a port number (1-65535), got %q", s)
+		return 0, fmt.Errorf("expected a port number (1-65535), got %s", notShown(s))
 	}
 	return p, nil
 }
