@@ -66,7 +66,12 @@ func TestChartOnNodes(t *testing.T) {
 		// /run/netns/probe (the node's own /run/netns), mounted before the agent starts
 		pid := c.ContainerPID(t, n, p.Status.ContainerStatuses[0].ContainerID)
 		c.Exec(t, n, "sh", "-c", fmt.Sprintf("touch %[1]s && mount --bind /proc/%[2]d/ns/net %[1]s", probeNetns, pid))
-		t.Cleanup(func() { c.Exec(t, n, "sh", "-c", fmt.Sprintf("umount %[1]s; rm -f %[1]s", probeNetns)) })
+		// The agent's pods, deleted by the uninstall before this runs, may still hold the mount while they
+		// terminate: wait (a minute at most) for the unmount to go through, then detach it lazily.
+		t.Cleanup(func() {
+			c.Exec(t, n, "sh", "-c", fmt.Sprintf("for i in $(seq 60); do umount %[1]s 2>/dev/null && break; sleep 1; done; "+
+				"if mountpoint -q %[1]s; then umount -l %[1]s; fi; rm -f %[1]s", probeNetns))
+		})
 	}
 
 	repo := func(ref string) (string, string) { i := strings.LastIndexByte(ref, ':'); return ref[:i], ref[i+1:] }
