@@ -27,7 +27,7 @@ func (s *cinder) routes(mux *http.ServeMux, api apiFunc) {
 // optional, which ServeMux patterns cannot say.
 func (s *cinder) cinderDispatch(c *call) (int, any, error) {
 	segs := strings.Split(strings.Trim(strings.TrimPrefix(c.r.URL.Path, "/volume/v3/"), "/"), "/")
-	if len(segs) > 0 && segs[0] != "volumes" && segs[0] != "snapshots" && segs[0] != "os-quota-sets" {
+	if len(segs) > 0 && segs[0] != "volumes" && segs[0] != "snapshots" && segs[0] != "os-quota-sets" && segs[0] != "attachments" {
 		if segs[0] != c.project() && !c.admin() {
 			return 0, nil, badRequest("Malformed request url")
 		}
@@ -63,6 +63,15 @@ func (s *cinder) cinderDispatch(c *call) (int, any, error) {
 		return s.deleteSnapshot(c, segs[1])
 	case segs[0] == "os-quota-sets" && len(segs) == 2 && m == http.MethodGet:
 		return s.getQuotaSet(c, segs[1])
+	case segs[0] == "attachments" && !volumeMicroversionAtLeast(c.r, 3, 27):
+		// as Cinder: the attachment API does not exist below its microversion
+		return 0, nil, notFound
+	case segs[0] == "attachments" && len(segs) == 1 && m == http.MethodGet:
+		return s.listAttachments(c, false)
+	case segs[0] == "attachments" && len(segs) == 2 && segs[1] == "detail" && m == http.MethodGet:
+		return s.listAttachments(c, true)
+	case segs[0] == "attachments" && len(segs) == 2 && m == http.MethodDelete:
+		return s.deleteAttachment(c, segs[1])
 	case (segs[0] == "volumes" || segs[0] == "snapshots") && len(segs) <= 3:
 		return 0, nil, errf(http.StatusMethodNotAllowed, "badMethod", "The method %s is not allowed for this resource.", m)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/attachments"
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/secgroups"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
@@ -224,4 +225,45 @@ func TestOctaviaLoadBalancers(t *testing.T) {
 	wantCode(t, "get deleted lb", err, 404)
 	_, err = loadbalancers.Create(ctx, c.lb, loadbalancers.CreateOpts{Name: "novip"}).Extract()
 	wantCode(t, "lb without vip", err, 400)
+}
+
+func TestCinderAttachments(t *testing.T) {
+	e := newEnv(t)
+	seeded, err := e.sim.Seed(cloudsim.SeedSpec{Projects: []cloudsim.ProjectSeed{{Name: "att",
+		Users:   []cloudsim.UserSeed{{Name: "u2", Password: "pw2"}},
+		Volumes: []cloudsim.VolumeSeed{{Name: "data", Size: 1, AttachedTo: "gone-server"}, {Name: "free", Size: 1}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vid := seeded.Projects["att"].Volumes["data"]
+	c := newClients(t, e.provider(t, "u2", "pw2", "att"))
+	ctx := t.Context()
+	_, err = attachments.List(c.volume, attachments.ListOpts{}).AllPages(ctx)
+	wantCode(t, "attachments below microversion 3.27", err, 404)
+	c.volume.Microversion = "3.27"
+	list := func() []attachments.Attachment {
+		t.Helper()
+		pages, err := attachments.List(c.volume, attachments.ListOpts{}).AllPages(ctx)
+		if err != nil {
+			t.Fatalf("list attachments: %v", err)
+		}
+		as, err := attachments.ExtractAttachments(pages)
+		if err != nil {
+			t.Fatalf("decode attachments: %v", err)
+		}
+		return as
+	}
+	if as := list(); len(as) != 1 || as[0].VolumeID != vid || as[0].Instance != "gone-server" || as[0].Status != "attached" {
+		t.Fatalf("attachments = %+v; want the one of volume %s to gone-server", as, vid)
+	}
+	wantCode(t, "delete an unknown attachment", attachments.Delete(ctx, c.volume, "nope").ExtractErr(), 404)
+	if err := attachments.Delete(ctx, c.volume, vid).ExtractErr(); err != nil {
+		t.Fatalf("delete attachment: %v", err)
+	}
+	if as := list(); len(as) != 0 {
+		t.Fatalf("attachments after the delete = %+v", as)
+	}
+	if v, err := volumes.Get(ctx, c.volume, vid).Extract(); err != nil || v.Status != "available" {
+		t.Fatalf("volume after the delete = %+v, %v; want available", v, err)
+	}
 }

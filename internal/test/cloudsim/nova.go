@@ -38,6 +38,7 @@ func (s *nova) routes(mux *http.ServeMux, api apiFunc) {
 	h("GET "+cprefix+"/servers/{id}/tags/{tag}", s.checkServerTag)
 	h("PUT "+cprefix+"/servers/{id}/tags/{tag}", s.addServerTag)
 	h("DELETE "+cprefix+"/servers/{id}/tags/{tag}", s.removeServerTag)
+	h("DELETE "+cprefix+"/servers/{id}/os-volume_attachments/{volume}", s.detachVolume)
 	mux.Handle("/compute/", api(svcCompute, false, notFound))
 }
 
@@ -322,6 +323,19 @@ func (s *nova) changeServer(c *call, f func(*server) (int, any, error)) (int, an
 		v.Updated = s.now()
 	}
 	return status, body, err
+}
+
+// detachVolume answers DELETE .../os-volume_attachments/{volume}: the volume is detached at once.
+func (s *nova) detachVolume(c *call) (int, any, error) {
+	return s.changeServer(c, func(v *server) (int, any, error) {
+		vid := c.r.PathValue("volume")
+		vol, ok := s.st.volumes.get(vid)
+		if !ok || vol.AttachedTo != v.ID {
+			return 0, nil, errf(http.StatusNotFound, "itemNotFound", "volume_id not found: %s", vid)
+		}
+		vol.AttachedTo, vol.Status, vol.Updated = "", "available", s.now()
+		return http.StatusAccepted, nil, nil
+	})
 }
 
 // updateServerMetadata answers POST .../metadata: the body's items merged into the server's metadata.

@@ -917,6 +917,17 @@ func (s *suite) volumes(t *testing.T) {
 			return v.Status == "available", nil
 		})
 	}
+	// The attachment API (microversion 3.27, cloudheal's read) answers a project member; a volume never
+	// attached holds no attachment.
+	as, err := s.cloud.ListVolumeAttachments(ctx)
+	if err != nil {
+		t.Fatalf("ListVolumeAttachments: %v", err)
+	}
+	for _, a := range as {
+		if a.VolumeID == ids[0] || a.VolumeID == ids[1] {
+			t.Fatalf("ListVolumeAttachments = %+v: an attachment of a volume never attached", a)
+		}
+	}
 	v, err := s.cloud.GetVolume(ctx, ids[0])
 	if err != nil || v.Name != vname || v.Size != 1 || v.Metadata["csi.storage.k8s.io/pvc/name"] != "data-0" ||
 		v.Metadata["cinder.csi.openstack.org/cluster"] != cluster || v.Created.IsZero() {
