@@ -170,6 +170,8 @@ type Runner[S Settings, T any] struct {
 	due   schedule
 	// wrote is the resourceVersion of each cluster's last status write of this runner.
 	wrote versions
+	// failures is the aborted pass last logged of each cluster (an unchanged one is not logged again each interval).
+	failures repeats
 }
 
 // New validates d and returns the runner of ctl.
@@ -274,9 +276,15 @@ func (r *Runner[S, T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	after := max(next.Sub(r.d.Clock.Now()), time.Millisecond)
 	log := logf.FromContext(ctx)
 	if o.result != ResultOK {
-		log.Info("pass aborted", "controller", r.ctl.Name(), "result", o.result, "reason", o.reason, "err", o.err.Error(),
+		msg := o.result + " " + o.reason + ": " + o.err.Error()
+		l := log.V(1)
+		if r.failures.fresh(key, msg, end) {
+			l = log
+		}
+		l.Info("pass aborted", "controller", r.ctl.Name(), "result", o.result, "reason", o.reason, "err", o.err.Error(),
 			"requeueAfter", after.Round(time.Millisecond).String())
 	} else {
+		r.failures.drop(key)
 		log.V(1).Info("pass done", "controller", r.ctl.Name(), "unhealthy", len(o.unhealthy), "lines", len(o.lines),
 			"requeueAfter", after.Round(time.Millisecond).String())
 	}
@@ -516,6 +524,7 @@ func (r *Runner[S, T]) settle(ctx context.Context, c *v1alpha1.VitalsCluster, re
 func (r *Runner[S, T]) forget(key types.NamespacedName) {
 	r.due.drop(key)
 	r.wrote.drop(key)
+	r.failures.drop(key)
 	r.metrics.Forget(key)
 	r.d.Policy.Forget(key)
 	if f, ok := r.ctl.(interface{ Forget(types.NamespacedName) }); ok {
