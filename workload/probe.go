@@ -36,7 +36,12 @@ func newProbe(c *connection, minInterval time.Duration, clk clock.PassiveClock) 
 // of the tenant's kubeconfig: every transport error (they all come as *url.Error, which names the URL) is
 // told by its category only. What the server itself says (the failed checks of /readyz) is kept,
 // shortened. nil stays nil.
-func describe(err error, timeout time.Duration) error {
+func describe(err error, timeout time.Duration) error { return Describe(err, "/readyz", timeout) }
+
+// Describe is describe for any request of the workload API: what names the request ("/readyz", "the
+// Nodes"), timeout the request's. It is how everything that reports a failed workload request (the
+// operator, vitals doctor) tells it.
+func Describe(err error, what string, timeout time.Duration) error {
 	if err == nil {
 		return nil
 	}
@@ -48,10 +53,10 @@ func describe(err error, timeout time.Duration) error {
 	case apierrors.IsUnauthorized(err):
 		return errorf(ReasonUnauthorized, "the API refused the kubeconfig's credentials (401 Unauthorized)")
 	case apierrors.IsForbidden(err):
-		return errorf(ReasonUnauthorized, "the API forbids the kubeconfig's user to read /readyz (403 Forbidden)")
+		return errorf(ReasonUnauthorized, "the API forbids the kubeconfig's user to read %s (403 Forbidden)", what)
 	case errors.As(err, &status) && !errors.As(err, &urlErr):
 		code := status.Status().Code
-		return errorf(ReasonUnreachable, "the API answered %d on /readyz", code)
+		return errorf(ReasonUnreachable, "the API answered %d on %s", code, what)
 	case !errors.As(err, &urlErr) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
 		// not a transport error: the server's own account of what is not ready
 		return errorf(ReasonUnreachable, "not ready: %s", shorten(err.Error(), 300))

@@ -331,7 +331,11 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 	}
 	var nodes corev1.NodeList
 	if err := cl.Client().List(ctx, &nodes, client.Limit(500)); err != nil {
-		add("workload", "failed", fmt.Sprintf("list nodes through %s: %v", cl.Source(), err), "")
+		// told as the operator tells it: no address or certificate field of the tenant's kubeconfig
+		var we *workload.Error
+		if errors.As(workload.Describe(err, "the Nodes", f.timeout), &we) {
+			add("workload", "failed", fmt.Sprintf("list nodes through %s: %s", cl.Source(), we.Message), we.Reason)
+		}
 		return
 	}
 	add("workload", "ok", fmt.Sprintf("the API answers through %s: %d nodes", cl.Source(), len(nodes.Items)), "")
