@@ -2,15 +2,9 @@ package healthcheck
 
 import (
 	"bufio"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,8 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/vitalsproject/vitals/internal/test/testcert"
 	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
 
@@ -56,30 +50,6 @@ func tripleoCommon(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return shim
-}
-
-// selfSigned is a certificate for name only (never for 127.0.0.1), as a service's certificate
-// names its host.
-func selfSigned(t *testing.T, name string) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: name},
-		DNSNames:     []string{name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // cutServer answers 200 with a Content-Length it never fills, then closes (with reset: an RST).
@@ -127,7 +97,7 @@ func TestBinaryAgreesWithTripleOHealthcheckCurl(t *testing.T) {
 	}
 	plain := startHTTP(t, "tcp4", "127.0.0.1:0", serviceHandler())
 	mismatched := httptest.NewUnstartedServer(serviceHandler())
-	mismatched.TLS = &tls.Config{Certificates: []tls.Certificate{selfSigned(t, "svc-i43.example")}}
+	mismatched.TLS = &tls.Config{Certificates: []tls.Certificate{testcert.Server(t, nil, []string{"svc-i43.example"}).TLS()}}
 	mismatched.StartTLS()
 	t.Cleanup(mismatched.Close)
 	redirect := httptest.NewServer(http.RedirectHandler("/elsewhere", http.StatusFound))

@@ -1,19 +1,12 @@
 package openstack
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/internal/test/testcert"
 )
 
 // secret marks every value a test input holds: it must never appear in an error.
@@ -31,7 +24,7 @@ func TestAuthFromSecretCloudsYAML(t *testing.T) {
       project_domain_name: Default
     region_name: RegionOne
 `
-	testCA := selfSignedPEM(t)
+	testCA := string(testcert.CA(t, "test CA").CertPEM())
 	tests := []struct {
 		name  string
 		data  string
@@ -132,20 +125,4 @@ func indent(s, prefix string) string {
 		b.WriteString(prefix + l + "\n")
 	}
 	return b.String()
-}
-
-// selfSignedPEM is a CA certificate in PEM.
-func selfSignedPEM(t *testing.T) string {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
-		BasicConstraintsValid: true, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }

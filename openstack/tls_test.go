@@ -7,19 +7,12 @@ package openstack
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
-	"net"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -30,59 +23,19 @@ import (
 	"time"
 
 	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/internal/test/testcert"
 	"github.com/vitalsproject/vitals/internal/test/testenv"
 )
 
-// testCA is a private certificate authority.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-// issue makes a key and a certificate of tmpl, signed by parent's key (self-signed when parent is nil).
-func issue(t *testing.T, tmpl *x509.Certificate, parent *testCA) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
+// serverCert is a certificate for 127.0.0.1 and localhost signed by ca.
+func serverCert(t *testing.T, ca *testcert.Issued) tls.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(time.Hour)
-	signer, signerKey := tmpl, key
-	if parent != nil {
-		signer, signerKey = parent.cert, parent.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signerKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, key, der
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	cert, key, der := issue(t, &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}, nil)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// serverCert is a certificate for 127.0.0.1 signed by ca.
-func (ca *testCA) serverCert(t *testing.T) tls.Certificate {
-	t.Helper()
-	_, key, der := issue(t, &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "keystone.test"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, ca)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return testcert.Server(t, ca, []string{"localhost"}, "127.0.0.1").TLS()
 }
 
 // tlsKeystone puts a TLS-terminating reverse proxy, with a certificate of ca, in front of the Keystone
 // of authURL and returns the auth URL through it.
-func tlsKeystone(t *testing.T, authURL string, ca *testCA) string {
+func tlsKeystone(t *testing.T, authURL string, ca *testcert.Issued) string {
 	t.Helper()
 	target, err := url.Parse(authURL)
 	if err != nil {
@@ -93,7 +46,7 @@ func tlsKeystone(t *testing.T, authURL string, ca *testCA) string {
 		r.Out.Host = r.In.Host
 	}}
 	srv := httptest.NewUnstartedServer(proxy)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.serverCert(t)}, MinVersion: tls.VersionTLS12}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{serverCert(t, ca)}, MinVersion: tls.VersionTLS12}
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are the test's point
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
@@ -103,9 +56,9 @@ func tlsKeystone(t *testing.T, authURL string, ca *testCA) string {
 func TestKeystoneBehindTLS(t *testing.T) {
 	t.Parallel()
 	e := testenv.OpenStack(t)
-	ca := newTestCA(t, "vitals test CA")
-	other := newTestCA(t, "another CA")
-	authURL := tlsKeystone(t, e.AuthURL, ca)
+	ca := testcert.CA(t, "vitals test CA")
+	other := testcert.CA(t, "another CA")
+	authURL := tlsKeystone(t, e.AuthURL, &ca)
 	if !strings.HasPrefix(authURL, "https://127.0.0.1:") {
 		t.Fatalf("proxy URL %s", authURL)
 	}
@@ -117,8 +70,8 @@ func TestKeystoneBehindTLS(t *testing.T) {
 		}
 		return p
 	}
-	caFile := write("ca.pem", ca.pem)
-	otherFile := write("other.pem", other.pem)
+	caFile := write("ca.pem", ca.CertPEM())
+	otherFile := write("other.pem", other.CertPEM())
 	openrc := map[string]string{
 		"OS_AUTH_URL": authURL, "OS_USERNAME": e.Username, "OS_PASSWORD": e.Password,
 		"OS_PROJECT_NAME": e.ProjectName, "OS_USER_DOMAIN_NAME": e.UserDomainName,
@@ -208,9 +161,9 @@ region_name = %s
 		{"INI cafile", ini("cafile = " + caFile), true},
 		{"INI insecure", ini("insecure = true"), true},
 		{"Secret without a CA", secret(""), false},
-		{"Secret with the CA inline", secret(inlineCA(ca.pem)), true},
-		{"Secret with another CA inline", secret(inlineCA(other.pem)), false},
-		{"Secret with both CAs inline", secret(inlineCA(append(other.pem, ca.pem...))), true},
+		{"Secret with the CA inline", secret(inlineCA(ca.CertPEM())), true},
+		{"Secret with another CA inline", secret(inlineCA(other.CertPEM())), false},
+		{"Secret with both CAs inline", secret(inlineCA(append(other.CertPEM(), ca.CertPEM()...))), true},
 		{"Secret verify: false", secret("    verify: false\n"), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,18 +1,12 @@
 package workload
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/vitalsproject/vitals/internal/test/testcert"
 )
 
 // Strings that stand for the contents of a Secret: no error message may hold any of them.
@@ -23,28 +17,6 @@ const (
 	secretPath    = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 	secretCommand = "/usr/bin/steal-credentials"
 )
-
-// testPEM returns a self-signed certificate and its key, PEM-encoded.
-func testPEM(t testing.TB) (cert, key []byte) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-}
 
 // kubeconfig renders a one-context kubeconfig; cluster and user are extra YAML lines (indented 4)
 // added to the entries.
@@ -70,7 +42,8 @@ current-context: ` + secretName + `
 }
 
 func TestParseKubeconfig(t *testing.T) {
-	cert, key := testPEM(t)
+	pair := testcert.CA(t, "test")
+	cert, key := pair.CertPEM(), pair.KeyPEM()
 	ca := "    certificate-authority-data: " + base64.StdEncoding.EncodeToString(cert)
 	token := "    token: " + secretToken
 	certUser := "    client-certificate-data: " + base64.StdEncoding.EncodeToString(cert) +

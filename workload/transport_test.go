@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/vitalsproject/vitals/internal/test/testcert"
 )
 
 // hostile is a TLS server that misbehaves as handler says; it returns a connection to it under lim.
@@ -138,7 +140,7 @@ func TestLimitsAgainstAHostileServer(t *testing.T) {
 func TestDescribeTLSFailureNamesNoAddress(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
-	ca, _ := testPEM(t) // not the server's
+	ca := testcert.CA(t, "test").CertPEM() // not the server's
 	lim := Limits{}
 	lim.defaults()
 	c, err := connect(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, lim, &KubeconfigRules{AllowLoopback: true}, "test")

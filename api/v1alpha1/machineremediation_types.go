@@ -116,7 +116,9 @@ type VitalsRemediationStatus struct {
 // +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io="
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
-// +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.status.server`,priority=1
+// +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.status.server`
+// +kubebuilder:printcolumn:name="Last-Step",type=date,JSONPath=`.status.lastStepTime`
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.vitalsCluster`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type VitalsRemediation struct {

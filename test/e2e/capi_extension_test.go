@@ -37,6 +37,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/clusterapi"
+	"github.com/vitalsproject/vitals/internal/test/testcert"
 )
 
 // extServe starts the extension server on a free port of 127.0.0.1 with a fresh self-signed certificate for that
@@ -78,8 +79,9 @@ func extServe(t *testing.T, e *clusterapi.Extension) (string, *http.Client) {
 // reads it (tls.crt, tls.key), and returns the directory and the certificate (its own CA).
 func extCert(t *testing.T) (dir string, crt []byte) {
 	t.Helper()
-	crt, key := selfSigned(t, &x509.Certificate{Subject: pkix.Name{CommonName: "vitals-runtime-extension"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	pair := testcert.Issue(t, &x509.Certificate{Subject: pkix.Name{CommonName: "vitals-runtime-extension"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, nil)
+	crt, key := pair.CertPEM(), pair.KeyPEM()
 	dir = t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), crt, 0o600); err != nil {
 		t.Fatal(err)

@@ -9,17 +9,10 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -40,6 +33,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/internal/test/testcert"
 	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/operator"
 	"github.com/vitalsproject/vitals/tenancy"
@@ -51,30 +45,8 @@ import (
 // certificate pools skip blocks with headers).
 func secPEM(t *testing.T, marker string) (cert, key string) {
 	t.Helper()
-	c, k := selfSigned(t, &x509.Certificate{Subject: pkix.Name{CommonName: marker}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature})
-	return string(c) + "# " + marker + "\n", string(k) + "# " + marker + "\n"
-}
-
-// selfSigned signs tmpl with a new P-256 key of its own, valid from an hour ago for two hours, and returns the
-// certificate and the key as PEM.
-func selfSigned(t *testing.T, tmpl *x509.Certificate) (cert, key []byte) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl.SerialNumber = big.NewInt(1)
-	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kd, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
+	pair := testcert.CA(t, marker)
+	return string(pair.CertPEM()) + "# " + marker + "\n", string(pair.KeyPEM()) + "# " + marker + "\n"
 }
 
 // secIndent indents every line of s by n spaces (a PEM block under a YAML block scalar).
