@@ -12,6 +12,9 @@ const (
 	ControllerCloudHeal = "cloudheal"
 )
 
+// Controllers are the names of the controllers with a block of the status, in the status's order.
+var Controllers = []string{ControllerAccess, ControllerRouteGC, ControllerFlight, ControllerDeorbit, ControllerCloudHeal}
+
 // Controller returns the common part of the named controller's block of st, creating the block when
 // create is set; nil when the block is absent (and create is not set) or the name is no controller's.
 func (st *ClusterStatus) Controller(name string, create bool) *ControllerStatus {

@@ -136,7 +136,7 @@ var conditionsChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bo
 	if !equalConditions(others(o), others(n)) {
 		return true
 	}
-	for _, name := range []string{v1alpha1.ControllerAccess, v1alpha1.ControllerRouteGC, v1alpha1.ControllerFlight, v1alpha1.ControllerDeorbit, v1alpha1.ControllerCloudHeal} {
+	for _, name := range v1alpha1.Controllers {
 		ob, nb := o.Status.Controller(name, false), n.Status.Controller(name, false)
 		if (ob == nil) != (nb == nil) || (ob != nil && ob.ObservedGeneration != nb.ObservedGeneration) {
 			return true

@@ -156,7 +156,7 @@ func codeMetrics(t *testing.T) map[string][]string {
 					case "Subsystem":
 						subsystem = v
 						if !known {
-							subsystems = []string{v1alpha1.ControllerAccess, v1alpha1.ControllerRouteGC, v1alpha1.ControllerFlight, v1alpha1.ControllerDeorbit}
+							subsystems = v1alpha1.Controllers
 						}
 					}
 				}

@@ -85,6 +85,8 @@ func runbookSkip(cmd string) string {
 		return "needs a kubelet"
 	case strings.Contains(cmd, "NODE"), strings.Contains(cmd, "POD"):
 		return "needs a node"
+	case strings.Contains(cmd, "--kubeconfig WORKLOAD"):
+		return "the workload cluster's"
 	}
 	return ""
 }
