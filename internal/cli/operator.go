@@ -467,11 +467,18 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	return o, nil
 }
 
+// operatorINISections are the sections of the configuration file the operator reads: its own, Kuryr's
+// [kubernetes] and [health_server], and the auth sections of PickAuth.
+func operatorINISections() []string {
+	return append([]string{"operator", "kubernetes", "health_server"}, openstack.DefaultINISections...)
+}
+
 // fromINI reads the operator's options of the configuration file into the flags' variables (the
 // auth section is PickAuth's) and returns Kuryr's api_root, token_file and ssl_ca_crt_file, and what
 // the operator ignores: the options of [kubernetes] it does not use (Kuryr's own: the file may be a
-// kuryr.conf), as "kubernetes.option", and every section it does not read, as "[section]". Unknown
-// options of [operator] and [health_server] are errors (typos).
+// kuryr.conf), as "kubernetes.option", and the sections of Kuryr and oslo it does not read, as "[section]".
+// Unknown options of [operator] and [health_server] are errors (typos), and so is any other section
+// (config.INI.CheckSections: [operater] is an error that names [operator]).
 func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile string, ignored []string) {
 	k := ini.Section("kubernetes")
 	for _, key := range k.Unknown("kubeconfig", "api_root", "token_file", "ssl_ca_crt_file", "namespace") {
@@ -486,15 +493,9 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	}
 	hs := ini.Section("health_server")
 	hs.CheckKnown("port", "drain_delay") // Kuryr's controller has port only
-	read := map[string]bool{"kubernetes": true, "health_server": true, "operator": true}
-	for _, name := range openstack.DefaultINISections {
-		read[name] = true
-	}
-	for _, name := range ini.Sections() {
-		if !read[name] {
-			ignored = append(ignored, "["+name+"]")
-		}
-	}
+	// Kuryr's and oslo's sections are ignored (one warning); any other section the operator does not read is an
+	// error, and so is one that looks like a misspelt section of its own ([operater]).
+	ignored = append(ignored, ini.CheckSections(operatorINISections(), config.KuryrSections)...)
 	f.healthPort = hs.Port("port", f.healthPort)
 	f.drainDelay = hs.Seconds("drain_delay", f.drainDelay)
 	op := ini.Section("operator")

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/vitalsproject/vitals/agent"
+	"github.com/vitalsproject/vitals/config"
 	"github.com/vitalsproject/vitals/operator"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
@@ -206,6 +208,21 @@ func TestOperatorTrustOptions(t *testing.T) {
 	}
 }
 
+// TestINISectionsNoNearMiss: no section of Kuryr's or oslo's that the operator and the agent tolerate is within
+// config.NearMiss edits of one they read, so that a misspelling of a section they read is always an error.
+func TestINISectionsNoNearMiss(t *testing.T) {
+	for reader, read := range map[string][]string{"operator": operatorINISections(), "agent": agent.INISections()} {
+		f, err := config.ParseINI("kuryr.conf", []byte("["+strings.Join(config.KuryrSections, "]\n[")+"]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.CheckSections(read, config.KuryrSections)
+		if err := f.Err(); err != nil {
+			t.Errorf("%s: Kuryr's sections resemble one it reads: %v", reader, err)
+		}
+	}
+}
+
 func TestOperatorBadConfigExits2(t *testing.T) {
 	kc := writeFile(t, "kubeconfig", testKubeconfig)
 	tests := []struct {
@@ -216,6 +233,11 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 		{"bad port", "[health_server]\nport = 99999\n", nil, []string{"operator.conf:2", "health_server.port", "port number"}},
 		{"typo", "[health_server]\nprot = 8082\n", nil, []string{"operator.conf:2", "health_server.prot", "unknown option"}},
 		{"typo in [operator]", "[operator]\nroutegc_budgte = 3\n", nil, []string{"operator.conf:2", "operator.routegc_budgte", "unknown option"}},
+		{"misspelt [operator]", "[kubernetes]\n[operater]\ndry_run = true\n", nil, []string{"operator.conf:2", "[operater]", "unknown section, within 2 edits of [operator]"}},
+		{"misspelt [health_server]", "[helth_server]\nport = 8082\n", nil, []string{"operator.conf:1", "[helth_server]", "of [health_server]"}},
+		{"misspelt [neutron]", "[nuetron]\nauth_url = http://keystone.example:5000/v3\n", nil, []string{"operator.conf:1", "[nuetron]", "of [neutron]"}},
+		{"unknown section", "[operator]\ndry_run = true\n[remediation]\nbudget = 3\n", nil, []string{"operator.conf:3", "[remediation]", "unknown section (sections read: [operator], [kubernetes], [health_server], [neutron], [keystone_authtoken]"}},
+		{"the agent's section", "[pod_network_connectivity]\npods = 10.0.0.1:80\n", nil, []string{"operator.conf:1", "[pod_network_connectivity]", "unknown section"}},
 		{"api_root not a URL", "[kubernetes]\napi_root = 10.0.0.1:6443\n", nil, []string{"operator.conf:2", "kubernetes.api_root", "URL of the Kubernetes API"}},
 		{"bad interval", "[operator]\nroutegc_interval = soon\n", nil, []string{"operator.conf:2", "operator.routegc_interval"}},
 		{"bad log level", "", []string{"--log-level", "loud"}, []string{"--log-level"}},
