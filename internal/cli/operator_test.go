@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vitalsproject/vitals/agent"
+	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/config"
 	"github.com/vitalsproject/vitals/operator"
 	"github.com/vitalsproject/vitals/remediation"
@@ -174,6 +175,28 @@ func flagsOf(t *testing.T, args []string) (*operatorFlags, *pflag.FlagSet) {
 	return f, fs
 }
 
+// TestOperatorEnrolDeletionPolicy: the enrolment makes Deorbit VitalsClusters unless told Orphan (health alone).
+func TestOperatorEnrolDeletionPolicy(t *testing.T) {
+	kc := writeFile(t, "kubeconfig", testKubeconfig)
+	for _, tc := range []struct {
+		args []string
+		want v1alpha1.DeletionPolicy
+	}{
+		{[]string{"--capi-enrol"}, v1alpha1.DeletionPolicyDeorbit},
+		{[]string{"--capi-enrol", "--capi-enrol-deletion-policy", "Orphan"}, v1alpha1.DeletionPolicyOrphan},
+		{[]string{"--capi-enrol", "--capi-enrol-deletion-policy=Deorbit"}, v1alpha1.DeletionPolicyDeorbit},
+	} {
+		f, fs := flagsOf(t, append([]string{"--kubeconfig", kc}, tc.args...))
+		o, err := f.options(fs, &bytes.Buffer{}, func(string) string { return "" })
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if o.CAPIEnrolDeletionPolicy != tc.want || !o.CAPIEnrol {
+			t.Errorf("%v: enrolment %v, deletion policy %q; want %q", tc.args, o.CAPIEnrol, o.CAPIEnrolDeletionPolicy, tc.want)
+		}
+	}
+}
+
 func TestOperatorTrustOptions(t *testing.T) {
 	kc := writeFile(t, "kubeconfig", testKubeconfig)
 	ini := writeFile(t, "operator.conf", "[operator]\ntrust_namespaces = infra, platform\npod_cidr_limit_v4 = 16\naccess_interval = 30\naccess_workers = 20\n")
@@ -252,6 +275,8 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 		{"extension cert dir without the files", "", []string{"--runtime-extension-port", "9443", "--runtime-extension-cert-dir", "/nonexistent-vitals"}, []string{"--runtime-extension-cert-dir", "expected tls.crt"}},
 		{"extension port out of range", "", []string{"--runtime-extension-port", "70000", "--runtime-extension-cert-dir", "/tmp"}, []string{"--runtime-extension-port", "1-65535"}},
 		{"extension without the enrolment", "", []string{"--runtime-extension-port", "9443", "--runtime-extension-cert-dir", "EXTDIR"}, []string{"--runtime-extension-port", "needs --capi-enrol"}},
+		{"enrolment deletion policy misspelt", "", []string{"--capi-enrol", "--capi-enrol-deletion-policy", "orphan"}, []string{"--capi-enrol-deletion-policy", "expected Deorbit or Orphan"}},
+		{"enrolment deletion policy without the enrolment", "", []string{"--capi-enrol-deletion-policy", "Orphan"}, []string{"--capi-enrol-deletion-policy", "needs --capi-enrol"}},
 		{"bad cloud qps", "[operator]\ncloud_qps = 0\n", nil, []string{"operator.conf:2", "operator.cloud_qps"}},
 		{"bad cloud burst flag", "", []string{"--cloud-burst", "0"}, []string{"--cloud-qps/--cloud-burst"}},
 		{"negative routegc budget", "", []string{"--routegc-budget", "-1"}, []string{"--routegc-budget", "0 (no removals)"}},
