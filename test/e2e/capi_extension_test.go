@@ -160,7 +160,7 @@ func TestCAPIRuntimeExtension(t *testing.T) {
 	// The enrolment's VitalsCluster: named like the Cluster, controlled by it, with the enrolment's label.
 	const uid = types.UID("5a0c4e52-9a1e-4d8a-b7a4-3f0e2d1c6b7a")
 	vcl := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod", Finalizers: []string{"e2e.vitals/hold"},
-		Labels: map[string]string{v1alpha1.LabelEnrolledBy: v1alpha1.EnrolledByEnrolment},
+		Labels:          map[string]string{v1alpha1.LabelEnrolledBy: v1alpha1.EnrolledByEnrolment},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: clusterapi.ClusterKind, Name: "prod", UID: uid, Controller: ptr.To(true)}}},
 		Spec: v1alpha1.ClusterSpec{DeletionPolicy: v1alpha1.DeletionPolicyDeorbit, PodCIDRs: []v1alpha1.CIDR{"198.19.0.0/16"},
 			OpenStack: v1alpha1.OpenStackSpec{ProjectID: "4b7e0f2a9c1d4e3f8a6b5c7d9e0f1a2b", RouterID: "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b"}}}
