@@ -334,7 +334,8 @@ func TestEnrol(t *testing.T) {
 	t.Cleanup(func() { _ = c.Delete(context.Background(), hand) })
 	handVCL := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c5",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: "c5", UID: hand.UID, Controller: ptr.To(true)}}},
-		Spec: v1alpha1.ClusterSpec{DeletionPolicy: v1alpha1.DeletionPolicyDeorbit, PodCIDRs: []v1alpha1.CIDR{"10.246.0.0/16"}}}
+		Spec: v1alpha1.ClusterSpec{DeletionPolicy: v1alpha1.DeletionPolicyDeorbit, PodCIDRs: []v1alpha1.CIDR{"10.246.0.0/16"},
+			OpenStack: v1alpha1.OpenStackSpec{RouterID: "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b"}}}
 	if err := c.Create(ctx, handVCL); err != nil {
 		t.Fatal(err)
 	}

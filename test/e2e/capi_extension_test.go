@@ -181,7 +181,8 @@ func TestCAPIRuntimeExtension(t *testing.T) {
 	const handUID = types.UID("0e9d8c7b-6a5f-4e3d-8c2b-1a0f9e8d7c6b")
 	hand := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hand",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: clusterapi.ClusterKind, Name: "hand", UID: handUID, Controller: ptr.To(true)}}},
-		Spec: v1alpha1.ClusterSpec{DeletionPolicy: v1alpha1.DeletionPolicyDeorbit, PodCIDRs: []v1alpha1.CIDR{"198.19.0.0/16"}}}
+		Spec: v1alpha1.ClusterSpec{DeletionPolicy: v1alpha1.DeletionPolicyDeorbit, PodCIDRs: []v1alpha1.CIDR{"198.19.0.0/16"},
+			OpenStack: v1alpha1.OpenStackSpec{ProjectID: "4b7e0f2a9c1d4e3f8a6b5c7d9e0f1a2b", RouterID: "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b"}}}
 	if err := c.Create(ctx, hand); err != nil {
 		t.Fatal(err)
 	}
