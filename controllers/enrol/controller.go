@@ -91,7 +91,7 @@ func New(d *pass.Deps, o Options) (*Reconciler, error) {
 }
 
 // SetupWithManager registers the enrolment over Clusters, their OpenStackClusters, the VitalsClusters they own
-// (spec and annotation changes only: a status write is no reason to look again) and their Machines (metadata
+// (spec, label and annotation changes only: a status write is no reason to look again) and their Machines (metadata
 // only: a new Machine, a deletion, a deletion hook changed).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if ctx == nil {
@@ -104,7 +104,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			return fmt.Errorf("setup %s: %w", Name, err)
 		}
 	}
-	owned := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	// a label changed: the enrolment's own label put on by hand (a VitalsCluster handed over) or taken off
+	owned := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{})
 	machine := &metav1.PartialObjectMetadata{}
 	machine.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Machine"))
 	err := ctrl.NewControllerManagedBy(mgr).Named(Name).WithOptions(opts).

@@ -102,7 +102,8 @@ func eventually(t *testing.T, what string, f func() (bool, string)) {
 // deletion hook from the moment they are seen, and one deleted while the Cluster lives is released and goes;
 // opted out (label "false") after its enrolment, the Cluster's VitalsCluster is no longer followed but kept, its
 // Machines still held; the Cluster's deletion-policy label (Orphan, Deorbit) is followed, a misspelt one is not; a
-// VitalsCluster a Cluster controls but the enrolment did not make (no label enrolled-by) is left alone; deleting the Cluster deletes its VitalsCluster all the same (its deletionPolicy Deorbit
+// VitalsCluster a Cluster controls but the enrolment did not make (no label enrolled-by) is left alone until the
+// label is put on by hand; deleting the Cluster deletes its VitalsCluster all the same (its deletionPolicy Deorbit
 // stands), its Machines stay held while the VitalsCluster is there, and CAPO's teardown ends once it is gone.
 func TestEnrol(t *testing.T) {
 	env := testenv.CAPI(t)
@@ -370,6 +371,18 @@ func TestEnrol(t *testing.T) {
 	if err := c.Patch(ctx, hand, client.MergeFrom(hb)); err != nil {
 		t.Fatal(err)
 	}
+	// handed over (the label put on by hand): the enrolment's own from then on, its Machine held for it
+	vb := handVCL.DeepCopy()
+	metav1.SetMetaDataLabel(&handVCL.ObjectMeta, v1alpha1.LabelEnrolledBy, v1alpha1.EnrolledByEnrolment)
+	if err := c.Patch(ctx, handVCL, client.MergeFrom(vb)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Machine held once the VitalsCluster is handed over to the enrolment", func() (bool, string) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(handMachine), handMachine); err != nil {
+			return false, err.Error()
+		}
+		return handMachine.Annotations[clusterapi.MachineDeletionHook] == clusterapi.MachineDeletionHookOwner, fmt.Sprint("annotations ", handMachine.Annotations)
+	})
 
 	// Machines of the cluster (no infrastructure behind them): each is hooked as soon as it is seen, before any
 	// teardown; one deleted while the Cluster lives (a scale-down) is released and goes.
