@@ -2,7 +2,9 @@ package agent
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -116,7 +118,8 @@ func DefaultOptions() Options {
 }
 
 // KuryrKeys are the kuryr.conf options the agent reads, by section. Other options of those sections are
-// Kuryr's own and are ignored; other sections too.
+// Kuryr's own and are ignored; so are Kuryr's and oslo's other sections (config.KuryrSections), while any other
+// section is an error (ApplyKuryrINI).
 var KuryrKeys = map[string][]string{
 	"cni_health_server": {"port", "max_memory_usage", "cg_path"},
 	"cni_daemon":        {"cni_failures_count"},
@@ -130,6 +133,11 @@ const ConnectivitySection = "pod_network_connectivity"
 var connectivityKeys = []string{"netns", "pods", "services", "dns_server", "dns_names", "interval", "timeout",
 	"canary_socket", "peers_service", "peers_sample", "peers_min"}
 
+// INISections are the sections of the configuration file the agent reads: its own and Kuryr's of KuryrKeys.
+func INISections() []string {
+	return append([]string{ConnectivitySection}, slices.Sorted(maps.Keys(KuryrKeys))...)
+}
+
 // ApplyKuryrINI reads a kuryr.conf-style file and sets the options it holds:
 //
 //	[cni_health_server]
@@ -139,12 +147,16 @@ var connectivityKeys = []string{"netns", "pods", "services", "dns_server", "dns_
 //	[cni_daemon]
 //	cni_failures_count = 3   -> FailuresCount
 //
-// Malformed values are returned as config.Errors naming the file, line and option.
-func ApplyKuryrINI(path string, o *Options) error {
+// Malformed values are returned as config.Errors naming the file, line and option, and so is a section that
+// is neither the agent's nor Kuryr's or oslo's (config.KuryrSections), or that looks like a misspelt section of
+// the agent's ([pod_network_conectivity]: its checks would be dropped). ignored are the sections of Kuryr and
+// oslo the file holds that the agent does not read, as "[section]", for one warning line.
+func ApplyKuryrINI(path string, o *Options) (ignored []string, err error) {
 	f, err := config.LoadINI(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	ignored = f.CheckSections(INISections(), config.KuryrSections)
 	hs := f.Section("cni_health_server")
 	o.Port = hs.Port("port", o.Port)
 	if hs.Has("max_memory_usage") {
@@ -169,7 +181,7 @@ func ApplyKuryrINI(path string, o *Options) error {
 		o.FailuresCount = d.IntRange("cni_failures_count", o.FailuresCount, 0, 1_000_000)
 	}
 	applyConnectivityINI(f.Section(ConnectivitySection), &o.Connectivity)
-	return f.Err()
+	return ignored, f.Err()
 }
 
 // applyConnectivityINI reads the connectivity check's section:

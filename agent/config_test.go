@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,15 @@ timeout = 2.5
 		{name: "connectivity: a sample over the limit", ini: "[pod_network_connectivity]\npeers_sample = 1000\n", wantErr: ":2: pod_network_connectivity.peers_sample:"},
 		{name: "connectivity: a relative canary socket", ini: "[pod_network_connectivity]\ncanary_socket = c.sock\n", wantErr: ":2: pod_network_connectivity.canary_socket: expected an absolute path"},
 		{name: "connectivity: a typo", ini: "[pod_network_connectivity]\npod = 10.1.1.1:80\n", wantErr: ":2: pod_network_connectivity.pod: unknown option"},
+		{name: "a misspelt section of the agent's", ini: "[cni_daemon]\n\n[pod_network_conectivity]\npods = 10.1.1.1:80\n", wantErr: ":3: [pod_network_conectivity]: unknown section, within 2 edits of [pod_network_connectivity]"},
+		{name: "a misspelt section of Kuryr's that the agent reads", ini: "[cni_health_servre]\nport = 8091\n", wantErr: ":1: [cni_health_servre]: unknown section, within 2 edits of [cni_health_server]"},
+		{name: "a section of nobody's", ini: "[cni_daemon]\n[probes]\npods = 10.1.1.1:80\n", wantErr: ":2: [probes]: unknown section (sections read: [pod_network_connectivity], [cni_daemon], [cni_health_server]"},
+		{name: "a section of the operator's", ini: "[operator]\ndry_run = true\n", wantErr: ":1: [operator]: unknown section"},
+		{
+			name:  "Kuryr's and oslo's sections are ignored",
+			ini:   "[DEFAULT]\ndebug = true\n[kubernetes]\napi_root = https://10.0.0.1:6443\n[neutron]\nauth_url = https://keystone.example:5000/v3\n[vif_pool]\nports_pool_max = 10\n[cni_daemon]\n",
+			check: func(t *testing.T, o Options) {},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +105,7 @@ timeout = 2.5
 				t.Fatal(err)
 			}
 			o := DefaultOptions()
-			err := ApplyKuryrINI(path, &o)
+			_, err := ApplyKuryrINI(path, &o)
 			if tt.wantErr != "" {
 				var cerr *config.Error
 				if err == nil || !errors.As(err, &cerr) || !strings.Contains(err.Error(), path+tt.wantErr) {
@@ -146,5 +156,26 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("err = %v, want a *config.Error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestApplyKuryrINIIgnored: the sections of Kuryr and oslo the agent does not read are returned, in file order,
+// for its one warning line; those it reads are not.
+func TestApplyKuryrINIIgnored(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kuryr.conf")
+	ini := "[DEFAULT]\ndebug = true\n[cni_daemon]\ncni_failures_count = 4\n[binding]\nlink_iface = eth0\n[cni_health_server]\nport = 8091\n[os_vif_ovs]\novs_vsctl_timeout = 5\n"
+	if err := os.WriteFile(path, []byte(ini), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions()
+	ignored, err := ApplyKuryrINI(path, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"[DEFAULT]", "[binding]", "[os_vif_ovs]"}; !slices.Equal(ignored, want) {
+		t.Errorf("ignored %v, want %v", ignored, want)
+	}
+	if o.FailuresCount != 4 || o.Port != 8091 {
+		t.Errorf("options = %+v", o)
 	}
 }

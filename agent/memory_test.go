@@ -62,7 +62,7 @@ func TestMemoryCheckFixtures(t *testing.T) {
 			ini := filepath.Join(t.TempDir(), "kuryr.conf")
 			os.WriteFile(ini, []byte("[cni_health_server]\ncg_path = "+dir+"\n"), 0o644)
 			o := DefaultOptions()
-			if err := ApplyKuryrINI(ini, &o); err != nil {
+			if _, err := ApplyKuryrINI(ini, &o); err != nil {
 				t.Fatal(err)
 			}
 			o.MaxMemoryMiB = tt.limit

@@ -3,6 +3,7 @@
 package clusterapi
 
 import (
+	"fmt"
 	"reflect"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
@@ -12,6 +13,34 @@ import (
 // operator's namespace selector (--capi-enrol-namespaces) opts in every OpenStack Cluster of the namespaces it
 // selects; "false" on a Cluster opts it out of that.
 const EnrolLabel = "vitals.vitalsproject.io/enrol"
+
+// DeletionPolicyLabel on a Cluster API Cluster chooses the deletionPolicy of the VitalsCluster the enrolment
+// makes for it, over the operator's --capi-enrol-deletion-policy: "Orphan" enrols it for health alone (deleting
+// the VitalsCluster, or the Cluster, deletes nothing in the cloud), "Deorbit" has its teardown clean up after it.
+// While the label is there the VitalsCluster's deletionPolicy follows it; without it, the policy the VitalsCluster
+// was made with stays the user's.
+const DeletionPolicyLabel = "vitals.vitalsproject.io/deletion-policy"
+
+// EnrolDeletionPolicy returns the deletionPolicy of the VitalsCluster the enrolment makes for the Cluster of
+// labels: DeletionPolicyLabel's value (labelled true), else def. A label of any other value than Orphan or Deorbit
+// is an error (nothing is made: a misspelt "orphan" must not enrol the cluster for its teardown).
+func EnrolDeletionPolicy(labels map[string]string, def v1alpha1.DeletionPolicy) (p v1alpha1.DeletionPolicy, labelled bool, err error) {
+	v, ok := labels[DeletionPolicyLabel]
+	if !ok {
+		return def, false, nil
+	}
+	switch p := v1alpha1.DeletionPolicy(v); p {
+	case v1alpha1.DeletionPolicyOrphan, v1alpha1.DeletionPolicyDeorbit:
+		return p, true, nil
+	}
+	return "", true, fmt.Errorf("label %s is %q: expected %s or %s", DeletionPolicyLabel, v, v1alpha1.DeletionPolicyOrphan, v1alpha1.DeletionPolicyDeorbit)
+}
+
+// MadeByEnrolment reports whether vcl carries the enrolment's mark (v1alpha1.LabelEnrolledBy). With the Cluster's
+// controller reference it makes vcl the enrolment's: neither alone does.
+func MadeByEnrolment(vcl *v1alpha1.VitalsCluster) bool {
+	return vcl.Labels[v1alpha1.LabelEnrolledBy] == v1alpha1.EnrolledByEnrolment
+}
 
 // PausedByAnnotation on an enrolled VitalsCluster says that the enrolment set its pause annotation
 // (v1alpha1.AnnotationPaused) because its Cluster is paused (cluster.x-k8s.io/paused or spec.paused, as clusterctl

@@ -78,3 +78,50 @@ func TestFollowPause(t *testing.T) {
 		})
 	}
 }
+
+func TestEnrolDeletionPolicy(t *testing.T) {
+	const (
+		orphan  = v1alpha1.DeletionPolicyOrphan
+		deorbit = v1alpha1.DeletionPolicyDeorbit
+	)
+	for _, tc := range []struct {
+		name     string
+		labels   map[string]string
+		def      v1alpha1.DeletionPolicy
+		want     v1alpha1.DeletionPolicy
+		labelled bool
+		err      bool
+	}{
+		{"no label: the operator's", nil, deorbit, deorbit, false, false},
+		{"no label, health alone by the operator", map[string]string{EnrolLabel: "true"}, orphan, orphan, false, false},
+		{"the label over the operator's", map[string]string{DeletionPolicyLabel: "Orphan"}, deorbit, orphan, true, false},
+		{"the label Deorbit over the operator's Orphan", map[string]string{DeletionPolicyLabel: "Deorbit"}, orphan, deorbit, true, false},
+		{"a misspelt label is refused, never the default", map[string]string{DeletionPolicyLabel: "orphan"}, deorbit, "", true, true},
+		{"an empty label is refused", map[string]string{DeletionPolicyLabel: ""}, deorbit, "", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, labelled, err := EnrolDeletionPolicy(tc.labels, tc.def)
+			if got != tc.want || labelled != tc.labelled || (err != nil) != tc.err {
+				t.Errorf("EnrolDeletionPolicy = %q, %v, %v; want %q, %v, error %v", got, labelled, err, tc.want, tc.labelled, tc.err)
+			}
+		})
+	}
+}
+
+func TestMadeByEnrolment(t *testing.T) {
+	for _, tc := range []struct {
+		labels map[string]string
+		want   bool
+	}{
+		{nil, false},
+		{map[string]string{v1alpha1.LabelEnrolledBy: v1alpha1.EnrolledByEnrolment}, true},
+		{map[string]string{v1alpha1.LabelEnrolledBy: "someone-else"}, false},
+		{map[string]string{"cluster.x-k8s.io/cluster-name": "c1"}, false},
+	} {
+		vcl := &v1alpha1.VitalsCluster{}
+		vcl.Labels = tc.labels
+		if got := MadeByEnrolment(vcl); got != tc.want {
+			t.Errorf("MadeByEnrolment(labels %v) = %v, want %v", tc.labels, got, tc.want)
+		}
+	}
+}

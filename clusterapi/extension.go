@@ -55,7 +55,8 @@ type Extension struct {
 }
 
 // BeforeClusterDelete is the hook's handler. The VitalsCluster must be the Cluster's own: named like it in its
-// namespace and controlled by the Cluster of the request's UID; any other is not waited for. A VitalsCluster that
+// namespace, controlled by the Cluster of the request's UID and made by the enrolment (MadeByEnrolment); any
+// other is not waited for. A VitalsCluster that
 // cannot be read answers Failure, which Cluster API (failure policy Fail) takes as "not yet": nothing of the
 // cluster is deleted on a failed read. One that is still not deleting NotDeletedAfter the Cluster's deletion is
 // no longer waited for (the package's BeforeClusterDelete), and the Cluster gets the condition that says so.
@@ -82,6 +83,12 @@ func (e *Extension) BeforeClusterDelete(ctx context.Context, req *runtimehooksv1
 	if ref, ok := OwnerOf(&vcl); !ok || ref.UID != cl.UID {
 		BeforeClusterDelete(nil, Deleting{}, now, resp)
 		resp.Message = fmt.Sprintf("VitalsCluster %s is not controlled by this Cluster (uid %s): nothing for Vitals to clean up", key, cl.UID)
+		return
+	}
+	if !MadeByEnrolment(&vcl) {
+		// the enrolment deletes only the VitalsClusters it made: this one it leaves to garbage collection
+		BeforeClusterDelete(nil, Deleting{}, now, resp)
+		resp.Message = fmt.Sprintf("VitalsCluster %s was not made by the enrolment (no label %s): the enrolment does not delete it, nothing for Vitals to wait for", key, v1alpha1.LabelEnrolledBy)
 		return
 	}
 	if vcl.Spec.Deletion() == v1alpha1.DeletionPolicyOrphan {

@@ -43,22 +43,28 @@ func TestExtensionNotDeleted(t *testing.T) {
 		name     string
 		ago      time.Duration     // the Cluster's deletion
 		noClient bool              // the extension without a writer
+		notMade  bool              // the VitalsCluster without the enrolment's label
 		has      *metav1.Condition // the Cluster's VitalsCleanedUp before (its message: the answer's)
 		retry    int32
 		msg      string
 		applied  bool
 	}{
-		{"within the bound: waited for", time.Minute, false, nil, 5, "is not deleting yet", false},
-		{"beyond the bound: let go, said on the Cluster", NotDeletedAfter + time.Minute, false, nil, 0, "nothing deletes it", true},
-		{"beyond the bound, the condition already there", NotDeletedAfter + time.Minute, false, &same, 0, "nothing deletes it", false},
-		{"beyond the bound, no writer", NotDeletedAfter + time.Minute, true, nil, 0, "nothing deletes it", false},
+		{"within the bound: waited for", time.Minute, false, false, nil, 5, "is not deleting yet", false},
+		{"beyond the bound: let go, said on the Cluster", NotDeletedAfter + time.Minute, false, false, nil, 0, "nothing deletes it", true},
+		{"beyond the bound, the condition already there", NotDeletedAfter + time.Minute, false, false, &same, 0, "nothing deletes it", false},
+		{"beyond the bound, no writer", NotDeletedAfter + time.Minute, true, false, nil, 0, "nothing deletes it", false},
+		{"not made by the enrolment: not waited for", time.Minute, false, true, nil, 0, "was not made by the enrolment", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			del := metav1.NewTime(now.Add(-tc.ago))
 			cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "prod", UID: uid, Generation: 3}}
 			vcl := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "prod",
+				Labels:          map[string]string{v1alpha1.LabelEnrolledBy: v1alpha1.EnrolledByEnrolment},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: ClusterKind, Name: "prod", UID: uid, Controller: ptr.To(true)}}},
 				Spec: v1alpha1.ClusterSpec{DeletionPolicy: v1alpha1.DeletionPolicyDeorbit}}
+			if tc.notMade {
+				vcl.Labels = nil
+			}
 			var req runtimehooksv1.BeforeClusterDeleteRequest
 			req.Cluster = clusterv1beta1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "prod", UID: uid, DeletionTimestamp: &del}}
 			if tc.has != nil {

@@ -303,7 +303,7 @@ func (o *Operator) setupControllers() error {
 		return fmt.Errorf("operator: %w", err)
 	}
 	if opts.CAPIEnrol {
-		en, err := enrol.New(deps, enrol.Options{Namespaces: opts.CAPIEnrolNamespaces})
+		en, err := enrol.New(deps, enrol.Options{Namespaces: opts.CAPIEnrolNamespaces, DeletionPolicy: opts.CAPIEnrolDeletionPolicy})
 		if err != nil {
 			return fmt.Errorf("operator: %w", err)
 		}

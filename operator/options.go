@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/config"
 	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/health"
@@ -133,6 +134,9 @@ type Options struct {
 	// CAPIEnrolNamespaces selects the namespaces whose OpenStack Clusters are enrolled without the label
 	// vitals.vitalsproject.io/enrol (nil: only the labelled ones).
 	CAPIEnrolNamespaces labels.Selector
+	// CAPIEnrolDeletionPolicy is the deletionPolicy of the VitalsClusters the enrolment makes ("": Deorbit; Orphan
+	// enrols for health alone), unless a Cluster's label vitals.vitalsproject.io/deletion-policy says otherwise.
+	CAPIEnrolDeletionPolicy v1alpha1.DeletionPolicy
 	// CAPIRemediate runs Vitals as Cluster API's external remediation (package controllers/remediate): the
 	// VitalsRemediations a MachineHealthCheck makes from a VitalsRemediationTemplate reboot their Machine's
 	// server. Cluster API's Machine must be served by the API server. Off: Machines are not read.

@@ -29,6 +29,16 @@ const (
 	AnnotationKeep = "vitals.vitalsproject.io/keep"
 )
 
+// LabelEnrolledBy on a VitalsCluster, with the value EnrolledByEnrolment, says that the Cluster API enrolment
+// made it. Only the operator writes it, when it creates the VitalsCluster; the enrolment acts only on a
+// VitalsCluster that carries it and is controlled by the Cluster (owner reference). One a user or a tool made with
+// a controller reference to a Cluster is left alone: not followed, paused, deleted with the Cluster nor waited for
+// by Cluster API's BeforeClusterDelete hook.
+const LabelEnrolledBy = "vitals.vitalsproject.io/enrolled-by"
+
+// EnrolledByEnrolment is the value of LabelEnrolledBy: the enrolment's field manager (vitals-enrol).
+const EnrolledByEnrolment = "vitals-enrol"
+
 // DeletionPolicy says what deleting a VitalsCluster does to the cluster it describes.
 // +kubebuilder:validation:Enum=Orphan;Deorbit
 type DeletionPolicy string

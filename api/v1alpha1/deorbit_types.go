@@ -115,6 +115,24 @@ type DeorbitResource struct {
 	NextAttempt *metav1.Time `json:"nextAttempt,omitempty"`
 }
 
+// MaxDeorbitResources is the most entries deorbit writes in status.deorbit.resources, debris and notProven each
+// (below the CRD's MaxItems of 5000): a few hundred bytes each, so that the VitalsCluster stays well within the
+// API server's and etcd's limits on an object (about 1.5 MiB) with the rest of its status.
+const MaxDeorbitResources = 2000
+
+// DeorbitOmitted counts the tracked resources status.deorbit.resources leaves out (MaxDeorbitResources).
+type DeorbitOmitted struct {
+	// Done are resources gone or kept, dropped from the list for good (gone first, then kept), and counted in
+	// counts.done.
+	// +optional
+	Done int32 `json:"done,omitempty"`
+	// Remaining are resources still to delete or confirm that did not fit at the last step, with those whose
+	// delete failed and the others remaining filling the list; counted in counts.remaining. The next step's
+	// reads of the cloud and the workload cluster find them again.
+	// +optional
+	Remaining int32 `json:"remaining,omitempty"`
+}
+
 // DeorbitCounts count the tracked resources: done are those gone or kept, and the Kubernetes objects
 // whose delete was accepted.
 type DeorbitCounts struct {
@@ -159,10 +177,16 @@ type DeorbitStatus struct {
 	// Counts of the tracked resources.
 	// +optional
 	Counts DeorbitCounts `json:"counts,omitempty"`
-	// Resources deorbit deletes or waits on, on both sides.
+	// Resources deorbit deletes or waits on, on both sides: at most MaxDeorbitResources entries, the most
+	// important kept (those whose delete failed or that wait with a reason, then the others remaining, then the kept
+	// ones, then those gone); resourcesOmitted counts the others.
 	// +optional
 	// +kubebuilder:validation:MaxItems=5000
 	Resources []DeorbitResource `json:"resources,omitempty"`
+	// ResourcesOmitted counts the tracked resources that status.deorbit.resources leaves out to stay within its cap
+	// (counts include them). Nil: none.
+	// +optional
+	ResourcesOmitted *DeorbitOmitted `json:"resourcesOmitted,omitempty"`
 	// Debris is every cloud resource still there when deorbit gave up.
 	// +optional
 	// +kubebuilder:validation:MaxItems=5000

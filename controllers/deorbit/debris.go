@@ -46,6 +46,7 @@ func (s *step) giveUp(ctx context.Context) {
 		}
 		s.refresh(ctx, cloud, check)
 	}
+	s.capResources() // the report is made of what the list keeps: within its cap too
 	st.Debris = nil
 	st.NotProven = notProven(st.Resources)
 	for _, r := range st.Resources {
@@ -63,6 +64,9 @@ func (s *step) giveUp(ctx context.Context) {
 		st.Debris = append(st.Debris, d)
 	}
 	if s.in.Cloud == nil {
+		if len(st.Debris) >= v1alpha1.MaxDeorbitResources {
+			st.Debris = st.Debris[:v1alpha1.MaxDeorbitResources-1] // room for the entry that says nothing was checked
+		}
 		why := "no verified cloud"
 		if s.in.CloudErr != nil {
 			why = s.in.CloudErr.Error()

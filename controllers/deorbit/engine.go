@@ -208,6 +208,8 @@ type step struct {
 	errs   []error
 	// refused is the sweep guard's answer, once asked in this step (nil: not asked yet).
 	refused *string
+	// omittedRemaining counts the resources still to delete or confirm that capResources left out in this step.
+	omittedRemaining int32
 }
 
 func (s *step) fail(err error) { s.errs = append(s.errs, err) }
@@ -297,6 +299,7 @@ func (s *step) result(r Result) Result {
 	} else {
 		s.st.NextAttemptTime = nil
 	}
+	s.capResources()
 	s.countAll()
 	return r
 }

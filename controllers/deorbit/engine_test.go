@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -1116,5 +1118,135 @@ func wantNotProven(t *testing.T, st *v1alpha1.DeorbitStatus, want ...string) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("not proven %v, want %v", got, want)
+	}
+}
+
+// TestCapResources: status.deorbit.resources never holds more than v1alpha1.MaxDeorbitResources entries; the
+// least important go first (gone, then kept, then pending; deleting and failed ones last), the order of the
+// rest stays, and the overflow is counted (done ones for good, the others for the step) and in the counts.
+func TestCapResources(t *testing.T) {
+	const max = v1alpha1.MaxDeorbitResources
+	res := func(state, lastError string, n int, prefix string) []v1alpha1.DeorbitResource {
+		out := make([]v1alpha1.DeorbitResource, n)
+		for i := range out {
+			out[i] = v1alpha1.DeorbitResource{Type: v1alpha1.DeorbitVolume, ID: fmt.Sprintf("%s-%04d", prefix, i), State: state, LastError: lastError}
+		}
+		return out
+	}
+	failed := func(n int) []v1alpha1.DeorbitResource {
+		out := res(v1alpha1.DeorbitPending, "Cinder answered 500", n, "fail")
+		for i := range out {
+			out[i].Attempts = 2
+		}
+		return out
+	}
+	cat := func(parts ...[]v1alpha1.DeorbitResource) []v1alpha1.DeorbitResource { return slices.Concat(parts...) }
+	countOf := func(rs []v1alpha1.DeorbitResource, prefix string) int {
+		n := 0
+		for _, r := range rs {
+			if strings.HasPrefix(r.ID, prefix+"-") {
+				n++
+			}
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name      string
+		rs        []v1alpha1.DeorbitResource
+		before    *v1alpha1.DeorbitOmitted
+		want      map[string]int // entries left by prefix
+		omitted   *v1alpha1.DeorbitOmitted
+		total     int32
+		done      int32
+		remaining int32
+	}{
+		{name: "within the cap: nothing left out", rs: cat(res(v1alpha1.DeorbitGone, "", 10, "gone"), res(v1alpha1.DeorbitPending, "", 5, "pend")),
+			want: map[string]int{"gone": 10, "pend": 5}, total: 15, done: 10, remaining: 5},
+		{name: "gone ones go first", rs: cat(res(v1alpha1.DeorbitGone, "", 300, "gone"), res(v1alpha1.DeorbitKept, "", 100, "kept"), res(v1alpha1.DeorbitPending, "", max-200, "pend")),
+			want: map[string]int{"gone": 100, "kept": 100, "pend": max - 200}, omitted: &v1alpha1.DeorbitOmitted{Done: 200},
+			total: int32(max + 200), done: 400, remaining: int32(max - 200)},
+		{name: "then kept, then pending, the latest first; failed and deleting stay",
+			rs: cat(res(v1alpha1.DeorbitPending, "", 600, "pend"), res(v1alpha1.DeorbitGone, "", 50, "gone"), res(v1alpha1.DeorbitKept, "", 50, "kept"),
+				res(v1alpha1.DeorbitDeleting, "", 400, "del"), failed(max-700)),
+			want:    map[string]int{"pend": 300, "gone": 0, "kept": 0, "del": 400, "fail": max - 700},
+			omitted: &v1alpha1.DeorbitOmitted{Done: 100, Remaining: 300}, total: int32(max + 400), done: 100, remaining: int32(max + 300)},
+		{name: "earlier omissions carry on, the step's remaining ones do not",
+			rs:     cat(res(v1alpha1.DeorbitGone, "", 10, "gone"), res(v1alpha1.DeorbitPending, "", max, "pend")),
+			before: &v1alpha1.DeorbitOmitted{Done: 7, Remaining: 3},
+			want:   map[string]int{"gone": 0, "pend": max}, omitted: &v1alpha1.DeorbitOmitted{Done: 17}, total: int32(max + 17), done: 17, remaining: int32(max)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &v1alpha1.DeorbitStatus{Resources: slices.Clone(tc.rs), ResourcesOmitted: tc.before}
+			s := &step{st: st}
+			s.capResources()
+			s.capResources() // twice in a step (the give-up, then the result): counted once
+			s.countAll()
+			if len(st.Resources) > max {
+				t.Fatalf("%d entries, more than %d", len(st.Resources), max)
+			}
+			for prefix, n := range tc.want {
+				if got := countOf(st.Resources, prefix); got != n {
+					t.Errorf("%d entries %s-*, want %d", got, prefix, n)
+				}
+			}
+			// the order of what stays is the order it was tracked in
+			pos := map[string]int{}
+			for i, r := range tc.rs {
+				pos[r.ID] = i
+			}
+			for i := 1; i < len(st.Resources); i++ {
+				if pos[st.Resources[i-1].ID] > pos[st.Resources[i].ID] {
+					t.Fatalf("entries reordered: %s before %s", st.Resources[i-1].ID, st.Resources[i].ID)
+				}
+			}
+			if !reflect.DeepEqual(st.ResourcesOmitted, tc.omitted) {
+				t.Errorf("resourcesOmitted %+v, want %+v", st.ResourcesOmitted, tc.omitted)
+			}
+			if c := st.Counts; c.Total != tc.total || c.Done != tc.done || c.Remaining != tc.remaining {
+				t.Errorf("counts %+v, want total %d done %d remaining %d", c, tc.total, tc.done, tc.remaining)
+			}
+		})
+	}
+}
+
+// TestStepCapped: a sweep of more volumes than status.deorbit.resources may list writes at most
+// v1alpha1.MaxDeorbitResources entries at every step, deletes every volume exactly once (a volume left out
+// before anything was done to it is found again by the next list), and counts every one of them.
+func TestStepCapped(t *testing.T) {
+	const n = v1alpha1.MaxDeorbitResources + 500
+	cloud := newMemCloud()
+	for i := range n {
+		id := fmt.Sprintf("v-%05d", i)
+		cloud.vols[id] = &openstack.Volume{ID: id, Status: "available", Metadata: map[string]string{MetadataCluster: "c1"}}
+	}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	set := settings()
+	set.Budget = 300
+	in := Input{Target: target(), Settings: set, Workload: workloadClient(t), Cloud: cloud, Policy: &asker{}}
+	st := &v1alpha1.DeorbitStatus{}
+	e := &Engine{Clock: clk, Rand: func() float64 { return 0 }, Workers: 8}
+	capped := false
+	res, steps := run(t, e, clk, in, st, 500, func(int, *Input) {
+		if len(st.Resources) > v1alpha1.MaxDeorbitResources {
+			t.Fatalf("status.deorbit.resources holds %d entries, more than %d", len(st.Resources), v1alpha1.MaxDeorbitResources)
+		}
+		capped = capped || st.ResourcesOmitted != nil
+	})
+	if !res.Release || st.Phase != v1alpha1.DeorbitPhaseDone {
+		t.Fatalf("after %d steps: phase %s, last error %q", steps, st.Phase, st.LastError)
+	}
+	if !capped || len(st.Resources) > v1alpha1.MaxDeorbitResources {
+		t.Errorf("never capped (%v) or %d entries at the end", capped, len(st.Resources))
+	}
+	if len(cloud.vols) != 0 {
+		t.Errorf("%d volumes left", len(cloud.vols))
+	}
+	for id, k := range cloud.deletes {
+		if k != 1 {
+			t.Errorf("%s deleted %d times", id, k)
+		}
+	}
+	if st.Counts.Total != n || st.Counts.Done != n || st.Counts.Remaining != 0 {
+		t.Errorf("counts %+v, want %d done of %d; omitted %+v", st.Counts, n, n, st.ResourcesOmitted)
 	}
 }

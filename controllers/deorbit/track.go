@@ -1,8 +1,10 @@
 package deorbit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,10 +62,90 @@ func (s *step) count(pred func(*v1alpha1.DeorbitResource) bool) int {
 	return n
 }
 
+// Importance of a tracked resource for capResources, most important first.
+const (
+	// rankActive: something was done to it or is known of it that no read finds again: its delete was accepted
+	// (left out, the next list would show it Pending and it would be deleted twice) or failed (its attempts and
+	// backoff), or it is not proven the cluster's (the report of what was never touched).
+	rankActive  = iota
+	rankPending // nothing done to it yet (a reason at most): the next read of the cloud or the workload cluster finds it again
+	rankKept    // kept: a decision that protects data, dropped only after every gone one
+	rankGone    // confirmed gone
+)
+
+func rank(r *v1alpha1.DeorbitResource) int {
+	switch {
+	case r.State == v1alpha1.DeorbitGone:
+		return rankGone
+	case r.State == v1alpha1.DeorbitKept:
+		return rankKept
+	case r.State == v1alpha1.DeorbitDeleting, r.State == v1alpha1.DeorbitUnproven, r.Attempts > 0:
+		return rankActive
+	}
+	return rankPending
+}
+
+// capResources keeps status.deorbit.resources (and notProven) within v1alpha1.MaxDeorbitResources entries: the
+// least important are left out (gone first, then kept, then those nothing was done to yet; those being deleted,
+// whose delete failed or not proven the cluster's last; the latest tracked first within each), and counted in
+// status.deorbit.resourcesOmitted: gone and kept ones for good (done, counted once), the others for this step
+// (the next step's reads find them again). The order of the entries kept does not change.
+func (s *step) capResources() {
+	st := s.st
+	var om v1alpha1.DeorbitOmitted
+	if st.ResourcesOmitted != nil {
+		om = *st.ResourcesOmitted
+	}
+	if over := len(st.Resources) - v1alpha1.MaxDeorbitResources; over > 0 {
+		order := make([]int, len(st.Resources))
+		for i := range order {
+			order[i] = i
+		}
+		// the least important first, the latest first within a rank
+		slices.SortStableFunc(order, func(a, b int) int {
+			if c := cmp.Compare(rank(&st.Resources[b]), rank(&st.Resources[a])); c != 0 {
+				return c
+			}
+			return cmp.Compare(b, a)
+		})
+		drop := make(map[int]bool, over)
+		for _, i := range order[:over] {
+			drop[i] = true
+			if rank(&st.Resources[i]) >= rankKept {
+				om.Done++
+			} else {
+				s.omittedRemaining++
+			}
+		}
+		kept := st.Resources[:0]
+		for i, r := range st.Resources {
+			if !drop[i] {
+				kept = append(kept, r)
+			}
+		}
+		clear(st.Resources[len(kept):])
+		st.Resources = kept
+	}
+	om.Remaining = s.omittedRemaining
+	if om == (v1alpha1.DeorbitOmitted{}) {
+		st.ResourcesOmitted = nil
+	} else {
+		st.ResourcesOmitted = &om
+	}
+	if len(st.NotProven) > v1alpha1.MaxDeorbitResources {
+		st.NotProven = st.NotProven[:v1alpha1.MaxDeorbitResources]
+	}
+}
+
 // countAll updates the counts: done is gone or kept, or a Kubernetes object whose delete was accepted
-// (Kubernetes finishes it; the cloud's answer is what deorbit waits for); the rest remains.
+// (Kubernetes finishes it; the cloud's answer is what deorbit waits for); the rest remains. Resources left out of
+// the list (status.deorbit.resourcesOmitted) count too.
 func (s *step) countAll() {
 	c := v1alpha1.DeorbitCounts{Total: int32(len(s.st.Resources))}
+	if om := s.st.ResourcesOmitted; om != nil {
+		c.Total += om.Done + om.Remaining
+		c.Done += om.Done
+	}
 	for i := range s.st.Resources {
 		r := &s.st.Resources[i]
 		switch {

@@ -52,6 +52,9 @@ type Options struct {
 	Namespaces labels.Selector
 	// NotReadyRequeue (default DefaultNotReadyRequeue).
 	NotReadyRequeue time.Duration
+	// DeletionPolicy of the VitalsClusters the enrolment makes (default Deorbit; Orphan: enrolled for health
+	// alone), unless the Cluster's label clusterapi.DeletionPolicyLabel says otherwise.
+	DeletionPolicy v1alpha1.DeletionPolicy
 }
 
 // Reconciler enrols the Cluster API Clusters that opt in.
@@ -73,6 +76,13 @@ func New(d *pass.Deps, o Options) (*Reconciler, error) {
 	if o.NotReadyRequeue <= 0 {
 		o.NotReadyRequeue = DefaultNotReadyRequeue
 	}
+	switch o.DeletionPolicy {
+	case "":
+		o.DeletionPolicy = v1alpha1.DeletionPolicyDeorbit
+	case v1alpha1.DeletionPolicyDeorbit, v1alpha1.DeletionPolicyOrphan:
+	default:
+		return nil, fmt.Errorf("%s: deletion policy %q: expected %s or %s", Name, o.DeletionPolicy, v1alpha1.DeletionPolicyDeorbit, v1alpha1.DeletionPolicyOrphan)
+	}
 	r := &Reconciler{d: d, o: o}
 	if d.Recorder != nil {
 		r.rec = d.Recorder(Name)
@@ -81,7 +91,7 @@ func New(d *pass.Deps, o Options) (*Reconciler, error) {
 }
 
 // SetupWithManager registers the enrolment over Clusters, their OpenStackClusters, the VitalsClusters they own
-// (spec and annotation changes only: a status write is no reason to look again) and their Machines (metadata
+// (spec, label and annotation changes only: a status write is no reason to look again) and their Machines (metadata
 // only: a new Machine, a deletion, a deletion hook changed).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if ctx == nil {
@@ -94,7 +104,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			return fmt.Errorf("setup %s: %w", Name, err)
 		}
 	}
-	owned := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	// a label changed: the enrolment's own label put on by hand (a VitalsCluster handed over) or taken off
+	owned := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{})
 	machine := &metav1.PartialObjectMetadata{}
 	machine.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Machine"))
 	err := ctrl.NewControllerManagedBy(mgr).Named(Name).WithOptions(opts).
@@ -175,8 +186,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		exists = false
 	}
-	mine := exists && metav1.IsControlledBy(&vcl, &cl)
+	controlled := exists && metav1.IsControlledBy(&vcl, &cl)
+	// the enrolment's own: controlled by the Cluster and made by the enrolment (its label); either alone is not
+	mine := controlled && clusterapi.MadeByEnrolment(&vcl)
 	switch {
+	case controlled && !mine:
+		log.V(1).Info("vitalsCluster controlled by the cluster but not made by the enrolment: left alone", "label", v1alpha1.LabelEnrolledBy)
+		if in {
+			r.event(&cl, corev1.EventTypeWarning, "NotEnrolment", "Enrol",
+				fmt.Sprintf("VitalsCluster %s is controlled by this Cluster but the enrolment did not make it (no label %s=%s): it is left alone, and the Cluster is not enrolled",
+					req, v1alpha1.LabelEnrolledBy, v1alpha1.EnrolledByEnrolment))
+		}
+		return r.notHeld(ctx, &cl)
 	case exists && !mine:
 		if in {
 			r.event(&cl, corev1.EventTypeWarning, "NameTaken", "Enrol",
@@ -225,6 +246,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("read OpenStackCluster %s/%s: %w", cl.Namespace, cl.Spec.InfrastructureRef.Name, err)
 	}
+	policy, labelled, err := clusterapi.EnrolDeletionPolicy(cl.Labels, r.o.DeletionPolicy)
+	if err != nil {
+		// nothing made or changed: a misspelt Orphan must not enrol the cluster for its teardown
+		r.event(&cl, corev1.EventTypeWarning, "Invalid", "Enrol", "the Cluster's deletion policy: "+err.Error())
+		return ctrl.Result{}, nil
+	}
 	spec, err := clusterapi.Spec(&cl, &osc, cl.Name)
 	if err != nil {
 		var nr *clusterapi.NotReadyError
@@ -237,10 +264,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if !exists {
+		spec.DeletionPolicy = policy
 		return r.create(ctx, &cl, spec)
 	}
 	before := vcl.DeepCopy()
-	if !clusterapi.Follow(&vcl.Spec, spec) {
+	changed := clusterapi.Follow(&vcl.Spec, spec)
+	if labelled && vcl.Spec.DeletionPolicy != policy {
+		// the Cluster's label decides the policy while it is there; without it, the policy stays the user's
+		vcl.Spec.DeletionPolicy, changed = policy, true
+	}
+	if !changed {
 		return ctrl.Result{}, nil
 	}
 	if err := r.d.Client.Patch(r.fenced(ctx, &cl, notPaused), &vcl, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -275,12 +308,13 @@ func (r *Reconciler) optedIn(ctx context.Context, cl *clusterv1.Cluster) (bool, 
 	return false, "namespace " + cl.Namespace + " not selected by " + r.o.Namespaces.String(), nil
 }
 
-// create makes cl's VitalsCluster, owned (controlled) by cl, with deletionPolicy Deorbit.
+// create makes cl's VitalsCluster, owned (controlled) by cl and marked as the enrolment's (v1alpha1.LabelEnrolledBy),
+// with spec's deletionPolicy.
 func (r *Reconciler) create(ctx context.Context, cl *clusterv1.Cluster, spec v1alpha1.ClusterSpec) (ctrl.Result, error) {
-	spec.DeletionPolicy = v1alpha1.DeletionPolicyDeorbit
 	vcl := &v1alpha1.VitalsCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: cl.Namespace, Name: cl.Name, Labels: map[string]string{clusterv1.ClusterNameLabel: cl.Name}},
-		Spec:       spec,
+		ObjectMeta: metav1.ObjectMeta{Namespace: cl.Namespace, Name: cl.Name, Labels: map[string]string{
+			clusterv1.ClusterNameLabel: cl.Name, v1alpha1.LabelEnrolledBy: v1alpha1.EnrolledByEnrolment}},
+		Spec: spec,
 	}
 	if err := controllerutil.SetControllerReference(cl, vcl, r.d.Client.Scheme()); err != nil {
 		return ctrl.Result{}, fmt.Errorf("own VitalsCluster %s/%s by its Cluster: %w", cl.Namespace, cl.Name, err)
@@ -288,8 +322,8 @@ func (r *Reconciler) create(ctx context.Context, cl *clusterv1.Cluster, spec v1a
 	if err := r.d.Client.Create(r.fenced(ctx, cl, notPaused), vcl); err != nil {
 		return r.held(ctx, fmt.Errorf("create VitalsCluster %s/%s: %w", cl.Namespace, cl.Name, err))
 	}
-	logf.FromContext(ctx).Info("cluster enrolled", "vitalsCluster", cl.Namespace+"/"+cl.Name, "uid", string(vcl.UID))
-	r.event(cl, corev1.EventTypeNormal, "Enrolled", "Enrol", fmt.Sprintf("VitalsCluster %s/%s created (deletionPolicy Deorbit)", cl.Namespace, cl.Name))
+	logf.FromContext(ctx).Info("cluster enrolled", "vitalsCluster", cl.Namespace+"/"+cl.Name, "uid", string(vcl.UID), "deletionPolicy", string(spec.DeletionPolicy))
+	r.event(cl, corev1.EventTypeNormal, "Enrolled", "Enrol", fmt.Sprintf("VitalsCluster %s/%s created (deletionPolicy %s)", cl.Namespace, cl.Name, spec.DeletionPolicy))
 	return ctrl.Result{}, nil
 }
 

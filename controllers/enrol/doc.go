@@ -3,8 +3,16 @@
 // namespace selected by the operator's namespace selector and no label "false"), it creates and owns the
 // VitalsCluster of the same name in the Cluster's namespace (package clusterapi says what its spec is: CAPO's
 // identity Secret, the OpenStackCluster's router, network, subnet and nodes' security group, the Cluster's pod
-// CIDRs, Cluster API's <cluster>-kubeconfig Secret), with deletionPolicy Deorbit: its deletion tears the cluster
-// down once the interlock proves its owner going (package deorbit).
+// CIDRs, Cluster API's <cluster>-kubeconfig Secret), labelled v1alpha1.LabelEnrolledBy, with deletionPolicy Deorbit
+// (its deletion tears the cluster down once the interlock proves its owner going, package deorbit), or Orphan for
+// health alone: Options.DeletionPolicy, or the Cluster's label clusterapi.DeletionPolicyLabel, which the
+// VitalsCluster's deletionPolicy follows while it is there (a value other than Orphan or Deorbit makes and changes
+// nothing).
+//
+// The enrolment acts only on the VitalsClusters it made: controlled by the Cluster and carrying its label. One a
+// user or a tool made with a controller reference to the Cluster but without the label is left alone (an Event
+// NotEnrolment on the Cluster, a log line at V(1)): not followed, paused or deleted with the Cluster, its Machines
+// not held for it.
 //
 // Updates follow the owner: when the Cluster or its OpenStackCluster changes, the fields Cluster API and CAPO
 // decide are patched (clusterapi.Follow); the rest of the spec (remediation, controllers, deletionPolicy) stays

@@ -101,7 +101,9 @@ func eventually(t *testing.T, what string, f func() (bool, string)) {
 // nothing of it follows until it is unpaused; a Cluster without the label is left alone; its Machines carry the
 // deletion hook from the moment they are seen, and one deleted while the Cluster lives is released and goes;
 // opted out (label "false") after its enrolment, the Cluster's VitalsCluster is no longer followed but kept, its
-// Machines still held; deleting the Cluster deletes its VitalsCluster all the same (its deletionPolicy Deorbit
+// Machines still held; the Cluster's deletion-policy label (Orphan, Deorbit) is followed, a misspelt one is not; a
+// VitalsCluster a Cluster controls but the enrolment did not make (no label enrolled-by) is left alone until the
+// label is put on by hand; deleting the Cluster deletes its VitalsCluster all the same (its deletionPolicy Deorbit
 // stands), its Machines stay held while the VitalsCluster is there, and CAPO's teardown ends once it is gone.
 func TestEnrol(t *testing.T) {
 	env := testenv.CAPI(t)
@@ -186,6 +188,45 @@ func TestEnrol(t *testing.T) {
 	if !metav1.IsControlledBy(&vcl, cl) {
 		t.Errorf("VitalsCluster owners %v, want controlled by Cluster %s", vcl.OwnerReferences, cl.UID)
 	}
+	if vcl.Labels[v1alpha1.LabelEnrolledBy] != v1alpha1.EnrolledByEnrolment {
+		t.Errorf("VitalsCluster labels %v, want %s=%s", vcl.Labels, v1alpha1.LabelEnrolledBy, v1alpha1.EnrolledByEnrolment)
+	}
+
+	// the Cluster's deletion-policy label: Orphan (health alone) is followed, and so is Deorbit again; without the
+	// label the policy stays as it is
+	setPolicy := func(p string) {
+		t.Helper()
+		if err := c.Get(ctx, key, cl); err != nil {
+			t.Fatal(err)
+		}
+		b := cl.DeepCopy()
+		if p == "" {
+			delete(cl.Labels, clusterapi.DeletionPolicyLabel)
+		} else {
+			cl.Labels[clusterapi.DeletionPolicyLabel] = p
+		}
+		if err := c.Patch(ctx, cl, client.MergeFrom(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policyIs := func(want v1alpha1.DeletionPolicy) func() (bool, string) {
+		return func() (bool, string) {
+			if ok, msg := get(); !ok {
+				return false, msg
+			}
+			return vcl.Spec.DeletionPolicy == want, "deletionPolicy " + string(vcl.Spec.DeletionPolicy)
+		}
+	}
+	setPolicy("Orphan")
+	eventually(t, "the VitalsCluster Orphan with its Cluster's label", policyIs(v1alpha1.DeletionPolicyOrphan))
+	setPolicy("orphan") // misspelt: nothing changes
+	time.Sleep(3 * time.Second)
+	if ok, msg := policyIs(v1alpha1.DeletionPolicyOrphan)(); !ok {
+		t.Errorf("a misspelt deletion-policy label changed the VitalsCluster: %s", msg)
+	}
+	setPolicy("Deorbit")
+	eventually(t, "the VitalsCluster Deorbit again with its Cluster's label", policyIs(v1alpha1.DeletionPolicyDeorbit))
+	setPolicy("")
 
 	// an edit of a field the owner decides is put back; one the user decides stays
 	before := vcl.DeepCopy()
@@ -280,6 +321,67 @@ func TestEnrol(t *testing.T) {
 		}
 		_, has := left.Annotations[clusterapi.MachineDeletionHook]
 		return !has, fmt.Sprint("annotations ", left.Annotations)
+	})
+
+	// A VitalsCluster controlled by an enrolled Cluster but not made by the enrolment (no label): left alone. Its
+	// Machines are not held for it (a hook is taken off), and the Cluster's pause does not reach it.
+	handID := clusterv1.ContractVersionedObjectReference{APIGroup: ref.APIGroup, Kind: ref.Kind, Name: "c5"}
+	hand := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c5", Labels: map[string]string{clusterapi.EnrolLabel: "true"}},
+		Spec: clusterv1.ClusterSpec{ClusterNetwork: clusterv1.ClusterNetwork{Pods: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.246.0.0/16"}}},
+			InfrastructureRef: handID}}
+	if err := c.Create(ctx, hand); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), hand) })
+	handVCL := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c5",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: "c5", UID: hand.UID, Controller: ptr.To(true)}}},
+		Spec: v1alpha1.ClusterSpec{DeletionPolicy: v1alpha1.DeletionPolicyDeorbit, PodCIDRs: []v1alpha1.CIDR{"10.246.0.0/16"},
+			OpenStack: v1alpha1.OpenStackSpec{RouterID: "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b"}}}
+	if err := c.Create(ctx, handVCL); err != nil {
+		t.Fatal(err)
+	}
+	handMachine := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c5-md-0", Labels: map[string]string{clusterv1.ClusterNameLabel: "c5"},
+		Annotations: map[string]string{clusterapi.MachineDeletionHook: clusterapi.MachineDeletionHookOwner}},
+		Spec: clusterv1.MachineSpec{ClusterName: "c5", Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("c5-bootstrap")},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: ref.APIGroup, Kind: "OpenStackMachine", Name: "c5-md-0"}}}
+	if err := c.Create(ctx, handMachine); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the hook taken off a Machine of a Cluster whose VitalsCluster the enrolment did not make", func() (bool, string) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(handMachine), handMachine); err != nil {
+			return false, err.Error()
+		}
+		_, has := handMachine.Annotations[clusterapi.MachineDeletionHook]
+		return !has, fmt.Sprint("annotations ", handMachine.Annotations)
+	})
+	hb := hand.DeepCopy()
+	metav1.SetMetaDataAnnotation(&hand.ObjectMeta, clusterv1.PausedAnnotation, "")
+	if err := c.Patch(ctx, hand, client.MergeFrom(hb)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // a pause would be written within a second or two
+	if err := c.Get(ctx, client.ObjectKeyFromObject(handVCL), handVCL); err != nil {
+		t.Fatal(err)
+	}
+	if _, paused := handVCL.Annotations[v1alpha1.AnnotationPaused]; paused || handVCL.Labels[v1alpha1.LabelEnrolledBy] != "" {
+		t.Errorf("the enrolment acted on a VitalsCluster it did not make: annotations %v, labels %v", handVCL.Annotations, handVCL.Labels)
+	}
+	hb = hand.DeepCopy()
+	delete(hand.Annotations, clusterv1.PausedAnnotation)
+	if err := c.Patch(ctx, hand, client.MergeFrom(hb)); err != nil {
+		t.Fatal(err)
+	}
+	// handed over (the label put on by hand): the enrolment's own from then on, its Machine held for it
+	vb := handVCL.DeepCopy()
+	metav1.SetMetaDataLabel(&handVCL.ObjectMeta, v1alpha1.LabelEnrolledBy, v1alpha1.EnrolledByEnrolment)
+	if err := c.Patch(ctx, handVCL, client.MergeFrom(vb)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Machine held once the VitalsCluster is handed over to the enrolment", func() (bool, string) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(handMachine), handMachine); err != nil {
+			return false, err.Error()
+		}
+		return handMachine.Annotations[clusterapi.MachineDeletionHook] == clusterapi.MachineDeletionHookOwner, fmt.Sprint("annotations ", handMachine.Annotations)
 	})
 
 	// Machines of the cluster (no infrastructure behind them): each is hooked as soon as it is seen, before any

@@ -244,6 +244,9 @@ func (f *deorbitFlags) run(ctx context.Context, stdout, stderr io.Writer) error 
 		case st.Phase == v1alpha1.DeorbitPhaseDryRunPlanned || (f.dryRun && res.Release):
 			return report(DeorbitPlanned, func() {
 				printResources(out, "plan (dry run): would delete", st.Resources, v1alpha1.DeorbitWouldDelete)
+				if note := omittedNote(st); note != "" {
+					fmt.Fprintln(out, "  "+note)
+				}
 			})
 		case st.Phase == v1alpha1.DeorbitPhaseGaveUp:
 			if err := report(DeorbitGaveUp, func() { printResources(out, "gave up; debris left in the cloud", st.Debris, "") }); err != nil {
@@ -389,10 +392,23 @@ func (e exitError) ExitCode() int { return e.code }
 // (excluded, retained): a kept volume is not gone.
 func deorbitSummary(cluster string, st *v1alpha1.DeorbitStatus) string {
 	gone, kept := countState(st.Resources, v1alpha1.DeorbitGone), countState(st.Resources, v1alpha1.DeorbitKept)
-	if kept == 0 {
-		return fmt.Sprintf("the cloud confirmed every resource of %s gone (%d)", cluster, gone)
+	note := ""
+	if n := omittedNote(st); n != "" {
+		note = "; " + n
 	}
-	return fmt.Sprintf("the cloud confirmed %d resource(s) of %s gone; %d kept, not deleted (below)", gone, cluster, kept)
+	if kept == 0 {
+		return fmt.Sprintf("the cloud confirmed every resource of %s gone (%d)%s", cluster, gone, note)
+	}
+	return fmt.Sprintf("the cloud confirmed %d resource(s) of %s gone; %d kept, not deleted (below)%s", gone, cluster, kept, note)
+}
+
+// omittedNote says how many tracked resources the status leaves out (v1alpha1.MaxDeorbitResources), or "".
+func omittedNote(st *v1alpha1.DeorbitStatus) string {
+	om := st.ResourcesOmitted
+	if om == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d more not listed (%d gone or kept, %d remaining: status.deorbit.resourcesOmitted)", om.Done+om.Remaining, om.Done, om.Remaining)
 }
 
 // countState counts the resources of rs in state.

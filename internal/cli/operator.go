@@ -54,6 +54,7 @@ type operatorFlags struct {
 	deorbitParallelDeletes  int
 	capiEnrol               bool
 	capiEnrolNamespaces     string
+	capiEnrolPolicy         string
 	capiRemediate           bool
 	extensionPort           int
 	extensionCertDir        string
@@ -260,6 +261,7 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.BoolVar(&f.capiRemediate, "capi-remediate", false, "act as Cluster API's external remediation: reboot the servers of the Machines whose MachineHealthCheck made a VitalsRemediation (soft, then hard, then hand the Machine back to its MachineSet or control plane for replacement)")
 	fl.IntVar(&f.extensionPort, "runtime-extension-port", 0, "serve Cluster API's BeforeClusterDelete lifecycle hook (a Runtime Extension) over TLS on this port, so that the deletion of a Cluster with a topology waits for deorbit (needs --capi-enrol; 0: not served)")
 	fl.StringVar(&f.extensionCertDir, "runtime-extension-cert-dir", "", "directory of the runtime extension's tls.crt and tls.key (needs --runtime-extension-port)")
+	fl.StringVar(&f.capiEnrolPolicy, "capi-enrol-deletion-policy", string(v1alpha1.DeletionPolicyDeorbit), "deletionPolicy of the VitalsClusters the enrolment makes: Deorbit (their deletion cleans the cloud up after the cluster) or Orphan (enrolled for health alone); a Cluster's label vitals.vitalsproject.io/deletion-policy wins (needs --capi-enrol)")
 	fl.StringVar(&f.capiEnrolNamespaces, "capi-enrol-namespaces", "", "label selector of the namespaces whose OpenStack Clusters are enrolled without the label (needs --capi-enrol; default: none)")
 	fl.IntVar(&f.remediationBudget, "remediation-budget", remediation.DefaultOperatorActions, "destructive actions of all controllers over all clusters per --remediation-window (0: none)")
 	fl.DurationVar(&f.remediationWindow, "remediation-window", remediation.DefaultOperatorWindow, "sliding window of --remediation-budget")
@@ -301,6 +303,7 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	f.log = clirun.AddLogFlags(cmd, "text")
 	clirun.CompleteFiles(cmd, "config", "conf", "ini")
 	clirun.CompleteDirs(cmd, "runtime-extension-cert-dir")
+	clirun.CompleteValues(cmd, "capi-enrol-deletion-policy", string(v1alpha1.DeletionPolicyDeorbit), string(v1alpha1.DeletionPolicyOrphan))
 	return cmd
 }
 
@@ -423,6 +426,14 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 		}
 		o.CAPIEnrolNamespaces = sel
 	}
+	switch p := v1alpha1.DeletionPolicy(f.capiEnrolPolicy); {
+	case p != v1alpha1.DeletionPolicyDeorbit && p != v1alpha1.DeletionPolicyOrphan:
+		return o, &config.Error{Field: "--capi-enrol-deletion-policy", Msg: fmt.Sprintf("expected %s or %s, got %q", v1alpha1.DeletionPolicyDeorbit, v1alpha1.DeletionPolicyOrphan, f.capiEnrolPolicy)}
+	case fl.Changed("capi-enrol-deletion-policy") && !f.capiEnrol:
+		return o, &config.Error{Field: "--capi-enrol-deletion-policy", Msg: "needs --capi-enrol"}
+	default:
+		o.CAPIEnrolDeletionPolicy = p
+	}
 	o.CAPIEnrol, o.CAPIRemediate = f.capiEnrol, f.capiRemediate
 	if err := f.checkExtension(); err != nil {
 		return o, err
@@ -467,11 +478,18 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	return o, nil
 }
 
+// operatorINISections are the sections of the configuration file the operator reads: its own, Kuryr's
+// [kubernetes] and [health_server], and the auth sections of PickAuth.
+func operatorINISections() []string {
+	return append([]string{"operator", "kubernetes", "health_server"}, openstack.DefaultINISections...)
+}
+
 // fromINI reads the operator's options of the configuration file into the flags' variables (the
 // auth section is PickAuth's) and returns Kuryr's api_root, token_file and ssl_ca_crt_file, and what
 // the operator ignores: the options of [kubernetes] it does not use (Kuryr's own: the file may be a
-// kuryr.conf), as "kubernetes.option", and every section it does not read, as "[section]". Unknown
-// options of [operator] and [health_server] are errors (typos).
+// kuryr.conf), as "kubernetes.option", and the sections of Kuryr and oslo it does not read, as "[section]".
+// Unknown options of [operator] and [health_server] are errors (typos), and so is any other section
+// (config.INI.CheckSections: [operater] is an error that names [operator]).
 func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile string, ignored []string) {
 	k := ini.Section("kubernetes")
 	for _, key := range k.Unknown("kubeconfig", "api_root", "token_file", "ssl_ca_crt_file", "namespace") {
@@ -486,15 +504,9 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	}
 	hs := ini.Section("health_server")
 	hs.CheckKnown("port", "drain_delay") // Kuryr's controller has port only
-	read := map[string]bool{"kubernetes": true, "health_server": true, "operator": true}
-	for _, name := range openstack.DefaultINISections {
-		read[name] = true
-	}
-	for _, name := range ini.Sections() {
-		if !read[name] {
-			ignored = append(ignored, "["+name+"]")
-		}
-	}
+	// Kuryr's and oslo's sections are ignored (one warning); any other section the operator does not read is an
+	// error, and so is one that looks like a misspelt section of its own ([operater]).
+	ignored = append(ignored, ini.CheckSections(operatorINISections(), config.KuryrSections)...)
 	f.healthPort = hs.Port("port", f.healthPort)
 	f.drainDelay = hs.Seconds("drain_delay", f.drainDelay)
 	op := ini.Section("operator")

@@ -13,6 +13,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/vitalsproject/vitals/agent"
+	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/config"
 	"github.com/vitalsproject/vitals/operator"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
@@ -172,6 +175,28 @@ func flagsOf(t *testing.T, args []string) (*operatorFlags, *pflag.FlagSet) {
 	return f, fs
 }
 
+// TestOperatorEnrolDeletionPolicy: the enrolment makes Deorbit VitalsClusters unless told Orphan (health alone).
+func TestOperatorEnrolDeletionPolicy(t *testing.T) {
+	kc := writeFile(t, "kubeconfig", testKubeconfig)
+	for _, tc := range []struct {
+		args []string
+		want v1alpha1.DeletionPolicy
+	}{
+		{[]string{"--capi-enrol"}, v1alpha1.DeletionPolicyDeorbit},
+		{[]string{"--capi-enrol", "--capi-enrol-deletion-policy", "Orphan"}, v1alpha1.DeletionPolicyOrphan},
+		{[]string{"--capi-enrol", "--capi-enrol-deletion-policy=Deorbit"}, v1alpha1.DeletionPolicyDeorbit},
+	} {
+		f, fs := flagsOf(t, append([]string{"--kubeconfig", kc}, tc.args...))
+		o, err := f.options(fs, &bytes.Buffer{}, func(string) string { return "" })
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if o.CAPIEnrolDeletionPolicy != tc.want || !o.CAPIEnrol {
+			t.Errorf("%v: enrolment %v, deletion policy %q; want %q", tc.args, o.CAPIEnrol, o.CAPIEnrolDeletionPolicy, tc.want)
+		}
+	}
+}
+
 func TestOperatorTrustOptions(t *testing.T) {
 	kc := writeFile(t, "kubeconfig", testKubeconfig)
 	ini := writeFile(t, "operator.conf", "[operator]\ntrust_namespaces = infra, platform\npod_cidr_limit_v4 = 16\naccess_interval = 30\naccess_workers = 20\n")
@@ -206,6 +231,21 @@ func TestOperatorTrustOptions(t *testing.T) {
 	}
 }
 
+// TestINISectionsNoNearMiss: no section of Kuryr's or oslo's that the operator and the agent tolerate is within
+// config.NearMiss edits of one they read, so that a misspelling of a section they read is always an error.
+func TestINISectionsNoNearMiss(t *testing.T) {
+	for reader, read := range map[string][]string{"operator": operatorINISections(), "agent": agent.INISections()} {
+		f, err := config.ParseINI("kuryr.conf", []byte("["+strings.Join(config.KuryrSections, "]\n[")+"]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.CheckSections(read, config.KuryrSections)
+		if err := f.Err(); err != nil {
+			t.Errorf("%s: Kuryr's sections resemble one it reads: %v", reader, err)
+		}
+	}
+}
+
 func TestOperatorBadConfigExits2(t *testing.T) {
 	kc := writeFile(t, "kubeconfig", testKubeconfig)
 	tests := []struct {
@@ -216,6 +256,11 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 		{"bad port", "[health_server]\nport = 99999\n", nil, []string{"operator.conf:2", "health_server.port", "port number"}},
 		{"typo", "[health_server]\nprot = 8082\n", nil, []string{"operator.conf:2", "health_server.prot", "unknown option"}},
 		{"typo in [operator]", "[operator]\nroutegc_budgte = 3\n", nil, []string{"operator.conf:2", "operator.routegc_budgte", "unknown option"}},
+		{"misspelt [operator]", "[kubernetes]\n[operater]\ndry_run = true\n", nil, []string{"operator.conf:2", "[operater]", "unknown section, within 2 edits of [operator]"}},
+		{"misspelt [health_server]", "[helth_server]\nport = 8082\n", nil, []string{"operator.conf:1", "[helth_server]", "of [health_server]"}},
+		{"misspelt [neutron]", "[nuetron]\nauth_url = http://keystone.example:5000/v3\n", nil, []string{"operator.conf:1", "[nuetron]", "of [neutron]"}},
+		{"unknown section", "[operator]\ndry_run = true\n[remediation]\nbudget = 3\n", nil, []string{"operator.conf:3", "[remediation]", "unknown section (sections read: [operator], [kubernetes], [health_server], [neutron], [keystone_authtoken]"}},
+		{"the agent's section", "[pod_network_connectivity]\npods = 10.0.0.1:80\n", nil, []string{"operator.conf:1", "[pod_network_connectivity]", "unknown section"}},
 		{"api_root not a URL", "[kubernetes]\napi_root = 10.0.0.1:6443\n", nil, []string{"operator.conf:2", "kubernetes.api_root", "URL of the Kubernetes API"}},
 		{"bad interval", "[operator]\nroutegc_interval = soon\n", nil, []string{"operator.conf:2", "operator.routegc_interval"}},
 		{"bad log level", "", []string{"--log-level", "loud"}, []string{"--log-level"}},
@@ -230,6 +275,8 @@ func TestOperatorBadConfigExits2(t *testing.T) {
 		{"extension cert dir without the files", "", []string{"--runtime-extension-port", "9443", "--runtime-extension-cert-dir", "/nonexistent-vitals"}, []string{"--runtime-extension-cert-dir", "expected tls.crt"}},
 		{"extension port out of range", "", []string{"--runtime-extension-port", "70000", "--runtime-extension-cert-dir", "/tmp"}, []string{"--runtime-extension-port", "1-65535"}},
 		{"extension without the enrolment", "", []string{"--runtime-extension-port", "9443", "--runtime-extension-cert-dir", "EXTDIR"}, []string{"--runtime-extension-port", "needs --capi-enrol"}},
+		{"enrolment deletion policy misspelt", "", []string{"--capi-enrol", "--capi-enrol-deletion-policy", "orphan"}, []string{"--capi-enrol-deletion-policy", "expected Deorbit or Orphan"}},
+		{"enrolment deletion policy without the enrolment", "", []string{"--capi-enrol-deletion-policy", "Orphan"}, []string{"--capi-enrol-deletion-policy", "needs --capi-enrol"}},
 		{"bad cloud qps", "[operator]\ncloud_qps = 0\n", nil, []string{"operator.conf:2", "operator.cloud_qps"}},
 		{"bad cloud burst flag", "", []string{"--cloud-burst", "0"}, []string{"--cloud-qps/--cloud-burst"}},
 		{"negative routegc budget", "", []string{"--routegc-budget", "-1"}, []string{"--routegc-budget", "0 (no removals)"}},

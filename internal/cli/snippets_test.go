@@ -175,7 +175,7 @@ func checkINI(t *testing.T, s snippet) error {
 		return err
 	case f.HasSection("cni_health_server") || f.HasSection("cni_daemon") || f.HasSection("pod_network_connectivity"):
 		o := agent.DefaultOptions()
-		if err := agent.ApplyKuryrINI(path, &o); err != nil {
+		if _, err := agent.ApplyKuryrINI(path, &o); err != nil {
 			return err
 		}
 		o.NodeName = "node-1" // from the downward API

@@ -266,6 +266,9 @@ func TestCAPIDeleteClusterDeorbits(t *testing.T) {
 		if ref, ok := clusterapi.OwnerOf(&got); !ok || ref.UID != cl.UID {
 			t.Errorf("the VitalsCluster is not controlled by its Cluster: owners %+v", got.OwnerReferences)
 		}
+		if !clusterapi.MadeByEnrolment(&got) {
+			t.Errorf("the VitalsCluster lacks the enrolment's label %s: labels %v", v1alpha1.LabelEnrolledBy, got.Labels)
+		}
 		if got.Status.ProjectID != m.env.ProjectID {
 			t.Errorf("the VitalsCluster's project is %q, want CAPO's %s", got.Status.ProjectID, m.env.ProjectID)
 		}

@@ -120,8 +120,8 @@ func extCall(t *testing.T, hc *http.Client, url string, body, out any) {
 // answers "retry after" while the Cluster's own VitalsCluster is not deleting (for NotDeletedAfter from the
 // Cluster's deletion at most: then nothing is going to delete it, and the deletion goes on) or deorbit is in a
 // phase (when its next step is due), and lets the deletion go on when deorbit is done, gave up, or there is
-// nothing of Vitals to wait for (no VitalsCluster, one another Cluster of the name controls, deletionPolicy
-// Orphan); an oversized request is refused with Failure.
+// nothing of Vitals to wait for (no VitalsCluster, one another Cluster of the name controls, one the enrolment
+// did not make, deletionPolicy Orphan); an oversized request is refused with Failure.
 func TestCAPIRuntimeExtension(t *testing.T) {
 	parallel(t)
 	_, c := opPrivateKube(t)
@@ -159,9 +159,10 @@ func TestCAPIRuntimeExtension(t *testing.T) {
 		}
 	}
 
-	// The enrolment's VitalsCluster: named like the Cluster, controlled by it.
+	// The enrolment's VitalsCluster: named like the Cluster, controlled by it, with the enrolment's label.
 	const uid = types.UID("5a0c4e52-9a1e-4d8a-b7a4-3f0e2d1c6b7a")
 	vcl := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod", Finalizers: []string{"e2e.vitals/hold"},
+		Labels:          map[string]string{v1alpha1.LabelEnrolledBy: v1alpha1.EnrolledByEnrolment},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: clusterapi.ClusterKind, Name: "prod", UID: uid, Controller: ptr.To(true)}}},
 		Spec: v1alpha1.ClusterSpec{DeletionPolicy: v1alpha1.DeletionPolicyDeorbit, PodCIDRs: []v1alpha1.CIDR{"198.19.0.0/16"},
 			OpenStack: v1alpha1.OpenStackSpec{ProjectID: "4b7e0f2a9c1d4e3f8a6b5c7d9e0f1a2b", RouterID: "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b"}}}
@@ -178,6 +179,16 @@ func TestCAPIRuntimeExtension(t *testing.T) {
 	want(ask("prod", uid), runtimehooksv1.ResponseStatusSuccess, 5, "is not deleting yet")
 	want(ask("prod", "another-uid"), runtimehooksv1.ResponseStatusSuccess, 0, "is not controlled by this Cluster")
 	want(ask("staging", uid), runtimehooksv1.ResponseStatusSuccess, 0, "no VitalsCluster")
+	// one a Cluster controls but the enrolment did not make (no label): the enrolment never deletes it, not waited for
+	const handUID = types.UID("0e9d8c7b-6a5f-4e3d-8c2b-1a0f9e8d7c6b")
+	hand := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hand",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: clusterapi.ClusterKind, Name: "hand", UID: handUID, Controller: ptr.To(true)}}},
+		Spec: v1alpha1.ClusterSpec{DeletionPolicy: v1alpha1.DeletionPolicyDeorbit, PodCIDRs: []v1alpha1.CIDR{"198.19.0.0/16"},
+			OpenStack: v1alpha1.OpenStackSpec{ProjectID: "4b7e0f2a9c1d4e3f8a6b5c7d9e0f1a2b", RouterID: "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b"}}}
+	if err := c.Create(ctx, hand); err != nil {
+		t.Fatal(err)
+	}
+	want(askDeleted("hand", handUID, &metav1.Time{Time: clock.Now()}), runtimehooksv1.ResponseStatusSuccess, 0, "was not made by the enrolment")
 	// not deleting while its Cluster is: waited for NotDeletedAfter, then let go (nothing deletes it)
 	recent, long := metav1.NewTime(clock.Now().Add(-time.Minute)), metav1.NewTime(clock.Now().Add(-clusterapi.NotDeletedAfter-time.Minute))
 	want(askDeleted("prod", uid, &recent), runtimehooksv1.ResponseStatusSuccess, 5, "the hook waits for that until")

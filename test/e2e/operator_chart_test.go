@@ -140,6 +140,8 @@ func TestOperatorChartServerSideDryRun(t *testing.T) {
 			"      namespaceSelector: {matchLabels: {vitals.vitalsproject.io/enrol: \"true\"}}\n",
 			[]string{"Deployment", "Service", "ExtensionConfig"}, nil, false,
 			[]string{"--capi-enrol", "--runtime-extension-port=9443", "--runtime-extension-cert-dir=/etc/vitals/extension-tls"}, nil},
+		{"enrol-health-alone", "operator:\n  capi:\n    enrol: true\n    enrolDeletionPolicy: Orphan\n", []string{"Deployment"}, nil, false,
+			[]string{"--capi-enrol", "--capi-enrol-deletion-policy=Orphan"}, nil},
 		{"secrets-named-namespaces", "operator:\n  secrets:\n    namespaces: [default, " + ns + "]\n",
 			[]string{"Role", "RoleBinding"}, nil, false, nil, []string{"default"}},
 		{"secrets-cluster-wide", "operator:\n  secrets:\n    clusterWide: true\n", []string{"ClusterRole"}, nil, false, nil, nil},

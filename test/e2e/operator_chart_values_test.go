@@ -153,6 +153,7 @@ func TestOperatorChartSchema(t *testing.T) {
 		{"runtime extension without the enrolment", "operator:\n  capi:\n    runtimeExtension:\n      enabled: true\n      certSecret: vitals-extension-tls\n",
 			"operator.capi.runtimeExtension.enabled needs operator.capi.enrol"},
 		{"typo in affinity", "operator:\n  affinity:\n    podAntiAfinity: {}\n", "podAntiAfinity"},
+		{"misspelt enrolment deletion policy", "operator:\n  capi:\n    enrol: true\n    enrolDeletionPolicy: orphan\n", "/operator/capi/enrolDeletionPolicy"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

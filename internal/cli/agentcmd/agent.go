@@ -20,6 +20,8 @@ import (
 // kuryr.conf-style file, then the flags given on the command line.
 type agentFlags struct {
 	configFile string
+	// ignored are the sections of Kuryr and oslo in the configuration file that the agent does not read.
+	ignored    []string
 	socketMode string
 	canaryMode string
 	context    string
@@ -123,7 +125,11 @@ then from flags, which win.`,
 // options merges the kuryr.conf-style file and the flags (flags win when given, clirun.FlagsOverFile).
 func (f *agentFlags) options(fs *pflag.FlagSet) (agent.Options, error) {
 	if f.configFile != "" {
-		err := clirun.FlagsOverFile(fs, func() error { return agent.ApplyKuryrINI(f.configFile, &f.opts) })
+		err := clirun.FlagsOverFile(fs, func() error {
+			var err error
+			f.ignored, err = agent.ApplyKuryrINI(f.configFile, &f.opts)
+			return err
+		})
 		if err != nil {
 			return f.opts, err
 		}
@@ -165,6 +171,10 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 	log, err := f.log.Logger(cmd.ErrOrStderr())
 	if err != nil {
 		return err
+	}
+	if len(f.ignored) > 0 {
+		// A kuryr.conf holds Kuryr's and oslo's sections: one line says which ones the agent skips.
+		log.Warn("configuration sections the agent does not use: ignored", "file", f.configFile, "sections", f.ignored)
 	}
 	var deps agent.Deps
 	deps.Logger = log
