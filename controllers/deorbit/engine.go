@@ -1,7 +1,6 @@
 package deorbit
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -508,10 +507,7 @@ func mergeLedger(earlier, fresh []v1alpha1.DeorbitKeepEntry) []v1alpha1.DeorbitK
 			out = append(out, k)
 		}
 	}
-	slices.SortFunc(out, func(a, b v1alpha1.DeorbitKeepEntry) int {
-		return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.ID, b.ID))
-	})
-	return out[:min(len(out), maxKeep)]
+	return sortedLedger(out)
 }
 
 // ledgerNote says what keeps volumes from the sweep when the workload cluster's phases are skipped.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
@@ -261,6 +262,30 @@ func TestSweepNetwork(t *testing.T) {
 				}
 				if a.asked[VerbDeleteFloatingIP+" f-web"] != 0 {
 					t.Errorf("the excluded load balancer's floating IP was asked to be deleted %d times", a.asked[VerbDeleteFloatingIP+" f-web"])
+				}
+				if _, ok := c.net.fips["f-web"]; !ok {
+					t.Errorf("f-web, the excluded load balancer's floating IP, was deleted")
+				}
+			},
+		},
+		{
+			// The operator's path: the remediation policy itself, with the cluster's exclude annotation naming the load
+			// balancer by its ID.
+			name: "the exclude annotation keeps a load balancer's floating IP in the operator's teardown",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				vc := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1", UID: "u1",
+					Annotations: map[string]string{v1alpha1.AnnotationExclude: "some-other, lb-web"}}}
+				clk := clocktesting.NewFakeClock(start)
+				pol, err := remediation.New(remediation.Options{Checks: remediation.NewChecks(clk), Clock: clk})
+				if err != nil {
+					panic(err)
+				}
+				in.Policy = pol.Begin(context.Background(), vc, Name, nil, remediation.Scope{})
+			},
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantDeleted: []string{"p-orphan", "f-loose"}, wantKept: append([]string{"lb-web", "p-web", "f-web"}, theirs...),
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, a *asker, m *Metrics) {
+				if s := state(st, v1alpha1.DeorbitFloatingIP, "f-web"); s != v1alpha1.DeorbitKept {
+					t.Errorf("f-web: state %s, want Kept", s)
 				}
 				if _, ok := c.net.fips["f-web"]; !ok {
 					t.Errorf("f-web, the excluded load balancer's floating IP, was deleted")

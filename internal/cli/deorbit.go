@@ -117,7 +117,7 @@ it could not run (printed).`,
 	fl.StringVar(&f.mgmt.kubeconfig, "management-kubeconfig", "", "kubeconfig of the management cluster holding the VitalsClusters: the sweep deletes nothing while another VitalsCluster names the same cloud cluster in the project "+
 		"(empty: that guard cannot run, and the sweep deletes nothing directly)")
 	clirun.CompleteFiles(cmd, "management-kubeconfig")
-	fl.StringVar(&f.mgmt.context, "management-context", "", "context of --management-kubeconfig (default: its current-context)")
+	clirun.AddContextFlagNamed(cmd, "management-context", "context of --management-kubeconfig (default: its current-context)", &f.mgmt.context, &f.mgmt.kubeconfig)
 	fl.StringVar(&f.vcl, "vitalscluster", "", "NAMESPACE/NAME of the cluster's own VitalsCluster in the management cluster: not counted as a neighbour; its keep ledger (status.deorbit.seen.keep), "+
 		"its exclusions (annotation "+v1alpha1.AnnotationExclude+") and its spec.openstack.subnetID apply")
 	fl.StringSliceVar(&f.protect, "protect", nil, "route DESTINATION[@NEXTHOP] inside the pod CIDRs never removed, like routegc's protectedRoutes (repeatable)")
@@ -297,7 +297,17 @@ func (f *deorbitFlags) run(ctx context.Context, stdout, stderr io.Writer) error 
 				if own != nil {
 					self = own.UID
 				}
-				in.SweepGuard = deorbit.NeighbourGuard(mgmt, "", self, scope.ProjectID, f.clusterName)
+				guard := deorbit.NeighbourGuard(mgmt, "", self, scope.ProjectID, f.clusterName)
+				// Asked before the run too: a neighbour found now refuses the sweep for the whole run, which ends with
+				// what the sweep found reported (the operator waits until its give-up for the neighbour to let go).
+				switch why, gerr := guard(cctx); {
+				case gerr != nil:
+					err = fmt.Errorf("the same-named neighbours guard: %w", gerr)
+				case why != "":
+					in.SweepRefused = why
+				default:
+					in.SweepGuard = guard
+				}
 			} else {
 				in.SweepRefused = "the same-named neighbours guard could not run: without --management-kubeconfig the VitalsClusters that may name the same cloud cluster " +
 					"cannot be read, so the sweep deletes nothing directly (the operator deletes nothing either while another VitalsCluster names it)"
@@ -321,7 +331,7 @@ func (f *deorbitFlags) run(ctx context.Context, stdout, stderr io.Writer) error 
 		res := e.Step(ctx, in, st)
 		if first {
 			// After the first step: the engine has taken the keep ledger from the workload cluster by then.
-			rep.Proofs = deorbitProofs(in, st, f, own)
+			rep.Proofs = deorbitProofs(in, st, f, mgmt != nil, own)
 			printProofs(out, rep.Proofs)
 		}
 		printProgress(out, st, clk.Now().Sub(begin))
@@ -417,7 +427,7 @@ func validKey(s string) bool {
 }
 
 // deorbitProofs says which of the operator's proofs the run could run, after its first step.
-func deorbitProofs(in deorbit.Input, st *v1alpha1.DeorbitStatus, f *deorbitFlags, own *v1alpha1.VitalsCluster) []DeorbitProof {
+func deorbitProofs(in deorbit.Input, st *v1alpha1.DeorbitStatus, f *deorbitFlags, mgmt bool, own *v1alpha1.VitalsCluster) []DeorbitProof {
 	var ps []DeorbitProof
 	if sn := in.Target.SubnetID; sn != "" {
 		ps = append(ps, DeorbitProof{Name: ProofSubnet, Ran: true, Note: "a load balancer is the cluster's by its name or tags only with its VIP on subnet " + sn +
@@ -427,8 +437,10 @@ func deorbitProofs(in deorbit.Input, st *v1alpha1.DeorbitStatus, f *deorbitFlags
 			"and a route by its destination alone, as the operator judges a cluster without subnetID; give --subnet where a neighbour may use the same names"})
 	}
 	switch {
-	case in.SweepRefused != "":
+	case !mgmt:
 		ps = append(ps, DeorbitProof{Name: ProofNeighbours, Note: in.SweepRefused + "; the Kubernetes phases and the routes, which it does not guard, run"})
+	case in.SweepRefused != "":
+		ps = append(ps, DeorbitProof{Name: ProofNeighbours, Ran: true, Note: in.SweepRefused + " (the command does not wait for it to let go)"})
 	case own != nil:
 		ps = append(ps, DeorbitProof{Name: ProofNeighbours, Ran: true, Note: fmt.Sprintf("the sweep deletes nothing while a VitalsCluster other than %s names cloud cluster %q in the project", f.vcl, f.clusterName)})
 	default:

@@ -179,6 +179,7 @@ func TestDeorbitProofs(t *testing.T) {
 		name string
 		in   deorbit.Input
 		st   *v1alpha1.DeorbitStatus
+		mgmt bool
 		own  *v1alpha1.VitalsCluster
 		ran  map[string]bool
 		note map[string]string // in the proof's note
@@ -186,16 +187,19 @@ func TestDeorbitProofs(t *testing.T) {
 		{name: "nothing to prove with", in: deorbit.Input{SweepRefused: "the same-named neighbours guard could not run"}, st: &v1alpha1.DeorbitStatus{StartTime: &start},
 			ran:  map[string]bool{ProofSubnet: false, ProofNeighbours: false, ProofKeepLedger: false},
 			note: map[string]string{ProofNeighbours: "could not run", ProofKeepLedger: "only a volume's Cinder metadata", ProofSubnet: "any subnet"}},
-		{name: "every proof, the cluster's own VitalsCluster read", in: deorbit.Input{Target: deorbit.Target{SubnetID: "s1"}}, st: ledger, own: own,
+		{name: "every proof, the cluster's own VitalsCluster read", in: deorbit.Input{Target: deorbit.Target{SubnetID: "s1"}}, st: ledger, mgmt: true, own: own,
 			ran:  map[string]bool{ProofSubnet: true, ProofNeighbours: true, ProofKeepLedger: true},
 			note: map[string]string{ProofSubnet: "subnet s1", ProofNeighbours: "other than ns/c1", ProofKeepLedger: "1 volumes"}},
-		{name: "the management cluster without the cluster's own", in: deorbit.Input{}, st: ledger,
+		{name: "the management cluster without the cluster's own", in: deorbit.Input{}, st: ledger, mgmt: true,
 			ran:  map[string]bool{ProofNeighbours: true},
 			note: map[string]string{ProofNeighbours: "any VitalsCluster names"}},
+		{name: "a neighbour found before the run", in: deorbit.Input{SweepRefused: "VitalsCluster x/y names the same cloud cluster"}, st: ledger, mgmt: true,
+			ran:  map[string]bool{ProofNeighbours: true},
+			note: map[string]string{ProofNeighbours: "x/y"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &deorbitFlags{clusterName: "c1", vcl: "ns/c1"}
-			ps := deorbitProofs(tc.in, tc.st, f, tc.own)
+			ps := deorbitProofs(tc.in, tc.st, f, tc.mgmt, tc.own)
 			got := map[string]DeorbitProof{}
 			for _, p := range ps {
 				got[p.Name] = p
