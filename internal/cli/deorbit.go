@@ -287,6 +287,10 @@ func (f *deorbitFlags) run(ctx context.Context, stdout, stderr io.Writer) error 
 		var scope *tenancy.Scope
 		// The project is the credentials' own, proven as the operator proves a cluster's; the router and the subnet too.
 		scope, err = tenancy.ScopeOf(cctx, conn, v1alpha1.OpenStackSpec{RouterID: in.Target.RouterID, SubnetID: in.Target.SubnetID}, "the command's credentials")
+		if err == nil && own != nil && own.Status.ProjectID != "" && own.Status.ProjectID != scope.ProjectID {
+			// Its ledger, exclusions and subnet are another project's cluster's.
+			err = &config.Error{Field: "--vitalscluster", Msg: fmt.Sprintf("VitalsCluster %s is of project %s, not the credentials' project %s", f.vcl, own.Status.ProjectID, scope.ProjectID)}
+		}
 		if err == nil {
 			in.Cloud = scope.Cloud
 			in.Target.Narrow(scope)

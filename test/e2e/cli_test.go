@@ -27,6 +27,7 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/deorbit"
 	"github.com/vitalsproject/vitals/internal/cli"
+	"github.com/vitalsproject/vitals/internal/test/faultproxy"
 	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 )
@@ -35,12 +36,18 @@ import (
 // clears the OS_* variables, so that only --os-cloud finds the credentials.
 func cliCloud(t *testing.T, env testenv.OpenStackEnv) {
 	t.Helper()
+	cliCloudVia(t, env, env.AuthURL)
+}
+
+// cliCloudVia is cliCloud with Keystone at authURL (a fault proxy's, opFaultProxy).
+func cliCloudVia(t *testing.T, env testenv.OpenStackEnv, authURL string) {
+	t.Helper()
 	for _, kv := range env.Env() {
 		k, _, _ := strings.Cut(kv, "=")
 		t.Setenv(k, "")
 	}
 	t.Setenv("OS_CLOUD", "")
-	yaml := strings.Replace(opCloudsYAML(env.AuthURL, env.Username, env.Password, env.ProjectName), "  openstack:", "  test:", 1)
+	yaml := strings.Replace(opCloudsYAML(authURL, env.Username, env.Password, env.ProjectName), "  openstack:", "  test:", 1)
 	f := filepath.Join(t.TempDir(), "clouds.yaml")
 	if err := os.WriteFile(f, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -190,7 +197,22 @@ func TestDeorbitRefusesAsTheOperator(t *testing.T) {
 	ours, theirs := opNewNet(t, cloud), opNewNet(t, cloud)
 	_, c, ns := opKube(t)
 	mgmt := testenv.KubeconfigPath(t)
-	cliCloud(t, env)
+	// The command reaches Cinder, Octavia and Neutron through fault proxies that count every DELETE: "never
+	// touched" is proven on the wire.
+	via, proxies := opFaultProxy(t, env, cloud, openstack.ServiceBlockStorage, openstack.ServiceLoadBalancer, openstack.ServiceNetworking)
+	for _, p := range proxies {
+		if err := p.Add(faultproxy.Rule{Name: "any-delete", Method: "DELETE", Path: "/**", Fault: faultproxy.Pass()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deletes := func() int {
+		n := 0
+		for _, p := range proxies {
+			n += p.Matched("any-delete")
+		}
+		return n
+	}
+	cliCloudVia(t, env, via.Options.IdentityEndpoint)
 	ctx := t.Context()
 	bc, err := cloud.Client(openstack.ServiceBlockStorage)
 	if err != nil {
@@ -266,6 +288,9 @@ func TestDeorbitRefusesAsTheOperator(t *testing.T) {
 	}
 	untouched := func(when string) {
 		t.Helper()
+		if n := deletes(); n != 0 {
+			t.Errorf("%s: %d DELETE requests to Cinder, Octavia or Neutron, want none", when, n)
+		}
 		for _, id := range []string{vDel, vMarked, vExcluded} {
 			if v, err := cloud.GetVolume(ctx, id); err != nil || v.Status == "deleting" {
 				t.Errorf("%s: volume %s: %v, %v; want it untouched", when, id, v, err)
@@ -337,5 +362,8 @@ func TestDeorbitRefusesAsTheOperator(t *testing.T) {
 	}
 	if _, err := cloud.GetLoadBalancer(ctx, lbOurs); !openstack.IsNotFound(err) {
 		t.Errorf("the cluster's load balancer %s after deorbit: %v, want 404", lbOurs, err)
+	}
+	if n := deletes(); n < 2 {
+		t.Errorf("%d DELETE requests through the proxies, want the volume's and the load balancer's (the counts above would prove nothing)", n)
 	}
 }
