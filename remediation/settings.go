@@ -105,7 +105,7 @@ func settingsOf(c *v1alpha1.VitalsCluster) settings {
 			s.paused, s.pausedWhy = true, fmt.Sprintf("annotation %s is %q (not \"true\" or \"false\"): treated as paused", v1alpha1.AnnotationPaused, v)
 		}
 	}
-	s.exclude = parseExclusions(c.Annotations[v1alpha1.AnnotationExclude])
+	s.exclude = ParseExclusions(c.Annotations[v1alpha1.AnnotationExclude])
 	return s
 }
 
@@ -125,8 +125,8 @@ func maxUnhealthyOf(v intstr.IntOrString, total int) (int, error) {
 	return n, nil
 }
 
-// parseExclusions splits the exclusion annotation: comma-separated IDs or names, spaces ignored.
-func parseExclusions(v string) map[string]bool {
+// ParseExclusions splits the exclusion annotation (v1alpha1.AnnotationExclude; `vitals deorbit --vitalscluster` reads it too): comma-separated IDs or names, spaces ignored.
+func ParseExclusions(v string) map[string]bool {
 	if strings.TrimSpace(v) == "" {
 		return nil
 	}

@@ -151,8 +151,9 @@ func provenBeforeDeletion(c *v1alpha1.VitalsCluster, project string) bool {
 }
 
 // ScopeOf proves what the credentials of conn act in, without a VitalsCluster (the `vitals deorbit`
-// command): their project (which spec.ProjectID, when set, must be) and every resource spec names. An
-// empty spec.RouterID proves no router: the Scope's Router is nil and every router write is refused.
+// command): their project (which spec.ProjectID, when set, must be) and every resource spec names (the router,
+// the nodes' subnet). An empty spec.RouterID proves no router: the Scope's Router is nil and every router write is
+// refused.
 func ScopeOf(ctx context.Context, conn Connection, spec v1alpha1.OpenStackSpec, source string) (*Scope, error) {
 	project := conn.ProjectID()
 	if project == "" {
@@ -161,7 +162,7 @@ func ScopeOf(ctx context.Context, conn Connection, spec v1alpha1.OpenStackSpec, 
 	if p := spec.ProjectID; p != "" && p != project {
 		return nil, &Refusal{Reason: ReasonForeignProject, Message: fmt.Sprintf("projectID %s is not the project %s of %s", p, project, source)}
 	}
-	if spec.RouterID == "" {
+	if spec.RouterID == "" && spec.SubnetID == "" && spec.NetworkID == "" {
 		return &Scope{Cloud: &scoped{conn: conn, project: project}, ProjectID: project, Source: source}, nil
 	}
 	return scopeFor(ctx, conn, project, spec, source, false)
@@ -364,17 +365,21 @@ func prove(ctx context.Context, cloud provable, project string, spec v1alpha1.Op
 		}
 		return foreign(kind, id)
 	}
-	router, err := cloud.GetRouter(ctx, spec.RouterID)
-	switch {
-	case openstack.IsNotFound(err):
-		if err := absent("router", spec.RouterID); err != nil {
-			return nil, nil, nil, err
+	var router *openstack.Router
+	if spec.RouterID != "" { // `vitals deorbit` without --router: no router, none proven
+		r, err := cloud.GetRouter(ctx, spec.RouterID)
+		switch {
+		case openstack.IsNotFound(err):
+			if err := absent("router", spec.RouterID); err != nil {
+				return nil, nil, nil, err
+			}
+		case err != nil:
+			return nil, nil, nil, fmt.Errorf("prove router %s: %w", spec.RouterID, err)
+		case r.ProjectID != project:
+			return nil, nil, nil, foreign("router", spec.RouterID)
+		default:
+			router = r
 		}
-		router = nil
-	case err != nil:
-		return nil, nil, nil, fmt.Errorf("prove router %s: %w", spec.RouterID, err)
-	case router.ProjectID != project:
-		return nil, nil, nil, foreign("router", spec.RouterID)
 	}
 	if spec.NetworkID != "" {
 		n, err := cloud.GetNetwork(ctx, spec.NetworkID)

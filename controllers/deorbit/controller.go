@@ -24,7 +24,6 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/internal/base/backoff"
-	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/routes"
 	"github.com/vitalsproject/vitals/tenancy"
@@ -246,24 +245,12 @@ func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Set
 	}
 	if err == nil {
 		in.Cloud = scope.Cloud
-		if scope.Router == nil {
-			// gone with the cluster's teardown (its owner deletes it), and its routes with it
-			in.Target.RouterID = ""
-		}
-		if c.Spec.OpenStack.SubnetID != "" {
-			// Only routes via the nodes' subnet are the cluster's. A subnet gone took its routes with it
-			// (Neutron keeps a router interface that routes point through, and a subnet with an interface).
-			if pfx, err := subnetPrefix(scope.Subnet); err == nil {
-				in.Target.Subnets = []netip.Prefix{pfx}
-			} else {
-				in.Target.RouterID = ""
-			}
-		}
+		in.Target.Narrow(scope)
 		if len(scope.Gone) > 0 {
 			logf.FromContext(ctx).V(1).Info("cluster's network resources gone", "gone", strings.Join(scope.Gone, ", "))
 		}
 		project, cluster := scope.ProjectID, in.Target.ClusterName
-		in.SweepGuard = func(ctx context.Context) (string, error) { return r.sweepGuard(ctx, c, project, cluster) }
+		in.SweepGuard = NeighbourGuard(r.d.APIReader, r.o.Namespace, c.UID, project, cluster)
 	} else {
 		in.CloudErr = err
 		scope = nil
@@ -278,73 +265,6 @@ func (r *Reconciler) input(ctx context.Context, c *v1alpha1.VitalsCluster, s Set
 	}
 	return in, scope, nil
 }
-
-// subnetPrefix is s's CIDR (an error: s is nil, or its CIDR does not parse).
-func subnetPrefix(s *openstack.Subnet) (netip.Prefix, error) {
-	if s == nil {
-		return netip.Prefix{}, errors.New("no subnet")
-	}
-	pfx, err := netip.ParsePrefix(s.CIDR)
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("subnet %s: %w", s.ID, err)
-	}
-	return pfx.Masked(), nil
-}
-
-// sweepGuard refuses the sweep's deletes when another VitalsCluster names the same cloud cluster in the same
-// project: its volumes and load balancers carry the same tags. Without this, a VitalsCluster created and deleted
-// with another's clusterName would sweep the other's resources. A neighbour being deleted counts as present until
-// its own teardown is proven (teardownProven): one held NotConfirmed, or Orphan, keeps what it has.
-// The clusters are listed from the API server, page by page: with sharding the cache holds this
-// replica's shard ranges only, and the other cluster may be another replica's.
-func (r *Reconciler) sweepGuard(ctx context.Context, c *v1alpha1.VitalsCluster, project, cluster string) (string, error) {
-	var others []string
-	opts := []client.ListOption{client.Limit(guardPage)}
-	if r.o.Namespace != "" {
-		opts = append(opts, client.InNamespace(r.o.Namespace))
-	}
-	for cont := ""; ; {
-		var list v1alpha1.VitalsClusterList
-		if err := r.d.APIReader.List(ctx, &list, append(opts, client.Continue(cont))...); err != nil {
-			return "", fmt.Errorf("list clusters to guard the sweep of %s: %w", client.ObjectKeyFromObject(c), err)
-		}
-		for i := range list.Items {
-			o := &list.Items[i]
-			if o.UID == c.UID || ClusterName(o) != cluster || teardownProven(o) {
-				continue
-			}
-			if o.Status.ProjectID == project || o.Status.ProjectID == "" {
-				others = append(others, o.Namespace+"/"+o.Name)
-			}
-		}
-		if cont = list.Continue; cont == "" {
-			break
-		}
-	}
-	if len(others) == 0 {
-		return "", nil
-	}
-	sort.Strings(others)
-	return fmt.Sprintf("VitalsCluster %s names the same cloud cluster %q in this project: the sweep deletes nothing", strings.Join(others, ", "), cluster), nil
-}
-
-// teardownProven reports whether o is being deleted and its own teardown runs: deletionPolicy Deorbit, its
-// interlock held at a step (status.deorbit.interlock) and the teardown started, and not held NotConfirmed since.
-// Only then is what carries its cluster name going anyway.
-func teardownProven(o *v1alpha1.VitalsCluster) bool {
-	if o.DeletionTimestamp.IsZero() || o.Spec.Deletion() != v1alpha1.DeletionPolicyDeorbit {
-		return false
-	}
-	d := o.Status.Deorbit
-	if d == nil || d.StartTime == nil || d.Interlock == "" {
-		return false
-	}
-	cd := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionCleanedUp)
-	return cd == nil || cd.Reason != ReasonNotConfirmed
-}
-
-// guardPage is the most VitalsClusters one page of the sweep guard's list holds.
-const guardPage = 500
 
 // conditionOf is the CleanedUp condition of a step.
 func conditionOf(st *v1alpha1.DeorbitStatus, in Input) (reason string, status metav1.ConditionStatus, msg string) {

@@ -200,20 +200,24 @@ func TestSweepGuard(t *testing.T) {
 		cluster   string
 		namespace string // Options.Namespace
 		reader    client.Reader
-		want      string // in the refusal ("": none)
+		self      types.UID // "": the command's guard, which has no VitalsCluster of its own
+		want      string    // in the refusal ("": none)
 		wantErr   bool
 	}{
-		{name: "a neighbour of another shard names the same cloud cluster", cluster: "c1", reader: c, want: other.Namespace + "/x"},
-		{name: "a cluster name no one else uses", cluster: "c2", reader: c},
-		{name: "the neighbour outside the watched namespace", cluster: "c1", namespace: me.Namespace, reader: c},
-		{name: "the list fails", cluster: "c1", reader: failingReader{}, wantErr: true},
+		{name: "a neighbour of another shard names the same cloud cluster", cluster: "c1", reader: c, self: me.UID, want: other.Namespace + "/x"},
+		{name: "a cluster name no one else uses", cluster: "c2", reader: c, self: me.UID},
+		{name: "the neighbour outside the watched namespace", cluster: "c1", namespace: me.Namespace, reader: c, self: me.UID},
+		{name: "the command: every VitalsCluster of the name is a neighbour, its teardown not proven", cluster: "c1", namespace: me.Namespace, reader: c,
+			want: me.Namespace + "/" + me.Name},
+		{name: "the list fails", cluster: "c1", reader: failingReader{}, self: me.UID, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := New(&pass.Deps{Client: cache, APIReader: tc.reader, Tenancy: refusingResolver{}, Policy: noPolicy{}}, Options{Namespace: tc.namespace})
-			if err != nil {
+			// The operator's guard (New wires NeighbourGuard with the API reader and the watched namespace) as the
+			// command's: one function.
+			if _, err := New(&pass.Deps{Client: cache, APIReader: tc.reader, Tenancy: refusingResolver{}, Policy: noPolicy{}}, Options{Namespace: tc.namespace}); err != nil {
 				t.Fatal(err)
 			}
-			why, err := r.sweepGuard(context.Background(), me, "p1", tc.cluster)
+			why, err := NeighbourGuard(tc.reader, tc.namespace, tc.self, "p1", tc.cluster)(context.Background())
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("sweep guard: %q, %v; want an error %v", why, err, tc.wantErr)
 			}

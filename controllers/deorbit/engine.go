@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,6 +76,36 @@ type Target struct {
 	Protected []routes.ProtectedRoute
 }
 
+// Narrow fits t to what scope proved of the cluster's network (the operator's and `vitals deorbit`'s one rule):
+// a router the project no longer shows has no routes left to remove (its owner deleted it, and them); with the
+// nodes' subnet known (SubnetID), a route is the cluster's only through that subnet, and a subnet that is gone
+// (or whose CIDR does not parse) took its routes with it.
+func (t *Target) Narrow(scope *tenancy.Scope) {
+	if scope.Router == nil {
+		t.RouterID = ""
+	}
+	if t.SubnetID == "" {
+		return
+	}
+	if pfx, err := subnetPrefix(scope.Subnet); err == nil {
+		t.Subnets = []netip.Prefix{pfx}
+	} else {
+		t.RouterID = ""
+	}
+}
+
+// subnetPrefix is s's CIDR (an error: s is nil, or its CIDR does not parse).
+func subnetPrefix(s *openstack.Subnet) (netip.Prefix, error) {
+	if s == nil {
+		return netip.Prefix{}, errors.New("no subnet")
+	}
+	pfx, err := netip.ParsePrefix(s.CIDR)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("subnet %s: %w", s.ID, err)
+	}
+	return pfx.Masked(), nil
+}
+
 // Settings are one cluster's deorbit settings with defaults applied (spec.controllers.deorbit). DryRun is
 // deorbit's own dry run (the policy's and the operator's apply on top); Budget the most deletes one step
 // issues.
@@ -117,6 +148,11 @@ type Input struct {
 	// reason it returns (e.g. another cluster names the same cloud cluster) refuses every delete of the
 	// sweep, and so does an error (fail closed): what the sweep finds is reported, not deleted.
 	SweepGuard func(context.Context) (string, error)
+	// SweepRefused, when set, refuses every delete of the sweep for good, before the guard is asked: a proof only
+	// the sweep needs cannot be run where the engine runs (`vitals deorbit` without the management cluster to read
+	// same-named neighbours from). What the sweep finds is reported not proven and never touched, and the sweep
+	// does not wait for it.
+	SweepRefused string
 	// Policy is asked before every delete (required).
 	Policy Asker
 }
@@ -217,6 +253,9 @@ func (s *step) fail(err error) { s.errs = append(s.errs, err) }
 // sweepRefused says why the sweep may not delete ("": it may), asking the guard at the first call of the
 // step; a guard that fails refuses.
 func (s *step) sweepRefused(ctx context.Context) string {
+	if s.in.SweepRefused != "" {
+		return s.in.SweepRefused
+	}
 	if s.in.SweepGuard == nil {
 		return ""
 	}
@@ -249,6 +288,7 @@ func (e *Engine) Step(ctx context.Context, in Input, st *v1alpha1.DeorbitStatus)
 	case "":
 		s.setPhase(phases[0])
 	}
+	s.takeLedger(ctx)
 	s.applyLedger()
 	giveUp := st.StartTime.Add(in.Settings.GiveUpAfter)
 	if !now.Before(giveUp) {
@@ -436,6 +476,41 @@ func (s *step) applyLedger() {
 			r.LastError = "the keep ledger (status.deorbit.seen.keep) keeps it: " + k.Why
 		}
 	}
+}
+
+// takeLedger reads the keep ledger from the workload cluster (KeepLedger, the operator's record's rule) when no
+// ledger was recorded since the teardown started: once per teardown, before its workload phases delete anything, so
+// that what the workload cluster says to keep now is kept by every phase, whether the teardown runs in the operator
+// (whose record, taken while the cluster lived, may be older than the last keep marker) or in `vitals deorbit` (which
+// has no record). A read that fails leaves the earlier ledger as it is: a partial read is never a ledger.
+func (s *step) takeLedger(ctx context.Context) {
+	if s.in.Workload == nil || s.in.SkipWorkload != "" || s.st.WorkloadSkipped != "" || phaseIndex(s.st.Phase) >= phaseIndex(v1alpha1.DeorbitPhaseRoutes) {
+		return
+	}
+	if seen := s.st.Seen; seen != nil && seen.KeepTime != nil && !seen.KeepTime.Before(s.st.StartTime) {
+		return
+	}
+	keep, err := KeepLedger(ctx, s.in.Workload)
+	if err != nil {
+		return // the workload phases report the workload cluster's failure
+	}
+	if s.st.Seen == nil {
+		s.st.Seen = &v1alpha1.DeorbitSeen{}
+	}
+	s.st.Seen.Keep, s.st.Seen.KeepTime = mergeLedger(s.st.Seen.Keep, keep), &metav1.Time{Time: s.now}
+}
+
+// mergeLedger is the ledger fresh read now, with what an earlier ledger kept that the workload cluster no longer
+// shows (a Retain PersistentVolume deleted by hand leaves its volume in Cinder): within a teardown, what was said to
+// be kept stays kept. Sorted by type and ID, at most maxKeep.
+func mergeLedger(earlier, fresh []v1alpha1.DeorbitKeepEntry) []v1alpha1.DeorbitKeepEntry {
+	out := append([]v1alpha1.DeorbitKeepEntry(nil), fresh...)
+	for _, k := range earlier {
+		if !slices.ContainsFunc(fresh, func(f v1alpha1.DeorbitKeepEntry) bool { return f.Type == k.Type && f.ID == k.ID }) {
+			out = append(out, k)
+		}
+	}
+	return sortedLedger(out)
 }
 
 // ledgerNote says what keeps volumes from the sweep when the workload cluster's phases are skipped.

@@ -1250,3 +1250,60 @@ func TestStepCapped(t *testing.T) {
 		t.Errorf("counts %+v, want %d done of %d; omitted %+v", st.Counts, n, n, st.ResourcesOmitted)
 	}
 }
+
+// The engine takes the keep ledger from the workload cluster at the teardown's first step when none was recorded
+// since it started (`vitals deorbit` has no record; the operator's may predate the last marker): a kept claim's
+// volume is kept after the workload cluster went away, and a ledger older than the teardown is taken again.
+func TestStepTakesLedger(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		seen *v1alpha1.DeorbitSeen
+	}{
+		{name: "no ledger recorded"},
+		// v-orphan's Retain PersistentVolume was deleted by hand since: what the earlier ledger kept stays kept.
+		{name: "a ledger recorded before the teardown, without the marker", seen: &v1alpha1.DeorbitSeen{KeepTime: &metav1.Time{Time: start.Add(-time.Hour)},
+			Keep: []v1alpha1.DeorbitKeepEntry{{Type: v1alpha1.DeorbitVolume, ID: "v-orphan", Name: "pv-gone", Why: "persistent volume pv-gone has reclaim policy Retain"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cloud, wl := fixture(t)
+			var pvc corev1.PersistentVolumeClaim
+			if err := wl.Get(context.Background(), client.ObjectKey{Namespace: "app", Name: "data"}, &pvc); err != nil {
+				t.Fatal(err)
+			}
+			metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, v1alpha1.AnnotationKeep, "True")
+			if err := wl.Update(context.Background(), &pvc); err != nil {
+				t.Fatal(err)
+			}
+			clk := clocktesting.NewFakeClock(start)
+			a := &asker{outcome: remediation.Allowed}
+			in := Input{Target: target(), Settings: settings(), Workload: wl, Cloud: cloud, Policy: a}
+			in.Settings.UnreachableGracePeriod = 0
+			e := &Engine{Clock: clk, Rand: func() float64 { return 0.5 }, Workers: 3}
+			st := &v1alpha1.DeorbitStatus{Seen: tc.seen}
+			// The first step reads the ledger, then the workload cluster goes: its phases are skipped.
+			run(t, e, clk, in, st, 500, func(i int, in *Input) {
+				if i == 1 {
+					in.Workload, in.WorkloadErr, st.Phase = nil, errors.New("connection refused"), v1alpha1.DeorbitPhaseSnapshots
+				}
+			})
+			if st.Seen == nil || st.Seen.KeepTime == nil || !st.Seen.KeepTime.Time.Equal(start) {
+				t.Fatalf("seen %+v: want the ledger taken at the first step", st.Seen)
+			}
+			if !slices.ContainsFunc(st.Seen.Keep, func(k v1alpha1.DeorbitKeepEntry) bool { return k.ID == "v-bound" }) {
+				t.Errorf("ledger %+v lacks v-bound, whose claim carries the keep marker", st.Seen.Keep)
+			}
+			if _, ok := cloud.vols["v-bound"]; !ok {
+				t.Errorf("v-bound, whose claim carries the keep marker, was deleted")
+			}
+			if s := state(st, v1alpha1.DeorbitVolume, "v-bound"); s != v1alpha1.DeorbitKept {
+				t.Errorf("v-bound: state %s, want Kept", s)
+			}
+			if tc.seen != nil {
+				if _, ok := cloud.vols["v-orphan"]; !ok || state(st, v1alpha1.DeorbitVolume, "v-orphan") != v1alpha1.DeorbitKept {
+					t.Errorf("v-orphan, kept by the earlier ledger: in the cloud %v, state %s; want kept", ok, state(st, v1alpha1.DeorbitVolume, "v-orphan"))
+				}
+			}
+		})
+	}
+}

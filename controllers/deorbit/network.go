@@ -92,7 +92,7 @@ func (s *step) network(ctx context.Context, cloud Cloud, lbs []openstack.LoadBal
 		listedPorts[ports[i].ID] = &ports[i]
 	}
 	var ds []deletion
-	vip := map[string]bool{}
+	vip := map[string]string{} // VIP port ID -> its load balancer's ID
 	for _, r := range s.unsettled(v1alpha1.DeorbitPort, func(id string) bool { return listedPorts[id] != nil }) {
 		p := listedPorts[r.ID]
 		r.Status = p.Status
@@ -103,7 +103,7 @@ func (s *step) network(ctx context.Context, cloud Cloud, lbs []openstack.LoadBal
 				lbID, p.Name, p.DeviceID, p.DeviceOwner)
 			continue
 		}
-		vip[r.ID] = true
+		vip[r.ID] = lbID
 		if alive[lbID] {
 			s.withLoadBalancer(r, lbID)
 			continue
@@ -127,10 +127,17 @@ func (s *step) network(ctx context.Context, cloud Cloud, lbs []openstack.LoadBal
 			r.State = v1alpha1.DeorbitKept
 			r.LastError = fmt.Sprintf("floating IP's description %q is no longer the cloud controller manager's for cluster %q: never deleted", f.Description, cluster)
 			continue
-		case f.PortID != "" && !vip[f.PortID]:
+		case f.PortID != "" && vip[f.PortID] == "":
 			// Another cluster's Service may have been given it (spec.loadBalancerIP), or a server.
 			r.State = v1alpha1.DeorbitKept
 			r.LastError = fmt.Sprintf("floating IP is on port %s, which is not the VIP port of a load balancer of the cluster: never deleted", f.PortID)
+			continue
+		case f.PortID != "" && s.keptWith(r, vip[f.PortID]):
+			continue
+		case f.PortID != "" && alive[vip[f.PortID]]:
+			// Deleted only once its load balancer is gone: one that an exclusion or a keep marker keeps (decided in
+			// this step's deletes) keeps its address.
+			r.State, r.LastError = v1alpha1.DeorbitPending, "on the VIP port of load balancer "+vip[f.PortID]+", which is still there: deleted once it is gone"
 			continue
 		}
 		id, port := f.ID, f.PortID
@@ -180,6 +187,26 @@ func (s *step) withLoadBalancer(r *v1alpha1.DeorbitResource, lbID string) {
 	case v1alpha1.DeorbitKept, v1alpha1.DeorbitUnproven, v1alpha1.DeorbitWouldDelete:
 		r.State, r.LastError = lb.State, "goes with its load balancer "+lbID+", which is "+lb.State
 	}
+}
+
+// keptWith: the floating IP r on the VIP port of load balancer lbID shares that load balancer's fate where deorbit
+// will not delete it (kept: excluded, or on a keep marker; not proven the cluster's; a dry run's): a kept load
+// balancer keeps its address, in the operator's teardown and in the command's alike. It reports whether r's state
+// is settled so.
+func (s *step) keptWith(r *v1alpha1.DeorbitResource, lbID string) bool {
+	lb := s.find(v1alpha1.DeorbitLoadBalancer, lbID)
+	if lb == nil {
+		return false
+	}
+	switch lb.State {
+	case v1alpha1.DeorbitKept, v1alpha1.DeorbitUnproven:
+		r.State, r.LastError = lb.State, "on the VIP port of load balancer "+lbID+", which is "+lb.State+": goes with it, never deleted apart"
+		return true
+	case v1alpha1.DeorbitWouldDelete:
+		r.State, r.LastError = lb.State, "goes with its load balancer "+lbID+", which is "+lb.State
+		return true
+	}
+	return false
 }
 
 // networkDeletion appends r's delete to ds unless it is a dry run's already or the sweep may not

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
@@ -244,6 +245,75 @@ func TestSweepNetwork(t *testing.T) {
 				}
 				if s := state(st, v1alpha1.DeorbitPort, "p-orphan"); s != v1alpha1.DeorbitWouldDelete {
 					t.Errorf("p-orphan: state %s, want WouldDelete (with its load balancer)", s)
+				}
+			},
+		},
+		{
+			// The exclusion names the load balancer only: its VIP port and its floating IP go with it, in the operator's
+			// teardown (the annotation) and the command's (--exclude) alike.
+			name:      "an excluded load balancer keeps its floating IP and its VIP port",
+			setup:     func(c *memCloud, in *Input, a *asker) { a.exclude = map[string]bool{"lb-web": true} },
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantDeleted: []string{"p-orphan", "f-loose"}, wantKept: append([]string{"lb-web", "p-web", "f-web"}, theirs...),
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, a *asker, m *Metrics) {
+				for _, r := range [][2]string{{v1alpha1.DeorbitLoadBalancer, "lb-web"}, {v1alpha1.DeorbitFloatingIP, "f-web"}} {
+					if s := state(st, r[0], r[1]); s != v1alpha1.DeorbitKept {
+						t.Errorf("%s %s: state %s, want Kept", r[0], r[1], s)
+					}
+				}
+				if a.asked[VerbDeleteFloatingIP+" f-web"] != 0 {
+					t.Errorf("the excluded load balancer's floating IP was asked to be deleted %d times", a.asked[VerbDeleteFloatingIP+" f-web"])
+				}
+				if _, ok := c.net.fips["f-web"]; !ok {
+					t.Errorf("f-web, the excluded load balancer's floating IP, was deleted")
+				}
+			},
+		},
+		{
+			// The operator's path: the remediation policy itself, with the cluster's exclude annotation naming the load
+			// balancer by its ID.
+			name: "the exclude annotation keeps a load balancer's floating IP in the operator's teardown",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				vc := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1", UID: "u1",
+					Annotations: map[string]string{v1alpha1.AnnotationExclude: "some-other, lb-web"}}}
+				clk := clocktesting.NewFakeClock(start)
+				pol, err := remediation.New(remediation.Options{Checks: remediation.NewChecks(clk), Clock: clk})
+				if err != nil {
+					panic(err)
+				}
+				in.Policy = pol.Begin(context.Background(), vc, Name, nil, remediation.Scope{})
+			},
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantDeleted: []string{"p-orphan", "f-loose"}, wantKept: append([]string{"lb-web", "p-web", "f-web"}, theirs...),
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, a *asker, m *Metrics) {
+				if s := state(st, v1alpha1.DeorbitFloatingIP, "f-web"); s != v1alpha1.DeorbitKept {
+					t.Errorf("f-web: state %s, want Kept", s)
+				}
+				if _, ok := c.net.fips["f-web"]; !ok {
+					t.Errorf("f-web, the excluded load balancer's floating IP, was deleted")
+				}
+			},
+		},
+		{
+			// `vitals deorbit` without the management cluster cannot read same-named neighbours: the sweep deletes
+			// nothing, reports what it found as not proven, and does not wait for it until the give-up.
+			name: "a standing refusal of the sweep: nothing deleted directly, the teardown ends",
+			setup: func(c *memCloud, in *Input, a *asker) {
+				in.SweepRefused = "no management cluster: same-named neighbours could not be read"
+				in.SweepGuard = func(context.Context) (string, error) { panic("the guard is asked under a standing refusal") }
+			},
+			wantPhase: v1alpha1.DeorbitPhaseDone, wantKept: append(ours, theirs...),
+			wantDebris: []string{"Port p-web", "Port p-orphan", "FloatingIP f-web", "FloatingIP f-loose"},
+			check: func(t *testing.T, c *memCloud, st *v1alpha1.DeorbitStatus, a *asker, m *Metrics) {
+				if len(st.Debris) != 0 {
+					t.Errorf("debris %+v, want none (what was not deleted is not proven, listed apart)", st.Debris)
+				}
+				for _, r := range st.NotProven {
+					// the rest go with their load balancers, and say so
+					if (r.Type == v1alpha1.DeorbitLoadBalancer || r.ID == "f-loose") && !strings.Contains(r.LastError, "no management cluster") {
+						t.Errorf("not proven %s %s: %q does not say why", r.Type, r.ID, r.LastError)
+					}
+				}
+				if _, ok := c.lbs["lb-orphan"]; !ok {
+					t.Errorf("lb-orphan was deleted under a standing refusal")
 				}
 			},
 		},

@@ -181,11 +181,15 @@ func KeepLedger(ctx context.Context, cl client.Reader) ([]v1alpha1.DeorbitKeepEn
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, snaps...)
-	slices.SortFunc(out, func(a, b v1alpha1.DeorbitKeepEntry) int {
+	return sortedLedger(append(out, snaps...)), nil
+}
+
+// sortedLedger is ledger sorted by type and ID, at most maxKeep.
+func sortedLedger(ledger []v1alpha1.DeorbitKeepEntry) []v1alpha1.DeorbitKeepEntry {
+	slices.SortFunc(ledger, func(a, b v1alpha1.DeorbitKeepEntry) int {
 		return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.ID, b.ID))
 	})
-	return out[:min(len(out), maxKeep)], nil
+	return ledger[:min(len(ledger), maxKeep)]
 }
 
 // keptSnapshots are the Cinder snapshots of the VolumeSnapshots marked to keep, or of kept claims (none without

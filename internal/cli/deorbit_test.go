@@ -5,14 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/deorbit"
 	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 )
@@ -28,6 +31,9 @@ func TestDeorbitBadFlagsExit2(t *testing.T) {
 		{[]string{"deorbit", "--cluster-name", "c1", "--give-up-after", "10s"}, "--give-up-after"},
 		{[]string{"deorbit", "--cluster-name", "c1", "--parallel-deletes", "0"}, "--parallel-deletes"},
 		{[]string{"deorbit", "--cluster-name", "c1", "--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig"},
+		{[]string{"deorbit", "--cluster-name", "c1", "--vitalscluster", "ns/c1"}, "--vitalscluster"},
+		{[]string{"deorbit", "--cluster-name", "c1", "--management-kubeconfig", "/nonexistent/kubeconfig", "--vitalscluster", "c1"}, "--vitalscluster"},
+		{[]string{"deorbit", "--cluster-name", "c1", "--management-kubeconfig", "/nonexistent/kubeconfig"}, "--management-kubeconfig"},
 	} {
 		var out, errb bytes.Buffer
 		if code := Main(tc.args, &out, &errb); code != ExitConfig {
@@ -39,9 +45,11 @@ func TestDeorbitBadFlagsExit2(t *testing.T) {
 	}
 }
 
-// vitals deorbit -o json|yaml against the real Cinder: a volume the Cinder CSI driver would have
-// tagged with the cluster's name is in the dry run's plan (stdout holds the report only, the
-// progress goes to stderr), then deleted by a real run whose YAML report says done.
+// vitals deorbit -o json|yaml against the real Cinder: a volume the Cinder CSI driver would have tagged with the
+// cluster's name. Without the management cluster the same-named neighbours guard cannot run: the run refuses the
+// sweep's delete (exit 4, result refused, the volume not proven and still there), and says which proof it could not
+// run. With it, the volume is in the dry run's plan (stdout holds the report only, the progress goes to stderr), then
+// deleted by a real run whose YAML report says done.
 func TestDeorbitOutput(t *testing.T) {
 	env := testenv.RequireFull(t)
 	for _, kv := range env.Env() {
@@ -49,6 +57,8 @@ func TestDeorbitOutput(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	t.Setenv("OS_CLOUD", "")
+	testenv.InstallCRD(t, testenv.Kube(t))
+	mgmt := testenv.KubeconfigPath(t)
 	ctx := t.Context()
 	cloud, err := openstack.Connect(ctx, openstack.Config{Auth: mustAuth(t)})
 	if err != nil {
@@ -74,8 +84,23 @@ func TestDeorbitOutput(t *testing.T) {
 		code := Main(append([]string{"deorbit", "--cluster-name", name}, args...), &out, &errb)
 		return code, out.String(), errb.String()
 	}
-	code, out, errs := run("--dry-run", "-o", "json")
+	code, out, errs := run("-o", "json", "--cloud-wait-timeout", "0s")
 	var rep DeorbitReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitRefused || rep.Result != DeorbitRefused {
+		t.Fatalf("deorbit without the management cluster: exit %d (want %d), %v, result %q\nstdout:\n%s\nstderr:\n%s", code, ExitRefused, err, rep.Result, out, errs)
+	}
+	if !slices.ContainsFunc(rep.Proofs, func(p DeorbitProof) bool { return p.Name == ProofNeighbours && !p.Ran }) {
+		t.Errorf("proofs %+v: want the neighbours guard not run", rep.Proofs)
+	}
+	if !slices.ContainsFunc(rep.Status.NotProven, func(r v1alpha1.DeorbitResource) bool { return r.ID == v.ID }) {
+		t.Errorf("not proven %+v: want volume %s", rep.Status.NotProven, v.ID)
+	}
+	if _, err := volumes.Get(ctx, bc, v.ID).Extract(); err != nil {
+		t.Fatalf("volume %s after the refused run: %v, want it there", v.ID, err)
+	}
+
+	code, out, errs = run("--dry-run", "-o", "json", "--management-kubeconfig", mgmt)
+	rep = DeorbitReport{}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
 		t.Fatalf("deorbit --dry-run -o json: exit %d, %v\nstdout:\n%s\nstderr:\n%s", code, err, out, errs)
 	}
@@ -86,11 +111,11 @@ func TestDeorbitOutput(t *testing.T) {
 	if rep.Result != DeorbitPlanned || rep.Cluster != name || rep.ProjectID != cloud.ProjectID() || !planned {
 		t.Errorf("deorbit --dry-run -o json: %+v; want planned in project %s with volume %s to delete", rep, cloud.ProjectID(), v.ID)
 	}
-	if !strings.Contains(errs, "phase") {
-		t.Errorf("deorbit -o json: the progress is not on stderr:\n%s", errs)
+	if !strings.Contains(errs, "phase") || !strings.Contains(errs, "proof neighbours: ran") {
+		t.Errorf("deorbit -o json: the progress and the proofs are not on stderr:\n%s", errs)
 	}
 
-	code, out, errs = run("-o", "yaml", "--cloud-wait-timeout", "0s")
+	code, out, errs = run("-o", "yaml", "--cloud-wait-timeout", "0s", "--management-kubeconfig", mgmt)
 	rep = DeorbitReport{}
 	if err := yaml.Unmarshal([]byte(out), &rep); err != nil || code != 0 || rep.Result != DeorbitDone || rep.Status.Counts.Total == 0 {
 		t.Fatalf("deorbit -o yaml: exit %d, %v, %+v\nstdout:\n%s\nstderr:\n%s", code, err, rep, out, errs)
@@ -140,5 +165,55 @@ func TestDeorbitResourcesTable(t *testing.T) {
 	printResources(&b, "gave up; debris left in the cloud", nil, "")
 	if b.String() != "gave up; debris left in the cloud:\n  (nothing)\n" {
 		t.Errorf("empty table: %q", b.String())
+	}
+}
+
+// The proofs a run reports: the subnet when one is given, the neighbours guard when the management cluster is read
+// (refused without it), the keep ledger when one was taken.
+func TestDeorbitProofs(t *testing.T) {
+	start := metav1.Now()
+	ledger := &v1alpha1.DeorbitStatus{StartTime: &start, Seen: &v1alpha1.DeorbitSeen{KeepTime: &start,
+		Keep: []v1alpha1.DeorbitKeepEntry{{Type: v1alpha1.DeorbitVolume, ID: "v1"}}}}
+	own := &v1alpha1.VitalsCluster{}
+	for _, tc := range []struct {
+		name string
+		in   deorbit.Input
+		st   *v1alpha1.DeorbitStatus
+		mgmt bool
+		own  *v1alpha1.VitalsCluster
+		ran  map[string]bool
+		note map[string]string // in the proof's note
+	}{
+		{name: "nothing to prove with", in: deorbit.Input{SweepRefused: "the same-named neighbours guard could not run"}, st: &v1alpha1.DeorbitStatus{StartTime: &start},
+			ran:  map[string]bool{ProofSubnet: false, ProofNeighbours: false, ProofKeepLedger: false},
+			note: map[string]string{ProofNeighbours: "could not run", ProofKeepLedger: "only a volume's Cinder metadata", ProofSubnet: "any subnet"}},
+		{name: "every proof, the cluster's own VitalsCluster read", in: deorbit.Input{Target: deorbit.Target{SubnetID: "s1"}}, st: ledger, mgmt: true, own: own,
+			ran:  map[string]bool{ProofSubnet: true, ProofNeighbours: true, ProofKeepLedger: true},
+			note: map[string]string{ProofSubnet: "subnet s1", ProofNeighbours: "other than ns/c1", ProofKeepLedger: "1 volumes"}},
+		{name: "the management cluster without the cluster's own", in: deorbit.Input{}, st: ledger, mgmt: true,
+			ran:  map[string]bool{ProofNeighbours: true},
+			note: map[string]string{ProofNeighbours: "any VitalsCluster names"}},
+		{name: "a neighbour found before the run", in: deorbit.Input{SweepRefused: "VitalsCluster x/y names the same cloud cluster"}, st: ledger, mgmt: true,
+			ran:  map[string]bool{ProofNeighbours: true},
+			note: map[string]string{ProofNeighbours: "x/y"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &deorbitFlags{clusterName: "c1", vcl: "ns/c1"}
+			ps := deorbitProofs(tc.in, tc.st, f, tc.mgmt, tc.own)
+			got := map[string]DeorbitProof{}
+			for _, p := range ps {
+				got[p.Name] = p
+			}
+			for name, ran := range tc.ran {
+				if got[name].Ran != ran {
+					t.Errorf("proof %s: ran %v, want %v (%q)", name, got[name].Ran, ran, got[name].Note)
+				}
+			}
+			for name, want := range tc.note {
+				if !strings.Contains(got[name].Note, want) {
+					t.Errorf("proof %s: %q, want %q in it", name, got[name].Note, want)
+				}
+			}
+		})
 	}
 }

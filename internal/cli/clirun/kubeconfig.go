@@ -147,8 +147,14 @@ func LoadKubeconfig(kubeconfig, context string) (*rest.Config, error) {
 // AddContextFlag adds kubectl's --context to cmd, bound to context, completing the contexts of the
 // kubeconfig *kubeconfig names (else KUBECONFIG or ~/.kube/config).
 func AddContextFlag(cmd *cobra.Command, context, kubeconfig *string) {
-	cmd.Flags().StringVar(context, "context", "", "context of the kubeconfig to use (default: its current-context)")
-	Must(cmd, "context", cmd.RegisterFlagCompletionFunc("context", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	AddContextFlagNamed(cmd, "context", "context of the kubeconfig to use (default: its current-context)", context, kubeconfig)
+}
+
+// AddContextFlagNamed is AddContextFlag for a flag of another name and usage (`vitals deorbit
+// --management-context`, the context of its second kubeconfig).
+func AddContextFlagNamed(cmd *cobra.Command, name, usage string, context, kubeconfig *string) {
+	cmd.Flags().StringVar(context, name, "", usage)
+	Must(cmd, name, cmd.RegisterFlagCompletionFunc(name, func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = *kubeconfig
 		names, err := KubeconfigContexts(rules)
