@@ -145,7 +145,7 @@ agent:
 	// helm test (templates/tests/operator-test.yaml): a pod of the operator's image on a node asks the operator's
 	// readiness through a Service of the test's own, and passes only on its kubernetes and informers checks.
 	t.Run("helm test", func(t *testing.T) {
-		out := helm(t, c, "test", release, "--namespace", ns, "--timeout", "3m", "--logs")
+		out := helm(t, c, "test", release, "--namespace", ns, "--timeout", "3m")
 		if !strings.Contains(out, "Phase:") || !strings.Contains(out, "Succeeded") {
 			t.Errorf("helm test: no test pod succeeded:\n%s", out)
 		}
