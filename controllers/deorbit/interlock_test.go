@@ -175,7 +175,8 @@ func TestInterlockMovedAway(t *testing.T) {
 // TestInterlockOwnerLives, against the Cluster API management cluster's kube-apiserver and the simulator's Nova:
 // a VitalsCluster owned by a Cluster that lives (not being deleted) is not proven going by its servers being
 // gone (a cluster scaled to zero, or whose control plane is not up yet, still has volumes and load balancers);
-// once its Cluster is gone, the servers' proof counts again.
+// a Cluster re-created under the same name proves nothing either; once its Cluster is gone, the servers'
+// proof counts again.
 func TestInterlockOwnerLives(t *testing.T) {
 	ctx := context.Background()
 	env := testenv.CAPI(t)
@@ -215,20 +216,35 @@ func TestInterlockOwnerLives(t *testing.T) {
 	if p := r.interlock(ctx, vcl, cloud, seeded.ProjectID); p.holds() || !strings.Contains(strings.Join(p.why, "; "), "proves nothing") {
 		t.Fatalf("owner lives: holds %v (%v), want no proof, the servers not counted", p.holds(), p.why)
 	}
-	if err := c.Delete(ctx, cl); err != nil {
+	deleteCluster := func(cl *clusterv1.Cluster) {
+		t.Helper()
+		if err := c.Delete(ctx, cl); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			err := c.Get(ctx, client.ObjectKeyFromObject(cl), &clusterv1.Cluster{})
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the Cluster is not gone after 2 minutes: %v", err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	deleteCluster(cl)
+	// Re-created under the same name (another UID): the new Cluster's resources carry the same names, and its
+	// servers may not be up yet; it proves nothing of this one's going.
+	again := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cl.Name}, Spec: cl.Spec}
+	if err := c.Create(ctx, again); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		err := c.Get(ctx, client.ObjectKeyFromObject(cl), &clusterv1.Cluster{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the Cluster is not gone after 2 minutes: %v", err)
-		}
-		time.Sleep(500 * time.Millisecond)
+	r.proven.forget(vcl.UID)
+	if p := r.interlock(ctx, vcl, cloud, seeded.ProjectID); p.holds() || !strings.Contains(strings.Join(p.why, "; "), "re-created Cluster proves nothing") {
+		t.Fatalf("owner re-created: holds %v (%v), want no proof, the re-created Cluster named", p.holds(), p.why)
 	}
+	deleteCluster(again)
 	r.proven.forget(vcl.UID)
 	if p := r.interlock(ctx, vcl, cloud, seeded.ProjectID); !p.holds() || p.kind != proofServers {
 		t.Fatalf("owner gone: holds %v kind %q (%v), want the servers' proof", p.holds(), p.kind, p.why)
