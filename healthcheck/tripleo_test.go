@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"crypto/tls"
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vitalsproject/vitals/internal/test/rawhttp"
 	"github.com/vitalsproject/vitals/internal/test/testcert"
 	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
@@ -55,33 +54,9 @@ func tripleoCommon(t *testing.T) string {
 // cutServer answers 200 with a Content-Length it never fills, then closes (with reset: an RST).
 func cutServer(t *testing.T, reset bool) string {
 	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					if line, err := r.ReadString('\n'); err != nil || line == "\r\n" {
-						break
-					}
-				}
-				fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"+strings.Repeat("ok\n", 1000))
-				if reset {
-					_ = c.(*net.TCPConn).SetLinger(0)
-				}
-			}(c)
-		}
-	}()
-	return "http://" + l.Addr().String() + "/"
+	return rawhttp.Server(t, reset, func(w *bufio.Writer) {
+		_, _ = w.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + strings.Repeat("ok\n", 1000))
+	}) + "/"
 }
 
 // TripleO's healthcheck_curl and `healthcheck http --insecure` (what docs/migration.md maps it

@@ -3,49 +3,13 @@ package checks
 import (
 	"bufio"
 	"errors"
-	"net"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/vitalsproject/vitals/internal/test/rawhttp"
 	"github.com/vitalsproject/vitals/internal/test/testenv/prereq"
 )
-
-// rawServer answers every connection with what answer writes on it, after reading the request's
-// header, then closes it (with reset: by an RST, as SO_LINGER 0 makes the kernel send).
-func rawServer(t *testing.T, reset bool, answer func(w *bufio.Writer)) string {
-	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil || line == "\r\n" {
-						break
-					}
-				}
-				w := bufio.NewWriter(c)
-				answer(w)
-				_ = w.Flush()
-				if reset {
-					_ = c.(*net.TCPConn).SetLinger(0)
-				}
-			}(c)
-		}
-	}()
-	return "http://" + l.Addr().String() + "/health"
-}
 
 // A 200 whose body is cut off or reset is unhealthy, as curl -f sees it (exit 18 and 56); a
 // header beyond the bounds is unhealthy, in bytes or in fields; the same servers' whole answers
@@ -70,7 +34,7 @@ func TestHTTPBodyToTheEndAndBoundedHeader(t *testing.T) {
 		{"more than 100 header fields", false, "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-A: b\r\n", 101) + "Content-Length: 3\r\n\r\nok\n", "", "102 header fields (at most 100)", -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			url := rawServer(t, tc.reset, func(w *bufio.Writer) { _, _ = w.WriteString(tc.answer) })
+			url := rawhttp.Server(t, tc.reset, func(w *bufio.Writer) { _, _ = w.WriteString(tc.answer) }) + "/health"
 			f, err := HTTP(HTTPOptions{URL: url, Contains: tc.contains})
 			if err != nil {
 				t.Fatal(err)
