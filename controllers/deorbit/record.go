@@ -143,19 +143,9 @@ var VolumeSnapshotContentList = schema.GroupVersionKind{Group: "snapshot.storage
 // policy Retain or marked v1alpha1.AnnotationKeep, or whose claim is so marked; the Cinder snapshot of every
 // VolumeSnapshot marked so, or taken of such a claim. Sorted by type and ID, at most maxKeep.
 func KeepLedger(ctx context.Context, cl client.Reader) ([]v1alpha1.DeorbitKeepEntry, error) {
-	var pvs corev1.PersistentVolumeList
-	if err := cl.List(ctx, &pvs); err != nil {
-		return nil, fmt.Errorf("list persistent volumes: %w", err)
-	}
-	var pvcs corev1.PersistentVolumeClaimList
-	if err := cl.List(ctx, &pvcs); err != nil {
-		return nil, fmt.Errorf("list persistent volume claims: %w", err)
-	}
-	keptClaims := map[string]bool{}
-	for i := range pvcs.Items {
-		if Keep(pvcs.Items[i].Annotations) {
-			keptClaims[pvcs.Items[i].Namespace+"/"+pvcs.Items[i].Name] = true
-		}
+	pvs, keptClaims, err := readClaims(ctx, cl)
+	if err != nil {
+		return nil, err
 	}
 	var out []v1alpha1.DeorbitKeepEntry
 	for i := range pvs.Items {
@@ -164,13 +154,8 @@ func KeepLedger(ctx context.Context, cl client.Reader) ([]v1alpha1.DeorbitKeepEn
 		if vol == "" {
 			continue
 		}
-		why := ""
-		switch ref := pv.Spec.ClaimRef; {
-		case Keep(pv.Annotations):
-			why = "persistent volume " + pv.Name + " carries " + v1alpha1.AnnotationKeep
-		case ref != nil && keptClaims[ref.Namespace+"/"+ref.Name]:
-			why = "its claim " + ref.Namespace + "/" + ref.Name + " carries " + v1alpha1.AnnotationKeep
-		case pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimRetain:
+		why := markedKeep(pv, keptClaims)
+		if why == "" && pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimRetain {
 			why = "persistent volume " + pv.Name + " has reclaim policy Retain"
 		}
 		if why != "" {
@@ -182,6 +167,37 @@ func KeepLedger(ctx context.Context, cl client.Reader) ([]v1alpha1.DeorbitKeepEn
 		return nil, err
 	}
 	return sortedLedger(append(out, snaps...)), nil
+}
+
+// readClaims lists cl's PersistentVolumes and the claims marked v1alpha1.AnnotationKeep (by namespace/name),
+// both completely: a failed list is an error.
+func readClaims(ctx context.Context, cl client.Reader) (*corev1.PersistentVolumeList, map[string]bool, error) {
+	var pvs corev1.PersistentVolumeList
+	if err := cl.List(ctx, &pvs); err != nil {
+		return nil, nil, fmt.Errorf("list persistent volumes: %w", err)
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := cl.List(ctx, &pvcs); err != nil {
+		return nil, nil, fmt.Errorf("list persistent volume claims: %w", err)
+	}
+	keptClaims := map[string]bool{}
+	for i := range pvcs.Items {
+		if Keep(pvcs.Items[i].Annotations) {
+			keptClaims[pvcs.Items[i].Namespace+"/"+pvcs.Items[i].Name] = true
+		}
+	}
+	return &pvs, keptClaims, nil
+}
+
+// markedKeep says why pv is kept by a keep marker, on it or on its claim ("" when neither is marked).
+func markedKeep(pv *corev1.PersistentVolume, keptClaims map[string]bool) string {
+	switch ref := pv.Spec.ClaimRef; {
+	case Keep(pv.Annotations):
+		return "persistent volume " + pv.Name + " carries " + v1alpha1.AnnotationKeep
+	case ref != nil && keptClaims[ref.Namespace+"/"+ref.Name]:
+		return "its claim " + ref.Namespace + "/" + ref.Name + " carries " + v1alpha1.AnnotationKeep
+	}
+	return ""
 }
 
 // sortedLedger is ledger sorted by type and ID, at most maxKeep.

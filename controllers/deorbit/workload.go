@@ -104,19 +104,9 @@ func (s *step) snapshots(ctx context.Context, cl client.Client) (bool, time.Time
 // A volume of a PersistentVolume with reclaim policy Retain is kept; a Failed one is not waited on. A claim
 // or PersistentVolume marked to keep (v1alpha1.AnnotationKeep) keeps both: the claim is not deleted.
 func (s *step) claims(ctx context.Context, cl client.Client) (bool, time.Time, error) {
-	var pvs corev1.PersistentVolumeList
-	if err := cl.List(ctx, &pvs); err != nil {
-		return false, time.Time{}, fmt.Errorf("list persistent volumes: %w", err)
-	}
-	var pvcs corev1.PersistentVolumeClaimList
-	if err := cl.List(ctx, &pvcs); err != nil {
-		return false, time.Time{}, fmt.Errorf("list persistent volume claims: %w", err)
-	}
-	keptClaims := map[string]bool{}
-	for i := range pvcs.Items {
-		if Keep(pvcs.Items[i].Annotations) {
-			keptClaims[pvcs.Items[i].Namespace+"/"+pvcs.Items[i].Name] = true
-		}
+	pvs, keptClaims, err := readClaims(ctx, cl)
+	if err != nil {
+		return false, time.Time{}, err
 	}
 	type claim struct {
 		volume string
@@ -130,12 +120,9 @@ func (s *step) claims(ctx context.Context, cl client.Client) (bool, time.Time, e
 			continue
 		}
 		// a kept claim keeps its volume, and a kept volume its claim (deleting it would delete the volume)
-		keep := ""
-		switch ref := pv.Spec.ClaimRef; {
-		case Keep(pv.Annotations):
-			keep = fmt.Sprintf("persistent volume %s carries %s: never deleted", pv.Name, v1alpha1.AnnotationKeep)
-		case ref != nil && keptClaims[ref.Namespace+"/"+ref.Name]:
-			keep = fmt.Sprintf("its claim %s/%s carries %s: never deleted", ref.Namespace, ref.Name, v1alpha1.AnnotationKeep)
+		keep := markedKeep(pv, keptClaims)
+		if keep != "" {
+			keep += ": never deleted"
 		}
 		v := s.track(v1alpha1.DeorbitVolume, vol, pv.Name, v1alpha1.DeorbitPending)
 		switch {
