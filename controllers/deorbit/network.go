@@ -148,7 +148,9 @@ func (s *step) network(ctx context.Context, cloud Cloud, lbs []openstack.LoadBal
 			if err != nil {
 				return err
 			}
-			if cur.PortID != port || !OwnsFloatingIPDescription(cluster, cur.Description) {
+			// one that left the VIP port (deleted beside it in this step: Neutron disassociates it) is still
+			// the cluster's; one on another port is not
+			if cur.PortID != port && cur.PortID != "" || !OwnsFloatingIPDescription(cluster, cur.Description) {
 				return fmt.Errorf("floating IP %s changed since it was listed (port %q, description %q): not deleted", id, cur.PortID, cur.Description)
 			}
 			return cloud.DeleteFloatingIP(ctx, id)
