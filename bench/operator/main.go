@@ -61,6 +61,7 @@ type options struct {
 	workloadPIDFile, workloadEtcdPIDFile   string
 	workloadNodes                          int
 	orphanedRoutes                         int           // seeded per cluster
+	volumes, loadBalancers                 int           // seeded per cluster (cloudheal reads them)
 	settle                                 time.Duration // wait after seeding before the "seeded" memory sample
 	steadyAfter                            time.Duration // wait after the warm-up before the steady window
 	changeClusters                         int           // with it: orphan a route in that many clusters after the steady window
@@ -123,6 +124,8 @@ func main() {
 	flag.StringVar(&o.workloadPIDFile, "workload-apiserver-pid-file", "", "the workload kube-apiserver's PID file")
 	flag.StringVar(&o.workloadEtcdPIDFile, "workload-etcd-pid-file", "", "the workload etcd's PID file")
 	flag.IntVar(&o.workloadNodes, "workload-nodes", 5, "Nodes of the workload cluster (as many as each seeded cluster has servers)")
+	flag.IntVar(&o.volumes, "volumes", 3, "Cinder volumes of the cluster's claims seeded in each cluster's project (cloudheal reads them and their attachments)")
+	flag.IntVar(&o.loadBalancers, "load-balancers", 1, "Service load balancers seeded in each cluster's project (cloudheal reads them)")
 	flag.IntVar(&o.orphanedRoutes, "orphaned-routes", 1, "orphaned routes seeded in each cluster's router (the route collector removes them in its first passes)")
 	flag.DurationVar(&o.settle, "settle", 30*time.Second, "wait after seeding before the memory of the API server with the clusters and no operator is taken")
 	flag.DurationVar(&o.steadyAfter, "steady-after", 0, "wait after the warm-up before the steady window")
@@ -262,7 +265,7 @@ func run(ctx context.Context, o options, n int) ([]result, error) {
 			RouterID string `json:"router_id"`
 		}
 		if err := postJSON(ctx, env.simURL+"/_sim/clusters", map[string]any{"project": name, "name": name, "nodes": 5,
-			"orphaned_routes": o.orphanedRoutes, "foreign_routes": 1}, &sc); err != nil {
+			"orphaned_routes": o.orphanedRoutes, "foreign_routes": 1, "volumes": o.volumes, "load_balancers": o.loadBalancers}, &sc); err != nil {
 			return fmt.Errorf("seed cluster %s: %w", name, err)
 		}
 		env.routers[i] = sc.RouterID
@@ -370,6 +373,7 @@ func createCluster(ctx context.Context, c client.Client, e *env, i int) error {
 	}
 	vc.Spec.Controllers.RouteGC.Interval = &metav1.Duration{Duration: e.o.interval}
 	vc.Spec.Controllers.RouteGC.AddressSources = []v1alpha1.AddressSource{v1alpha1.AddressSourcePorts}
+	vc.Spec.Controllers.CloudHeal.Interval = &metav1.Duration{Duration: e.o.interval}
 	if err := c.Create(ctx, vc); err != nil {
 		return fmt.Errorf("create VitalsCluster %s: %w", name, err)
 	}

@@ -112,6 +112,8 @@ type phase struct {
 	// Probes of the workload accesses by reason (vitals_workload_probes_total).
 	WorkloadProbes map[string]float64 `json:"workload_probes,omitempty"`
 	RoutesRemoved  float64            `json:"routes_removed"`
+	// Requests the operators sent OpenStack, by service and operation (vitals_openstack_requests_total).
+	CloudRequests map[string]float64 `json:"openstack_requests,omitempty"`
 	SimCalls       float64            `json:"sim_api_calls"`
 	// Processes: RSS (MiB) and CPU (cores) in the window.
 	Procs map[string]procStats `json:"processes"`
@@ -400,6 +402,7 @@ func (e *env) phase(name string, rs []*replica, s0, s1 snapshot, opStart time.Ti
 	addAll(p.ClientRequests, m1.deltaBy(m0, "rest_client_requests_total", "method"))
 	addAll(p.Reconciles, m1.deltaBy(m0, "controller_runtime_reconcile_total", "controller"))
 	addAll(p.WorkloadProbes, m1.deltaBy(m0, "vitals_workload_probes_total", "reason"))
+	p.CloudRequests = m1.deltaBy(m0, "vitals_openstack_requests_total", "openstack_service", "operation")
 	p.RoutesRemoved = m1.sum("vitals_routegc_routes_removed_total", nil) - m0.sum("vitals_routegc_routes_removed_total", nil)
 	p.APIRequests = requests(s0.api, s1.api)
 	if s1.wl != nil {
@@ -527,6 +530,7 @@ func printResult(r result, o options) {
 			fmt.Printf("  workload apiserver requests /s: %s; workload probes /s: %s\n", rates(p.WorkloadRequests, p.Seconds), rates(p.WorkloadProbes, p.Seconds))
 		}
 		fmt.Printf("  routes removed %.0f; simulator calls %.0f (%.1f/s)\n", p.RoutesRemoved, p.SimCalls, p.SimCalls/p.Seconds)
+		fmt.Printf("  OpenStack requests /s by service and operation: %s\n", rates(p.CloudRequests, p.Seconds))
 		for _, n := range slices.Sorted(maps.Keys(p.Procs)) {
 			ps := p.Procs[n]
 			fmt.Printf("  %-18s RSS avg %.0f max %.0f MiB, CPU %.3f cores\n", n, ps.RSS.Avg, ps.RSS.Max, ps.CPU)

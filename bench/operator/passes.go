@@ -11,7 +11,7 @@ import (
 )
 
 // controllers are the periodic controllers whose passes the bench follows.
-var controllers = []string{"routegc", "flight", "access"}
+var controllers = []string{"routegc", "flight", "access", "cloudheal"}
 
 // passWatch keeps, per controller, the end time of every complete pass of each VitalsCluster, read from
 // the replicas' own metrics, scraped every period: vitals_<controller>_last_success_timestamp_seconds
