@@ -114,7 +114,7 @@ type phase struct {
 	RoutesRemoved  float64            `json:"routes_removed"`
 	// Requests the operators sent OpenStack, by service and operation (vitals_openstack_requests_total).
 	CloudRequests map[string]float64 `json:"openstack_requests,omitempty"`
-	SimCalls       float64            `json:"sim_api_calls"`
+	SimCalls      float64            `json:"sim_api_calls"`
 	// Processes: RSS (MiB) and CPU (cores) in the window.
 	Procs map[string]procStats `json:"processes"`
 	// The operators' Go heap in use at the end (MiB, all replicas).
