@@ -223,6 +223,10 @@ func New(opts Options) (*Operator, error) {
 	return o, nil
 }
 
+// ClustersListMaxAge is how long one cluster-wide list of the VitalsClusters serves the pod-CIDR overlap rule
+// of every pass (tenancy.Options.ClustersMaxAge).
+const ClustersListMaxAge = 5 * time.Second
+
 // setupControllers builds the tenancy verifier and the workload access every controller shares, then the
 // controllers on them: access (each cluster's proof, finalizer, cloud check and workload access), routegc,
 // flight, cloudheal, deorbit, and the summary of their conditions (Ready).
@@ -230,8 +234,10 @@ func (o *Operator) setupControllers() error {
 	opts := o.opts
 	to := tenancy.Options{
 		Secrets: o.mgr.GetAPIReader(), // single GETs: the operator never lists or watches Secrets
-		// the overlap rule is across clusters: the API server, never this replica's shard cache
+		// the overlap rule is across clusters: the API server, never this replica's shard cache; one list
+		// serves every pass for ClustersListMaxAge
 		Clusters:          o.mgr.GetAPIReader(),
+		ClustersMaxAge:    ClustersListMaxAge,
 		Connect:           tenantConnect(opts.Registry, opts.Logger, opts.CloudQPS, opts.CloudBurst, "vitals-operator/"+o.identity),
 		TrustedNamespaces: opts.TrustedNamespaces,
 		TrustedAuthURLs:   opts.TrustedAuthURLs,

@@ -62,7 +62,13 @@ type Options struct {
 	// not each cost a GET, which the client's rate limit would make every other pass wait for
 	// (docs/benchmarks.md, issue 17).
 	SecretMaxAge time.Duration
-	// Clock measures SecretMaxAge (default the real clock).
+	// ClustersMaxAge: the overlap rule's cluster-wide list of VitalsClusters read less than this long ago
+	// serves every resolution (0: each reads it). A cluster-wide list for every pass of every controller
+	// costs the API server O(clusters²) (docs/benchmarks.md, "Operator at scale": 10 lists of 1000 clusters a
+	// second held every pass for 10 s); a list at most this old misses only a cluster created, proven or
+	// changed within it, and a newer cluster never pushes out an older one (CheckOverlap).
+	ClustersMaxAge time.Duration
+	// Clock measures SecretMaxAge and ClustersMaxAge (default the real clock).
 	Clock clock.PassiveClock
 }
 
@@ -74,6 +80,8 @@ type Verifier struct {
 	mu    sync.Mutex
 	conns map[string]*cachedConn          // by Secret reference (namespace/name/key/cloud)
 	uses  map[types.NamespacedName]string // the reference each cluster uses
+
+	clusters clusterSnapshot // the overlap rule's list, ClustersMaxAge at most
 }
 
 type cachedConn struct {
@@ -447,20 +455,15 @@ func (v *Verifier) clustersOfRouter(ctx context.Context, router string) ([]v1alp
 		}
 		return list.Items, nil
 	}
+	all, err := v.clusters.get(ctx, v.opts.Clusters, v.opts.Clock.Now, v.opts.ClustersMaxAge)
+	if err != nil {
+		return nil, err
+	}
 	var out []v1alpha1.VitalsCluster
-	cont := ""
-	for {
-		var list v1alpha1.VitalsClusterList
-		if err := v.opts.Clusters.List(ctx, &list, client.Limit(ClustersPage), client.Continue(cont)); err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			if list.Items[i].Spec.OpenStack.RouterID == router {
-				out = append(out, list.Items[i])
-			}
-		}
-		if cont = list.Continue; cont == "" {
-			return out, nil
+	for i := range all {
+		if all[i].Spec.OpenStack.RouterID == router {
+			out = append(out, all[i])
 		}
 	}
+	return out, nil
 }
