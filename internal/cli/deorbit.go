@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -29,6 +28,7 @@ import (
 	"github.com/vitalsproject/vitals/internal/base/bounded"
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/openstack"
+	"github.com/vitalsproject/vitals/operator"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/tenancy"
 )
@@ -399,14 +399,7 @@ func (f *deorbitFlags) management(ctx context.Context) (client.Reader, *v1alpha1
 		}
 		return nil, nil, err
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, nil, err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to the management cluster %s: %w", cfg.Host, err)
 	}
