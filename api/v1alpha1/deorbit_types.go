@@ -2,7 +2,10 @@
 
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // DeorbitSpec configures deorbit: on deletion of the VitalsCluster, the cluster's volumes, load
 // balancers and routes are deleted and the cloud is asked until it confirms, before the finalizer goes.
@@ -202,6 +205,22 @@ type DeorbitStatus struct {
 	// the servers' selector nor the workload cluster's API tells any more.
 	// +optional
 	Seen *DeorbitSeen `json:"seen,omitempty"`
+	// OwnerDeletionSeen records the Cluster API owner a step saw being torn down. Cluster API removes a Cluster
+	// once its teardown is done, possibly in the middle of deorbit's steps: its absence then still proves the
+	// teardown, for the owner of this UID only (a Cluster gone without Vitals seeing it deleted proves nothing).
+	// +optional
+	OwnerDeletionSeen *OwnerDeletionRecord `json:"ownerDeletionSeen,omitempty"`
+}
+
+// OwnerDeletionRecord is a Cluster API owner deorbit saw being deleted.
+type OwnerDeletionRecord struct {
+	// Name of the Cluster, in the VitalsCluster's namespace.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// UID of the Cluster seen being deleted.
+	UID types.UID `json:"uid"`
+	// Time the deletion was first seen.
+	Time metav1.Time `json:"time"`
 }
 
 // DeorbitSeen is what deorbit records of a live cluster whose deletionPolicy is Deorbit, at most every few

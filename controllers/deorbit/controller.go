@@ -168,6 +168,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	before := st.Phase
 	st.Interlock = strings.Join(proof.why, "; ")
+	if proof.kind == proofOwner {
+		st.OwnerDeletionSeen = ownerDeletionSeen(&c, st.OwnerDeletionSeen, r.d.Clock.Now())
+	}
 	res := r.engine.Step(ctx, in, st)
 	r.o.Metrics.observe(key, st)
 	log := logf.FromContext(ctx)

@@ -12,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
@@ -114,9 +115,6 @@ func movedAway(c *v1alpha1.VitalsCluster) (bool, string) {
 	return true, "deleted by clusterctl move (annotation " + clusterapi.DeleteForMoveAnnotation + "): the cluster moved to another management cluster and lives on, nothing of it is deleted"
 }
 
-// ownerGoing reads c's Cluster API owner (and its OpenStackCluster) from the API server, and reports whether it
-// is being torn down (clusterapi.Teardown). An owner that is gone proves nothing: clusterctl move deletes it too,
-// and a deleted Cluster was seen deleting while Vitals held its deletion (the hooks).
 // What ownerGoing found of a VitalsCluster's Cluster API owner.
 type ownerState int
 
@@ -127,6 +125,10 @@ const (
 	ownerUnread                   // it could not be read: nothing is proven either way
 )
 
+// ownerGoing reads c's Cluster API owner (and its OpenStackCluster) from the API server, and reports whether it
+// is being torn down (clusterapi.Teardown). An owner that is gone proves nothing (clusterctl move deletes it too)
+// unless a step saw that very owner, by UID, being deleted (status.deorbit.ownerDeletionSeen): Cluster API
+// removes a Cluster once its teardown is done, possibly between two steps.
 func (r *Reconciler) ownerGoing(ctx context.Context, c *v1alpha1.VitalsCluster) (ownerState, string) {
 	ref, ok := clusterapi.OwnerOf(c)
 	if !ok {
@@ -136,6 +138,11 @@ func (r *Reconciler) ownerGoing(ctx context.Context, c *v1alpha1.VitalsCluster) 
 	var cl clusterv1.Cluster
 	switch err := r.d.APIReader.Get(ctx, key, &cl); {
 	case apierrors.IsNotFound(err):
+		if d := c.Status.Deorbit; d != nil && d.OwnerDeletionSeen != nil && d.OwnerDeletionSeen.UID == ref.UID {
+			// Cluster API removed it once its teardown was done, between two of deorbit's steps.
+			return ownerGoing, fmt.Sprintf("its owner Cluster %s (uid %s) was seen being deleted at %s and is gone now",
+				key, ref.UID, d.OwnerDeletionSeen.Time.UTC().Format(time.RFC3339))
+		}
 		return ownerAbsent, fmt.Sprintf("its owner Cluster %s is gone without Vitals seeing it deleted (moved by clusterctl, or deleted while the operator was away)", key)
 	case meta.IsNoMatchError(err) || runtime.IsNotRegisteredError(err):
 		return ownerAbsent, fmt.Sprintf("its owner Cluster %s cannot be read: Cluster API is not installed here", key)
@@ -290,4 +297,17 @@ func (p *provenCache) forget(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.m, uid)
+}
+
+// ownerDeletionSeen is the record of c's owner seen being deleted at now: seen as it was if it names that owner
+// already (the first sighting's time is kept), a new record otherwise.
+func ownerDeletionSeen(c *v1alpha1.VitalsCluster, seen *v1alpha1.OwnerDeletionRecord, now time.Time) *v1alpha1.OwnerDeletionRecord {
+	ref, ok := clusterapi.OwnerOf(c)
+	if !ok {
+		return seen
+	}
+	if seen != nil && seen.UID == ref.UID {
+		return seen
+	}
+	return &v1alpha1.OwnerDeletionRecord{Name: ref.Name, UID: ref.UID, Time: metav1.NewTime(now)}
 }

@@ -234,6 +234,19 @@ func TestInterlockOwnerLives(t *testing.T) {
 		}
 	}
 	deleteCluster(cl)
+	// Gone, and a step saw that very Cluster being deleted: Cluster API removed it once torn down, mid-deorbit.
+	vcl.Status.Deorbit.OwnerDeletionSeen = ownerDeletionSeen(vcl, nil, time.Now())
+	if got := vcl.Status.Deorbit.OwnerDeletionSeen; got == nil || got.UID != cl.UID || got.Name != cl.Name {
+		t.Fatalf("ownerDeletionSeen = %+v, want the Cluster %s (uid %s)", got, cl.Name, cl.UID)
+	}
+	if p := r.interlock(ctx, vcl, cloud, seeded.ProjectID); !p.holds() || p.kind != proofOwner || !strings.Contains(strings.Join(p.why, "; "), "was seen being deleted") {
+		t.Fatalf("owner seen deleted, then gone: holds %v kind %q (%v), want the owner's proof", p.holds(), p.kind, p.why)
+	}
+	vcl.Status.Deorbit.OwnerDeletionSeen = &v1alpha1.OwnerDeletionRecord{Name: cl.Name, UID: "another-uid"}
+	if p := r.interlock(ctx, vcl, cloud, seeded.ProjectID); p.kind == proofOwner {
+		t.Fatalf("a record of another Cluster's deletion: kind %q (%v), want no owner's proof", p.kind, p.why)
+	}
+	vcl.Status.Deorbit.OwnerDeletionSeen = nil
 	// Re-created under the same name (another UID): the new Cluster's resources carry the same names, and its
 	// servers may not be up yet; it proves nothing of this one's going.
 	again := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cl.Name}, Spec: cl.Spec}
