@@ -18,6 +18,15 @@ import (
 // problems.
 const ConditionPodRouteDuplicate corev1.NodeConditionType = "PodRouteDuplicate"
 
+// The node-lifecycle conditions of Kubernetes' Node Lifecycle Conditions proposal, which the node repair writes
+// on a Node it drains: DrainInProgress True from the cordon until the drain is done or ends, Drained True once
+// every pod that had to go is gone; both False (with the reason) once the drain ends unfinished or the node is
+// back.
+const (
+	ConditionDrainInProgress corev1.NodeConditionType = "DrainInProgress"
+	ConditionDrained         corev1.NodeConditionType = "Drained"
+)
+
 // NeedsCondition says whether n's condition of cond's type differs from cond in status, reason or message
 // (a Node without it needs it only when cond is True: a problem never seen is not reported as gone).
 func NeedsCondition(n *corev1.Node, cond corev1.NodeCondition) bool {

@@ -49,6 +49,9 @@ type Want struct {
 	Condition corev1.NodeCondition
 	// ServerState, when set, says why the fresh server no longer fits the step ("" when it does).
 	ServerState func(*openstack.Server) string
+	// Requested: the step was decided on the Node's AnnotationRemediate (no condition held for its dwell):
+	// the fresh Node must still carry it.
+	Requested bool
 }
 
 // Fresh is what Recheck read.
@@ -130,6 +133,9 @@ func nodeStill(n *corev1.Node, w Want) error {
 		return &fencing.Error{Reason: ReasonNodeMoved, Message: fmt.Sprintf("node %s names %q now, not server %s", n.Name, n.Spec.ProviderID, w.Server)}
 	case Excluded(n, nil):
 		return &fencing.Error{Reason: fencing.ReasonExcluded, Message: "node " + n.Name + " is excluded by its label " + LabelExclude}
+	}
+	if err := requestStill(n, w); err != nil {
+		return err
 	}
 	if w.Condition.Type == "" {
 		return nil

@@ -57,6 +57,7 @@ func TestRecheck(t *testing.T) {
 	}
 	flapped := func(n *corev1.Node) { n.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t0) }
 	excluded := func(n *corev1.Node) { n.Labels = map[string]string{LabelExclude: "true"} }
+	requested := func(n *corev1.Node) { n.Annotations = map[string]string{AnnotationRemediate: "true"} }
 	active := &openstack.Server{ID: "s1", Status: "ACTIVE"}
 	isActive := func(sv *openstack.Server) string {
 		if sv.Status != "ACTIVE" {
@@ -89,6 +90,9 @@ func TestRecheck(t *testing.T) {
 		{name: "a server fault, no condition checked", nodes: []*corev1.Node{mk("n1", "s1", ready)}, server: active, want: Want{Server: "s1", Node: "n1"}},
 		{name: "the server is no longer ACTIVE", nodes: []*corev1.Node{mk("n1", "s1")}, server: &openstack.Server{ID: "s1", Status: "REBOOT"}, want: want, reason: ReasonServerChanged},
 		{name: "the server is gone", nodes: []*corev1.Node{mk("n1", "s1")}, want: want, reason: ReasonServerGone},
+		{name: "requested, still requested", nodes: []*corev1.Node{mk("n1", "s1", ready, requested)}, server: active, want: Want{Server: "s1", Node: "n1", Requested: true}},
+		{name: "requested, the request withdrawn", nodes: []*corev1.Node{mk("n1", "s1", ready)}, server: active, want: Want{Server: "s1", Node: "n1", Requested: true}, reason: ReasonRequestWithdrawn},
+		{name: "requested, excluded meanwhile", nodes: []*corev1.Node{mk("n1", "s1", ready, requested, excluded)}, server: active, want: Want{Server: "s1", Node: "n1", Requested: true}, reason: fencing.ReasonExcluded},
 		{name: "the Nodes cannot be read", listErr: errors.New("connection refused"), server: active, want: want, reason: fencing.ReasonUnverified},
 		{name: "Nova cannot be read", nodes: []*corev1.Node{mk("n1", "s1")}, novaErr: errors.New("503"), want: want, reason: fencing.ReasonUnverified},
 	} {

@@ -37,6 +37,9 @@ const (
 	FaultShutOff = "ServerShutOff"
 	// FaultGone: flight deleted the server and its Node is still there.
 	FaultGone = "ServerGone"
+	// FaultRequested: the Node carries nodes.AnnotationRemediate (a repair asked for by hand), and no
+	// condition has held for its dwell: no dwell, every other guard.
+	FaultRequested = "Requested"
 )
 
 // Reasons an escalation stops (NodeEscalation.Stopped) and NodesHealthy's reasons.
@@ -230,7 +233,12 @@ func (f *nodesFinding) want(c *nodeCase, floor time.Time, state func(*openstack.
 	w := nodes.Want{Server: c.server.ID, ServerState: state}
 	if c.node != nil {
 		w.Node = c.node.Name
-		w.Condition = nodes.Judge(c.node, f.s.UnhealthyConditions, f.now, floor).Condition
+		v := nodes.Judge(c.node, f.s.UnhealthyConditions, f.now, floor)
+		w.Condition = v.Condition
+		if !v.Unhealthy && nodes.Requested(c.node) {
+			// decided on the request alone: the fresh Node must still carry it, whatever its conditions
+			w.Condition, w.Requested = corev1.NodeCondition{}, true
+		}
 	}
 	return w
 }
@@ -288,11 +296,13 @@ func (f *nodesFinding) fault(c *nodeCase, floor time.Time) (fault string, since,
 		return FaultNeverRegistered, start, start.Add(s.NodeStartupTimeout)
 	}
 	v := nodes.Judge(n, s.UnhealthyConditions, f.now, floor)
-	if v.Reason == "" {
-		return "", time.Time{}, time.Time{}
-	}
-	if v.Unhealthy {
+	switch {
+	case v.Unhealthy:
 		return v.Reason, v.Since, v.Since
+	case nodes.Requested(n):
+		return FaultRequested, f.now, f.now
+	case v.Reason == "":
+		return "", time.Time{}, time.Time{}
 	}
 	return v.Reason, v.Since, v.Due
 }
@@ -391,6 +401,8 @@ func (f *nodesFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass
 			f.taint(ctx, env, c, p.esc, &rep)
 		case actStep:
 			f.step(ctx, env, c, p, hist, &rep)
+		case actAnswer:
+			f.answer(ctx, env, c, &rep)
 		}
 		if p.stop != "" {
 			msg := fmt.Sprintf("server %s (%s): %s; %s", c.server.ID, p.fault, p.stop, stopMessage(p.stop, f.s))
@@ -435,6 +447,9 @@ func (f *nodesFinding) recover(ctx context.Context, env *pass.Env[*State], c *no
 		if outcome != pass.OutcomeDone {
 			return false
 		}
+	}
+	if c.node != nil {
+		f.drainConditions(ctx, env, c.node, corev1.ConditionFalse, corev1.ConditionFalse, "Recovered", "the node is healthy again: the node repair's drain is over")
 	}
 	env.Event(corev1.EventTypeNormal, "NodeRecovered", "Observe", fmt.Sprintf("server %s (node %s) is healthy again after %s, at step %s", e.Server, e.Node, e.Reason, e.Step))
 	return true
@@ -557,6 +572,9 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 				return
 			}
 		}
+		if e.Phase == v1alpha1.PhaseDraining {
+			f.drainState(ctx, env, c, p.step, res)
+		}
 		if !res.Done() {
 			timedOut := !f.now.Before(e.Since.Add(f.s.DrainTimeout))
 			forced := timedOut && f.s.DrainForce == v1alpha1.DrainForceWhenUnreachable && nodes.Unreachable(c.node)
@@ -596,6 +614,9 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 		hist.add(c.server.ID, v1alpha1.StepRecord{Step: p.step, Time: at, Reason: e.Reason})
 		rep.add(&rep.taken, c.server.ID, p.step)
 		env.Event(corev1.EventTypeNormal, "NodeEscalated", p.step, fmt.Sprintf("server %s (%s): %s, %s since %s", c.server.ID, c.server.Name, p.step, e.Reason, e.FirstSeen.UTC().Format(time.RFC3339)))
+		if e.Reason == FaultRequested {
+			f.answer(ctx, env, c, rep)
+		}
 	case pass.OutcomeFailed:
 		rep.add(&rep.failed, c.server.ID, p.step+": "+err.Error())
 	default:
@@ -640,6 +661,8 @@ func (f *nodesFinding) drainEnds(ctx context.Context, env *pass.Env[*State], c *
 	now := metav1.NewTime(env.Time())
 	hist.add(c.server.ID, v1alpha1.StepRecord{Step: v1alpha1.EscalationDrainTimedOut, Time: now, Reason: e.Reason})
 	e.Step, e.Phase, e.Since, e.Cordoned = v1alpha1.EscalationObserved, "", now, false
+	f.drainConditions(ctx, env, c.node, corev1.ConditionFalse, corev1.ConditionFalse, v1alpha1.EscalationDrainTimedOut,
+		fmt.Sprintf("the drain before a %s timed out (%s) with %d pods left; it is tried again after perServer.cooldown", p.step, f.s.DrainTimeout, len(res.Left)))
 	env.Warn("DrainTimedOut", VerbDrainNode, msg)
 	rep.add(&rep.blocked, c.server.ID, msg)
 }

@@ -22,6 +22,8 @@ const (
 	actStep
 	// actTaint: put the out-of-service taint on the Node of a server that is off or gone.
 	actTaint
+	// actAnswer: take nodes.AnnotationRemediate off a Node whose requested step was taken.
+	actAnswer
 )
 
 // nodePlan is the plan for one case: what to do, and the escalation to keep (nil: none).
@@ -69,6 +71,12 @@ func (f *nodesFinding) plan(c *nodeCase, floor time.Time) nodePlan {
 	}
 	if e.FirstSeen == nil {
 		e.FirstSeen = e.Since.DeepCopy()
+	}
+	if fault == FaultRequested && answered(c) {
+		// the request's step was taken, and taking the annotation off did not go through then
+		p.esc, p.act = &e, actAnswer
+		p.wait = "its requested " + e.Step + " was taken; the request (" + nodes.AnnotationRemediate + ") is taken off"
+		return p
 	}
 	e.Reason, e.Pool = fault, c.pool
 	if c.node != nil {
@@ -200,4 +208,12 @@ func stopMessage(stop string, s v1alpha1.NodeSettings) string {
 		return "a Cluster API Machine's node: its MachineHealthCheck remediates it"
 	}
 	return "its manager (" + stop + ") replaces it: flight never deletes it"
+}
+
+// answered reports whether c's escalation took the step its Node's request (nodes.AnnotationRemediate) asked
+// for: a request is answered by one step, and asks for the next only when made again.
+func answered(c *nodeCase) bool {
+	e := c.prev
+	return c.had && e.Reason == FaultRequested && (e.Phase == v1alpha1.PhaseTaken || e.Phase == v1alpha1.PhaseStarted) &&
+		e.Step != v1alpha1.EscalationObserved
 }

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/nodes"
 	"github.com/vitalsproject/vitals/openstack"
 )
 
@@ -34,6 +35,12 @@ func TestPlanNode(t *testing.T) {
 			out = append(out, v1alpha1.StepRecord{Step: "SoftReboot", Time: at(-a)})
 		}
 		return out
+	}
+	requested := func(n *corev1.Node) { n.Annotations[nodes.AnnotationRemediate] = "ticket-42" }
+	requestedEsc := func(step, phase string, since time.Duration) *v1alpha1.NodeEscalation {
+		e := esc(step, phase, since)
+		e.Reason = FaultRequested
+		return e
 	}
 	replaceable := openstack.Server{ID: "s1", Status: "ACTIVE", Created: active.Created, Metadata: map[string]string{"pool": "a"}}
 	tests := []struct {
@@ -104,6 +111,16 @@ func TestPlanNode(t *testing.T) {
 			prev: esc("Observed", "", time.Minute), unproven: true},
 		{name: "never registered without servers.metadata, soft-rebooted before: no hard reboot", server: openstack.Server{ID: "s1", Status: "ACTIVE", Created: t0.Add(-time.Hour)},
 			prev: esc("SoftReboot", "Taken", 6*time.Minute), unproven: true},
+		// A repair asked for by hand (the Node's annotation): no dwell, every other guard, one step per request.
+		{name: "requested on a Ready node: observed at once", server: active, node: node("True", time.Hour, requested), esc: true},
+		{name: "requested, observed before: soft reboot", server: active, node: node("True", time.Hour, requested), prev: requestedEsc("Observed", "", time.Minute), act: actStep, step: "SoftReboot", esc: true},
+		{name: "requested, its soft reboot taken: the request is answered, no hard reboot", server: active, node: node("True", time.Hour, requested), prev: requestedEsc("SoftReboot", "Taken", 6*time.Minute), act: actAnswer, esc: true},
+		{name: "requested, its soft reboot started: answered too", server: active, node: node("True", time.Hour, requested), prev: requestedEsc("SoftReboot", "Started", 6*time.Minute), act: actAnswer, esc: true},
+		{name: "requested on an excluded node: never repaired", server: active, node: node("True", time.Hour, requested, func(n *corev1.Node) { n.Labels["vitals.vitalsproject.io/exclude-from-remediation"] = "true" }),
+			prev: requestedEsc("Observed", "", time.Minute)},
+		{name: "requested within the cooldown: waits", server: active, node: node("True", time.Hour, requested), prev: requestedEsc("Observed", "", time.Minute), steps: steps(30 * time.Minute), esc: true},
+		{name: "requested \"false\": no request", server: active, node: node("True", time.Hour, func(n *corev1.Node) { n.Annotations[nodes.AnnotationRemediate] = "false" })},
+		{name: "requested on a NotReady node past its dwell: the condition is the reason", server: active, node: node("Unknown", 7*time.Minute, requested), prev: esc("Observed", "", time.Minute), act: actStep, step: "SoftReboot", esc: true},
 		{name: "a NotReady Node without servers.metadata: its server is named, soft reboot", server: active, node: node("Unknown", 7*time.Minute), prev: esc("Observed", "", time.Minute),
 			unproven: true, act: actStep, step: "SoftReboot", esc: true},
 	}
@@ -148,6 +165,7 @@ func TestNodesUnhealthy(t *testing.T) {
 		{"NotReady for a minute", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-time.Hour)}, notReady, false, true},
 		{"NotReady for a minute, without servers.metadata", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-time.Hour)}, notReady, true, true},
 		{"Ready", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-time.Hour)}, ready, false, false},
+		{"Ready, a repair requested", openstack.Server{ID: "s", Status: "ACTIVE", Created: t0.Add(-time.Hour)}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{nodes.AnnotationRemediate: "true"}}, Status: ready.Status}, false, true},
 		{"SHUTOFF", openstack.Server{ID: "s", Status: "SHUTOFF", Created: t0.Add(-time.Hour), Updated: t0.Add(-time.Minute)}, notReady, false, false},
 	}
 	for _, tt := range tests {

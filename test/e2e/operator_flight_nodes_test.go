@@ -38,6 +38,7 @@ import (
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/internal/test/faultproxy"
 	"github.com/vitalsproject/vitals/internal/test/testenv"
+	"github.com/vitalsproject/vitals/nodes"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/workload"
@@ -877,6 +878,7 @@ func TestFlightNodesDrainPDB(t *testing.T) {
 	if !f.getNode(name).Spec.Unschedulable {
 		t.Errorf("node not cordoned while draining")
 	}
+	wantNodeConditions(t, f.getNode(name), map[corev1.NodeConditionType]string{nodes.ConditionDrainInProgress: "True/Draining", nodes.ConditionDrained: "False/Draining"})
 	// Past the drain timeout (10m): the node is reachable, the budget is never overridden, and the drain ends:
 	// the pod and its budget named, the node uncordoned, the pool free (back to Observed), no new drain before
 	// perServer.cooldown.
@@ -890,6 +892,7 @@ func TestFlightNodesDrainPDB(t *testing.T) {
 	if h := cl.Status.Flight.History; len(h) != 1 || len(h[0].Steps) != 1 || h[0].Steps[0].Step != v1alpha1.EscalationDrainTimedOut {
 		t.Errorf("history %+v, want the drain that timed out", h)
 	}
+	wantNodeConditions(t, f.getNode(name), map[corev1.NodeConditionType]string{nodes.ConditionDrainInProgress: "False/" + v1alpha1.EscalationDrainTimedOut, nodes.ConditionDrained: "False/" + v1alpha1.EscalationDrainTimedOut})
 	if soft, hard := f.reboots(); soft+hard != 0 {
 		t.Fatalf("rebooted with a pod its budget protects: %d soft, %d hard", soft, hard)
 	}
@@ -923,6 +926,7 @@ func TestFlightNodesDrainPDB(t *testing.T) {
 	if e := escalation(cl, sv.ID); e.Step != v1alpha1.EscalationSoftReboot || e.Phase != v1alpha1.PhaseTaken {
 		t.Fatalf("drained: escalation %+v, want the soft reboot taken", e)
 	}
+	wantNodeConditions(t, f.getNode(name), map[corev1.NodeConditionType]string{nodes.ConditionDrainInProgress: "False/Drained", nodes.ConditionDrained: "True/Drained"})
 	if soft, hard := f.reboots(); soft != 1 || hard != 0 {
 		t.Fatalf("on the wire: %d soft, %d hard reboots; want 1 soft", soft, hard)
 	}
