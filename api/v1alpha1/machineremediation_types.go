@@ -55,12 +55,19 @@ func (s *VitalsRemediationSpec) HardReboot() metav1.Duration {
 }
 
 // RemediationPhase is where a VitalsRemediation is.
-// +kubebuilder:validation:Enum=Pending;SoftRebooted;HardRebooted;Succeeded;Stopped
+// +kubebuilder:validation:Enum=Pending;SoftRebootStarted;SoftRebooted;HardRebootStarted;HardRebooted;Succeeded;Stopped
 type RemediationPhase string
 
 const (
 	// RemediationPending: no step taken yet (the first one is held, failed or not asked yet).
 	RemediationPending RemediationPhase = "Pending"
+	// RemediationSoftRebootStarted: the soft reboot was recorded as started, before its Nova call (written
+	// ahead: an operator stopped before or after the call finds it so); it counts as taken at lastStepTime,
+	// so it is never sent again within softRebootTimeout.
+	RemediationSoftRebootStarted RemediationPhase = "SoftRebootStarted"
+	// RemediationHardRebootStarted: the hard reboot was recorded as started, before its Nova call; it counts as
+	// taken at lastStepTime.
+	RemediationHardRebootStarted RemediationPhase = "HardRebootStarted"
 	// RemediationSoftRebooted: the server was rebooted soft; waiting softRebootTimeout for the Machine.
 	RemediationSoftRebooted RemediationPhase = "SoftRebooted"
 	// RemediationHardRebooted: the server was rebooted hard; waiting hardRebootTimeout for the Machine.

@@ -152,7 +152,9 @@ type run struct {
 // Reconcile takes the remediation's next step when it is due, and writes what it did into its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var rem v1alpha1.VitalsRemediation
-	if err := r.d.Client.Get(ctx, req.NamespacedName, &rem); err != nil {
+	// From the API server, not the cache: a step recorded as started a moment ago (written ahead of its Nova
+	// call) must be seen, or the step would be sent again.
+	if err := r.d.APIReader.Get(ctx, req.NamespacedName, &rem); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
@@ -209,12 +211,12 @@ func (r *Reconciler) remediate(ctx context.Context, s *run) time.Duration {
 	}
 	step := StepSoft
 	switch s.st.Phase {
-	case v1alpha1.RemediationSoftRebooted:
+	case v1alpha1.RemediationSoftRebooted, v1alpha1.RemediationSoftRebootStarted:
 		step = StepHard
 		if due := s.st.LastStepTime.Add(s.rem.Spec.SoftReboot().Duration); s.now.Before(due) {
 			return due.Sub(s.now)
 		}
-	case v1alpha1.RemediationHardRebooted:
+	case v1alpha1.RemediationHardRebooted, v1alpha1.RemediationHardRebootStarted:
 		if due := s.st.LastStepTime.Add(s.rem.Spec.HardReboot().Duration); s.now.Before(due) {
 			return due.Sub(s.now)
 		}
@@ -308,8 +310,32 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 		r.o.Metrics.step(step, pass.OutcomeHeld)
 		return r.hold(s, d.Reason, "the "+step+" reboot of server "+id+" is held: "+d.Message, d.RetryAt)
 	}
-	err = scope.Cloud.RebootServer(fencing.With(ctx, r.fence(m, stillUnhealthy, recheck(wc.Client(), scope.Cloud, want, s.policy.Fence(a)))), sv.ID, step == StepHard)
+	// Recorded as started before the Nova call, as taken after it: an operator stopped in between finds the
+	// step started, counts it as taken at its time, and neither sends it again early nor loses it. The record
+	// goes in only when the fresh reads at the write agree; a refusal or a failed call puts the phase back.
+	started, taken := phases(step)
+	before := s.st
+	fence := r.fence(m, stillUnhealthy, recheck(wc.Client(), scope.Cloud, want, s.policy.Fence(a)))
+	record := fencing.Func(func(fctx context.Context) (context.Context, context.CancelFunc, error) {
+		wctx, cancel, err := fence.Enter(fctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		at := metav1.NewTime(r.d.Clock.Now())
+		s.st.Phase, s.st.LastStepTime = started, &at
+		s.st.Reason, s.st.Message = "", fmt.Sprintf("the %s reboot of server %s is sent to Nova", step, id)
+		// through the cluster's fence, not the step's (whose Enter this is)
+		if err := r.patchStatus(r.d.Fenced(ctx, vc), s); err != nil {
+			cancel()
+			return nil, nil, fmt.Errorf("record the %s reboot as started: %w", step, err)
+		}
+		return wctx, cancel, nil
+	})
+	err = scope.Cloud.RebootServer(fencing.With(ctx, record), sv.ID, step == StepHard)
 	s.policy.Done(ctx, a, err)
+	if err != nil {
+		s.st.Phase, s.st.LastStepTime = before.Phase, before.LastStepTime // not sent (or refused): not taken
+	}
 	if reason, ok := fencing.ReasonOf(err); ok {
 		r.o.Metrics.step(step, pass.OutcomeHeld)
 		return r.hold(s, string(reason), "the "+step+" reboot of server "+id+" was refused at the write: "+err.Error(), time.Time{})
@@ -320,14 +346,12 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 	}
 	r.o.Metrics.step(step, pass.OutcomeDone)
 	timeout := s.rem.Spec.SoftReboot().Duration
-	s.st.Phase = v1alpha1.RemediationSoftRebooted
+	s.st.Phase = taken
 	next := "else it is rebooted hard"
 	if step == StepHard {
-		timeout, s.st.Phase = s.rem.Spec.HardReboot().Duration, v1alpha1.RemediationHardRebooted
+		timeout = s.rem.Spec.HardReboot().Duration
 		next = "else it is handed back to the MachineSet or control plane that owns it for replacement (with none, the remediation stops)"
 	}
-	t := metav1.NewTime(s.now)
-	s.st.LastStepTime = &t
 	r.note(s, corev1.EventTypeNormal, ReasonRebooted, fmt.Sprintf("server %s (%s) of Machine %s/%s rebooted %s through Nova; the Machine must be healthy again within %s, %s",
 		sv.ID, sv.Name, m.Namespace, m.Name, step, timeout, next))
 	return timeout
@@ -362,10 +386,21 @@ func rebootable(step, status string) bool {
 
 // stepOf is the step that led to phase.
 func stepOf(p v1alpha1.RemediationPhase) string {
-	if p == v1alpha1.RemediationHardRebooted {
+	switch p {
+	case v1alpha1.RemediationHardRebooted, v1alpha1.RemediationHardRebootStarted:
 		return StepHard
+	case v1alpha1.RemediationSoftRebooted, v1alpha1.RemediationSoftRebootStarted:
+		return StepSoft
 	}
-	return StepSoft
+	return ""
+}
+
+// started is the phase that records step as started (before its Nova call), and taken the one after it.
+func phases(step string) (started, taken v1alpha1.RemediationPhase) {
+	if step == StepHard {
+		return v1alpha1.RemediationHardRebootStarted, v1alpha1.RemediationHardRebooted
+	}
+	return v1alpha1.RemediationSoftRebootStarted, v1alpha1.RemediationSoftRebooted
 }
 
 // machineOwner is the remediation's owner reference to a Machine of its own name, as Cluster API's
@@ -472,17 +507,27 @@ func (r *Reconciler) write(ctx context.Context, s *run) error {
 	if fenceBy == nil {
 		fenceBy = &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: s.rem.Namespace, Name: s.rem.Name, UID: s.rem.UID}}
 	}
-	if !reflect.DeepEqual(s.st, s.rem.Status) {
-		patch := client.MergeFrom(s.rem.DeepCopy())
-		s.rem.Status = s.st
-		if err := r.d.Client.Status().Patch(r.d.Fenced(ctx, fenceBy), s.rem, patch); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("write the status of remediation %s/%s: %w", s.rem.Namespace, s.rem.Name, err)
-		}
+	if err := r.patchStatus(r.d.Fenced(ctx, fenceBy), s); err != nil {
+		return err
 	}
 	if s.policy != nil && s.cluster != nil {
 		if err := pass.WriteRemediation(ctx, r.d.Writer, s.cluster, s.policy); err != nil {
 			return fmt.Errorf("write the remediation policy's status of cluster %s/%s: %w", s.cluster.Namespace, s.cluster.Name, err)
 		}
+	}
+	return nil
+}
+
+// patchStatus writes s.st into the remediation's status when it differs from what was last written (a merge
+// patch, through the fence of ctx).
+func (r *Reconciler) patchStatus(ctx context.Context, s *run) error {
+	if reflect.DeepEqual(s.st, s.rem.Status) {
+		return nil
+	}
+	patch := client.MergeFrom(s.rem.DeepCopy())
+	s.rem.Status = *s.st.DeepCopy()
+	if err := r.d.Client.Status().Patch(ctx, s.rem, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("write the status of remediation %s/%s: %w", s.rem.Namespace, s.rem.Name, err)
 	}
 	return nil
 }

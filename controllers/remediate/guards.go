@@ -94,7 +94,7 @@ func controlPlane(m *clusterv1.Machine) bool {
 }
 
 // inFlight names, under pool, the servers of the other Machines of pool whose remediation has a reboot in flight
-// (soft or hard rebooted, waiting for its Machine): the policy's pool rule then holds this one. The remediations
+// (soft or hard rebooted, or recorded as started, waiting for its Machine): the policy's pool rule then holds this one. The remediations
 // and their Machines are read from the API server, so that a reboot written a moment ago is seen (the operator
 // runs the controller with one worker: no other reboot is between this read and its status write).
 func (r *Reconciler) inFlight(ctx context.Context, self *v1alpha1.VitalsRemediation, pool string) (map[string][]string, error) {
@@ -106,7 +106,7 @@ func (r *Reconciler) inFlight(ctx context.Context, self *v1alpha1.VitalsRemediat
 	for i := range list.Items {
 		o := &list.Items[i]
 		if o.UID == self.UID || o.Status.Server == "" || !o.DeletionTimestamp.IsZero() ||
-			(o.Status.Phase != v1alpha1.RemediationSoftRebooted && o.Status.Phase != v1alpha1.RemediationHardRebooted) {
+			stepOf(o.Status.Phase) == "" {
 			continue
 		}
 		ref, ok := machineOwner(o)

@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -18,6 +19,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -410,4 +413,169 @@ func (w statusAfterWriter) Apply(ctx context.Context, obj runtime.ApplyConfigura
 		return apierrors.NewServiceUnavailable("the operator is gone")
 	}
 	return w.SubResourceWriter.Apply(ctx, obj, opts...)
+}
+
+// TestFlightNodesRemediationRequest: a repair asked for by hand on a Ready node (the Node's annotation
+// vitals.vitalsproject.io/remediate-node, as Cluster API's remediate-machine) goes through every guard but the
+// dwell: the exclusion label holds it; once the label is off the node is observed, then cordoned, drained (the
+// node-lifecycle conditions DrainInProgress and Drained on the Node) and soft-rebooted once, the request is
+// taken off as answered, and no hard reboot follows; the healthy node is then uncordoned and its conditions say
+// the drain is over.
+func TestFlightNodesRemediationRequest(t *testing.T) {
+	parallel(t)
+	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
+		c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg
+		c.Spec.Remediation.MaxUnhealthy = &intstr.IntOrString{Type: intstr.String, StrVal: "100%"} // one node of one
+	})
+	sv := f.server(48)
+	name := f.node(sv, f.net.IP(48), "198.19.48.0/24", condReady)
+	f.pass(time.Minute)
+
+	// Requested on an excluded node: never acted on.
+	f.annotate(name, map[string]*string{nodes.AnnotationRemediate: ptr.To("ticket-48")}, map[string]*string{nodes.LabelExclude: ptr.To("true")})
+	for range 3 {
+		f.pass(2 * time.Minute)
+	}
+	if soft, hard := f.reboots(); soft+hard != 0 || f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("an excluded node's request: %d soft, %d hard reboots, cordoned %v; want nothing done", soft, hard, f.getNode(name).Spec.Unschedulable)
+	}
+
+	// The exclusion taken off: observed at once (no dwell), then drained and soft-rebooted at the next pass.
+	f.annotate(name, nil, map[string]*string{nodes.LabelExclude: nil})
+	cl := f.pass(time.Minute)
+	if e := escalation(cl, sv.ID); e.Step != v1alpha1.EscalationObserved || e.Reason != flight.FaultRequested {
+		t.Fatalf("requested: escalation %+v, want Observed for %s", e, flight.FaultRequested)
+	}
+	cl = f.pass(time.Minute)
+	if e := escalation(cl, sv.ID); e.Step != v1alpha1.EscalationSoftReboot || e.Phase != v1alpha1.PhaseTaken || !e.Cordoned {
+		t.Fatalf("then: escalation %+v, want the soft reboot taken on the cordoned node", e)
+	}
+	if soft, hard := f.reboots(); soft != 1 || hard != 0 {
+		t.Fatalf("on the wire: %d soft, %d hard reboots; want 1 soft", soft, hard)
+	}
+	n := f.getNode(name)
+	if _, ok := n.Annotations[nodes.AnnotationRemediate]; ok || !n.Spec.Unschedulable {
+		t.Fatalf("after the step: annotations %v, cordoned %v; want the request taken off, the node still cordoned", n.Annotations, n.Spec.Unschedulable)
+	}
+	wantNodeConditions(t, n, map[corev1.NodeConditionType]string{nodes.ConditionDrainInProgress: "False/Drained", nodes.ConditionDrained: "True/Drained"})
+
+	// Answered: past softRebootTimeout the Ready node gets no hard reboot; the escalation ends, the node is
+	// uncordoned and its drain conditions say it is over.
+	f.waitStatus(sv.ID, "ACTIVE")
+	cl = f.pass(6 * time.Minute)
+	if soft, hard := f.reboots(); soft != 1 || hard != 0 {
+		t.Fatalf("after the answered request: %d soft, %d hard reboots; want no further step", soft, hard)
+	}
+	if e := escalation(cl, sv.ID); e.Server != "" || f.getNode(name).Spec.Unschedulable {
+		t.Fatalf("healthy, answered: escalation %+v, cordoned %v; want it ended and the node uncordoned", e, f.getNode(name).Spec.Unschedulable)
+	}
+	wantNodeConditions(t, f.getNode(name), map[corev1.NodeConditionType]string{nodes.ConditionDrainInProgress: "False/Recovered", nodes.ConditionDrained: "False/Recovered"})
+}
+
+// annotate sets (a value) or removes (nil) annotations and labels on the Node name (a merge patch).
+func (f *fnFixture) annotate(name string, annotations, labels map[string]*string) {
+	f.t.Helper()
+	meta := map[string]any{}
+	if annotations != nil {
+		meta["annotations"] = annotations
+	}
+	if labels != nil {
+		meta["labels"] = labels
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.kube.CoreV1().Nodes().Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		f.t.Fatalf("annotate node %s: %v", name, err)
+	}
+}
+
+// wantNodeConditions checks the Node's conditions of the given types, each as "Status/Reason".
+func wantNodeConditions(t *testing.T, n *corev1.Node, want map[corev1.NodeConditionType]string) {
+	t.Helper()
+	for typ, w := range want {
+		got := "absent"
+		if c, ok := nodes.Condition(n, typ); ok {
+			got = string(c.Status) + "/" + c.Reason
+		}
+		if got != w {
+			t.Errorf("node %s condition %s = %s, want %s", n.Name, typ, got, w)
+		}
+	}
+}
+
+// TestRemediateWriteAhead: the Cluster API path records a reboot as started before its Nova call. With every
+// status write after that record refused (an operator killed between the call and its last write), the
+// remediation is left SoftRebootStarted; the restarted operator counts that step as taken at its time: no second
+// soft reboot within softRebootTimeout, the hard reboot once it has passed (each counted on the wire).
+func TestRemediateWriteAhead(t *testing.T) {
+	parallel(t)
+	f := newRMFixture(t)
+	id := f.server()
+	m := f.machine(id)
+	restart := func(c client.Client) {
+		t.Helper()
+		f.deps.Client = c
+		var err error
+		if f.rec, err = remediate.New(f.deps, remediate.Options{Metrics: f.m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restart(&statusPatchAfter{Client: f.c, allow: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := f.rec.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(m)}); err == nil {
+		t.Fatal("the last status write was refused, and the reconcile says nothing")
+	}
+	if soft, hard := f.nova.Matched("soft"), f.nova.Matched("hard"); soft != 1 || hard != 0 {
+		t.Fatalf("reboots on the wire: soft %d hard %d, want 1 0", soft, hard)
+	}
+	var rem v1alpha1.VitalsRemediation
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(m), &rem); err != nil {
+		t.Fatal(err)
+	}
+	if rem.Status.Phase != v1alpha1.RemediationSoftRebootStarted || rem.Status.LastStepTime == nil {
+		t.Fatalf("recorded before the reboot: %+v, want SoftRebootStarted with its time", rem.Status)
+	}
+
+	restart(f.c)
+	f.waitActive(f.cloud, id)
+	for range 2 {
+		f.want(f.reconcile(m, 2*time.Minute), v1alpha1.RemediationSoftRebootStarted, "")
+	}
+	if soft, hard := f.nova.Matched("soft"), f.nova.Matched("hard"); soft != 1 || hard != 0 {
+		t.Fatalf("within softRebootTimeout after the restart: soft %d hard %d, want 1 0", soft, hard)
+	}
+	f.want(f.reconcile(m, 2*time.Minute), v1alpha1.RemediationHardRebooted, remediate.ReasonRebooted)
+	if soft, hard := f.nova.Matched("soft"), f.nova.Matched("hard"); soft != 1 || hard != 1 {
+		t.Fatalf("after softRebootTimeout: soft %d hard %d, want 1 1", soft, hard)
+	}
+}
+
+// statusPatchAfter lets the first allow status patches through and refuses the others (the API server's 503).
+type statusPatchAfter struct {
+	client.Client
+	mu    sync.Mutex
+	allow int
+}
+
+func (c *statusPatchAfter) Status() client.SubResourceWriter {
+	return statusPatchAfterWriter{c.Client.Status(), c}
+}
+
+type statusPatchAfterWriter struct {
+	client.SubResourceWriter
+	c *statusPatchAfter
+}
+
+func (w statusPatchAfterWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	w.c.mu.Lock()
+	w.c.allow--
+	refuse := w.c.allow < 0
+	w.c.mu.Unlock()
+	if refuse {
+		return apierrors.NewServiceUnavailable("the operator is gone")
+	}
+	return w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 }
