@@ -45,6 +45,12 @@ func SetCondition(ctx context.Context, c client.Client, n *corev1.Node, cond cor
 	if !NeedsCondition(n, cond) {
 		return false, nil
 	}
+	return true, WriteCondition(ctx, c, n, cond, now)
+}
+
+// WriteCondition writes cond on n's status as SetCondition does, whether or not NeedsCondition says so (a
+// condition False that n never had, say).
+func WriteCondition(ctx context.Context, c client.Client, n *corev1.Node, cond corev1.NodeCondition, now time.Time) error {
 	cond.LastHeartbeatTime = metav1.NewTime(now)
 	cond.LastTransitionTime = metav1.NewTime(now)
 	if cur, ok := Condition(n, cond.Type); ok && cur.Status == cond.Status {
@@ -52,10 +58,10 @@ func SetCondition(ctx context.Context, c client.Client, n *corev1.Node, cond cor
 	}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{cond}}})
 	if err != nil {
-		return false, fmt.Errorf("encode condition %s of node %s: %w", cond.Type, n.Name, err)
+		return fmt.Errorf("encode condition %s of node %s: %w", cond.Type, n.Name, err)
 	}
 	if err := c.Status().Patch(ctx, n.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
-		return false, fmt.Errorf("set condition %s=%s of node %s: %w", cond.Type, cond.Status, n.Name, err)
+		return fmt.Errorf("set condition %s=%s of node %s: %w", cond.Type, cond.Status, n.Name, err)
 	}
-	return true, nil
+	return nil
 }

@@ -449,7 +449,7 @@ func (f *nodesFinding) recover(ctx context.Context, env *pass.Env[*State], c *no
 		}
 	}
 	if c.node != nil {
-		f.drainConditions(ctx, env, c.node, corev1.ConditionFalse, corev1.ConditionFalse, "Recovered", "the node is healthy again: the node repair's drain is over")
+		f.drainConditions(ctx, env, c.node, corev1.ConditionFalse, corev1.ConditionFalse, "Recovered", "the node is healthy again: the node repair's drain is over", false)
 	}
 	env.Event(corev1.EventTypeNormal, "NodeRecovered", "Observe", fmt.Sprintf("server %s (node %s) is healthy again after %s, at step %s", e.Server, e.Node, e.Reason, e.Step))
 	return true
@@ -662,7 +662,7 @@ func (f *nodesFinding) drainEnds(ctx context.Context, env *pass.Env[*State], c *
 	hist.add(c.server.ID, v1alpha1.StepRecord{Step: v1alpha1.EscalationDrainTimedOut, Time: now, Reason: e.Reason})
 	e.Step, e.Phase, e.Since, e.Cordoned = v1alpha1.EscalationObserved, "", now, false
 	f.drainConditions(ctx, env, c.node, corev1.ConditionFalse, corev1.ConditionFalse, v1alpha1.EscalationDrainTimedOut,
-		fmt.Sprintf("the drain before a %s timed out (%s) with %d pods left; it is tried again after perServer.cooldown", p.step, f.s.DrainTimeout, len(res.Left)))
+		fmt.Sprintf("the drain before a %s timed out (%s) with %d pods left; it is tried again after perServer.cooldown", p.step, f.s.DrainTimeout, len(res.Left)), false)
 	env.Warn("DrainTimedOut", VerbDrainNode, msg)
 	rep.add(&rep.blocked, c.server.ID, msg)
 }
