@@ -201,7 +201,6 @@ func TestEnrol(t *testing.T) {
 				return false, err.Error()
 			}
 			cd := meta.FindStatusCondition(cl.Status.Conditions, clusterapi.ConditionHealthy)
-			//lint:ignore SA1019 the deprecated v1beta1 conditions carry the condition too
 			i := slices.IndexFunc(cl.GetV1Beta1Conditions(), func(c clusterv1.Condition) bool { return c.Type == clusterapi.ConditionHealthy })
 			if want == "" {
 				return cd == nil && i < 0, fmt.Sprintf("condition %v, on v1beta1 %v", cd, i >= 0)

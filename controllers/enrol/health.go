@@ -33,7 +33,6 @@ var healthChanged = predicate.Funcs{
 // write (clusterapi.SetCondition) reads the Cluster again and is fenced (not while the Cluster is paused).
 func (r *Reconciler) health(ctx context.Context, cl *clusterv1.Cluster, vcl *v1alpha1.VitalsCluster) error {
 	old := meta.FindStatusCondition(cl.Status.Conditions, clusterapi.ConditionHealthy)
-	//lint:ignore SA1019 clusterctl and clients of v1beta1 read the deprecated conditions: ours is kept there too
 	onV1 := slices.ContainsFunc(cl.GetV1Beta1Conditions(), func(c clusterv1.Condition) bool { return c.Type == clusterapi.ConditionHealthy })
 	var cd *metav1.Condition
 	if vcl != nil {
