@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -73,6 +74,9 @@ func New(d *pass.Deps, o Options) (*Reconciler, error) {
 	if d.APIReader == nil {
 		d.APIReader = d.Client
 	}
+	if d.Clock == nil {
+		d.Clock = clock.RealClock{}
+	}
 	if o.NotReadyRequeue <= 0 {
 		o.NotReadyRequeue = DefaultNotReadyRequeue
 	}
@@ -91,8 +95,8 @@ func New(d *pass.Deps, o Options) (*Reconciler, error) {
 }
 
 // SetupWithManager registers the enrolment over Clusters, their OpenStackClusters, the VitalsClusters they own
-// (spec, label and annotation changes only: a status write is no reason to look again) and their Machines (metadata
-// only: a new Machine, a deletion, a deletion hook changed).
+// (spec, label and annotation changes, and status changes that change the Cluster's ConditionHealthy) and their
+// Machines (metadata only: a new Machine, a deletion, a deletion hook changed).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if ctx == nil {
 		return errors.New("setup " + Name + ": no context")
@@ -110,7 +114,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	machine.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Machine"))
 	err := ctrl.NewControllerManagedBy(mgr).Named(Name).WithOptions(opts).
 		For(&clusterv1.Cluster{}).
-		Owns(&v1alpha1.VitalsCluster{}, builder.WithPredicates(owned)).
+		Owns(&v1alpha1.VitalsCluster{}, builder.WithPredicates(predicate.Or[client.Object](owned, healthChanged))).
 		Watches(&infrav1.OpenStackCluster{}, handler.EnqueueRequestsFromMapFunc(r.clustersOf)).
 		Watches(machine, handler.EnqueueRequestsFromMapFunc(clusterOf), builder.OnlyMetadata, builder.WithPredicates(hookChanged)).
 		Complete(wrap(r))
@@ -197,16 +201,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				fmt.Sprintf("VitalsCluster %s is controlled by this Cluster but the enrolment did not make it (no label %s=%s): it is left alone, and the Cluster is not enrolled",
 					req, v1alpha1.LabelEnrolledBy, v1alpha1.EnrolledByEnrolment))
 		}
-		return r.notHeld(ctx, &cl)
+		return r.notEnrolled(ctx, &cl)
 	case exists && !mine:
 		if in {
 			r.event(&cl, corev1.EventTypeWarning, "NameTaken", "Enrol",
 				fmt.Sprintf("VitalsCluster %s exists and this Cluster does not control it: it is left alone, and the Cluster is not enrolled", req))
 		}
-		return r.notHeld(ctx, &cl)
+		return r.notEnrolled(ctx, &cl)
 	case !in && !mine:
 		log.V(1).Info("cluster not enrolled", "why", why)
-		return r.notHeld(ctx, &cl)
+		return r.notEnrolled(ctx, &cl)
 	}
 	// Enrolled, or no longer enrolled with a VitalsCluster the Cluster still controls: an opt-out ends the
 	// creation and the spec's following, not that VitalsCluster's deletionPolicy. Its pause, its Machines' hooks
@@ -233,6 +237,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if n != (hooks{}) {
 			log.Info("machines' deletion hook", "held", n.held, "released", n.released)
 		}
+	}
+	// the health on the Cluster: the VitalsCluster's while enrolled, none once opted out
+	health := &vcl
+	if !in || !exists {
+		health = nil
+	}
+	if err := r.health(ctx, &cl, health); err != nil {
+		return r.held(ctx, err)
 	}
 	if !in {
 		log.V(1).Info("cluster no longer enrolled: its vitalsCluster is kept, not followed", "why", why)
@@ -363,6 +375,12 @@ func (r *Reconciler) teardown(ctx context.Context, cl *clusterv1.Cluster, vcl *v
 		log.Info("vitalsCluster deleted with its cluster", "why", why)
 		r.event(cl, corev1.EventTypeNormal, "Deorbit", "Delete", fmt.Sprintf("VitalsCluster %s/%s deleted: %s", vcl.Namespace, vcl.Name, why))
 	}
+	if going {
+		// torn down: the Cluster is no longer enrolled (deorbit's VitalsCleanedUp says where the teardown is)
+		if err := r.health(ctx, cl, nil); err != nil {
+			log.Error(err, "cannot take the health condition off a cluster being deleted")
+		}
+	}
 	// After the deletion: Machines that cannot be listed or patched never keep deorbit from starting.
 	var mine *v1alpha1.VitalsCluster
 	if exists {
@@ -391,6 +409,17 @@ func (r *Reconciler) teardown(ctx context.Context, cl *clusterv1.Cluster, vcl *v
 		return ctrl.Result{RequeueAfter: HoldRequeue}, nil // deorbit's status is not watched: its release (a deletion) is
 	}
 	return ctrl.Result{}, nil
+}
+
+// notEnrolled takes the enrolment's health condition off a Cluster that has no VitalsCluster of its own, and
+// its Machines' deletion hooks (notHeld).
+func (r *Reconciler) notEnrolled(ctx context.Context, cl *clusterv1.Cluster) (ctrl.Result, error) {
+	if !clusterapi.Paused(cl, cl) {
+		if err := r.health(ctx, cl, nil); err != nil {
+			return r.held(ctx, err)
+		}
+	}
+	return r.notHeld(ctx, cl)
 }
 
 // notHeld takes the deletion hook off the Machines of a Cluster that has no VitalsCluster of its own (not enrolled

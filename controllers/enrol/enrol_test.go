@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -191,6 +192,39 @@ func TestEnrol(t *testing.T) {
 	if vcl.Labels[v1alpha1.LabelEnrolledBy] != v1alpha1.EnrolledByEnrolment {
 		t.Errorf("VitalsCluster labels %v, want %s=%s", vcl.Labels, v1alpha1.LabelEnrolledBy, v1alpha1.EnrolledByEnrolment)
 	}
+
+	// the VitalsCluster's health on the Cluster: Unknown until it reports, then following its Ready, on the
+	// v1beta2 conditions and the deprecated v1beta1 ones
+	healthIs := func(want metav1.ConditionStatus, reason string) func() (bool, string) {
+		return func() (bool, string) {
+			if err := c.Get(ctx, key, cl); err != nil {
+				return false, err.Error()
+			}
+			cd := meta.FindStatusCondition(cl.Status.Conditions, clusterapi.ConditionHealthy)
+			i := slices.IndexFunc(cl.GetV1Beta1Conditions(), func(c clusterv1.Condition) bool { return c.Type == clusterapi.ConditionHealthy })
+			if want == "" {
+				return cd == nil && i < 0, fmt.Sprintf("condition %v, on v1beta1 %v", cd, i >= 0)
+			}
+			return cd != nil && cd.Status == want && cd.Reason == reason && i >= 0, fmt.Sprintf("condition %v, on v1beta1 %v", cd, i >= 0)
+		}
+	}
+	setReady := func(st metav1.ConditionStatus, reason string) {
+		t.Helper()
+		if ok, msg := get(); !ok {
+			t.Fatal(msg)
+		}
+		b := vcl.DeepCopy()
+		vcl.Status.ObservedGeneration = vcl.Generation
+		meta.SetStatusCondition(&vcl.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: st, Reason: reason, Message: "set by the test"})
+		if err := c.Status().Patch(ctx, &vcl, client.MergeFrom(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the Cluster's VitalsHealthy Unknown before the VitalsCluster reports", healthIs(metav1.ConditionUnknown, clusterapi.ReasonNotReported))
+	setReady(metav1.ConditionTrue, "Ready")
+	eventually(t, "the Cluster's VitalsHealthy True with its VitalsCluster Ready", healthIs(metav1.ConditionTrue, clusterapi.ReasonHealthy))
+	setReady(metav1.ConditionFalse, "InvalidCredentials")
+	eventually(t, "the Cluster's VitalsHealthy False with its VitalsCluster not Ready", healthIs(metav1.ConditionFalse, "InvalidCredentials"))
 
 	// the Cluster's deletion-policy label: Orphan (health alone) is followed, and so is Deorbit again; without the
 	// label the policy stays as it is
@@ -438,6 +472,7 @@ func TestEnrol(t *testing.T) {
 	if err := c.Patch(ctx, cl, client.MergeFrom(bc)); err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, "the Cluster's VitalsHealthy taken off when it opts out", healthIs("", ""))
 	setPods("10.244.0.0/16", "10.251.0.0/16")
 	time.Sleep(3 * time.Second) // a follow, or the hook taken off, would be written within a second or two
 	if ok, msg := podsAre("[10.244.0.0/16]")(); !ok {
