@@ -244,7 +244,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		health = nil
 	}
 	if err := r.health(ctx, &cl, health); err != nil {
-		return r.held(ctx, err)
+		// the condition says how the cluster is, it never holds the enrolment: written again at the next look
+		log.Error(err, "health condition not written on the cluster")
 	}
 	if !in {
 		log.V(1).Info("cluster no longer enrolled: its vitalsCluster is kept, not followed", "why", why)
@@ -416,7 +417,7 @@ func (r *Reconciler) teardown(ctx context.Context, cl *clusterv1.Cluster, vcl *v
 func (r *Reconciler) notEnrolled(ctx context.Context, cl *clusterv1.Cluster) (ctrl.Result, error) {
 	if !clusterapi.Paused(cl, cl) {
 		if err := r.health(ctx, cl, nil); err != nil {
-			return r.held(ctx, err)
+			logf.FromContext(ctx).Error(err, "health condition not taken off the cluster")
 		}
 	}
 	return r.notHeld(ctx, cl)

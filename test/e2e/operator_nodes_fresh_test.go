@@ -388,11 +388,24 @@ func TestFlightErroredDrain(t *testing.T) {
 	}
 }
 
-// statusAfter lets the first allow status applies through and refuses the others (the API server's 503).
+// statusAfter lets the first allow status applies (status patches, with patches) through and refuses the others
+// (the API server's 503).
 type statusAfter struct {
 	client.Client
-	mu    sync.Mutex
-	allow int
+	mu      sync.Mutex
+	allow   int
+	patches bool
+}
+
+// refuse counts one status write and says whether it is refused.
+func (c *statusAfter) refuse() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.allow--
+	if c.allow < 0 {
+		return apierrors.NewServiceUnavailable("the operator is gone")
+	}
+	return nil
 }
 
 func (c *statusAfter) Status() client.SubResourceWriter {
@@ -405,14 +418,21 @@ type statusAfterWriter struct {
 }
 
 func (w statusAfterWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	w.c.mu.Lock()
-	w.c.allow--
-	refuse := w.c.allow < 0
-	w.c.mu.Unlock()
-	if refuse {
-		return apierrors.NewServiceUnavailable("the operator is gone")
+	if !w.c.patches {
+		if err := w.c.refuse(); err != nil {
+			return err
+		}
 	}
 	return w.SubResourceWriter.Apply(ctx, obj, opts...)
+}
+
+func (w statusAfterWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if w.c.patches {
+		if err := w.c.refuse(); err != nil {
+			return err
+		}
+	}
+	return w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 }
 
 // TestFlightNodesRemediationRequest: a repair asked for by hand on a Ready node (the Node's annotation
@@ -522,7 +542,7 @@ func TestRemediateWriteAhead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	restart(&statusPatchAfter{Client: f.c, allow: 1})
+	restart(&statusAfter{Client: f.c, allow: 1, patches: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := f.rec.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(m)}); err == nil {
@@ -551,31 +571,4 @@ func TestRemediateWriteAhead(t *testing.T) {
 	if soft, hard := f.nova.Matched("soft"), f.nova.Matched("hard"); soft != 1 || hard != 1 {
 		t.Fatalf("after softRebootTimeout: soft %d hard %d, want 1 1", soft, hard)
 	}
-}
-
-// statusPatchAfter lets the first allow status patches through and refuses the others (the API server's 503).
-type statusPatchAfter struct {
-	client.Client
-	mu    sync.Mutex
-	allow int
-}
-
-func (c *statusPatchAfter) Status() client.SubResourceWriter {
-	return statusPatchAfterWriter{c.Client.Status(), c}
-}
-
-type statusPatchAfterWriter struct {
-	client.SubResourceWriter
-	c *statusPatchAfter
-}
-
-func (w statusPatchAfterWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	w.c.mu.Lock()
-	w.c.allow--
-	refuse := w.c.allow < 0
-	w.c.mu.Unlock()
-	if refuse {
-		return apierrors.NewServiceUnavailable("the operator is gone")
-	}
-	return w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 }
