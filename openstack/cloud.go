@@ -81,6 +81,9 @@ type Cloud struct {
 	projMu    sync.Mutex
 	projToken string // the token whose project projID is (decoding a token's body costs as much as a list)
 	projID    string
+
+	credMu sync.Mutex
+	cred   *Credential // the application credential's, read once (Keystone never changes its expiry)
 }
 
 var (

@@ -274,7 +274,8 @@ func (o *Operator) setupControllers() error {
 		return controller.Options{MaxConcurrentReconciles: n, RateLimiter: requeueLimiter(nil)}
 	}
 	if o.access, err = access.New(deps, access.Options{Interval: opts.AccessInterval, WorkloadChanges: changes,
-		Deorbit: true, Metrics: pass.NewMetrics(access.Name, opts.Registry)}); err != nil { // the deorbit controller owns the finalizer of a deleted cluster
+		Deorbit: true, Metrics: pass.NewMetrics(access.Name, opts.Registry),
+		ExpiryWarning: opts.CredentialsExpiryWarning, Credentials: access.NewCredentialMetrics(opts.Registry)}); err != nil { // the deorbit controller owns the finalizer of a deleted cluster
 		return fmt.Errorf("operator: %w", err)
 	}
 	if err := o.access.SetupWithManager(ctx, mgr, workers(opts.AccessWorkers)); err != nil {

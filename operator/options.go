@@ -79,6 +79,9 @@ type Options struct {
 	// AccessInterval is how often each VitalsCluster's tenancy is proven again (default 1m); a spec
 	// change proves it at once.
 	AccessInterval time.Duration
+	// CredentialsExpiryWarning is how long before a cluster's credentials expire its CredentialsHealthy
+	// condition turns False (default 14 days).
+	CredentialsExpiryWarning time.Duration
 	// AccessWorkers is how many clusters the access controller proves at once (default 10): a proof
 	// mostly waits on Keystone and Neutron, so one worker proves about interval/proof-duration clusters
 	// (some 600 a minute at 0.1 s; docs/benchmarks.md, issue 17).

@@ -137,3 +137,5 @@ func reauthRefusal(source string, err error) *Refusal {
 	}
 	return &Refusal{Reason: ReasonCloudUnavailable, Message: fmt.Sprintf("%s: Keystone cannot be reached for re-authentication", source)}
 }
+
+var _ CredentialReader = (*openstack.Cloud)(nil)

@@ -3,6 +3,7 @@ package tenancy
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -39,6 +40,17 @@ type Scope struct {
 	// "security group \"NAME\""): only for a cluster being deleted that was proven in this project before
 	// (its owner's teardown may have deleted them), never for a live one, whose Scope names them all.
 	Gone []string
+	// ConnectedAt is when the connection with these credentials (this version of their Secret) first
+	// authenticated (zero for the operator's own credentials).
+	ConnectedAt time.Time
+	// Credentials read what the credentials are and when they expire (nil: the connection cannot tell).
+	Credentials CredentialReader
+}
+
+// CredentialReader is a Connection that can tell what its credentials are and when they expire
+// (openstack.Cloud is one).
+type CredentialReader interface {
+	Credential(ctx context.Context) (openstack.Credential, error)
 }
 
 // Resolver gives each cluster its Scope, or a *Refusal.

@@ -88,6 +88,8 @@ type cachedConn struct {
 	version string // Secret UID/resourceVersion
 	conn    Connection
 	readAt  time.Time // when its Secret was last read
+
+	connectedAt time.Time // when conn first authenticated
 }
 
 var _ Resolver = (*Verifier)(nil)
@@ -115,7 +117,7 @@ func (v *Verifier) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*Sco
 	if err := CheckWidth(c, v.opts.Limits); err != nil {
 		return nil, err
 	}
-	conn, source, err := v.connection(ctx, c)
+	conn, source, since, err := v.connection(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +143,9 @@ func (v *Verifier) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*Sco
 	scope, err := scopeFor(ctx, conn, project, c.Spec.OpenStack, source, provenBeforeDeletion(c, project))
 	if r := reauthRefusal(source, err); r != nil {
 		return nil, r
+	}
+	if scope != nil {
+		scope.ConnectedAt = since
 	}
 	return scope, err
 }
@@ -188,7 +193,11 @@ func scopeFor(ctx context.Context, conn Connection, project string, spec v1alpha
 	if router != nil {
 		sc.router = router.ID
 	}
-	return &Scope{Cloud: sc, ProjectID: project, Source: source, Router: router, Subnet: subnet, Gone: gone}, nil
+	scope := &Scope{Cloud: sc, ProjectID: project, Source: source, Router: router, Subnet: subnet, Gone: gone}
+	if cr, ok := conn.(CredentialReader); ok {
+		scope.Credentials = cr
+	}
+	return scope, nil
 }
 
 // Forget drops the connection of a cluster that is gone, unless another cluster uses the same Secret.
@@ -221,7 +230,7 @@ func (v *Verifier) Cached() int {
 }
 
 // connection returns c's connection and a description of its credentials for messages.
-func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (Connection, string, error) {
+func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (Connection, string, time.Time, error) {
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 	ref := c.Spec.OpenStack.CredentialsSecretRef
 	if ref == nil {
@@ -240,26 +249,26 @@ func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (C
 	}
 	source := fmt.Sprintf("secret %s/%s key %s", c.Namespace, ref.Name, secretKey)
 	id := c.Namespace + "/" + ref.Name + "/" + secretKey + "/" + cloud + "/" + c.Spec.OpenStack.CACertKey
-	if conn, ok := v.fresh(key, id); ok {
-		return conn, source + " (cloud " + cloud + ")", nil
+	if conn, since, ok := v.fresh(key, id); ok {
+		return conn, source + " (cloud " + cloud + ")", since, nil
 	}
 	readAt := v.opts.Clock.Now()
 	var sec corev1.Secret
 	if err := v.opts.Secrets.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}, &sec); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, "", &Refusal{Reason: ReasonMissingCredentials, Message: fmt.Sprintf("secret %s/%s not found (spec.openstack.credentialsSecretRef)", c.Namespace, ref.Name)}
+			return nil, "", time.Time{}, &Refusal{Reason: ReasonMissingCredentials, Message: fmt.Sprintf("secret %s/%s not found (spec.openstack.credentialsSecretRef)", c.Namespace, ref.Name)}
 		}
 		if apierrors.IsForbidden(err) {
 			// Not an outage: the operator's RBAC does not reach this namespace's Secrets.
-			return nil, "", &Refusal{Reason: ReasonMissingCredentials, Message: fmt.Sprintf(
+			return nil, "", time.Time{}, &Refusal{Reason: ReasonMissingCredentials, Message: fmt.Sprintf(
 				"secret %s/%s: the operator may not read Secrets in namespace %s (grant it: the chart's operator.secrets.namespaces, or operator.secrets.clusterWide)",
 				c.Namespace, ref.Name, c.Namespace)}
 		}
-		return nil, "", fmt.Errorf("read credentials secret %s/%s: %w", c.Namespace, ref.Name, err)
+		return nil, "", time.Time{}, fmt.Errorf("read credentials secret %s/%s: %w", c.Namespace, ref.Name, err)
 	}
 	data, ok := sec.Data[secretKey]
 	if !ok {
-		return nil, "", &Refusal{Reason: ReasonInvalidCredentials, Message: source + ": no such key (expected a clouds.yaml)"}
+		return nil, "", time.Time{}, &Refusal{Reason: ReasonInvalidCredentials, Message: source + ": no such key (expected a clouds.yaml)"}
 	}
 	version := string(sec.UID) + "/" + sec.ResourceVersion
 	v.mu.Lock()
@@ -270,7 +279,7 @@ func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (C
 	if e, ok := v.conns[id]; ok && e.version == version {
 		e.readAt = readAt
 		v.mu.Unlock()
-		return e.conn, source + " (cloud " + cloud + ")", nil
+		return e.conn, source + " (cloud " + cloud + ")", e.connectedAt, nil
 	}
 	v.mu.Unlock()
 
@@ -281,7 +290,7 @@ func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (C
 	auth, err := openstack.AuthFromSecretCloudsYAMLWithCA(data, cloud, source, caPEM)
 	if err != nil {
 		// The parser's errors name the Secret, the line and the field, never a value.
-		return nil, "", &Refusal{Reason: ReasonInvalidCredentials, Message: err.Error()}
+		return nil, "", time.Time{}, &Refusal{Reason: ReasonInvalidCredentials, Message: err.Error()}
 	}
 	source = auth.Source
 	var tr *guardedTransport
@@ -294,51 +303,51 @@ func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (C
 	if err != nil {
 		refusal := connectError(source, err, tr != nil && tr.denied.Load())
 		v.opts.Logger.Info("cannot connect with a cluster's credentials", "cluster", key.String(), "reason", refusal.Reason, "message", refusal.Message)
-		return nil, "", refusal
+		return nil, "", time.Time{}, refusal
 	}
 	v.mu.Lock()
 	if v.uses[key] == id {
-		v.conns[id] = &cachedConn{version: version, conn: conn, readAt: readAt}
+		v.conns[id] = &cachedConn{version: version, conn: conn, readAt: readAt, connectedAt: v.opts.Clock.Now()}
 	}
 	v.mu.Unlock()
-	return conn, source, nil
+	return conn, source, v.opts.Clock.Now(), nil
 }
 
 // fresh returns the cached connection of reference id when its Secret was read less than SecretMaxAge
 // ago, and records that cluster key uses it.
-func (v *Verifier) fresh(key types.NamespacedName, id string) (Connection, bool) {
+func (v *Verifier) fresh(key types.NamespacedName, id string) (Connection, time.Time, bool) {
 	if v.opts.SecretMaxAge <= 0 {
-		return nil, false
+		return nil, time.Time{}, false
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	e, ok := v.conns[id]
 	if !ok || v.opts.Clock.Since(e.readAt) >= v.opts.SecretMaxAge {
-		return nil, false
+		return nil, time.Time{}, false
 	}
 	if prev, ok := v.uses[key]; ok && prev != id {
 		v.release(key)
 	}
 	v.uses[key] = id
-	return e.conn, true
+	return e.conn, e.connectedAt, true
 }
 
 // operatorConnection serves a cluster without a Secret with the operator's credentials, in a trusted
 // namespace only.
-func (v *Verifier) operatorConnection(ctx context.Context, c *v1alpha1.VitalsCluster) (Connection, string, error) {
+func (v *Verifier) operatorConnection(ctx context.Context, c *v1alpha1.VitalsCluster) (Connection, string, time.Time, error) {
 	const source = "the operator's credentials"
 	switch {
 	case v.opts.Operator == nil:
-		return nil, "", &Refusal{Reason: ReasonMissingCredentials, Message: "no spec.openstack.credentialsSecretRef, and the operator has no credentials of its own"}
+		return nil, "", time.Time{}, &Refusal{Reason: ReasonMissingCredentials, Message: "no spec.openstack.credentialsSecretRef, and the operator has no credentials of its own"}
 	case !slices.Contains(v.opts.TrustedNamespaces, c.Namespace):
-		return nil, "", &Refusal{Reason: ReasonUntrustedNamespace, Message: fmt.Sprintf(
+		return nil, "", time.Time{}, &Refusal{Reason: ReasonUntrustedNamespace, Message: fmt.Sprintf(
 			"no spec.openstack.credentialsSecretRef, and namespace %s is not trusted with the operator's credentials: name a credentials Secret", c.Namespace)}
 	}
 	conn, err := v.opts.Operator(ctx)
 	if err != nil {
-		return nil, "", &Refusal{Reason: ReasonCloudUnavailable, Message: fmt.Sprintf("%s: %v", source, err)}
+		return nil, "", time.Time{}, &Refusal{Reason: ReasonCloudUnavailable, Message: fmt.Sprintf("%s: %v", source, err)}
 	}
-	return conn, source, nil
+	return conn, source, time.Time{}, nil // the operator's own connection: re-authenticated by gophercloud, no Secret version
 }
 
 // Prove reads every resource spec names and proves it is project's: the router (returned), the

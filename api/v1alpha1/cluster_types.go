@@ -291,6 +291,11 @@ const (
 	// ConditionWorkloadReachable: the workload cluster's API answers and the operator's informers on it
 	// have synced.
 	ConditionWorkloadReachable = "WorkloadReachable"
+	// ConditionCredentialsHealthy: the cluster's credentials authenticate and do not expire within the
+	// operator's warning window, --credentials-expiry-warning (reasons: NoExpiry, Valid, ExpiringSoon, Expired,
+	// ExpiryUnknown, and the CloudVerified reasons MissingCredentials and InvalidCredentials). Not part of Ready:
+	// the cluster works until the credentials expire.
+	ConditionCredentialsHealthy = "CredentialsHealthy"
 	// ConditionRemediationAllowed: the remediation policy lets controllers act (reasons: Allowed, Paused,
 	// OperatorPaused, DryRun, BudgetExhausted, Storm, GateClosed).
 	ConditionRemediationAllowed = "RemediationAllowed"
@@ -375,6 +380,29 @@ type ControllerStatus struct {
 // spec names, and the reach of its workload cluster (conditions CloudVerified and WorkloadReachable).
 type AccessStatus struct {
 	ControllerStatus `json:",inline"`
+	// Credentials are what the cluster's credentials are and when they expire, as of the last proof that
+	// authenticated (the CredentialsHealthy condition). Never the credential's ID, name or secret.
+	// +optional
+	Credentials *CredentialsStatus `json:"credentials,omitempty"`
+}
+
+// CredentialsStatus is what a cluster's credentials are and when Keystone stops accepting them.
+type CredentialsStatus struct {
+	// Kind of credential: ApplicationCredential, Password or Token.
+	// +kubebuilder:validation:Enum=ApplicationCredential;Password;Token
+	Kind string `json:"kind"`
+	// Source names where they came from ("secret NS/NAME key KEY (cloud C)" or "the operator's credentials").
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Source string `json:"source,omitempty"`
+	// ExpiresAt is when Keystone stops accepting them (unset: they do not expire): an application credential's
+	// expires_at, a password's password_expires_at, a bare token's expiry.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
+	// AuthenticatedSince is when a connection with these credentials (this version of their Secret) first
+	// authenticated: after a rotation of the Secret, the proof that the new credentials work.
+	// +optional
+	AuthenticatedSince *metav1.Time `json:"authenticatedSince,omitempty"`
 }
 
 // RouteGCStatus reports the route collector.

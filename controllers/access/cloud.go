@@ -23,6 +23,7 @@ type cloudResult struct {
 	keep    bool   // nothing proven either way (cloud unavailable): keep the last proven project
 	reason  string
 	message string
+	scope   *tenancy.Scope // the proven scope; nil when refused
 }
 
 func (cr cloudResult) apply(o *pass.Owned) {
@@ -58,7 +59,7 @@ func (r *Reconciler) verifyCloud(ctx context.Context, c *v1alpha1.VitalsCluster)
 	res := cloudResult{}
 	scope, err := r.d.Tenancy.Resolve(ctx, c)
 	if err == nil {
-		res.project, res.reason = scope.ProjectID, tenancy.ReasonVerified
+		res.project, res.reason, res.scope = scope.ProjectID, tenancy.ReasonVerified, scope
 		res.message = "project " + scope.ProjectID + " proven with " + scope.Source
 	} else {
 		var refusal *tenancy.Refusal

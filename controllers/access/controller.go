@@ -48,6 +48,11 @@ type Options struct {
 	// registered). A proof is ok when the cloud was verified, error when tenancy refused the cluster,
 	// aborted when the cloud could not be asked.
 	Metrics *pass.Metrics
+	// ExpiryWarning is how long before the credentials of a cluster expire its CredentialsHealthy turns False
+	// (default DefaultExpiryWarning).
+	ExpiryWarning time.Duration
+	// Credentials export when each cluster's credentials expire (nil: not registered).
+	Credentials *CredentialMetrics
 }
 
 // New returns the access controller. d.Workload (nil: WorkloadReachable is not reported) connects each
@@ -61,6 +66,12 @@ func New(d *pass.Deps, o Options) (*Reconciler, error) {
 	}
 	if o.Metrics == nil {
 		o.Metrics = pass.NewMetrics(Name, nil)
+	}
+	if o.ExpiryWarning <= 0 {
+		o.ExpiryWarning = DefaultExpiryWarning
+	}
+	if o.Credentials == nil {
+		o.Credentials = NewCredentialMetrics(nil)
 	}
 	return &Reconciler{d: d, o: o}, nil
 }
@@ -118,13 +129,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	start := r.d.Clock.Now()
 	cloud := r.verifyCloud(ctx, &c)
+	creds := r.checkCredentials(ctx, &c, cloud)
 	wl := r.reachWorkload(ctx, &c)
 	end := r.d.Clock.Now()
 	r.o.Metrics.Observe(req.NamespacedName, cloud.result(), end.Sub(start), end)
-	own := pass.Owned{Owner: Name, Fields: []string{Name, "projectID"}, Types: []string{v1alpha1.ConditionCloudVerified, v1alpha1.ConditionWorkloadReachable}}
+	own := pass.Owned{Owner: Name, Fields: []string{Name, "projectID"}, Types: []string{v1alpha1.ConditionCloudVerified, v1alpha1.ConditionCredentialsHealthy, v1alpha1.ConditionWorkloadReachable}}
 	own.Status.Access = &v1alpha1.AccessStatus{ControllerStatus: v1alpha1.ControllerStatus{ObservedGeneration: c.Generation}}
 	own.Status.ProjectID = c.Status.ProjectID
 	cloud.apply(&own)
+	creds.apply(&own, &c)
 	wl.apply(&own)
 	if _, err := r.d.Writer.Write(ctx, &c, own); err != nil {
 		return ctrl.Result{}, err
@@ -155,6 +168,7 @@ func (r *Reconciler) release(ctx context.Context, c *v1alpha1.VitalsCluster) err
 
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.o.Metrics.Forget(key)
+	r.o.Credentials.forget(key)
 	r.d.Tenancy.Forget(key)
 	if r.d.Workload != nil {
 		r.d.Workload.Forget(key)

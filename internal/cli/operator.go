@@ -22,6 +22,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/config"
+	"github.com/vitalsproject/vitals/controllers/access"
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/operator"
@@ -84,6 +85,7 @@ type operatorFlags struct {
 	podCIDRLimit4           int
 	podCIDRLimit6           int
 	accessInterval          time.Duration
+	credentialsWarning      time.Duration
 	accessWorkers           int
 	sharding                bool
 	shardRanges             int
@@ -193,6 +195,8 @@ Configuration comes from --config, an oslo-style INI file as Kuryr's (flags over
   pod_cidr_limit_v6 = 44
   access_interval = 60
   access_workers = 10
+  # days before a cluster's credentials expire that CredentialsHealthy turns False
+  credentials_expiry_warning_days = 14
   # every replica active, on the clusters of its UID hash ranges
   sharding = false
   # a power of two, the same on every replica
@@ -289,6 +293,7 @@ VitalsClusters of the namespaces given with --trust-namespace.`,
 	fl.IntVar(&f.podCIDRLimit4, "pod-cidr-limit-v4", 12, "shortest prefix length of an IPv4 pod CIDR a VitalsCluster may claim (12: a /11 is refused; 0: no limit)")
 	fl.IntVar(&f.podCIDRLimit6, "pod-cidr-limit-v6", 44, "shortest prefix length of an IPv6 pod CIDR a VitalsCluster may claim (44: a /43 is refused; 0: no limit)")
 	fl.DurationVar(&f.accessInterval, "access-interval", time.Minute, "how often each VitalsCluster's credentials and resources are proven again")
+	fl.DurationVar(&f.credentialsWarning, "credentials-expiry-warning", access.DefaultExpiryWarning, "how long before a VitalsCluster's OpenStack credentials expire its CredentialsHealthy condition turns False")
 	fl.IntVar(&f.accessWorkers, "access-workers", operator.DefaultAccessWorkers, "how many clusters the access controller proves at once")
 	fl.BoolVar(&f.sharding, "sharding", false, "every replica acts, on the VitalsClusters of the UID hash ranges it holds through Leases (no leader election)")
 	fl.IntVar(&f.shardRanges, "shard-ranges", sharding.DefaultRanges, "hash ranges the VitalsClusters' UIDs are cut into: a power of two, the same on every replica")
@@ -455,6 +460,7 @@ func (f *operatorFlags) options(fl *pflag.FlagSet, stderr io.Writer, getenv func
 	o.TrustedNamespaces, o.TrustedAuthURLs = f.trustNamespaces, f.trustedAuthURLs
 	o.MaxPodPrefix4, o.MaxPodPrefix6 = podPrefixLimit(f.podCIDRLimit4), podPrefixLimit(f.podCIDRLimit6)
 	o.AccessInterval, o.AccessWorkers = f.accessInterval, f.accessWorkers
+	o.CredentialsExpiryWarning = f.credentialsWarning
 	if f.sharding {
 		o.LeaderElect = false
 		o.Sharding = &operator.Sharding{Ranges: f.shardRanges, ClientSide: f.shardClientSide,
@@ -514,7 +520,7 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 		"routegc_interval", "routegc_budget", "routegc_workers", "flight_interval", "flight_budget", "flight_workers", "deorbit_workers", "deorbit_parallel_deletes", "check_interval", "check_timeout", "quota_critical", "max_routes", "cloud",
 		"allow_local_workload", "allow_insecure_workload", "allow_loopback_workload", "kube_api_qps", "kube_api_burst", "workload_qps", "workload_burst", "workload_teardown_qps", "workload_teardown_burst", "cloud_qps", "cloud_burst",
 		"remediation_budget", "remediation_window", "remediation_storm_cooldown", "remediation_paused", "dry_run", "pause_configmap",
-		"trust_namespaces", "trusted_auth_urls", "pod_cidr_limit_v4", "pod_cidr_limit_v6", "access_interval", "access_workers",
+		"trust_namespaces", "trusted_auth_urls", "pod_cidr_limit_v4", "pod_cidr_limit_v6", "access_interval", "access_workers", "credentials_expiry_warning_days",
 		"sharding", "shard_ranges", "shard_client_side", "shard_lease_duration", "shard_renew_interval", "shard_safety_margin", "write_timeout",
 		"kubernetes_metric_names", "cluster_metrics")
 	f.metricsAddr = op.String("metrics_bind_address", f.metricsAddr)
@@ -557,6 +563,9 @@ func (f *operatorFlags) fromINI(ini *config.INI) (apiRoot, tokenFile, caFile str
 	f.podCIDRLimit6 = op.IntRange("pod_cidr_limit_v6", f.podCIDRLimit6, 0, 128)
 	f.accessInterval = op.Seconds("access_interval", f.accessInterval)
 	f.accessWorkers = op.IntRange("access_workers", f.accessWorkers, 1, 100)
+	if op.Has("credentials_expiry_warning_days") {
+		f.credentialsWarning = time.Duration(op.IntRange("credentials_expiry_warning_days", 14, 1, 365)) * 24 * time.Hour
+	}
 	f.sharding = op.Bool("sharding", f.sharding)
 	f.shardRanges = op.IntRange("shard_ranges", f.shardRanges, 1, sharding.MaxRanges)
 	f.shardClientSide = op.Bool("shard_client_side", f.shardClientSide)
@@ -595,6 +604,9 @@ func (f *operatorFlags) checkTenancy() error {
 	}
 	if f.podCIDRLimit6 < 0 || f.podCIDRLimit6 > 128 {
 		return &config.Error{Field: "--pod-cidr-limit-v6", Msg: fmt.Sprintf("expected a prefix length from 0 (no limit) to 128, got %d", f.podCIDRLimit6)}
+	}
+	if f.credentialsWarning < time.Hour {
+		return &config.Error{Field: "--credentials-expiry-warning", Msg: fmt.Sprintf("expected at least 1h, got %s", f.credentialsWarning)}
 	}
 	if f.accessInterval < time.Second {
 		return &config.Error{Field: "--access-interval", Msg: fmt.Sprintf("expected at least 1s, got %s", f.accessInterval)}

@@ -123,6 +123,8 @@ func TestRunbookCommands(t *testing.T) {
 		Resources: []v1alpha1.DeorbitResource{{Type: "volume", ID: "9d2e", State: "Failed", Status: "error_deleting", LastError: "Cinder refused"}}}
 	vcl.Status.CloudHeal = &v1alpha1.CloudHealStatus{ControllerStatus: v1alpha1.ControllerStatus{Actions: []v1alpha1.Action{action}},
 		StaleAttachments: []v1alpha1.StaleAttachment{{AttachmentID: "5a1e", VolumeID: "9d2e", ServerID: "7c1f", FirstSeen: now, Passes: 1}}}
+	vcl.Status.Access = &v1alpha1.AccessStatus{Credentials: &v1alpha1.CredentialsStatus{Kind: "ApplicationCredential",
+		Source: "secret clusters/prod-eu-cloud key clouds.yaml (cloud openstack)", ExpiresAt: &now, AuthenticatedSince: &now}}
 	if err := c.Status().Update(ctx, vcl); err != nil {
 		t.Fatalf("the VitalsCluster's status: %v", err)
 	}
