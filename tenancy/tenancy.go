@@ -43,6 +43,9 @@ type Scope struct {
 	// ConnectedAt is when the connection with these credentials (this version of their Secret) first
 	// authenticated (zero for the operator's own credentials).
 	ConnectedAt time.Time
+	// SecretVersion is the resourceVersion of the credentials Secret the connection was made from ("" for the
+	// operator's own credentials).
+	SecretVersion string
 	// Credentials read what the credentials are and when they expire (nil: the connection cannot tell).
 	Credentials CredentialReader
 }

@@ -89,7 +89,13 @@ type cachedConn struct {
 	conn    Connection
 	readAt  time.Time // when its Secret was last read
 
-	connectedAt time.Time // when conn first authenticated
+	meta connMeta
+}
+
+// connMeta is when a connection first authenticated, and the resourceVersion of the Secret it was made from.
+type connMeta struct {
+	at      time.Time
+	version string
 }
 
 var _ Resolver = (*Verifier)(nil)
@@ -117,7 +123,7 @@ func (v *Verifier) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*Sco
 	if err := CheckWidth(c, v.opts.Limits); err != nil {
 		return nil, err
 	}
-	conn, source, since, err := v.connection(ctx, c)
+	conn, source, cm, err := v.connection(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +151,7 @@ func (v *Verifier) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*Sco
 		return nil, r
 	}
 	if scope != nil {
-		scope.ConnectedAt = since
+		scope.ConnectedAt, scope.SecretVersion = cm.at, cm.version
 	}
 	return scope, err
 }
@@ -230,7 +236,7 @@ func (v *Verifier) Cached() int {
 }
 
 // connection returns c's connection and a description of its credentials for messages.
-func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (Connection, string, time.Time, error) {
+func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (Connection, string, connMeta, error) {
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 	ref := c.Spec.OpenStack.CredentialsSecretRef
 	if ref == nil {
@@ -249,26 +255,26 @@ func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (C
 	}
 	source := fmt.Sprintf("secret %s/%s key %s", c.Namespace, ref.Name, secretKey)
 	id := c.Namespace + "/" + ref.Name + "/" + secretKey + "/" + cloud + "/" + c.Spec.OpenStack.CACertKey
-	if conn, since, ok := v.fresh(key, id); ok {
-		return conn, source + " (cloud " + cloud + ")", since, nil
+	if conn, meta, ok := v.fresh(key, id); ok {
+		return conn, source + " (cloud " + cloud + ")", meta, nil
 	}
 	readAt := v.opts.Clock.Now()
 	var sec corev1.Secret
 	if err := v.opts.Secrets.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}, &sec); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, "", time.Time{}, &Refusal{Reason: ReasonMissingCredentials, Message: fmt.Sprintf("secret %s/%s not found (spec.openstack.credentialsSecretRef)", c.Namespace, ref.Name)}
+			return nil, "", connMeta{}, &Refusal{Reason: ReasonMissingCredentials, Message: fmt.Sprintf("secret %s/%s not found (spec.openstack.credentialsSecretRef)", c.Namespace, ref.Name)}
 		}
 		if apierrors.IsForbidden(err) {
 			// Not an outage: the operator's RBAC does not reach this namespace's Secrets.
-			return nil, "", time.Time{}, &Refusal{Reason: ReasonMissingCredentials, Message: fmt.Sprintf(
+			return nil, "", connMeta{}, &Refusal{Reason: ReasonMissingCredentials, Message: fmt.Sprintf(
 				"secret %s/%s: the operator may not read Secrets in namespace %s (grant it: the chart's operator.secrets.namespaces, or operator.secrets.clusterWide)",
 				c.Namespace, ref.Name, c.Namespace)}
 		}
-		return nil, "", time.Time{}, fmt.Errorf("read credentials secret %s/%s: %w", c.Namespace, ref.Name, err)
+		return nil, "", connMeta{}, fmt.Errorf("read credentials secret %s/%s: %w", c.Namespace, ref.Name, err)
 	}
 	data, ok := sec.Data[secretKey]
 	if !ok {
-		return nil, "", time.Time{}, &Refusal{Reason: ReasonInvalidCredentials, Message: source + ": no such key (expected a clouds.yaml)"}
+		return nil, "", connMeta{}, &Refusal{Reason: ReasonInvalidCredentials, Message: source + ": no such key (expected a clouds.yaml)"}
 	}
 	version := string(sec.UID) + "/" + sec.ResourceVersion
 	v.mu.Lock()
@@ -279,7 +285,7 @@ func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (C
 	if e, ok := v.conns[id]; ok && e.version == version {
 		e.readAt = readAt
 		v.mu.Unlock()
-		return e.conn, source + " (cloud " + cloud + ")", e.connectedAt, nil
+		return e.conn, source + " (cloud " + cloud + ")", e.meta, nil
 	}
 	v.mu.Unlock()
 
@@ -290,7 +296,7 @@ func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (C
 	auth, err := openstack.AuthFromSecretCloudsYAMLWithCA(data, cloud, source, caPEM)
 	if err != nil {
 		// The parser's errors name the Secret, the line and the field, never a value.
-		return nil, "", time.Time{}, &Refusal{Reason: ReasonInvalidCredentials, Message: err.Error()}
+		return nil, "", connMeta{}, &Refusal{Reason: ReasonInvalidCredentials, Message: err.Error()}
 	}
 	source = auth.Source
 	var tr *guardedTransport
@@ -303,51 +309,52 @@ func (v *Verifier) connection(ctx context.Context, c *v1alpha1.VitalsCluster) (C
 	if err != nil {
 		refusal := connectError(source, err, tr != nil && tr.denied.Load())
 		v.opts.Logger.Info("cannot connect with a cluster's credentials", "cluster", key.String(), "reason", refusal.Reason, "message", refusal.Message)
-		return nil, "", time.Time{}, refusal
+		return nil, "", connMeta{}, refusal
 	}
+	meta := connMeta{at: v.opts.Clock.Now(), version: sec.ResourceVersion}
 	v.mu.Lock()
 	if v.uses[key] == id {
-		v.conns[id] = &cachedConn{version: version, conn: conn, readAt: readAt, connectedAt: v.opts.Clock.Now()}
+		v.conns[id] = &cachedConn{version: version, conn: conn, readAt: readAt, meta: meta}
 	}
 	v.mu.Unlock()
-	return conn, source, v.opts.Clock.Now(), nil
+	return conn, source, meta, nil
 }
 
 // fresh returns the cached connection of reference id when its Secret was read less than SecretMaxAge
 // ago, and records that cluster key uses it.
-func (v *Verifier) fresh(key types.NamespacedName, id string) (Connection, time.Time, bool) {
+func (v *Verifier) fresh(key types.NamespacedName, id string) (Connection, connMeta, bool) {
 	if v.opts.SecretMaxAge <= 0 {
-		return nil, time.Time{}, false
+		return nil, connMeta{}, false
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	e, ok := v.conns[id]
 	if !ok || v.opts.Clock.Since(e.readAt) >= v.opts.SecretMaxAge {
-		return nil, time.Time{}, false
+		return nil, connMeta{}, false
 	}
 	if prev, ok := v.uses[key]; ok && prev != id {
 		v.release(key)
 	}
 	v.uses[key] = id
-	return e.conn, e.connectedAt, true
+	return e.conn, e.meta, true
 }
 
 // operatorConnection serves a cluster without a Secret with the operator's credentials, in a trusted
 // namespace only.
-func (v *Verifier) operatorConnection(ctx context.Context, c *v1alpha1.VitalsCluster) (Connection, string, time.Time, error) {
+func (v *Verifier) operatorConnection(ctx context.Context, c *v1alpha1.VitalsCluster) (Connection, string, connMeta, error) {
 	const source = "the operator's credentials"
 	switch {
 	case v.opts.Operator == nil:
-		return nil, "", time.Time{}, &Refusal{Reason: ReasonMissingCredentials, Message: "no spec.openstack.credentialsSecretRef, and the operator has no credentials of its own"}
+		return nil, "", connMeta{}, &Refusal{Reason: ReasonMissingCredentials, Message: "no spec.openstack.credentialsSecretRef, and the operator has no credentials of its own"}
 	case !slices.Contains(v.opts.TrustedNamespaces, c.Namespace):
-		return nil, "", time.Time{}, &Refusal{Reason: ReasonUntrustedNamespace, Message: fmt.Sprintf(
+		return nil, "", connMeta{}, &Refusal{Reason: ReasonUntrustedNamespace, Message: fmt.Sprintf(
 			"no spec.openstack.credentialsSecretRef, and namespace %s is not trusted with the operator's credentials: name a credentials Secret", c.Namespace)}
 	}
 	conn, err := v.opts.Operator(ctx)
 	if err != nil {
-		return nil, "", time.Time{}, &Refusal{Reason: ReasonCloudUnavailable, Message: fmt.Sprintf("%s: %v", source, err)}
+		return nil, "", connMeta{}, &Refusal{Reason: ReasonCloudUnavailable, Message: fmt.Sprintf("%s: %v", source, err)}
 	}
-	return conn, source, time.Time{}, nil // the operator's own connection: re-authenticated by gophercloud, no Secret version
+	return conn, source, connMeta{}, nil // the operator's own connection: re-authenticated by gophercloud, no Secret version
 }
 
 // Prove reads every resource spec names and proves it is project's: the router (returned), the

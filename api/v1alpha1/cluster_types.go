@@ -399,10 +399,15 @@ type CredentialsStatus struct {
 	// expires_at, a password's password_expires_at, a bare token's expiry.
 	// +optional
 	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
-	// AuthenticatedSince is when a connection with these credentials (this version of their Secret) first
-	// authenticated: after a rotation of the Secret, the proof that the new credentials work.
+	// AuthenticatedSince is when these credentials (this version of their Secret) first authenticated: after a
+	// rotation of the Secret, the proof that the new credentials work.
 	// +optional
 	AuthenticatedSince *metav1.Time `json:"authenticatedSince,omitempty"`
+	// SecretResourceVersion is the resourceVersion of the credentials Secret they were read from (unset for the
+	// operator's own credentials): a new one is a rotation.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	SecretResourceVersion string `json:"secretResourceVersion,omitempty"`
 }
 
 // RouteGCStatus reports the route collector.

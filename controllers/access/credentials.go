@@ -144,8 +144,13 @@ func (r *Reconciler) judge(ctx context.Context, c *v1alpha1.VitalsCluster, scope
 		}
 		return credentialResult{cond: cond, status: st}
 	}
-	st := &v1alpha1.CredentialsStatus{Kind: string(cr.Kind), Source: scope.Source}
-	if !scope.ConnectedAt.IsZero() {
+	st := &v1alpha1.CredentialsStatus{Kind: string(cr.Kind), Source: scope.Source, SecretResourceVersion: scope.SecretVersion}
+	switch prev := c.Status.Access; {
+	case scope.SecretVersion != "" && prev != nil && prev.Credentials != nil && prev.Credentials.Source == scope.Source &&
+		prev.Credentials.SecretResourceVersion == scope.SecretVersion && prev.Credentials.AuthenticatedSince != nil:
+		// The same version of the same Secret: first authenticated then, also by an operator since restarted.
+		st.AuthenticatedSince = prev.Credentials.AuthenticatedSince.DeepCopy()
+	case !scope.ConnectedAt.IsZero():
 		st.AuthenticatedSince = &metav1.Time{Time: scope.ConnectedAt.UTC().Truncate(time.Second)}
 	}
 	what := credentialNoun(cr.Kind) + " of " + scope.Source

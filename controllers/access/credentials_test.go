@@ -131,3 +131,32 @@ func verified(cr tenancy.CredentialReader) cloudResult {
 	return cloudResult{project: "p1", reason: tenancy.ReasonVerified, scope: &tenancy.Scope{ProjectID: "p1",
 		Source: "secret ns/creds key clouds.yaml (cloud openstack)", Credentials: cr}}
 }
+
+// TestAuthenticatedSince: authenticatedSince is when this version of the Secret first authenticated; an
+// operator restarted since (a new connection) keeps it, a new version of the Secret (a rotation) moves it.
+func TestAuthenticatedSince(t *testing.T) {
+	now := time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC)
+	first := metav1.NewTime(now.Add(-time.Hour))
+	tests := []struct {
+		name, version string
+		want          time.Time
+	}{
+		{"the same version, connected again", "41", first.Time},
+		{"a new version", "42", now},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reconciler{d: &pass.Deps{Clock: clocktesting.NewFakeClock(now), Recorder: func(string) events.EventRecorder { return events.NewFakeRecorder(10) }},
+				o: Options{ExpiryWarning: DefaultExpiryWarning, Credentials: NewCredentialMetrics(nil)}}
+			c := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1"}}
+			cloud := verified(credentials{cr: openstack.Credential{Kind: openstack.CredentialApplication}})
+			cloud.scope.ConnectedAt, cloud.scope.SecretVersion = now, tc.version
+			c.Status.Access = &v1alpha1.AccessStatus{Credentials: &v1alpha1.CredentialsStatus{Kind: "ApplicationCredential",
+				Source: cloud.scope.Source, SecretResourceVersion: "41", AuthenticatedSince: &first}}
+			res := r.checkCredentials(context.Background(), c, cloud)
+			if got := res.status.AuthenticatedSince; got == nil || !got.Time.Equal(tc.want) || res.status.SecretResourceVersion != tc.version {
+				t.Fatalf("authenticatedSince %v (version %q), want %s (%q)", got, res.status.SecretResourceVersion, tc.want, tc.version)
+			}
+		})
+	}
+}
