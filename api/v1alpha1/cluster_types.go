@@ -504,6 +504,8 @@ const MaxActions = 20
 // +kubebuilder:printcolumn:name="Project",type=string,JSONPath=`.status.projectID`,priority=1
 // +kubebuilder:printcolumn:name="Router",type=string,JSONPath=`.spec.openstack.routerID`,priority=1
 // +kubebuilder:printcolumn:name="Deletion",type=string,JSONPath=`.spec.deletionPolicy`,priority=1
+// +kubebuilder:printcolumn:name="Credentials",type=string,JSONPath=`.status.conditions[?(@.type=="CredentialsHealthy")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.status.access.credentials.expiresAt`,priority=1
 // +kubebuilder:printcolumn:name="Removed",type=integer,JSONPath=`.status.routegc.removedTotal`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

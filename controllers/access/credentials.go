@@ -153,30 +153,31 @@ func (r *Reconciler) judge(ctx context.Context, c *v1alpha1.VitalsCluster, scope
 	case !scope.ConnectedAt.IsZero():
 		st.AuthenticatedSince = &metav1.Time{Time: scope.ConnectedAt.UTC().Truncate(time.Second)}
 	}
-	what := credentialNoun(cr.Kind) + " of " + scope.Source
-	now := r.d.Clock.Now()
-	switch {
-	case cr.ExpiresAt.IsZero():
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonNoExpiry, "the "+what+" authenticates and does not expire"
-	default:
-		at := cr.ExpiresAt.UTC().Truncate(time.Second)
-		st.ExpiresAt = &metav1.Time{Time: at}
-		// The message names the time, never the time left: a message that changed at every proof would
-		// cost a status write each minute per cluster.
-		stamp := at.Format(time.RFC3339)
-		switch {
-		case !now.Before(at):
-			cond.Status, cond.Reason = metav1.ConditionFalse, ReasonExpired
-			cond.Message = fmt.Sprintf("the %s expired at %s: Keystone refuses it from then on; put a new one in the Secret", what, stamp)
-		case at.Sub(now) <= r.o.ExpiryWarning:
-			cond.Status, cond.Reason = metav1.ConditionFalse, ReasonExpiringSoon
-			cond.Message = fmt.Sprintf("the %s expires at %s, within %s: put a new one in the Secret before then", what, stamp, days(r.o.ExpiryWarning))
-		default:
-			cond.Status, cond.Reason = metav1.ConditionTrue, ReasonValid
-			cond.Message = fmt.Sprintf("the %s authenticates and expires at %s, after the %s warning window", what, stamp, days(r.o.ExpiryWarning))
-		}
+	if !cr.ExpiresAt.IsZero() {
+		st.ExpiresAt = &metav1.Time{Time: cr.ExpiresAt.UTC().Truncate(time.Second)}
 	}
+	cond.Status, cond.Reason, cond.Message = Judge(cr, scope.Source, r.d.Clock.Now(), r.o.ExpiryWarning)
 	return credentialResult{cond: cond, status: st}
+}
+
+// Judge is the verdict on credentials cr of source at now, with the warning window: CredentialsHealthy's
+// status, reason and message (vitals doctor's credentials check gives the same). The message names the expiry's
+// time, never the time left: a message that changed at every proof would cost a status write each minute per
+// cluster.
+func Judge(cr openstack.Credential, source string, now time.Time, window time.Duration) (metav1.ConditionStatus, string, string) {
+	what := credentialNoun(cr.Kind) + " of " + source
+	if cr.ExpiresAt.IsZero() {
+		return metav1.ConditionTrue, ReasonNoExpiry, "the " + what + " authenticates and does not expire"
+	}
+	at := cr.ExpiresAt.UTC().Truncate(time.Second)
+	stamp := at.Format(time.RFC3339)
+	switch {
+	case !now.Before(at):
+		return metav1.ConditionFalse, ReasonExpired, fmt.Sprintf("the %s expired at %s: Keystone refuses it from then on; put a new one in the Secret", what, stamp)
+	case at.Sub(now) <= window:
+		return metav1.ConditionFalse, ReasonExpiringSoon, fmt.Sprintf("the %s expires at %s, within %s: put a new one in the Secret before then", what, stamp, days(window))
+	}
+	return metav1.ConditionTrue, ReasonValid, fmt.Sprintf("the %s authenticates and expires at %s, after the %s warning window", what, stamp, days(window))
 }
 
 func credentialNoun(k openstack.CredentialKind) string {

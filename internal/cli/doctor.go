@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/controllers/access"
 	"github.com/vitalsproject/vitals/controllers/deorbit"
 	"github.com/vitalsproject/vitals/controllers/flight"
 	"github.com/vitalsproject/vitals/internal/cli/clirun"
@@ -34,19 +35,20 @@ import (
 const ExitDoctorFailed = 1
 
 type doctorFlags struct {
-	kube            kubeFlags
-	namespace       string
-	cloud           string
-	trustNamespaces []string
-	trustedAuthURLs []string
-	podCIDRLimit4   int
-	podCIDRLimit6   int
-	allowInsecure   bool
-	allowLocal      bool
-	allowLoopback   bool
-	quotaThreshold  int
-	timeout         time.Duration
-	output          string
+	kube               kubeFlags
+	namespace          string
+	cloud              string
+	trustNamespaces    []string
+	trustedAuthURLs    []string
+	podCIDRLimit4      int
+	podCIDRLimit6      int
+	allowInsecure      bool
+	allowLocal         bool
+	allowLoopback      bool
+	quotaThreshold     int
+	timeout            time.Duration
+	credentialsWarning time.Duration
+	output             string
 }
 
 func newDoctorCommand() *cobra.Command {
@@ -94,6 +96,7 @@ configuration.`,
 	fl.BoolVar(&f.allowLocal, "allow-local-workload", false, "a VitalsCluster without spec.kubeconfigSecretRef is the cluster of --kubeconfig, as the operator's flag (default: its workload check is skipped)")
 	fl.BoolVar(&f.allowLoopback, "allow-loopback-workload", false, "accept workload kubeconfigs whose server is on a loopback address, as the operator's flag")
 	fl.IntVar(&f.quotaThreshold, "quota-threshold", 80, "percent of a quota in use from which the quota checks warn (1 to 100)")
+	fl.DurationVar(&f.credentialsWarning, "credentials-expiry-warning", access.DefaultExpiryWarning, "how long before the cluster's credentials expire the credentials check warns, as the operator's flag")
 	fl.DurationVar(&f.timeout, "timeout", time.Minute, "time limit of all checks")
 	clirun.AddOutputFlag(cmd, &f.output)
 	// NAME and --namespace complete from the cluster of --kubeconfig (else in-cluster, then KUBECONFIG).
@@ -249,7 +252,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 				v1alpha1.GroupVersion.Group)
 		}
 		add("crd", "failed", detail, "")
-		skipped(append([]string{"cluster", "cloud", "routes", "route-headroom", "volume-attachments"}, append(quotaCheckNames(), "workload")...)...)
+		skipped(append([]string{"cluster", "cloud", "routes", "route-headroom", "volume-attachments", "credentials"}, append(quotaCheckNames(), "workload")...)...)
 		return
 	}
 	add("crd", "ok", "vitalsclusters."+v1alpha1.GroupVersion.Group+" served", "")
@@ -260,7 +263,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 			detail = fmt.Sprintf("no VitalsCluster %s in namespace %s", name, f.namespace)
 		}
 		add("cluster", "failed", detail, "")
-		skipped(append([]string{"cloud", "routes", "route-headroom", "volume-attachments"}, append(quotaCheckNames(), "workload")...)...)
+		skipped(append([]string{"cloud", "routes", "route-headroom", "volume-attachments", "credentials"}, append(quotaCheckNames(), "workload")...)...)
 		return
 	}
 	add("cluster", "ok", fmt.Sprintf("router %s, pod CIDRs %v", vc.Spec.OpenStack.RouterID, vc.Spec.PodCIDRs), "")
@@ -282,7 +285,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 		} else {
 			add("cloud", "failed", err.Error(), tenancy.ReasonCloudUnavailable)
 		}
-		skipped(append([]string{"routes", "route-headroom", "servers", "volume-attachments"}, quotaCheckNames()...)...)
+		skipped(append([]string{"routes", "route-headroom", "servers", "volume-attachments", "credentials"}, quotaCheckNames()...)...)
 	} else {
 		rep.ProjectID = scope.ProjectID
 		add("cloud", "ok", fmt.Sprintf("project %s proven (%s); router %s is the project's", scope.ProjectID, scope.Source, scope.Router.ID), "")
@@ -297,6 +300,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 		routeHeadroom(&vc, scope, add)
 		serversSelected(ctx, &vc, scope, add)
 		volumeAttachments(ctx, &vc, scope, add)
+		credentialsExpiry(ctx, scope, time.Now(), f.credentialsWarning, add)
 		rep.Checks = append(rep.Checks, quotaChecks(ctx, scope.Cloud, float64(f.quotaThreshold)/100)...)
 	}
 

@@ -155,7 +155,7 @@ current-context: c
 	if code != 0 || !rep.OK || rep.ProjectID == "" {
 		t.Fatalf("doctor good: exit %d, report %+v\n%s", code, rep, out)
 	}
-	for _, name := range []string{"crd", "cluster", "cloud", "routes", "route-headroom", "volume-attachments", "workload"} {
+	for _, name := range []string{"crd", "cluster", "cloud", "routes", "route-headroom", "volume-attachments", "credentials", "workload"} {
 		if r := results(rep)[name]; r.Result != "ok" {
 			t.Errorf("doctor good: check %s = %+v, want ok", name, r)
 		}
