@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/controllers/deorbit"
@@ -338,9 +339,15 @@ func wlRBACCalls(t *testing.T, c client.Client, ns string) {
 	var fresh corev1.Node
 	must("get the Node", c.Get(ctx, types.NamespacedName{Name: node.Name}, &fresh))
 	must("cordon the Node (dry run)", c.Patch(ctx, fresh.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`)), dry))
-	tainted := fresh.DeepCopy()
-	tainted.Spec.Taints = append(tainted.Spec.Taints, nodes.TaintOutOfService)
-	must("taint the Node (dry run)", c.Update(ctx, tainted, dry))
+	// an update holds the Node's resourceVersion: read again when another writer came between
+	must("taint the Node (dry run)", retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var n corev1.Node
+		if err := c.Get(ctx, types.NamespacedName{Name: node.Name}, &n); err != nil {
+			return err
+		}
+		n.Spec.Taints = append(n.Spec.Taints, nodes.TaintOutOfService)
+		return c.Update(ctx, &n, dry)
+	}))
 	cond := `{"status":{"conditions":[{"type":"` + string(nodes.ConditionDrained) + `","status":"False","reason":"Test"}]}}`
 	must("a condition of the Node (dry run)", c.Status().Patch(ctx, fresh.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, []byte(cond)), dry))
 	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "web."},
