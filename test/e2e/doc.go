@@ -18,6 +18,9 @@
 //   - deorbit: newDeorbitFixture (operator_deorbit_test.go) over the workload cluster (wlOpen,
 //     workload_helpers_test.go: claims, LoadBalancer Services and snapshots made by the real CSI and cloud
 //     controller manager); Cluster API's lifecycle: capiOpen (capi_helpers_test.go).
+//   - the workload cluster's RBAC: wlRBAC (workload_rbac_test.go) applies deploy/manifests/workload-rbac.yaml under
+//     names of the test's own and gives its ServiceAccount's kubeconfig; flight's node repair, remediate and
+//     cloudheal's load-balancer scenario reach their workload cluster only through it.
 //   - tenancy: newTenancyFixture with opNewTenant, a project, user and credentials Secret of its own.
 //   - the whole operator as a process or manager: opStart / opStartWith (operator_manager_test.go).
 //

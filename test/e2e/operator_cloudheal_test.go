@@ -545,7 +545,10 @@ func TestOperatorCloudHealLBConvergenceSim(t *testing.T) {
 	}
 	ns := opNamespace(t, wl.c)
 	t.Cleanup(func() { _ = wl.c.DeleteAllOf(context.Background(), &corev1.Node{}) })
-	if err := wl.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workload"}, Data: map[string][]byte{"kubeconfig": wl.kubeconfig}}); err != nil {
+	// cloudheal reaches the workload cluster only as deploy/manifests/workload-rbac.yaml's ServiceAccount: its
+	// informers and its Events on the Service prove the manifest's rules (workload_rbac_test.go)
+	rb := wlRBAC(t, wl.kubeconfig, ns)
+	if err := wl.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workload"}, Data: map[string][]byte{"kubeconfig": rb.Kubeconfig}}); err != nil {
 		t.Fatal(err)
 	}
 	f := &chFixture{t: t, c: wl.c, ns: ns, name: spec.ClusterName}

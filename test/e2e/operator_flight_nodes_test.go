@@ -129,7 +129,10 @@ func newFNFixture(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) *fnFixture
 	f.checks = remediation.NewChecks(f.clock)
 	// The access controller proves the cloud in the operator; here the static tenancy does.
 	f.checks.Set(f.key, remediation.CheckCloud, nil)
-	kp, kcfg, err := faultproxy.NewKube(cfg)
+	// flight reaches the workload cluster only as deploy/manifests/workload-rbac.yaml's ServiceAccount: every
+	// pass of these scenarios proves that its rules suffice (workload_rbac_test.go).
+	rb := wlRBAC(t, testenv.InlineKubeconfig(t, k.KubeconfigPath()), "kube-system")
+	kp, kcfg, err := faultproxy.NewKube(rb.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

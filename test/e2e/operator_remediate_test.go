@@ -129,9 +129,11 @@ func newRMFixture(t *testing.T) *rmFixture {
 	}
 	verifier := tenancy.NewVerifier(tenancy.Options{Secrets: f.c, Clusters: f.c, TrustedNamespaces: []string{f.ns},
 		Operator: func(context.Context) (tenancy.Connection, error) { return viaProxy, nil }})
-	// The workload cluster is the same API server (the Machines' Nodes, read again at each reboot's write). Its
-	// check feeds the outage freeze: a probe slow on a loaded machine is no outage these tests are about.
-	wl, err := workload.NewManager(workload.Options{Secrets: f.c, Checks: checks, AllowLocal: true, Local: cfg,
+	// The workload cluster is the same API server (the Machines' Nodes, read again at each reboot's write), reached
+	// only as deploy/manifests/workload-rbac.yaml's ServiceAccount (workload_rbac_test.go). Its check feeds the
+	// outage freeze: a probe slow on a loaded machine is no outage these tests are about.
+	rb := wlRBAC(t, testenv.InlineKubeconfig(t, k.KubeconfigPath()), "kube-system")
+	wl, err := workload.NewManager(workload.Options{Secrets: f.c, Checks: checks, AllowLocal: true, Local: rb.Config,
 		HealthInterval: time.Second, HealthTimeout: 15 * time.Second})
 	if err != nil {
 		t.Fatal(err)
