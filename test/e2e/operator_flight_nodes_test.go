@@ -236,6 +236,26 @@ func (f *fnFixture) setConditions(n *corev1.Node, conds ...corev1.NodeCondition)
 	f.seen(n.Name, conds...)
 }
 
+// synced waits until the workload cluster's access is healthy: its informers have synced (a scenario that writes
+// no Node has no Node to wait for with seen, and a pass before then stops at NotSynced).
+func (f *fnFixture) synced() {
+	f.t.Helper()
+	var cl v1alpha1.VitalsCluster
+	if err := f.c.Get(context.Background(), f.key, &cl); err != nil {
+		f.t.Fatal(err)
+	}
+	opEventually(f.t, time.Minute, "the workload cluster's informers to sync", func() (bool, string) {
+		wc, err := f.wl.For(context.Background(), &cl)
+		if err != nil {
+			return false, err.Error()
+		}
+		if err := wc.Healthy(); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+}
+
 // seen waits until the workload cluster's cache (what flight reads) shows the Node's conditions.
 func (f *fnFixture) seen(name string, conds ...corev1.NodeCondition) {
 	f.t.Helper()
@@ -491,6 +511,7 @@ func TestFlightNodesNeverRegisteredUnproven(t *testing.T) {
 	})
 	bastion := f.server(13)
 	f.metadata(bastion.ID, map[string]string{"e2e-pool": "a"}) // even one a manager would replace
+	f.synced()
 	if now := time.Now(); now.After(f.clock.Now()) {
 		f.clock.SetTime(now)
 	}
