@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/yaml"
 )
 
 func repoFile(t *testing.T, rel string) []byte {
@@ -210,5 +212,42 @@ func TestWithout(t *testing.T) {
 	}
 	if got := Of(ps); slices.Contains(got, podsKS) {
 		t.Errorf("Of: %v holds pods in kube-system beside pods in every namespace", got)
+	}
+}
+
+// TestChartLocalWorkloadRules: with operator.workload.allowLocal the operator acts on its own cluster as on a
+// workload cluster, so the chart's local-workload ClusterRole and kube-node-lease Role hold the manifest's rules,
+// the same ones.
+func TestChartLocalWorkloadRules(t *testing.T) {
+	const tpl = "deploy/chart/vitals/templates/operator-rbac.yaml"
+	docs := strings.Split(string(repoFile(t, tpl)), "\n---\n")
+	rulesOf := func(kind string) []rbacv1.PolicyRule {
+		t.Helper()
+		for _, d := range docs {
+			if !strings.Contains(d, "\nkind: "+kind+"\n") || !strings.Contains(d, "-local-workload\n") {
+				continue
+			}
+			i := strings.Index(d, "\nrules:\n")
+			if i < 0 {
+				t.Fatalf("%s: the local-workload %s has no rules", tpl, kind)
+			}
+			var r struct{ Rules []rbacv1.PolicyRule }
+			if err := yaml.UnmarshalStrict([]byte(d[i+1:]), &r); err != nil {
+				t.Fatalf("%s: the local-workload %s's rules: %v", tpl, kind, err)
+			}
+			return r.Rules
+		}
+		t.Fatalf("%s: no local-workload %s", tpl, kind)
+		return nil
+	}
+	m := manifest(t)
+	if got, want := rulesOf("ClusterRole"), m.ClusterRole.Rules; !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("%s: the local-workload ClusterRole's rules\n%v\nwant the manifest's\n%v", tpl, got, want)
+	}
+	if len(m.Roles) != 1 {
+		t.Fatalf("%s: %d Roles, the test expects the one in kube-node-lease", ManifestPath, len(m.Roles))
+	}
+	if got, want := rulesOf("Role"), m.Roles[0].Rules; !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("%s: the local-workload Role's rules %v, want the manifest's %v", tpl, got, want)
 	}
 }
