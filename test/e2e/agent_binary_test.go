@@ -99,7 +99,7 @@ func TestAgentBadKuryrConfigExitsTwo(t *testing.T) {
 type agentProcess struct {
 	base   string
 	socket string
-	stderr *syncBuffer
+	stderr *lockedBuffer
 	cmd    *exec.Cmd
 	once   sync.Once
 }
@@ -139,7 +139,7 @@ func startAgentProcess(t *testing.T, node, drop string, extra ...string) *agentP
 	kuryrConf := filepath.Join(dir, "kuryr.conf")
 	port := freePort(t)
 	os.WriteFile(kuryrConf, []byte(fmt.Sprintf("[cni_health_server]\nport = %d\nmax_memory_usage = 512\n\n[cni_daemon]\ncni_failures_count = 1\n", port)), 0o644)
-	p := &agentProcess{base: fmt.Sprintf("http://127.0.0.1:%d", port), socket: filepath.Join(dir, "cni.sock"), stderr: &syncBuffer{}}
+	p := &agentProcess{base: fmt.Sprintf("http://127.0.0.1:%d", port), socket: filepath.Join(dir, "cni.sock"), stderr: &lockedBuffer{}}
 	args := append([]string{"--config-file", kuryrConf, "--kubeconfig", kubeconfig, "--node-name", node,
 		"--bind-address", "127.0.0.1", "--socket", p.socket, "--cni-conf-dir", cniDir, "--memory-source", "rss",
 		"--check-interval", "1s", "--log-format", "text"}, extra...)

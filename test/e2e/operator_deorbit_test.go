@@ -941,7 +941,7 @@ func TestOperatorDeorbitWorkloadGone(t *testing.T) {
 // test can kill it as a node or the OOM killer does: no deferred function, no last status write.
 type opProcess struct {
 	cmd    *exec.Cmd
-	logs   *syncBuffer
+	logs   *lockedBuffer
 	exited chan error
 }
 
@@ -958,7 +958,7 @@ func (f *deorbitFixture) operatorProcess() *opProcess {
 	for _, u := range f.opts.TrustedAuthURLs {
 		args = append(args, "--trusted-auth-url", u)
 	}
-	p := &opProcess{cmd: exec.Command(bin, args...), logs: &syncBuffer{}, exited: make(chan error, 1)}
+	p := &opProcess{cmd: exec.Command(bin, args...), logs: &lockedBuffer{}, exited: make(chan error, 1)}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "OS_") && !strings.HasPrefix(kv, "KUBECONFIG=") {
 			p.cmd.Env = append(p.cmd.Env, kv)

@@ -4,6 +4,7 @@ package e2e
 // network, subnet and router on the real Neutron.
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -412,4 +413,23 @@ func drainEvents(r *events.FakeRecorder, reason string, texts ...string) bool {
 			return found
 		}
 	}
+}
+
+// lockedBuffer collects the output of several goroutines (a process's writer, a logger) for the test to read:
+// the one log buffer of the package.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

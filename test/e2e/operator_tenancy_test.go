@@ -5,7 +5,6 @@ package e2e
 // change on the cloud (the route collector, resolving through the same tenancy, leaves the routes alone).
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,24 +41,6 @@ import (
 	"github.com/vitalsproject/vitals/tenancy"
 	"github.com/vitalsproject/vitals/workload"
 )
-
-// lockedBuffer collects log lines from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // opTenant is a second project with a member user in the real Keystone, deleted at the end.
 type opTenant struct {
