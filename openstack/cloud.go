@@ -82,8 +82,9 @@ type Cloud struct {
 	projToken string // the token whose project projID is (decoding a token's body costs as much as a list)
 	projID    string
 
-	credMu sync.Mutex
-	cred   *Credential // the application credential's, read once (Keystone never changes its expiry)
+	credMu    sync.Mutex
+	cred      *Credential // an application credential's, read once (Keystone never changes its expiry); else credToken's
+	credToken string      // the token cred was read from (a password's, a bare token's)
 }
 
 var (

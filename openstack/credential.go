@@ -49,10 +49,31 @@ type tokenBody struct {
 // said).
 func (c *Cloud) Credential(ctx context.Context) (Credential, error) {
 	o := c.auth.Options
-	switch {
-	case o.ApplicationCredentialID != "" || o.ApplicationCredentialName != "":
+	if o.ApplicationCredentialID != "" || o.ApplicationCredentialName != "" {
 		return c.applicationCredential(ctx)
-	case o.TokenID != "":
+	}
+	// Decoding a token's body costs as much as a list: once per token (a re-authentication makes a new one).
+	tok := c.provider.Token()
+	c.credMu.Lock()
+	if c.cred != nil && c.credToken == tok {
+		cr := *c.cred
+		c.credMu.Unlock()
+		return cr, nil
+	}
+	c.credMu.Unlock()
+	cr, err := c.fromToken(o.TokenID != "")
+	if err != nil {
+		return Credential{}, err
+	}
+	c.credMu.Lock()
+	c.cred, c.credToken = &cr, tok
+	c.credMu.Unlock()
+	return cr, nil
+}
+
+// fromToken reads a bare token's expiry (bare), or the password's password_expires_at, from the token's body.
+func (c *Cloud) fromToken(bare bool) (Credential, error) {
+	if bare {
 		r, ok := c.provider.GetAuthResult().(tokens.CreateResult)
 		if !ok {
 			return Credential{}, fmt.Errorf("read the token's expiry: no token body")
