@@ -100,6 +100,9 @@ func (r *Reconciler) checkCredentials(ctx context.Context, c *v1alpha1.VitalsClu
 		if cloud.reason == tenancy.ReasonInvalidCredentials && c.Status.Access != nil {
 			// Keystone refuses them: the expiry last seen says whether that is why.
 			res.status = c.Status.Access.Credentials.DeepCopy()
+			if st := res.status; st != nil && st.ExpiresAt != nil && !r.d.Clock.Now().Before(st.ExpiresAt.Time) {
+				res.cond.Message += fmt.Sprintf("; the credentials last proven (secret version %s) expired at %s", st.SecretResourceVersion, st.ExpiresAt.UTC().Format(time.RFC3339))
+			}
 		}
 	default:
 		// The cloud could not be asked, or the spec was refused for another reason: nothing new is known of
