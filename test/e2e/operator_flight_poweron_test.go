@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -36,26 +35,7 @@ func newFNSimFixture(t *testing.T, nodes int, mutate func(*v1alpha1.VitalsCluste
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim, err := cloudsim.New(cloudsim.Options{Seed: 40})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(sim.Handler())
-	t.Cleanup(ts.Close)
-	seeded, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: "poweron", Name: "poweron", Nodes: nodes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.CreateUser("tenant", "tenant-password", false, seeded.ProjectID); err != nil {
-		t.Fatal(err)
-	}
-	auth := openstack.Auth{}
-	auth.Options.IdentityEndpoint, auth.Options.Username, auth.Options.Password = ts.URL+"/v3", "tenant", "tenant-password"
-	auth.Options.DomainName, auth.Options.TenantName = "Default", "poweron"
-	conn, err := openstack.Connect(ctx, openstack.Config{Auth: auth, QPS: -1, HTTPTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim, seeded, conn := simTenant(t, 40, "poweron", nodes)
 	off := v1alpha1.RepairSpec{Enabled: new(false)}
 	cl := &v1alpha1.VitalsCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: opNamespace(t, c), Name: "c1"},
