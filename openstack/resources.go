@@ -144,9 +144,24 @@ type Servers interface {
 	ListServers(ctx context.Context, opts ListOpts) ([]Server, error)
 	GetServer(ctx context.Context, id string) (*Server, error)
 	RebootServer(ctx context.Context, id string, hard bool) error
+	// StartServer powers on a SHUTOFF server (Nova's os-start).
+	StartServer(ctx context.Context, id string) error
+	// ListServerActions is the server's instance-action log (Nova's os-instance-actions), oldest first.
+	ListServerActions(ctx context.Context, id string) ([]ServerAction, error)
 	DeleteServer(ctx context.Context, id string) error
 	AddSecurityGroup(ctx context.Context, serverID, group string) error
 	RemoveSecurityGroup(ctx context.Context, serverID, group string) error
+}
+
+// ServerAction is one entry of a server's instance-action log.
+type ServerAction struct {
+	// Action is Nova's name of it: create, reboot, stop, start, ...
+	Action string
+	// UserID asked for it; empty for an action of the cloud itself (Nova's power-state sync stops a server it
+	// finds powered off, after a compute host's crash, with no user).
+	UserID    string
+	RequestID string
+	StartTime time.Time
 }
 
 // SecurityGroupRule is one rule of a security group.

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/instanceactions"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/secgroups"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 )
@@ -94,6 +96,43 @@ func (c *Cloud) GetServer(ctx context.Context, id string) (*Server, error) {
 	}
 	out := serverFrom(s)
 	return &out, nil
+}
+
+// StartServer powers on a SHUTOFF server.
+func (c *Cloud) StartServer(ctx context.Context, id string) error {
+	cc, err := c.Client(ServiceCompute)
+	if err != nil {
+		return fmt.Errorf("start server %s: %w", id, Classify(err))
+	}
+	if err := servers.Start(ctx, cc, id).ExtractErr(); err != nil {
+		return fmt.Errorf("start server %s: %w", id, Classify(err))
+	}
+	return nil
+}
+
+// ListServerActions reads a server's instance-action log, oldest first.
+func (c *Cloud) ListServerActions(ctx context.Context, id string) ([]ServerAction, error) {
+	cc, err := c.Client(ServiceCompute)
+	if err != nil {
+		return nil, fmt.Errorf("list the actions of server %s: %w", id, Classify(err))
+	}
+	pages, err := instanceactions.List(cc, id, nil).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the actions of server %s: %w", id, Classify(err))
+	}
+	list, err := instanceactions.ExtractInstanceActions(pages)
+	if err != nil {
+		return nil, fmt.Errorf("list the actions of server %s: %w", id, Classify(err))
+	}
+	out := make([]ServerAction, 0, len(list))
+	for _, a := range list {
+		out = append(out, ServerAction{Action: a.Action, UserID: a.UserID, RequestID: a.RequestID, StartTime: a.StartTime})
+	}
+	// Nova lists the newest first (by creation, then ID: its times may be to the second only, and two actions of
+	// one second keep their order).
+	slices.Reverse(out)
+	slices.SortStableFunc(out, func(a, b ServerAction) int { return a.StartTime.Compare(b.StartTime) })
+	return out, nil
 }
 
 // RebootServer reboots a server, HARD when hard is set.

@@ -236,6 +236,20 @@ func (s *scoped) RebootServer(ctx context.Context, id string, hard bool) error {
 	return fencedErr(ctx, func(ctx context.Context) error { return s.conn.RebootServer(ctx, id, hard) })
 }
 
+func (s *scoped) StartServer(ctx context.Context, id string) error {
+	if _, err := s.GetServer(ctx, id); err != nil {
+		return err
+	}
+	return fencedErr(ctx, func(ctx context.Context) error { return s.conn.StartServer(ctx, id) })
+}
+
+func (s *scoped) ListServerActions(ctx context.Context, id string) ([]openstack.ServerAction, error) {
+	if _, err := s.GetServer(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.conn.ListServerActions(ctx, id)
+}
+
 func (s *scoped) DeleteServer(ctx context.Context, id string) error {
 	if _, err := s.GetServer(ctx, id); err != nil {
 		return err

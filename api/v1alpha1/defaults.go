@@ -139,7 +139,9 @@ type NodeSettings struct {
 	HardReboot    time.Duration
 	// Delete is false when spec.delete is false; a delete also needs ReplacementKey and a server that
 	// carries it.
-	Delete         bool
+	Delete bool
+	// PowerOn is false when spec.powerOn is false.
+	PowerOn        bool
 	ReplacementKey string
 	Cooldown       time.Duration
 	MaxSteps       int
@@ -158,7 +160,7 @@ func (r *NodeRepair) Settings() NodeSettings {
 	s := NodeSettings{Enabled: r.IsEnabled(), UnhealthyConditions: r.UnhealthyConditions, NodeStartupTimeout: DefaultNodeStartupTimeout,
 		NodeSelector: r.NodeSelector, NodePoolLabel: r.NodePoolLabel, DrainTimeout: DefaultDrainTimeout, DrainForce: DrainForceWhenUnreachable,
 		SoftReboot: DefaultSoftRebootTimeout, HardReboot: DefaultHardRebootTimeout, Delete: r.Delete == nil || *r.Delete,
-		Cooldown: DefaultServerCooldown, MaxSteps: DefaultServerMaxSteps, Window: DefaultServerWindow}
+		PowerOn: r.PowerOn == nil || *r.PowerOn, Cooldown: DefaultServerCooldown, MaxSteps: DefaultServerMaxSteps, Window: DefaultServerWindow}
 	if len(s.UnhealthyConditions) == 0 {
 		s.UnhealthyConditions = DefaultUnhealthyConditions()
 	}

@@ -102,6 +102,12 @@ type NodeRepair struct {
 	// reason NoReplacement, a Warning Event EscalationStopped).
 	// +optional
 	Delete *bool `json:"delete,omitempty"`
+	// PowerOn starts a SHUTOFF server under a Node that stayed unhealthy past its dwell, once per escalation,
+	// when no user stopped it: the last stop in its instance-action log is the cloud's own (Nova's power-state
+	// sync after a compute host's crash), not a user's (default true). A server a user stopped is left off and
+	// reported. The out-of-service taint goes on first and stays until the node is back.
+	// +optional
+	PowerOn *bool `json:"powerOn,omitempty"`
 	// Replacement says which servers a manager replaces once they are deleted.
 	// +optional
 	Replacement *ServerReplacement `json:"replacement,omitempty"`
@@ -309,6 +315,10 @@ type NodeEscalation struct {
 	// the node is back).
 	// +optional
 	Tainted bool `json:"tainted,omitempty"`
+	// PoweredOn is when flight asked Nova to start the SHUTOFF server (recorded before the call: once per
+	// escalation, also across restarts).
+	// +optional
+	PoweredOn *metav1.Time `json:"poweredOn,omitempty"`
 	// Stopped says why no further step will be taken (NoReplacement, ManagedByGardener, RebootLoop, ...).
 	// +optional
 	Stopped string `json:"stopped,omitempty"`

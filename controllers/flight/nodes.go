@@ -80,7 +80,8 @@ var rebootingStatus = map[string]bool{"REBOOT": true, "HARD_REBOOT": true}
 //     else the escalation stops at the hard reboot and says so;
 //   - a node that heals is uncordoned (only when flight cordoned it); a SHUTOFF server under a NotReady Node,
 //     or a server flight deleted whose Node stays, gets the out-of-service taint, taken off when the node is
-//     back;
+//     back; a SHUTOFF server no user stopped (a compute host's crash) is started once its Node is unhealthy
+//     past its dwell (nodes_poweron.go, repairs.nodes.powerOn);
 //   - the steps per server are remembered (status.flight.history): a cooldown between escalations and a cap
 //     per window stop reboot loops;
 //   - a Cluster API Machine's node is never rebooted or deleted by flight (its MachineHealthCheck, with
@@ -403,6 +404,10 @@ func (f *nodesFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass
 			f.step(ctx, env, c, p, hist, &rep)
 		case actAnswer:
 			f.answer(ctx, env, c, &rep)
+		}
+		if p.esc != nil && p.fault == FaultShutOff {
+			// after the taint, in its pass or a later one: once per escalation
+			f.powerOn(ctx, env, c, p.esc, hist, &rep)
 		}
 		if p.stop != "" {
 			msg := fmt.Sprintf("server %s (%s): %s; %s", c.server.ID, p.fault, p.stop, stopMessage(p.stop, f.s))

@@ -130,10 +130,10 @@ func (f *nodesFinding) plan(c *nodeCase, floor time.Time) nodePlan {
 			p.wait = fmt.Sprintf("%d steps in the last %s (perServer.maxSteps %d)", n, s.Window, s.MaxSteps)
 			return p
 		}
-		if e.Step == v1alpha1.EscalationObserved && len(c.steps) > 0 {
-			if cool := c.steps[len(c.steps)-1].Time.Add(s.Cooldown); now.Before(cool) {
+		if last, ok := earlierStep(c.steps, e); e.Step == v1alpha1.EscalationObserved && ok {
+			if cool := last.Time.Add(s.Cooldown); now.Before(cool) {
 				p.wait = fmt.Sprintf("cooling down after the last step at %s: %s no earlier than %s (perServer.cooldown %s)",
-					c.steps[len(c.steps)-1].Time.UTC().Format(time.RFC3339), next, cool.UTC().Format(time.RFC3339), s.Cooldown)
+					last.Time.UTC().Format(time.RFC3339), next, cool.UTC().Format(time.RFC3339), s.Cooldown)
 				return p
 			}
 		}
@@ -153,6 +153,10 @@ func (f *nodesFinding) next(c *nodeCase, e v1alpha1.NodeEscalation, floor time.T
 		return e.Step, e.Since.Time, ""
 	}
 	start := laterOf(e.Since.Time, floor)
+	if e.PoweredOn != nil && e.Step == v1alpha1.EscalationObserved {
+		// started after a crash: its node boots before a reboot is asked of it, as after a soft reboot
+		return v1alpha1.EscalationSoftReboot, laterOf(e.PoweredOn.Time, floor).Add(s.SoftReboot), ""
+	}
 	switch e.Step {
 	case v1alpha1.EscalationSoftReboot:
 		return v1alpha1.EscalationHardReboot, start.Add(s.SoftReboot), ""
@@ -178,6 +182,17 @@ func (c *nodeCase) noDelete(s v1alpha1.NodeSettings) string {
 		return StopNoReplacement
 	}
 	return ""
+}
+
+// earlierStep is the last step of an earlier escalation of the server (the cooldown runs from it): a power-on of
+// e itself (taken while it was Observed) is e's own step, after which the ladder goes on with no cooldown.
+func earlierStep(steps []v1alpha1.StepRecord, e v1alpha1.NodeEscalation) (v1alpha1.StepRecord, bool) {
+	for i := len(steps) - 1; i >= 0; i-- {
+		if st := steps[i]; st.Step != StepPowerOn || e.FirstSeen == nil || st.Time.Time.Before(e.FirstSeen.Time) {
+			return st, true
+		}
+	}
+	return v1alpha1.StepRecord{}, false
 }
 
 // stepsSince counts the steps taken after t.

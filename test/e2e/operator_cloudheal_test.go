@@ -8,7 +8,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -36,7 +35,6 @@ import (
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/cloudheal"
 	"github.com/vitalsproject/vitals/controllers/pass"
-	"github.com/vitalsproject/vitals/internal/test/cloudsim"
 	"github.com/vitalsproject/vitals/internal/test/faultproxy"
 	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/openstack"
@@ -518,26 +516,7 @@ func serviceEvents(t *testing.T, c client.Client, ns, name string) []string {
 func TestOperatorCloudHealLBConvergenceSim(t *testing.T) {
 	wl := newFlightWorkload(t)
 	ctx := context.Background()
-	sim, err := cloudsim.New(cloudsim.Options{Seed: 39})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(sim.Handler())
-	t.Cleanup(ts.Close)
-	seeded, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: "lbconv", Name: "lbconv", Nodes: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.CreateUser("tenant", "tenant-password", false, seeded.ProjectID); err != nil {
-		t.Fatal(err)
-	}
-	auth := openstack.Auth{}
-	auth.Options.IdentityEndpoint, auth.Options.Username, auth.Options.Password = ts.URL+"/v3", "tenant", "tenant-password"
-	auth.Options.DomainName, auth.Options.TenantName = "Default", "lbconv"
-	conn, err := openstack.Connect(ctx, openstack.Config{Auth: auth, QPS: -1, HTTPTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim, seeded, conn := simTenant(t, 39, "lbconv", 1)
 	spec := v1alpha1.OpenStackSpec{RouterID: seeded.RouterID, NetworkID: seeded.NetworkID, SubnetID: seeded.SubnetID, ClusterName: "lbconv-" + opRandHex(3)}
 	scope, err := tenancy.ScopeOf(ctx, conn, spec, "the test's credentials")
 	if err != nil {

@@ -148,7 +148,8 @@ func newFNFixture(t *testing.T, mutate func(*v1alpha1.VitalsCluster)) *fnFixture
 	pauth, proxies := opFaultProxy(t, env, f.cloud, openstack.ServiceCompute)
 	f.nova = proxies[0]
 	if err := f.nova.Add(faultproxy.Rule{Name: "soft", Method: "POST", Body: `"SOFT"`, Fault: faultproxy.Pass()},
-		faultproxy.Rule{Name: "hard", Method: "POST", Body: `"HARD"`, Fault: faultproxy.Pass()}); err != nil {
+		faultproxy.Rule{Name: "hard", Method: "POST", Body: `"HARD"`, Fault: faultproxy.Pass()},
+		faultproxy.Rule{Name: "start", Method: "POST", Body: `"os-start"`, Fault: faultproxy.Pass()}); err != nil {
 		t.Fatal(err)
 	}
 	flightCloud := opConnect(t, pauth, nil)
@@ -1037,8 +1038,10 @@ func TestFlightNodesEvictionUnreachable(t *testing.T) {
 }
 
 // TestFlightNodesOutOfService: a server stopped in Nova (SHUTOFF) under a Node that is not Ready gets the
-// out-of-service taint (non-graceful node shutdown: its pods' volumes detach); started again and Ready, the
-// taint comes off and the escalation ends. Nothing is rebooted.
+// out-of-service taint (non-graceful node shutdown: its pods' volumes detach); its user stopped it (Nova's
+// instance actions say so), so that it is left off past its Node's dwell (repairs.nodes.powerOn starts only a
+// server no user stopped: TestFlightNodesPowerOnSim); started again and Ready, the taint comes off and the
+// escalation ends. Nothing is rebooted or started by flight.
 func TestFlightNodesOutOfService(t *testing.T) {
 	parallel(t)
 	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) {
@@ -1067,9 +1070,16 @@ func TestFlightNodesOutOfService(t *testing.T) {
 	if n := testutil.ToFloat64(f.pm.Actions.WithLabelValues(flight.Name, flight.VerbTaintNode, "taken", remediation.ReasonAllowed)); n != 1 {
 		t.Errorf("the policy recorded %v taints, want 1", n)
 	}
-	f.pass(time.Minute)
+	// Past the Node's dwell: a server its user stopped (Nova's instance actions name the user) is left off.
+	cl = f.pass(5 * time.Minute)
 	if !tainted() {
 		t.Fatalf("the taint came off while the server is off")
+	}
+	if n := f.nova.Matched("start"); n != 0 {
+		t.Fatalf("flight started a server its user stopped (%d os-start on the wire)", n)
+	}
+	if msg := condition(cl, v1alpha1.ConditionNodesHealthy).Message; !strings.Contains(msg, "stopped by user") {
+		t.Errorf("NodesHealthy %q does not say the server's user stopped it", msg)
 	}
 	if err := servers.Start(ctx, cc, sv.ID).ExtractErr(); err != nil {
 		t.Fatalf("start server: %v", err)

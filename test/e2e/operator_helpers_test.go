@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math/big"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -41,6 +42,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/internal/test/cloudsim"
 	"github.com/vitalsproject/vitals/internal/test/faultproxy"
 	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/openstack"
@@ -432,4 +434,31 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// simTenant starts an OpenStack simulator of the test's own (seed), seeds a cluster of that name with nodes
+// servers in a project of the same name, and connects to it as a member of that project (a tenant's rights).
+func simTenant(t *testing.T, seed uint64, name string, nodes int) (*cloudsim.Sim, *cloudsim.SeededCluster, *openstack.Cloud) {
+	t.Helper()
+	sim, err := cloudsim.New(cloudsim.Options{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(sim.Handler())
+	t.Cleanup(ts.Close)
+	seeded, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: name, Name: name, Nodes: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.CreateUser("tenant", "tenant-password", false, seeded.ProjectID); err != nil {
+		t.Fatal(err)
+	}
+	auth := openstack.Auth{}
+	auth.Options.IdentityEndpoint, auth.Options.Username, auth.Options.Password = ts.URL+"/v3", "tenant", "tenant-password"
+	auth.Options.DomainName, auth.Options.TenantName = "Default", name
+	conn, err := openstack.Connect(context.Background(), openstack.Config{Auth: auth, QPS: -1, HTTPTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sim, seeded, conn
 }

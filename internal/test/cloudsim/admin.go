@@ -72,6 +72,7 @@ func (s *Sim) adminRoutes(mux *http.ServeMux) {
 		return http.StatusNoContent, nil, nil
 	})
 	h("PUT /_sim/loadbalancers/{id}/status", s.lbStatusRoute)
+	h("POST /_sim/servers/{id}/crash", s.crashRoute)
 	h("POST /_sim/revoke-tokens", func(c *call) (int, any, error) { s.RevokeTokens(); return http.StatusNoContent, nil, nil })
 	h("GET /_sim/stats", func(c *call) (int, any, error) { return http.StatusOK, s.Stats(), nil })
 	h("GET /_sim/healthz", func(c *call) (int, any, error) { return http.StatusOK, map[string]string{"status": "ok"}, nil })

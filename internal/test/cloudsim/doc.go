@@ -12,7 +12,7 @@
 //	/compute/v2.1/...        Nova
 //	/volume/v3/{project}/... Cinder
 //	/load-balancer/v2.0/...  Octavia (also /v2/)
-//	/_sim/...                the simulator's own admin API (knobs, faults, seed, save)
+//	/_sim/...                the simulator's own admin API (knobs, faults, seed, save, a server's crash)
 //
 // Responses, paging links (<resource>_links with rel=next) and errors follow the shapes of the
 // real services closely enough for gophercloud's pagers and error types. Time comes from an

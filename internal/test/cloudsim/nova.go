@@ -32,6 +32,7 @@ func (s *nova) routes(mux *http.ServeMux, api apiFunc) {
 	h("DELETE "+cprefix+"/servers/{id}", s.deleteServer)
 	h("POST "+cprefix+"/servers/{id}/action", s.serverAction)
 	h("GET "+cprefix+"/servers/{id}/os-security-groups", s.serverSecGroups)
+	h("GET "+cprefix+"/servers/{id}/os-instance-actions", s.serverActions)
 	h("GET "+cprefix+"/servers/{id}/metadata", s.serverMetadata)
 	h("POST "+cprefix+"/servers/{id}/metadata", s.updateServerMetadata)
 	h("GET "+cprefix+"/servers/{id}/tags", s.serverTags)
@@ -503,6 +504,7 @@ func (s *nova) createServer(c *call) (int, any, error) {
 	v := &server{ID: s.newUUID(), Name: sb.Name, Project: project, UserID: c.tok.UserID, Status: "BUILD",
 		VMState: "building", TaskState: "spawning", Metadata: sb.Metadata, FlavorID: sb.FlavorRef,
 		ImageID: sb.ImageRef, Tags: sb.Tags, Created: now, Updated: now}
+	v.act("create", "req-"+s.newUUID(), c.tok.UserID, project, now)
 	if len(nets) == 0 {
 		v.Groups = groups
 	}
@@ -663,17 +665,20 @@ func (s *nova) serverAction(c *call) (int, any, error) {
 			v.Status = "ERROR" // Nova shows a server in vm_state error as ERROR until the hard reboot is done
 		}
 		v.Updated = now
+		v.act("reboot", "req-"+s.newUUID(), c.tok.UserID, c.project(), now)
 		s.later(v, time.Duration(s.knob().ServerRebootLatency))
 	case "os-stop":
 		if v.VMState != "active" || v.TaskState != "" {
 			return 0, nil, conflict()
 		}
 		v.Status, v.VMState, v.Updated = "SHUTOFF", "stopped", now
+		v.act("stop", "req-"+s.newUUID(), c.tok.UserID, c.project(), now)
 	case "os-start":
 		if v.VMState != "stopped" {
 			return 0, nil, conflict()
 		}
 		v.Status, v.VMState, v.Updated = "ACTIVE", "active", now
+		v.act("start", "req-"+s.newUUID(), c.tok.UserID, c.project(), now)
 	case "addSecurityGroup", "removeSecurityGroup":
 		name := str("name")
 		sg := s.findGroupLocked(v.Project, name)
@@ -746,4 +751,28 @@ func keys(m map[string]any) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// serverActions lists a server's instance-action log, newest first, as Nova does (a project reader's right).
+func (s *nova) serverActions(c *call) (int, any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, err := s.getServerLocked(c, c.r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	out := make([]map[string]any, 0, len(v.Actions))
+	for i := len(v.Actions) - 1; i >= 0; i-- {
+		a := v.Actions[i]
+		var user, project any // null for the cloud's own action, as Nova shows it
+		if a.UserID != "" {
+			user = a.UserID
+		}
+		if a.ProjectID != "" {
+			project = a.ProjectID
+		}
+		out = append(out, map[string]any{"action": a.Action, "instance_uuid": v.ID, "message": nil, "project_id": project,
+			"request_id": a.RequestID, "start_time": a.StartTime.UTC().Format("2006-01-02T15:04:05.000000"), "user_id": user})
+	}
+	return http.StatusOK, map[string]any{"instanceActions": out}, nil
 }

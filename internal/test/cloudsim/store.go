@@ -297,6 +297,29 @@ type server struct {
 	Groups []string  `json:"groups,omitempty"`
 	Tags   []string  `json:"tags,omitempty"`
 	Due    time.Time `json:"due,omitzero"` // when the pending transition happens
+	// Actions is the instance-action log, oldest first (Nova's os-instance-actions).
+	Actions []serverAction `json:"actions,omitempty"`
+}
+
+// serverAction is one entry of a server's instance-action log; UserID is empty for the cloud's own action (the
+// power-state sync's stop of a server found off after its host crashed).
+type serverAction struct {
+	Action    string    `json:"action"`
+	RequestID string    `json:"request_id"`
+	UserID    string    `json:"user_id,omitempty"`
+	ProjectID string    `json:"project_id,omitempty"`
+	StartTime time.Time `json:"start_time"`
+}
+
+// maxServerActions bounds a server's log in the simulator (Nova keeps them all; tests need the last few).
+const maxServerActions = 50
+
+// act records an action in v's log.
+func (v *server) act(action, requestID, user, project string, at time.Time) {
+	v.Actions = append(v.Actions, serverAction{Action: action, RequestID: requestID, UserID: user, ProjectID: project, StartTime: at})
+	if n := len(v.Actions); n > maxServerActions {
+		v.Actions = v.Actions[n-maxServerActions:]
+	}
 }
 
 func (v *server) key() string     { return v.ID }

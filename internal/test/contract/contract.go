@@ -818,6 +818,30 @@ func (s *suite) servers(t *testing.T) {
 		}
 		waitStatus("ACTIVE")
 	}
+	// A user's stop and start, and the instance-action log that tells them (and the reboots) from the cloud's own:
+	// every action of the user carries its user ID and a request ID, oldest first.
+	if err := servers.Stop(ctx, cc, srv.ID).ExtractErr(); err != nil {
+		t.Fatalf("stop server: %v", err)
+	}
+	waitStatus("SHUTOFF")
+	if err := s.cloud.StartServer(ctx, srv.ID); err != nil {
+		t.Fatalf("StartServer: %v", err)
+	}
+	waitStatus("ACTIVE")
+	acts, err := s.cloud.ListServerActions(ctx, srv.ID)
+	if err != nil {
+		t.Fatalf("ListServerActions: %v", err)
+	}
+	var seen []string
+	for i, a := range acts {
+		seen = append(seen, a.Action)
+		if a.UserID == "" || a.RequestID == "" || a.StartTime.IsZero() || (i > 0 && a.StartTime.Before(acts[i-1].StartTime)) {
+			t.Fatalf("ListServerActions: %+v: want each with its user, request and time, oldest first", acts)
+		}
+	}
+	if want := []string{"create", "reboot", "reboot", "stop", "start"}; !slices.Equal(seen, want) {
+		t.Fatalf("ListServerActions: %v, want %v", seen, want)
+	}
 	// Tags (microversion 2.26) find a server.
 	tag := name(t, "tag")
 	if err := tags.Add(ctx, cc, srv.ID, tag).ExtractErr(); err != nil {
