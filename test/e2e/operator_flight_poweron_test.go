@@ -143,7 +143,7 @@ func TestFlightNodesPowerOnSim(t *testing.T) {
 				t.Errorf("NodesHealthy %q does not say a user stopped server %s", msg, stopped.ID)
 			}
 			for range 2 {
-				cl = f.pass(time.Minute)
+				f.pass(time.Minute)
 			}
 			f.restart()
 			cl = f.pass(time.Minute)
