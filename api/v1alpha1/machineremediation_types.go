@@ -10,6 +10,11 @@ import (
 // remediation of a Machine): its Events, metrics and field manager (vitals-remediate).
 const ControllerRemediate = "remediate"
 
+// FinalizerUncordon is set on a VitalsRemediation before it cordons the Machine's Node, and removed once the
+// Node is uncordoned (or is gone): a remediation deleted by its MachineHealthCheck once the Machine is healthy
+// again never leaves the Node cordoned.
+const FinalizerUncordon = "vitals.vitalsproject.io/uncordon"
+
 // Defaults of a VitalsRemediation's steps.
 const (
 	DefaultMachineSoftRebootTimeout = 5 * 60 // seconds
@@ -55,12 +60,21 @@ func (s *VitalsRemediationSpec) HardReboot() metav1.Duration {
 }
 
 // RemediationPhase is where a VitalsRemediation is.
-// +kubebuilder:validation:Enum=Pending;SoftRebootStarted;SoftRebooted;HardRebootStarted;HardRebooted;Succeeded;Stopped
+// +kubebuilder:validation:Enum=Pending;Draining;DrainTimedOut;SoftRebootStarted;SoftRebooted;HardRebootStarted;HardRebooted;Succeeded;Stopped
 type RemediationPhase string
 
 const (
 	// RemediationPending: no step taken yet (the first one is held, failed or not asked yet).
 	RemediationPending RemediationPhase = "Pending"
+	// RemediationDraining: the Machine's Node is cordoned and its pods are being evicted (PodDisruptionBudgets
+	// honoured) before the reboot status.drain.step; the reboot follows the drain. It counts as a step in flight
+	// of the Machine's pool.
+	RemediationDraining RemediationPhase = "Draining"
+	// RemediationDrainTimedOut: the drain before status.drain.step did not finish within the cluster's drain
+	// timeout (spec.flight.repairs.nodes.drain) on a reachable Node: no PodDisruptionBudget is overridden, the
+	// reboot is not taken, the Node was uncordoned, the pool is free, and the drain is tried again from
+	// status.drain.retryAfter (perServer.cooldown later).
+	RemediationDrainTimedOut RemediationPhase = "DrainTimedOut"
 	// RemediationSoftRebootStarted: the soft reboot was recorded as started, before its Nova call (written
 	// ahead: an operator stopped before or after the call finds it so); it counts as taken at lastStepTime,
 	// so it is never sent again within softRebootTimeout.
@@ -105,11 +119,43 @@ type VitalsRemediationStatus struct {
 	// LastStepTime is when the last step (reboot) was taken.
 	// +optional
 	LastStepTime *metav1.Time `json:"lastStepTime,omitempty"`
+	// Node is the Machine's Node the remediation cordoned and drained (status.nodeRef of the Machine then).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node,omitempty"`
+	// Cordoned is true while Vitals holds status.node cordoned: recorded before the cordon, it uncordons the Node
+	// when the Machine is healthy again or the remediation is deleted (its finalizer
+	// vitals.vitalsproject.io/uncordon), never a Node someone else cordoned.
+	// +optional
+	Cordoned bool `json:"cordoned,omitempty"`
+	// Drain is the drain before the current or last reboot.
+	// +optional
+	Drain *RemediationDrain `json:"drain,omitempty"`
 	// Actions are the remediation's steps taken, held back or failed, newest last (at most MaxActions).
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=20
 	Actions []Action `json:"actions,omitempty"`
+}
+
+// RemediationDrain is the drain of a Machine's Node before a reboot.
+type RemediationDrain struct {
+	// Step is the reboot the drain precedes: soft or hard.
+	// +kubebuilder:validation:Enum=soft;hard
+	Step string `json:"step"`
+	// Started is when the Node was cordoned for it (the drain's timeout runs from here).
+	// +optional
+	Started *metav1.Time `json:"started,omitempty"`
+	// Left are the pods still to go after the last round ("namespace/name", with the PodDisruptionBudgets that
+	// hold them once the drain timed out), at most 20.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=600
+	Left []string `json:"left,omitempty"`
+	// RetryAfter is when a drain that timed out is tried again.
+	// +optional
+	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
 }
 
 // VitalsRemediation is Cluster API's external remediation of one Machine by Vitals: a MachineHealthCheck whose
@@ -124,6 +170,7 @@ type VitalsRemediationStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.status.server`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.node`,priority=1
 // +kubebuilder:printcolumn:name="Last-Step",type=date,JSONPath=`.status.lastStepTime`
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.vitalsCluster`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1

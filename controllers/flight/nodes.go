@@ -21,9 +21,9 @@ import (
 
 // Verbs of the node repair's writes.
 const (
-	VerbRebootServer = "RebootServer"
-	VerbDrainNode    = "DrainNode"
-	VerbUncordonNode = "UncordonNode"
+	VerbRebootServer = nodes.VerbRebootServer
+	VerbDrainNode    = nodes.VerbDrainNode
+	VerbUncordonNode = nodes.VerbUncordonNode
 	VerbTaintNode    = "TaintOutOfService"
 	VerbUntaintNode  = "UntaintOutOfService"
 )
@@ -581,18 +581,16 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 			f.drainState(ctx, env, c, p.step, res)
 		}
 		if !res.Done() {
-			timedOut := !f.now.Before(e.Since.Add(f.s.DrainTimeout))
-			forced := timedOut && f.s.DrainForce == v1alpha1.DrainForceWhenUnreachable && nodes.Unreachable(c.node)
-			if !forced {
+			switch nodes.AfterDrain(c.node, e.Since.Time, f.now, f.s) {
+			case nodes.DrainWaits:
 				msg := fmt.Sprintf("draining node %s before a %s: %d pods left, %d evicted in this pass", c.node.Name, p.step, len(res.Left), len(res.Evicted))
 				if len(res.Blocked) > 0 {
 					msg += fmt.Sprintf(", %d held by a PodDisruptionBudget or refused by the API server (%s)", len(res.Blocked), strings.Join(res.Blocked, "; "))
 				}
-				if timedOut {
-					f.drainEnds(ctx, env, c, p, res, hist, rep)
-				} else {
-					rep.add(&rep.waiting, c.server.ID, msg)
-				}
+				rep.add(&rep.waiting, c.server.ID, msg)
+				return
+			case nodes.DrainEnds:
+				f.drainEnds(ctx, env, c, p, res, hist, rep)
 				return
 			}
 			env.Warn("DrainForced", VerbDrainNode, fmt.Sprintf("node %s is unreachable and its drain timed out (%s) with %d pods left (%s): the %s goes on",
@@ -636,21 +634,7 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 // Warning and NodesHealthy name the pods left and the budgets that select them.
 func (f *nodesFinding) drainEnds(ctx context.Context, env *pass.Env[*State], c *nodeCase, p nodePlan, res nodes.DrainResult, hist *history, rep *nodeReport) {
 	e, wc := p.esc, env.Workload.Client()
-	held := strings.Join(res.Left, ", ")
-	if pods, err := nodes.NodePods(ctx, wc, c.node.Name); err == nil {
-		left := slices.DeleteFunc(pods, func(p corev1.Pod) bool { return !slices.Contains(res.Left, p.Namespace+"/"+p.Name) })
-		if by, err := nodes.Budgets(ctx, wc, left); err == nil {
-			var parts []string
-			for _, id := range res.Left {
-				if b := by[id]; len(b) > 0 {
-					parts = append(parts, id+" (PodDisruptionBudget "+strings.Join(b, ", ")+")")
-				} else {
-					parts = append(parts, id)
-				}
-			}
-			held = strings.Join(parts, ", ")
-		}
-	}
+	held := strings.Join(nodes.HeldBy(ctx, wc, c.node.Name, res.Left), ", ")
 	msg := fmt.Sprintf("the drain of node %s before a %s timed out (%s) with %d pods left: %s; the node is reachable, so no PodDisruptionBudget is overridden: the %s is not taken, the node's pool is free, and the next drain waits perServer.cooldown (%s)",
 		c.node.Name, p.step, f.s.DrainTimeout, len(res.Left), held, p.step, f.s.Cooldown)
 	if e.Cordoned && c.node.Spec.Unschedulable {

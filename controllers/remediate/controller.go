@@ -19,6 +19,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -35,7 +37,7 @@ import (
 const Name = v1alpha1.ControllerRemediate
 
 // VerbRebootServer is the policy's verb of a step (flight's node reboots use the same).
-const VerbRebootServer = "RebootServer"
+const VerbRebootServer = nodes.VerbRebootServer
 
 // Steps (the step label of vitals_remediate_steps_total).
 const (
@@ -133,10 +135,14 @@ func New(d *pass.Deps, o Options) (*Reconciler, error) {
 	return r, nil
 }
 
-// SetupWithManager registers the controller over VitalsRemediations (created, or their spec changed: the
-// steps requeue themselves; a status write is no reason to look again).
+// SetupWithManager registers the controller over VitalsRemediations (created, their spec changed, or deleted
+// while the finalizer that undoes a cordon holds them: the steps requeue themselves; a status write is no reason
+// to look again).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	return r.d.SetupFor(ctx, mgr, Name, &v1alpha1.VitalsRemediation{}, opts, r, []predicate.Predicate{predicate.GenerationChangedPredicate{}}, nil)
+	deleted := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil
+	}}
+	return r.d.SetupFor(ctx, mgr, Name, &v1alpha1.VitalsRemediation{}, opts, r, []predicate.Predicate{predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deleted)}, nil)
 }
 
 // run is one reconcile of one VitalsRemediation.
@@ -160,7 +166,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("get remediation %s: %w", req.NamespacedName, err)
 	}
-	if !rem.DeletionTimestamp.IsZero() || rem.Status.Phase == v1alpha1.RemediationSucceeded || rem.Status.Phase == v1alpha1.RemediationStopped {
+	deleting := !rem.DeletionTimestamp.IsZero()
+	if deleting && !controllerutil.ContainsFinalizer(&rem, v1alpha1.FinalizerUncordon) ||
+		!deleting && (rem.Status.Phase == v1alpha1.RemediationSucceeded || rem.Status.Phase == v1alpha1.RemediationStopped) {
 		return ctrl.Result{}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
@@ -168,6 +176,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	s := &run{rem: &rem, st: *rem.Status.DeepCopy(), now: r.d.Clock.Now()}
 	if s.st.Phase == "" {
 		s.st.Phase = v1alpha1.RemediationPending
+	}
+	if deleting {
+		return r.finalize(ctx, s)
 	}
 	after := r.remediate(ctx, s)
 	if err := r.write(ctx, s); err != nil {
@@ -203,6 +214,9 @@ func (r *Reconciler) remediate(ctx context.Context, s *run) time.Duration {
 	}
 	s.machine = &m
 	if c := healthy(&m); s.st.LastStepTime != nil && c != nil && !c.LastTransitionTime.Before(s.st.LastStepTime) {
+		if after, ok := r.release(ctx, s, "the Machine is healthy again"); !ok {
+			return after
+		}
 		step := stepOf(s.st.Phase)
 		s.st.Phase = v1alpha1.RemediationSucceeded
 		r.note(s, corev1.EventTypeNormal, ReasonRecovered, fmt.Sprintf("Machine %s is healthy again (%s True since %s) after the %s reboot of server %s",
@@ -221,8 +235,22 @@ func (r *Reconciler) remediate(ctx context.Context, s *run) time.Duration {
 			return due.Sub(s.now)
 		}
 		return r.handBack(ctx, s)
+	case v1alpha1.RemediationDraining, v1alpha1.RemediationDrainTimedOut:
+		if s.st.Drain != nil && s.st.Drain.Step == StepHard {
+			step = StepHard
+		}
+		if d := s.st.Drain; s.st.Phase == v1alpha1.RemediationDrainTimedOut && d != nil && d.RetryAfter != nil && s.now.Before(d.RetryAfter.Time) {
+			return d.RetryAfter.Sub(s.now)
+		}
 	}
 	if c := healthy(&m); c != nil {
+		if s.st.Cordoned {
+			// healthy again before any reboot, while its Node is cordoned for one: the cordon is undone
+			if after, ok := r.release(ctx, s, "the Machine is healthy again before its reboot"); !ok {
+				return after
+			}
+			s.st.Phase, s.st.Drain = v1alpha1.RemediationPending, nil
+		}
 		return r.hold(s, ReasonMachineHealthy, fmt.Sprintf("Machine %s is healthy (%s True since %s): no reboot", key, clusterv1.MachineHealthCheckSucceededCondition,
 			c.LastTransitionTime.UTC().Format(time.RFC3339)), time.Time{})
 	}
@@ -301,6 +329,13 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 	}
 	// The outage freeze and the gate read the engine's own checks of the cluster: its cloud and its workload API.
 	s.policy = r.d.Policy.Begin(ctx, vc, Name, []string{remediation.CheckCloud, remediation.CheckWorkload}, ps)
+	// The Node is cordoned and drained before each reboot, as flight's node repair drains before each of its
+	// steps, with the cluster's drain settings; the reboot is then the drain's continuation.
+	after, drained, cont := r.drain(ctx, s, step, stepKit{wc: wc, servers: scope.Cloud, want: want, action: a, settings: vc.Spec.Controllers.Flight.Repairs.Nodes.Settings()})
+	if !drained {
+		return after
+	}
+	a.Continuation = cont
 	d := s.policy.Ask(ctx, a)
 	switch d.Outcome {
 	case remediation.DryRun:
@@ -360,9 +395,16 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 // loadCluster reads the VitalsCluster of the remediation into s.cluster: spec.vitalsCluster, else the one named
 // like the Machine's Cluster. ok is false when there is none or it cannot be read (the hold's retry is returned).
 func (r *Reconciler) loadCluster(ctx context.Context, s *run) (time.Duration, bool) {
+	if s.cluster != nil {
+		return 0, true
+	}
 	name := s.rem.Spec.VitalsCluster
-	if name == "" {
+	switch {
+	case name != "":
+	case s.machine != nil:
 		name = s.machine.Spec.ClusterName
+	default: // a deleted remediation whose Machine may be gone: the cluster label Cluster API puts on it
+		name = s.rem.Labels[clusterv1.ClusterNameLabel]
 	}
 	var vc v1alpha1.VitalsCluster
 	if err := r.d.Client.Get(ctx, client.ObjectKey{Namespace: s.rem.Namespace, Name: name}, &vc); err != nil {
@@ -503,11 +545,7 @@ func (r *Reconciler) write(ctx context.Context, s *run) error {
 	if s.policy != nil {
 		s.st.Actions = pass.AppendActions(s.rem.Status.Actions, s.policy.Lines()...)
 	}
-	fenceBy := s.cluster
-	if fenceBy == nil {
-		fenceBy = &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: s.rem.Namespace, Name: s.rem.Name, UID: s.rem.UID}}
-	}
-	if err := r.patchStatus(r.d.Fenced(ctx, fenceBy), s); err != nil {
+	if err := r.patchStatus(r.d.Fenced(ctx, r.fenceBy(s)), s); err != nil {
 		return err
 	}
 	if s.policy != nil && s.cluster != nil {
@@ -516,6 +554,14 @@ func (r *Reconciler) write(ctx context.Context, s *run) error {
 		}
 	}
 	return nil
+}
+
+// fenceBy is the cluster whose fence holds the remediation's own writes: its VitalsCluster, else its own UID.
+func (r *Reconciler) fenceBy(s *run) *v1alpha1.VitalsCluster {
+	if s.cluster != nil {
+		return s.cluster
+	}
+	return &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: s.rem.Namespace, Name: s.rem.Name, UID: s.rem.UID}}
 }
 
 // patchStatus writes s.st into the remediation's status when it differs from what was last written (a merge

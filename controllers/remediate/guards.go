@@ -106,7 +106,7 @@ func (r *Reconciler) inFlight(ctx context.Context, self *v1alpha1.VitalsRemediat
 	for i := range list.Items {
 		o := &list.Items[i]
 		if o.UID == self.UID || o.Status.Server == "" || !o.DeletionTimestamp.IsZero() ||
-			stepOf(o.Status.Phase) == "" {
+			stepOf(o.Status.Phase) == "" && o.Status.Phase != v1alpha1.RemediationDraining {
 			continue
 		}
 		ref, ok := machineOwner(o)

@@ -168,23 +168,8 @@ func TestRemediateFreshNode(t *testing.T) {
 	ctx := context.Background()
 	id := f.server()
 	m := f.machine(id)
-	mkNode := func(ready corev1.ConditionStatus, labels map[string]string) string {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "rm-" + opRandHex(4), Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "openstack:///" + id}}
-		if err := f.c.Create(ctx, n); err != nil {
-			t.Fatalf("create node: %v", err)
-		}
-		t.Cleanup(func() { _ = f.c.Delete(context.Background(), n) })
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "Test", LastTransitionTime: metav1.NewTime(f.clock.Now())}}
-		if err := f.c.Status().Update(ctx, n); err != nil {
-			t.Fatalf("node status: %v", err)
-		}
-		return n.Name
-	}
-	own := mkNode(corev1.ConditionFalse, map[string]string{nodes.LabelExclude: "true"})
-	m.Status.NodeRef = clusterv1.MachineNodeReference{Name: own}
-	if err := f.c.Status().Update(ctx, m); err != nil {
-		t.Fatalf("machine nodeRef: %v", err)
-	}
+	own := f.node(id, corev1.ConditionFalse, map[string]string{nodes.LabelExclude: "true"})
+	f.nodeRef(m, own)
 	rem := f.reconcile(m, 0)
 	f.want(rem, v1alpha1.RemediationPending, "Excluded")
 	if soft, hard := f.nova.Matched("soft"), f.nova.Matched("hard"); soft+hard != 0 {
@@ -198,7 +183,7 @@ func TestRemediateFreshNode(t *testing.T) {
 	if err := f.c.Update(ctx, &n); err != nil {
 		t.Fatal(err)
 	}
-	other := mkNode(corev1.ConditionTrue, nil)
+	other := f.node(id, corev1.ConditionTrue, nil)
 	rem = f.reconcile(m, time.Minute)
 	f.want(rem, v1alpha1.RemediationPending, string(nodes.ReasonServerShared))
 	if !strings.Contains(rem.Status.Message, other) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -227,17 +228,49 @@ func capiClone(t *testing.T, from *unstructured.Unstructured, ns, cluster string
 func (f *rmFixture) reconcile(m *clusterv1.Machine, step time.Duration) *v1alpha1.VitalsRemediation {
 	f.t.Helper()
 	f.clock.Step(step)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	key := client.ObjectKeyFromObject(m)
-	if _, err := f.rec.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
-		f.t.Fatalf("reconcile: %v", err)
-	}
+	f.reconcileKey(key)
 	var rem v1alpha1.VitalsRemediation
-	if err := f.c.Get(ctx, key, &rem); err != nil {
+	if err := f.c.Get(context.Background(), key, &rem); err != nil {
 		f.t.Fatal(err)
 	}
 	return &rem
+}
+
+// reconcileKey reconciles the remediation of key once.
+func (f *rmFixture) reconcileKey(key types.NamespacedName) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := f.rec.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
+		f.t.Fatalf("reconcile: %v", err)
+	}
+}
+
+// node creates a Node whose providerID names server id, Ready with status ready (False: its kubelet reports;
+// Unknown: unreachable), and returns its name; it is deleted with the test.
+func (f *rmFixture) node(id string, ready corev1.ConditionStatus, labels map[string]string) string {
+	f.t.Helper()
+	ctx := context.Background()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "rm-" + opRandHex(4), Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "openstack:///" + id}}
+	if err := f.c.Create(ctx, n); err != nil {
+		f.t.Fatalf("create node: %v", err)
+	}
+	f.t.Cleanup(func() { _ = f.c.Delete(context.Background(), n) })
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "Test", LastTransitionTime: metav1.NewTime(f.clock.Now())}}
+	if err := f.c.Status().Update(ctx, n); err != nil {
+		f.t.Fatalf("node status: %v", err)
+	}
+	return n.Name
+}
+
+// nodeRef sets m's status.nodeRef to node, as Cluster API does once the Machine's Node registered.
+func (f *rmFixture) nodeRef(m *clusterv1.Machine, node string) {
+	f.t.Helper()
+	m.Status.NodeRef = clusterv1.MachineNodeReference{Name: node}
+	if err := f.c.Status().Update(context.Background(), m); err != nil {
+		f.t.Fatalf("machine nodeRef: %v", err)
+	}
 }
 
 func (f *rmFixture) server() string {
