@@ -137,6 +137,11 @@ type Server struct {
 	Metadata       map[string]string
 	Created        time.Time
 	Updated        time.Time
+	// HostID is Nova's hostId: an opaque hash of the project and the compute host (the same for two servers
+	// of the project on one host, never the host's name); "" while the server has no host.
+	HostID string
+	// Zone is the server's availability zone (OS-EXT-AZ:availability_zone).
+	Zone string
 }
 
 // Servers lists and repairs servers.

@@ -16,7 +16,7 @@ import (
 
 func serverFrom(s *servers.Server) Server {
 	out := Server{ID: s.ID, Name: s.Name, ProjectID: s.TenantID, Status: s.Status, VMState: s.VmState, TaskState: s.TaskState,
-		Metadata: s.Metadata, Created: s.Created, Updated: s.Updated}
+		Metadata: s.Metadata, Created: s.Created, Updated: s.Updated, HostID: s.HostID, Zone: s.AvailabilityZone}
 	nets := make([]string, 0, len(s.Addresses))
 	for n := range s.Addresses {
 		nets = append(nets, n)

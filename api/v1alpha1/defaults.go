@@ -141,7 +141,10 @@ type NodeSettings struct {
 	// carries it.
 	Delete bool
 	// PowerOn is false when spec.powerOn is false.
-	PowerOn        bool
+	PowerOn bool
+	// HostDown is false when spec.hostDown.enabled is false; HostDownNodes is spec.hostDown.minNodes.
+	HostDown       bool
+	HostDownNodes  int
 	ReplacementKey string
 	Cooldown       time.Duration
 	MaxSteps       int
@@ -160,7 +163,14 @@ func (r *NodeRepair) Settings() NodeSettings {
 	s := NodeSettings{Enabled: r.IsEnabled(), UnhealthyConditions: r.UnhealthyConditions, NodeStartupTimeout: DefaultNodeStartupTimeout,
 		NodeSelector: r.NodeSelector, NodePoolLabel: r.NodePoolLabel, DrainTimeout: DefaultDrainTimeout, DrainForce: DrainForceWhenUnreachable,
 		SoftReboot: DefaultSoftRebootTimeout, HardReboot: DefaultHardRebootTimeout, Delete: r.Delete == nil || *r.Delete,
-		PowerOn: r.PowerOn == nil || *r.PowerOn, Cooldown: DefaultServerCooldown, MaxSteps: DefaultServerMaxSteps, Window: DefaultServerWindow}
+		PowerOn: r.PowerOn == nil || *r.PowerOn, Cooldown: DefaultServerCooldown, MaxSteps: DefaultServerMaxSteps, Window: DefaultServerWindow,
+		HostDown: true, HostDownNodes: 2}
+	if h := r.HostDown; h != nil {
+		s.HostDown = h.Enabled == nil || *h.Enabled
+		if h.MinNodes != nil && *h.MinNodes >= 2 {
+			s.HostDownNodes = int(*h.MinNodes)
+		}
+	}
 	if len(s.UnhealthyConditions) == 0 {
 		s.UnhealthyConditions = DefaultUnhealthyConditions()
 	}

@@ -108,6 +108,14 @@ type NodeRepair struct {
 	// reported. The out-of-service taint goes on first and stays until the node is back.
 	// +optional
 	PowerOn *bool `json:"powerOn,omitempty"`
+	// HostDown sees several unhealthy nodes of one compute host as one failure, of the host: Nova shows each
+	// project a per-project hostId for its servers. Once at least minNodes of the cluster's nodes on one host
+	// are unhealthy and none of them is healthy, while another host of the cluster has a healthy node, no
+	// reboot is sent to a server on it (rebooting on a dead hypervisor only times out); a server a manager
+	// replaces (replacement) is deleted after softRebootTimeout + hardRebootTimeout instead, the others are
+	// reported for an administrator to evacuate; the storm rule counts the host once.
+	// +optional
+	HostDown *HostDownRepair `json:"hostDown,omitempty"`
 	// Replacement says which servers a manager replaces once they are deleted.
 	// +optional
 	Replacement *ServerReplacement `json:"replacement,omitempty"`
@@ -161,6 +169,37 @@ type NodeDrain struct {
 	// PodDisruptionBudget of a reachable node is never overridden.
 	// +optional
 	Force DrainForce `json:"force,omitempty"`
+}
+
+// HostDownRepair tunes the host rule of the node repair.
+type HostDownRepair struct {
+	// Enabled (default true).
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// MinNodes is how many of the cluster's nodes on one host must be unhealthy, none healthy (default 2, at
+	// least 2).
+	// +optional
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=1000
+	MinNodes *int32 `json:"minNodes,omitempty"`
+}
+
+// HostFinding is a compute host taken for down: several of the cluster's nodes on it unhealthy, none healthy.
+type HostFinding struct {
+	// HostID is Nova's hostId of the host (per project, opaque: never the host's name).
+	// +kubebuilder:validation:MaxLength=64
+	HostID string `json:"hostId"`
+	// Zone is the availability zone of its servers.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	Zone string `json:"zone,omitempty"`
+	// Servers of the cluster on the host, sorted.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=64
+	Servers []string `json:"servers"`
+	// Since is when the host was first taken for down.
+	Since metav1.Time `json:"since"`
 }
 
 // ServerReplacement says which servers a manager replaces once deleted: a node pool controller, a Senlin
@@ -378,6 +417,9 @@ type FlightCounts struct {
 	Unhealthy int32 `json:"unhealthy"`
 	// Routes on the router.
 	Routes int32 `json:"routes"`
+	// HostsDown are the compute hosts taken for down (status.flight.hostsDown).
+	// +optional
+	HostsDown int32 `json:"hostsDown,omitempty"`
 }
 
 // FlightStatus reports flight.
@@ -398,6 +440,11 @@ type FlightStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=1000
 	History []ServerHistory `json:"history,omitempty"`
+	// HostsDown are the compute hosts the node repair takes for down, one finding each.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	HostsDown []HostFinding `json:"hostsDown,omitempty"`
 	// Errored servers: when each was first seen in vm_state error.
 	// +optional
 	// +kubebuilder:validation:MaxItems=1000

@@ -167,6 +167,7 @@ func (Nodes) Detect(in *pass.Input[*State]) pass.Finding[*State] {
 		}
 		f.cases = append(f.cases, &nodeCase{server: openstack.Server{ID: e.Server}, gone: true, node: n, prev: e, had: true, steps: hist[e.Server]})
 	}
+	f.hosts = f.downHosts(in.Read.Prev.HostsDown)
 	return f
 }
 
@@ -276,6 +277,8 @@ type nodesFinding struct {
 	proven bool
 	// floor is the end of the last outage (no timer starts before it), set by Repair.
 	floor time.Time
+	// hosts are the compute hosts taken for down (hostDown), by hostId.
+	hosts map[string]v1alpha1.HostFinding
 }
 
 // fault is why a case is unhealthy now ("" when it is not), with when its timer started and how long
@@ -321,6 +324,7 @@ func laterOf(a, b time.Time) time.Time {
 // servers.metadata proves it the cluster's (a bastion on the nodes' network is no unhealthy node).
 func (f *nodesFinding) Unhealthy() []string {
 	var ids []string
+	counted := map[string]bool{}
 	for _, c := range f.cases {
 		if c.gone {
 			continue
@@ -328,6 +332,13 @@ func (f *nodesFinding) Unhealthy() []string {
 		fault, _, due := f.fault(c, time.Time{})
 		if fault == "" || fault == FaultShutOff || (fault == FaultNeverRegistered && (!f.proven || f.now.Before(due))) {
 			continue
+		}
+		if h, down := f.hosts[c.server.HostID]; down {
+			// a host taken for down is one failure: the storm rule counts it once
+			if counted[h.HostID] {
+				continue
+			}
+			counted[h.HostID] = true
 		}
 		ids = append(ids, c.server.ID)
 	}
@@ -428,6 +439,11 @@ func (f *nodesFinding) Repair(ctx context.Context, env *pass.Env[*State]) []pass
 	}
 	env.Read.Status.Escalations = kept
 	env.Read.Status.History = hist.list()
+	env.Read.Status.HostsDown = f.hostList()
+	env.Read.Status.Counts.HostsDown = int32(len(f.hosts))
+	for _, h := range env.Read.Status.HostsDown {
+		env.Warn(ReasonHostDown, "Observe", hostMessage(h))
+	}
 	return f.report(env, kept, &rep, outage)
 }
 
@@ -742,6 +758,13 @@ func (f *nodesFinding) report(env *pass.Env[*State], kept []v1alpha1.NodeEscalat
 	case rep.frozen || f.now.Before(outage.Until):
 		reason = remediation.ReasonFrozen
 		summary = fmt.Sprintf("frozen after an outage (%s, last seen %s) until %s, and every timer restarted; %s", outage.Why, outage.Last.UTC().Format(time.RFC3339), outage.Until.UTC().Format(time.RFC3339), summary)
+	case len(f.hosts) > 0:
+		reason = ReasonHostDown
+		var hs []string
+		for _, h := range f.hostList() {
+			hs = append(hs, hostMessage(h))
+		}
+		summary = strings.Join(hs, "; ") + "; " + summary
 	case len(rep.dups) > 0:
 		reason = ReasonDuplicateProviderID
 	case len(rep.failed) > 0:

@@ -122,6 +122,17 @@ func (f *nodesFinding) plan(c *nodeCase, floor time.Time) nodePlan {
 		p.stop = stop
 		return p
 	}
+	if h, down := f.hosts[c.server.HostID]; down && next != v1alpha1.EscalationDelete {
+		// No reboot on a host taken for down: a server a manager replaces is deleted once the whole ladder's
+		// time has passed, the others wait for the host (or an administrator's evacuation).
+		if why := c.noDelete(s); why != "" {
+			p.wait = "no reboot: " + hostMessage(h) + "; " + stopMessage(why, s)
+			return p
+		}
+		// from the later of the escalation's start and the host's first sighting as down: a host that comes
+		// back within the ladder's time keeps its servers
+		next, at = v1alpha1.EscalationDelete, laterOf(laterOf(e.FirstSeen.Time, h.Since.Time), floor).Add(s.SoftReboot+s.HardReboot)
+	}
 	draining := e.Phase == v1alpha1.PhaseDraining && e.Step == next
 	if !draining {
 		if n := stepsSince(c.steps, now.Add(-s.Window)); n >= s.MaxSteps {

@@ -1,6 +1,7 @@
 package flight
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -54,10 +55,13 @@ func TestPlanNode(t *testing.T) {
 		floor   time.Time
 		// unproven: no servers.metadata, the server is the cluster's by a port on networkID only
 		unproven bool
-		act      nodeAct
-		step     string
-		stop     string
-		esc      bool
+		// hostDown: the server's compute host is taken for down, since hostSince ago (default a minute)
+		hostDown  bool
+		hostSince time.Duration
+		act       nodeAct
+		step      string
+		stop      string
+		esc       bool
 	}{
 		{name: "NotReady for a minute after a month: never touched", server: active, node: node("False", time.Minute), act: actNone},
 		{name: "NotReady past its timeout: observed", server: active, node: node("False", 6*time.Minute), esc: true},
@@ -123,6 +127,14 @@ func TestPlanNode(t *testing.T) {
 		{name: "requested on a NotReady node past its dwell: the condition is the reason", server: active, node: node("Unknown", 7*time.Minute, requested), prev: esc("Observed", "", time.Minute), act: actStep, step: "SoftReboot", esc: true},
 		{name: "a NotReady Node without servers.metadata: its server is named, soft reboot", server: active, node: node("Unknown", 7*time.Minute), prev: esc("Observed", "", time.Minute),
 			unproven: true, act: actStep, step: "SoftReboot", esc: true},
+		// A server on a compute host taken for down is never rebooted: deleted after the ladder's time where
+		// a manager replaces it, else left to the host's return or an administrator's evacuation.
+		{name: "host down: no soft reboot", server: active, node: node("Unknown", 7*time.Minute), prev: esc("Observed", "", time.Minute), hostDown: true, esc: true},
+		{name: "host down, draining before a soft reboot: no reboot", server: active, node: node("Unknown", 9*time.Minute), prev: esc("SoftReboot", "Draining", time.Minute), hostDown: true, esc: true},
+		{name: "host down, replaceable, within the ladder's time: waits", server: replaceable, node: node("Unknown", 7*time.Minute), prev: esc("Observed", "", time.Minute), hostDown: true,
+			spec: func(r *v1alpha1.NodeRepair) { r.Replacement = &v1alpha1.ServerReplacement{MetadataKey: "pool"} }, esc: true},
+		{name: "host down, replaceable, past the ladder's time: delete, no reboot", server: replaceable, node: node("Unknown", 2*time.Hour), prev: esc("Observed", "", 16*time.Minute), hostDown: true, hostSince: 16 * time.Minute,
+			spec: func(r *v1alpha1.NodeRepair) { r.Replacement = &v1alpha1.ServerReplacement{MetadataKey: "pool"} }, act: actStep, step: "Delete", esc: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,7 +145,13 @@ func TestPlanNode(t *testing.T) {
 			cl := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Labels: tt.cluster}}
 			s := spec.Settings()
 			f := &nodesFinding{s: s, now: t0, proven: !tt.unproven}
-			c := newCase(tt.server, tt.node, nil, s, cl, nil)
+			sv := tt.server
+			if tt.hostDown {
+				sv.HostID = "h1"
+				since := max(tt.hostSince, time.Minute)
+				f.hosts = map[string]v1alpha1.HostFinding{"h1": {HostID: "h1", Servers: []string{"s0", "s1"}, Since: at(-since)}}
+			}
+			c := newCase(sv, tt.node, nil, s, cl, nil)
 			if tt.prev != nil {
 				c.prev, c.had = *tt.prev, true
 			}
@@ -177,5 +195,45 @@ func TestNodesUnhealthy(t *testing.T) {
 				t.Errorf("counted %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestNodesHostDown: three nodes of one compute host NotReady together, while another host's node is Ready, are
+// one host finding, which the storm rule counts once; with the host rule off, three unhealthy servers.
+func TestNodesHostDown(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	cond := func(st corev1.ConditionStatus) *corev1.Node {
+		return &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st, LastTransitionTime: metav1.NewTime(t0.Add(-time.Minute))}}}}
+	}
+	sv := func(id, host string) openstack.Server {
+		return openstack.Server{ID: id, Status: "ACTIVE", HostID: host, Zone: "az1", Created: t0.Add(-time.Hour)}
+	}
+	for _, on := range []bool{true, false} {
+		spec := v1alpha1.NodeRepair{HostDown: &v1alpha1.HostDownRepair{Enabled: new(on)}}
+		s := spec.Settings()
+		f := &nodesFinding{s: s, now: t0, proven: true}
+		for _, c := range []struct {
+			sv   openstack.Server
+			node *corev1.Node
+		}{{sv("b", "h1"), cond("Unknown")}, {sv("a", "h1"), cond("Unknown")}, {sv("c", "h1"), cond("False")}, {sv("d", "h2"), cond("True")}} {
+			f.cases = append(f.cases, newCase(c.sv, c.node, nil, s, &v1alpha1.VitalsCluster{}, nil))
+		}
+		f.hosts = f.downHosts([]v1alpha1.HostFinding{{HostID: "h1", Since: metav1.NewTime(t0.Add(-time.Hour))}})
+		if !on {
+			if len(f.hosts) != 0 || len(f.Unhealthy()) != 3 {
+				t.Errorf("host rule off: hosts %v, unhealthy %v; want none, and 3", f.hosts, f.Unhealthy())
+			}
+			continue
+		}
+		h, ok := f.hosts["h1"]
+		if !ok || len(f.hosts) != 1 || strings.Join(h.Servers, ",") != "a,b,c" || h.Zone != "az1" || !h.Since.Equal(ptrTime(t0.Add(-time.Hour))) {
+			t.Fatalf("hosts %+v, want h1 with a, b, c in az1, its first sighting kept", f.hosts)
+		}
+		if got := f.Unhealthy(); len(got) != 1 {
+			t.Errorf("the storm rule counts %v, want the host once", got)
+		}
+		if msg := hostMessage(h); !strings.Contains(msg, "nova host-evacuate") || !strings.Contains(msg, "a, b, c") {
+			t.Errorf("host message %q does not name the servers and the evacuation", msg)
+		}
 	}
 }

@@ -97,12 +97,8 @@ func (s *cloud) appendServerJSON(b []byte, base string, v *server, attached map[
 	b = appendString(b, v.UserID)
 	b = append(b, `,"metadata":`...)
 	b = appendStringMap(b, v.Metadata)
-	host := v.Project
-	if len(host) > 8 {
-		host = host[:8]
-	}
 	b = append(b, `,"hostId":`...)
-	b = appendString(b, host+"sim")
+	b = appendString(b, hostID(v.Project, v.host()))
 	b = append(b, `,"image":{"id":`...)
 	b = appendString(b, v.ImageID)
 	b = append(b, `},"flavor":{"id":`...)

@@ -133,12 +133,8 @@ func (s *nova) viewServer(base string, v *server, attached map[string][]string) 
 			addrs[netName] = append(addrs[netName], novaAddress{Version: ver, Addr: f.IPAddress, Type: "fixed", MAC: p.MAC})
 		}
 	}
-	host := v.Project
-	if len(host) > 8 {
-		host = host[:8]
-	}
 	view := &serverView{ID: v.ID, Name: v.Name, Status: v.Status, TenantID: v.Project, UserID: v.UserID,
-		Metadata: v.Metadata, HostID: host + "sim", Image: idRef{v.ImageID}, Flavor: idRef{v.FlavorID},
+		Metadata: v.Metadata, HostID: hostID(v.Project, v.host()), Image: idRef{v.ImageID}, Flavor: idRef{v.FlavorID},
 		Created: neutronTime(v.Created), Updated: neutronTime(v.Updated), Addresses: addrs,
 		Links: []link{{Rel: "self", Href: base + cprefix + "/servers/" + v.ID}}, VMState: v.VMState, AZ: "nova",
 		DiskConfig: "MANUAL", Volumes: []volumeRef{}, Tags: orEmpty(v.Tags)}

@@ -68,6 +68,8 @@ type ServerSeed struct {
 	Tags            []string          `json:"tags,omitempty"`
 	// AllowedAddressPairs of the server's port.
 	AllowedAddressPairs []string `json:"allowed_address_pairs,omitempty"`
+	// Host is the compute host the server runs on (default DefaultHost).
+	Host string `json:"host,omitempty"`
 }
 
 // VolumeSeed is a volume; Status defaults to available, AttachedTo names a server.
@@ -270,7 +272,7 @@ func (s *Sim) seedProject(ps ProjectSeed) (*SeededProject, error) {
 func (s *Sim) seedServerLocked(pid string, ss ServerSeed, pickNet func(string) (*network, error)) (*server, *port, error) {
 	now := s.now()
 	v := &server{ID: s.newUUID(), Name: ss.Name, Project: pid, Status: "ACTIVE", VMState: "active",
-		Metadata: ss.Metadata, Tags: ss.Tags, FlavorID: "m1.small", ImageID: "coreos", Created: now, Updated: now}
+		Metadata: ss.Metadata, Tags: ss.Tags, FlavorID: "m1.small", ImageID: "coreos", Created: now, Updated: now, Host: ss.Host}
 	switch ss.Status {
 	case "", "ACTIVE":
 	case "BUILD":
@@ -333,6 +335,9 @@ type ClusterSeed struct {
 	PodCIDR string `json:"pod_cidr,omitempty"`
 	// Nodes is the number of servers, each with a live route.
 	Nodes int `json:"nodes"`
+	// Hosts spreads the nodes over this many compute hosts, node i on host i mod Hosts (default 1: every node
+	// on DefaultHost).
+	Hosts int `json:"hosts,omitempty"`
 	// OrphanedRoutes point pod /24s inside PodCIDR at node-network IPs where no server lives.
 	OrphanedRoutes int `json:"orphaned_routes,omitempty"`
 	// ForeignRoutes are outside PodCIDR (10.250.N.0/24), pointing at node-network IPs: not the
@@ -414,7 +419,11 @@ func (s *Sim) SeedCluster(cs ClusterSeed) (*SeededCluster, error) {
 	for i := 0; i < cs.Nodes; i++ {
 		name := fmt.Sprintf("%s-node-%d", cs.Name, i)
 		ip := hostIP(i)
-		spec.Servers = append(spec.Servers, ServerSeed{Name: name, IP: ip,
+		host := ""
+		if cs.Hosts > 1 {
+			host = fmt.Sprintf("%s-%d", DefaultHost, i%cs.Hosts)
+		}
+		spec.Servers = append(spec.Servers, ServerSeed{Name: name, IP: ip, Host: host,
 			Metadata: map[string]string{"kubernikus:cluster": cs.Name}, AllowedAddressPairs: []string{podSlot(i)}})
 		out.LiveRoutes = append(out.LiveRoutes, Route{Destination: podSlot(i), NextHop: ip})
 	}

@@ -296,7 +296,10 @@ type server struct {
 	// Security groups of a server without ports (Nova keeps the request's groups).
 	Groups []string  `json:"groups,omitempty"`
 	Tags   []string  `json:"tags,omitempty"`
-	Due    time.Time `json:"due,omitzero"` // when the pending transition happens
+	// Host is the compute host the server runs on (DefaultHost unless seeded on another); Nova shows each
+	// project only hostID(project, host).
+	Host string    `json:"host,omitempty"`
+	Due  time.Time `json:"due,omitzero"` // when the pending transition happens
 	// Actions is the instance-action log, oldest first (Nova's os-instance-actions).
 	Actions []serverAction `json:"actions,omitempty"`
 }

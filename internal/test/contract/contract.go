@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -793,10 +794,15 @@ func (s *suite) servers(t *testing.T) {
 	if len(got.Addresses) == 0 || got.Addresses[0].Addr == "" || got.Addresses[0].Version != 4 || got.Addresses[0].Type != "fixed" {
 		t.Fatalf("server addresses = %+v; want one fixed IPv4 address", got.Addresses)
 	}
+	// An ACTIVE server has a host: Nova shows the project its hostId (SHA-224 of project and host, 56 hex
+	// digits), never the host's name, and its availability zone; the list shows the same.
+	if len(got.HostID) != 56 || strings.Trim(got.HostID, "0123456789abcdef") != "" || got.Zone == "" {
+		t.Fatalf("GetServer: hostId %q, zone %q; want a SHA-224 in hex and a zone", got.HostID, got.Zone)
+	}
 	for _, size := range []int{0, 1} {
 		list, err := s.cloud.ListServers(ctx, openstack.ListOpts{Name: sname, PageSize: size})
-		if err != nil || len(list) != 1 || list[0].ID != srv.ID {
-			t.Fatalf("ListServers(name, page size %d) = %+v, %v", size, list, err)
+		if err != nil || len(list) != 1 || list[0].ID != srv.ID || list[0].HostID != got.HostID || list[0].Zone != got.Zone {
+			t.Fatalf("ListServers(name, page size %d) = %+v, %v; want the server, with its hostId and zone", size, list, err)
 		}
 	}
 	all, err := s.cloud.ListServers(ctx, openstack.ListOpts{PageSize: 1})
