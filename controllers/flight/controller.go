@@ -184,6 +184,7 @@ func (f *flight) Read(ctx context.Context, in *pass.ReadInput[*Settings]) (*Stat
 func (f *flight) Status(c *v1alpha1.VitalsCluster, st *State, unhealthy []string, cs *v1alpha1.ClusterStatus) {
 	st.Status.Counts.Unhealthy = int32(len(unhealthy))
 	f.o.Metrics.Unhealthy.WithLabelValues(c.Namespace + "/" + c.Name).Set(float64(len(unhealthy)))
+	f.o.Metrics.HostsDown.WithLabelValues(c.Namespace + "/" + c.Name).Set(float64(st.Status.Counts.HostsDown))
 	cs.Flight = st.Status
 }
 

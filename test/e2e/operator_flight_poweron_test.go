@@ -29,13 +29,19 @@ import (
 // honest against the real Nova. The kube-apiserver is real and private to the test.
 func newFNSimFixture(t *testing.T, nodes int, mutate func(*v1alpha1.VitalsCluster)) (*fnFixture, *cloudsim.Sim, *cloudsim.SeededCluster, *openstack.Cloud) {
 	t.Helper()
+	return newFNSimFixtureOn(t, cloudsim.ClusterSeed{Project: "poweron", Name: "poweron", Nodes: nodes}, mutate)
+}
+
+// newFNSimFixtureOn is newFNSimFixture on the simulator's cluster cs.
+func newFNSimFixtureOn(t *testing.T, cs cloudsim.ClusterSeed, mutate func(*v1alpha1.VitalsCluster)) (*fnFixture, *cloudsim.Sim, *cloudsim.SeededCluster, *openstack.Cloud) {
+	t.Helper()
 	ctx := context.Background()
 	k, c := opPrivateKube(t)
 	kc, err := kubernetes.NewForConfig(k.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim, seeded, conn := simTenant(t, 40, "poweron", nodes)
+	sim, seeded, conn := simTenantOn(t, 40, cs)
 	off := v1alpha1.RepairSpec{Enabled: new(false)}
 	cl := &v1alpha1.VitalsCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: opNamespace(t, c), Name: "c1"},

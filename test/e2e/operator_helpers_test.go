@@ -440,13 +440,20 @@ func (l *lockedBuffer) String() string {
 // servers in a project of the same name, and connects to it as a member of that project (a tenant's rights).
 func simTenant(t *testing.T, seed uint64, name string, nodes int) (*cloudsim.Sim, *cloudsim.SeededCluster, *openstack.Cloud) {
 	t.Helper()
+	return simTenantOn(t, seed, cloudsim.ClusterSeed{Project: name, Name: name, Nodes: nodes})
+}
+
+// simTenantOn is simTenant of cs (its nodes spread over cs.Hosts compute hosts).
+func simTenantOn(t *testing.T, seed uint64, cs cloudsim.ClusterSeed) (*cloudsim.Sim, *cloudsim.SeededCluster, *openstack.Cloud) {
+	name := cs.Name
+	t.Helper()
 	sim, err := cloudsim.New(cloudsim.Options{Seed: seed})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(sim.Handler())
 	t.Cleanup(ts.Close)
-	seeded, err := sim.SeedCluster(cloudsim.ClusterSeed{Project: name, Name: name, Nodes: nodes})
+	seeded, err := sim.SeedCluster(cs)
 	if err != nil {
 		t.Fatal(err)
 	}

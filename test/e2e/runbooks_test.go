@@ -117,7 +117,8 @@ func TestRunbookCommands(t *testing.T) {
 	vcl.Status.Remediation = &v1alpha1.RemediationStatus{BudgetRemaining: 0, ActionTimes: []metav1.Time{now}}
 	vcl.Status.RouteGC = &v1alpha1.RouteGCStatus{ControllerStatus: v1alpha1.ControllerStatus{Actions: []v1alpha1.Action{action}}}
 	vcl.Status.Flight = &v1alpha1.FlightStatus{ControllerStatus: v1alpha1.ControllerStatus{Actions: []v1alpha1.Action{action}},
-		Escalations: []v1alpha1.NodeEscalation{{Node: "node-1", Server: "7c1f", Step: "SoftReboot", Phase: "Taken", Since: now}}}
+		Escalations: []v1alpha1.NodeEscalation{{Node: "node-1", Server: "7c1f", Step: "SoftReboot", Phase: "Taken", Since: now}},
+		HostsDown:   []v1alpha1.HostFinding{{HostID: "3f5c0d1e9a7b", Zone: "nova", Servers: []string{"8d2e", "9a41"}, Since: now}}}
 	vcl.Status.Deorbit = &v1alpha1.DeorbitStatus{ControllerStatus: v1alpha1.ControllerStatus{Actions: []v1alpha1.Action{action}}, Phase: "Sweep", StartTime: &now,
 		Counts:    v1alpha1.DeorbitCounts{Remaining: 1},
 		Resources: []v1alpha1.DeorbitResource{{Type: "volume", ID: "9d2e", State: "Failed", Status: "error_deleting", LastError: "Cinder refused"}}}
