@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Real OpenStack (Debian bookworm packages = OpenStack Zed) on 127.0.0.1 for tests.
 #   full tier: Keystone (uwsgi :5000), Neutron ML2/OVS API only with router + extraroute + extraroute-atomic
-#              (:9696), Placement (uwsgi :8778), Glance (:9292), Nova api/conductor/scheduler/compute with
-#              fake.FakeDriver (:8774), Cinder api/scheduler/volume with the fake logging driver (:8776), Octavia
-#              API (uwsgi :9876) + worker with Octavia's no-op amphora/compute/network drivers; MariaDB on a unix
-#              socket, RabbitMQ on 127.0.0.1:5673.
+#              (:9696), Placement (uwsgi :8778), Glance (:9292), Nova api/conductor/scheduler and two computes
+#              (compute-1, compute-2) with fake.FakeDriver (:8774), Cinder api/scheduler/volume with the fake
+#              logging driver (:8776), Octavia API (uwsgi :9876) + worker with Octavia's no-op
+#              amphora/compute/network drivers; MariaDB on a unix socket, RabbitMQ on 127.0.0.1:5673.
 #   fast tier: Keystone + Neutron (+ MariaDB) only.
 # Usage: hack/openstack.sh start [fast|full]     recreate everything from scratch and start it (default: full)
 #        hack/openstack.sh stop                  stop every process start recorded (by PID)
@@ -24,7 +24,7 @@ DBDIR=${OPENSTACK_DB_DIR:-$RUN/mysql}
 SOCK=$RUN/mysqld.sock
 RABBIT='rabbit://guest:guest@127.0.0.1:5673/'
 ALL_SERVICES="keystone neutron-server placement glance-api nova-api nova-conductor nova-scheduler nova-compute
-  cinder-api cinder-volume cinder-scheduler octavia-api octavia-worker"
+  nova-compute-2 cinder-api cinder-volume cinder-scheduler octavia-api octavia-worker"
 
 tier() { cat "$OS_DIR/tier" 2>/dev/null || echo full; }
 full() { [ "$(tier)" = full ]; }
@@ -278,6 +278,14 @@ driver = noop
 [wsgi]
 api_paste_config = /etc/nova/api-paste.ini
 CONF
+  # A second compute host (the fake driver, as OpenStack's own CI runs several): servers of one project on two
+  # hosts show two hostIds, as the node repair's host rule needs to be tried on the real cloud.
+  cat > "$ETC/nova/nova-compute-2.conf" <<CONF
+[DEFAULT]
+host = compute-2
+state_path = $RUN/nova-2
+log_file = $LOG/nova-compute-2.log
+CONF
   cat > "$ETC/nova/nova-db.conf" <<CONF
 [api_database]
 connection = $(db nova_api)
@@ -448,6 +456,7 @@ launch() {
     glance-api)       bg glance-api glance-api --config-file "$ETC/glance/glance-api.conf" ;;
     nova-api|nova-conductor|nova-scheduler) bg "$1" "$1" $(NV) ;;
     nova-compute)     bg nova-compute "$BIN/nova-compute" --config-file "$ETC/nova/nova.conf" ;;
+    nova-compute-2)   bg nova-compute-2 "$BIN/nova-compute" --config-file "$ETC/nova/nova.conf" --config-file "$ETC/nova/nova-compute-2.conf" ;;
     cinder-api|cinder-scheduler) bg "$1" "$1" --config-file "$ETC/cinder/cinder.conf" ;;
     cinder-volume)    bg cinder-volume "$BIN/cinder-volume" --config-file "$ETC/cinder/cinder.conf" ;;
     octavia-worker)   bg octavia-worker octavia-worker --config-file "$ETC/octavia/octavia.conf" --log-file "$LOG/octavia-worker.log" ;;
@@ -531,21 +540,23 @@ start_all() {
   ( quiet "$LOG/register.log" $PY "$BIN/register.py" $REG; log "catalog registered: $REG" ) & J5=$!
 
   wait $J2
-  # Pretend an OVS agent lives on the nova compute host (heartbeat pinned in 2099) so that ML2's real
+  # Pretend an OVS agent lives on each nova compute host (heartbeat pinned in 2099) so that ML2's real
   # openvswitch mechanism driver binds the ports nova creates (vif_type=ovs); no agent process exists.
+  for h in compute-1 compute-2; do
   SQL "INSERT INTO neutron.agents (id, agent_type, \`binary\`, topic, host, admin_state_up, created_at, started_at,
        heartbeat_timestamp, description, configurations, \`load\`, availability_zone)
-       VALUES (UUID(), 'Open vSwitch agent', 'neutron-openvswitch-agent', 'N/A', 'compute-1', 1, UTC_TIMESTAMP(),
+       VALUES (UUID(), 'Open vSwitch agent', 'neutron-openvswitch-agent', 'N/A', '$h', 1, UTC_TIMESTAMP(),
        UTC_TIMESTAMP(), '2099-01-01 00:00:00', 'fake: no process, heartbeat pinned by hack/openstack.sh',
        '{\"bridge_mappings\": {\"physnet1\": \"br-eth1\", \"external\": \"br-ex\"}, \"tunnel_types\": [\"vxlan\"], \"ovs_hybrid_plug\": false, \"datapath_type\": \"system\", \"integration_bridge\": \"br-int\", \"tunneling_ip\": \"127.0.0.1\", \"devices\": 0}',
        0, 'nova')"
+  done
   launch neutron-server
   if full; then
     for i in $(seq 1 1200); do (echo > /dev/tcp/127.0.0.1/5673) 2>/dev/null && break; sleep 0.25; done
     (echo > /dev/tcp/127.0.0.1/5673) 2>/dev/null || die "rabbitmq did not start; see $LOG/rabbitmq"
     log "rabbitmq answers"
     wait $J3
-    launch nova-api; launch nova-conductor; launch nova-scheduler; launch nova-compute
+    launch nova-api; launch nova-conductor; launch nova-scheduler; launch nova-compute; launch nova-compute-2
     wait $J4
     launch cinder-api; launch cinder-volume
     # cinder-scheduler asks the volume services for their capabilities once, when it starts; a cinder-volume
@@ -566,9 +577,9 @@ start_all() {
     wait_http placement http://127.0.0.1:8778/ 300
     wait_http glance http://127.0.0.1:9292/ 300
     wait_http nova-api http://127.0.0.1:8774/ 300
-    for i in $(seq 1 1200); do [ "$(SQL "SELECT COUNT(*) FROM nova.compute_nodes WHERE deleted=0")" -ge 1 ] && break; sleep 0.25; done
+    for i in $(seq 1 1200); do [ "$(SQL "SELECT COUNT(*) FROM nova.compute_nodes WHERE deleted=0")" -ge 2 ] && break; sleep 0.25; done
     quiet "$LOG/nova-discover_hosts.log" nova-manage $(NV) cell_v2 discover_hosts
-    log "nova-compute registered and mapped to cell1"
+    log "nova-compute (compute-1, compute-2) registered and mapped to cell1"
     img=$($PY "$BIN/resources.py" nova)
     log "flavor m1.tiny + image cirros-fake ($img) ready"
     wait_http cinder-api http://127.0.0.1:8776/ 300

@@ -9,7 +9,8 @@ import (
 const DefaultHostDownNodes = 2
 
 // Placed is one server of a cluster as the host rule sees it: its Nova hostId (opaque, per project: the same
-// for two servers of the project on one compute host) and whether its node is unhealthy now.
+// for two servers of the project on one compute host) and whether its node is down now in a way that speaks
+// against its host (the caller's choice: flight counts an unreachable node, whose kubelet is silent).
 type Placed struct {
 	Server    string
 	HostID    string

@@ -110,7 +110,8 @@ type NodeRepair struct {
 	PowerOn *bool `json:"powerOn,omitempty"`
 	// HostDown sees several unhealthy nodes of one compute host as one failure, of the host: Nova shows each
 	// project a per-project hostId for its servers. Once at least minNodes of the cluster's nodes on one host
-	// are unhealthy and none of them is healthy, while another host of the cluster has a healthy node, no
+	// are unreachable (Ready Unknown) and none of them reports, while another host of the cluster has a node
+	// that reports, no
 	// reboot is sent to a server on it (rebooting on a dead hypervisor only times out); a server a manager
 	// replaces (replacement) is deleted after softRebootTimeout + hardRebootTimeout instead, the others are
 	// reported for an administrator to evacuate; the storm rule counts the host once.

@@ -20,9 +20,10 @@ const (
 	maxHostServers = 100
 )
 
-// downHosts are the compute hosts taken for down in this pass (nodes.DownHosts over the cases, unhealthy as
-// Unhealthy counts them: any unhealthy condition now, due or not, so that nodes going NotReady together are seen
-// together), each a finding that keeps its first sighting from prev.
+// downHosts are the compute hosts taken for down in this pass (nodes.DownHosts over the cases), each a finding
+// that keeps its first sighting from prev. A node counts against its host only while it is unreachable (Ready
+// Unknown: its kubelet silent, as on a dead hypervisor, due or not); a node whose kubelet reports, Ready or not,
+// proves its host alive: two nodes NotReady for reasons of their own never stop each other's repair.
 func (f *nodesFinding) downHosts(prev []v1alpha1.HostFinding) map[string]v1alpha1.HostFinding {
 	if !f.s.HostDown {
 		return nil
@@ -33,11 +34,10 @@ func (f *nodesFinding) downHosts(prev []v1alpha1.HostFinding) map[string]v1alpha
 		if c.gone || c.server.HostID == "" || (c.server.Status != "ACTIVE" && !rebootingStatus[c.server.Status]) {
 			continue // a server off, in error or building is no evidence of its host either way
 		}
-		fault, _, _ := f.fault(c, f.floor)
-		if fault == FaultNeverRegistered || fault == FaultRequested {
-			continue // a server still joining, or one asked for by hand, says nothing of its host
+		if c.node == nil {
+			continue // a server still joining says nothing of its host
 		}
-		placed = append(placed, nodes.Placed{Server: c.server.ID, HostID: c.server.HostID, Unhealthy: fault != ""})
+		placed = append(placed, nodes.Placed{Server: c.server.ID, HostID: c.server.HostID, Unhealthy: nodes.Unreachable(c.node)})
 		zone[c.server.HostID] = c.server.Zone
 	}
 	down := nodes.DownHosts(placed, f.s.HostDownNodes)

@@ -198,8 +198,9 @@ func TestNodesUnhealthy(t *testing.T) {
 	}
 }
 
-// TestNodesHostDown: three nodes of one compute host NotReady together, while another host's node is Ready, are
-// one host finding, which the storm rule counts once; with the host rule off, three unhealthy servers.
+// TestNodesHostDown: three nodes of one compute host unreachable together, while another host's node is Ready (and
+// one NotReady), are one host finding, which the storm rule counts once; a node on the host whose kubelet reports
+// proves it alive; with the host rule off, four unhealthy servers.
 func TestNodesHostDown(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	cond := func(st corev1.ConditionStatus) *corev1.Node {
@@ -215,13 +216,13 @@ func TestNodesHostDown(t *testing.T) {
 		for _, c := range []struct {
 			sv   openstack.Server
 			node *corev1.Node
-		}{{sv("b", "h1"), cond("Unknown")}, {sv("a", "h1"), cond("Unknown")}, {sv("c", "h1"), cond("False")}, {sv("d", "h2"), cond("True")}} {
+		}{{sv("b", "h1"), cond("Unknown")}, {sv("a", "h1"), cond("Unknown")}, {sv("c", "h1"), cond("Unknown")}, {sv("e", "h2"), cond("False")}, {sv("d", "h2"), cond("True")}} {
 			f.cases = append(f.cases, newCase(c.sv, c.node, nil, s, &v1alpha1.VitalsCluster{}, nil))
 		}
 		f.hosts = f.downHosts([]v1alpha1.HostFinding{{HostID: "h1", Since: metav1.NewTime(t0.Add(-time.Hour))}})
 		if !on {
-			if len(f.hosts) != 0 || len(f.Unhealthy()) != 3 {
-				t.Errorf("host rule off: hosts %v, unhealthy %v; want none, and 3", f.hosts, f.Unhealthy())
+			if len(f.hosts) != 0 || len(f.Unhealthy()) != 4 {
+				t.Errorf("host rule off: hosts %v, unhealthy %v; want none, and 4", f.hosts, f.Unhealthy())
 			}
 			continue
 		}
@@ -229,9 +230,15 @@ func TestNodesHostDown(t *testing.T) {
 		if !ok || len(f.hosts) != 1 || strings.Join(h.Servers, ",") != "a,b,c" || h.Zone != "az1" || !h.Since.Equal(ptrTime(t0.Add(-time.Hour))) {
 			t.Fatalf("hosts %+v, want h1 with a, b, c in az1, its first sighting kept", f.hosts)
 		}
-		if got := f.Unhealthy(); len(got) != 1 {
-			t.Errorf("the storm rule counts %v, want the host once", got)
+		if got := f.Unhealthy(); len(got) != 2 {
+			t.Errorf("the storm rule counts %v, want the host once and h2's NotReady node", got)
 		}
+		// a node of the host whose kubelet reports (Ready False) proves the host alive
+		f.cases[2] = newCase(sv("c", "h1"), cond("False"), nil, s, &v1alpha1.VitalsCluster{}, nil)
+		if hs := f.downHosts(nil); len(hs) != 0 {
+			t.Errorf("with a reporting kubelet on h1: hosts %v, want none", hs)
+		}
+		f.cases[2] = newCase(sv("c", "h1"), cond("Unknown"), nil, s, &v1alpha1.VitalsCluster{}, nil)
 		if msg := hostMessage(h); !strings.Contains(msg, "nova host-evacuate") || !strings.Contains(msg, "a, b, c") {
 			t.Errorf("host message %q does not name the servers and the evacuation", msg)
 		}

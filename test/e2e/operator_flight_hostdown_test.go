@@ -112,3 +112,40 @@ func sorted(ids []string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestFlightNodesHostDown: on real Nova with two compute hosts (the fake driver), two nodes whose servers run on
+// compute-1 unreachable together while compute-2's node is Ready: Nova's hostId tells the hosts apart (the same
+// for both servers of compute-1, another for compute-2's), the two are one host finding, and nothing is rebooted
+// (none at the fault proxy) past the dwell and the whole ladder.
+func TestFlightNodesHostDown(t *testing.T) {
+	parallel(t)
+	f := newFNFixture(t, func(c *v1alpha1.VitalsCluster) { c.Spec.Controllers.Flight.Repairs.Nodes = nodesCfg })
+	a1, a2, b := f.serverOn(71, "compute-1"), f.serverOn(72, "compute-1"), f.serverOn(73, "compute-2")
+	if a1.HostID == "" || a1.HostID != a2.HostID || a1.HostID == b.HostID {
+		t.Fatalf("hostIds %q %q %q: want the two servers of compute-1 alike and compute-2's apart", a1.HostID, a2.HostID, b.HostID)
+	}
+	unknown := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown"}
+	na1 := f.node(a1, f.net.IP(71), "198.19.71.0/24", condReady)
+	na2 := f.node(a2, f.net.IP(72), "198.19.72.0/24", condReady)
+	f.node(b, f.net.IP(73), "198.19.73.0/24", condReady)
+	f.synced()
+	f.pass(time.Minute)
+	for _, n := range []string{na1, na2} {
+		f.setConditions(f.getNode(n), unknown)
+		f.seen(n, unknown)
+	}
+	cl := f.pass(time.Minute)
+	for range 5 {
+		cl = f.pass(5 * time.Minute)
+	}
+	c := condition(cl, v1alpha1.ConditionNodesHealthy)
+	if c.Reason != flight.ReasonHostDown || !strings.Contains(c.Message, a1.HostID[:12]) {
+		t.Fatalf("NodesHealthy = %+v, want HostDown naming hostId %s", c, a1.HostID[:12])
+	}
+	if hd := cl.Status.Flight.HostsDown; len(hd) != 1 || hd[0].HostID != a1.HostID || strings.Join(hd[0].Servers, ",") != strings.Join(sorted([]string{a1.ID, a2.ID}), ",") || hd[0].Zone == "" {
+		t.Fatalf("status.flight.hostsDown %+v, want compute-1's finding of both servers, with its zone", hd)
+	}
+	if soft, hard := f.reboots(); soft+hard != 0 {
+		t.Fatalf("servers of the dead host rebooted: %d soft, %d hard at the fault proxy", soft, hard)
+	}
+}

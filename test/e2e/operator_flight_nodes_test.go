@@ -185,7 +185,13 @@ func (f *fnFixture) restart() {
 // server boots a server on the cluster's network and waits for it to be ACTIVE.
 func (f *fnFixture) server(host int) openstack.Server {
 	f.t.Helper()
-	id := f.net.Server(f.cloud, host)
+	return f.serverOn(host, "")
+}
+
+// serverOn is server on the compute host named (compute-1, compute-2; "": the scheduler's choice).
+func (f *fnFixture) serverOn(host int, compute string) openstack.Server {
+	f.t.Helper()
+	id := f.net.ServerOn(f.cloud, host, compute)
 	var sv *openstack.Server
 	opEventually(f.t, 3*time.Minute, "server "+id+" ACTIVE", func() (bool, string) {
 		var err error

@@ -266,6 +266,13 @@ func (n *opNet) Port(host int, groups ...string) string {
 // node is; deleted at the end of the test.
 func (n *opNet) Server(cloud *openstack.Cloud, host int, groups ...string) string {
 	n.t.Helper()
+	return n.ServerOn(cloud, host, "", groups...)
+}
+
+// ServerOn is Server on the compute host named ("": where the scheduler puts it), asked as Nova's administrator
+// does (availability zone "nova:<host>").
+func (n *opNet) ServerOn(cloud *openstack.Cloud, host int, compute string, groups ...string) string {
+	n.t.Helper()
 	ctx := context.Background()
 	cc, err := cloud.Client(openstack.ServiceCompute)
 	if err != nil {
@@ -280,8 +287,12 @@ func (n *opNet) Server(cloud *openstack.Cloud, host int, groups ...string) strin
 	if err != nil || len(imgs) == 0 {
 		n.t.Fatalf("no image cirros-fake (%v)", err)
 	}
-	srv, err := servers.Create(ctx, cc, servers.CreateOpts{Name: "vitals-e2e-node-" + opRandHex(3), FlavorRef: "1", ImageRef: imgs[0].ID,
-		Networks: []servers.Network{{Port: port}}}, nil).Extract()
+	opts := servers.CreateOpts{Name: "vitals-e2e-node-" + opRandHex(3), FlavorRef: "1", ImageRef: imgs[0].ID,
+		Networks: []servers.Network{{Port: port}}}
+	if compute != "" {
+		opts.AvailabilityZone = "nova:" + compute
+	}
+	srv, err := servers.Create(ctx, cc, opts, nil).Extract()
 	if err != nil {
 		n.t.Fatalf("create server: %v", err)
 	}
