@@ -294,8 +294,8 @@ type server struct {
 	Created   time.Time         `json:"created"`
 	Updated   time.Time         `json:"updated"`
 	// Security groups of a server without ports (Nova keeps the request's groups).
-	Groups []string  `json:"groups,omitempty"`
-	Tags   []string  `json:"tags,omitempty"`
+	Groups []string `json:"groups,omitempty"`
+	Tags   []string `json:"tags,omitempty"`
 	// Host is the compute host the server runs on (DefaultHost unless seeded on another); Nova shows each
 	// project only hostID(project, host).
 	Host string    `json:"host,omitempty"`
