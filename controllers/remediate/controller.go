@@ -293,6 +293,12 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 	if nodes.Excluded(nil, sv.Metadata) {
 		return r.hold(s, remediation.ReasonExcluded, "server "+id+" is excluded by its metadata "+nodes.LabelExclude, time.Time{})
 	}
+	if h, down := hostDown(vc, sv); down {
+		// One failure of the host, not of the Machine: no reboot is sent to a dead hypervisor; the Machine goes
+		// back to its owner, which replaces it elsewhere.
+		return r.handBackFor(ctx, s, fmt.Sprintf("server %s of Machine %s/%s is on compute host %s (hostId), which flight takes for down since %s (%d of the cluster's nodes on it unreachable, none reporting): no reboot is sent to it",
+			sv.ID, m.Namespace, m.Name, nodes.ShortHostID(h.HostID), h.Since.UTC().Format(time.RFC3339), len(h.Servers)), h.Since.Time)
+	}
 	if !rebootable(step, sv.Status) {
 		return r.hold(s, ReasonServerNotActive, fmt.Sprintf("server %s is %s: a %s reboot waits for it to be ACTIVE", id, sv.Status, step), time.Time{})
 	}

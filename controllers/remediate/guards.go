@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/vitalsproject/vitals/clusterapi"
 	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/nodes"
+	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/workload"
 )
@@ -56,6 +58,20 @@ func (r *Reconciler) notPaused(ctx context.Context, s *run, then string) (time.D
 		return r.hold(s, ReasonMachinePaused, why+": "+then, time.Time{}), false
 	}
 	return 0, true
+}
+
+// hostDown is the finding of flight's host rule (status.flight.hostsDown) of sv's compute host, when it holds sv:
+// the same per-project hostId Nova shows now, and sv among the servers it found unreachable there.
+func hostDown(vc *v1alpha1.VitalsCluster, sv *openstack.Server) (v1alpha1.HostFinding, bool) {
+	if vc.Status.Flight == nil || sv.HostID == "" {
+		return v1alpha1.HostFinding{}, false
+	}
+	for _, h := range vc.Status.Flight.HostsDown {
+		if h.HostID == sv.HostID && slices.Contains(h.Servers, sv.ID) {
+			return h, true
+		}
+	}
+	return v1alpha1.HostFinding{}, false
 }
 
 // healthy is m's HealthCheckSucceeded condition when it is True (nil: not healthy, or not known).

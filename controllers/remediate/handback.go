@@ -59,18 +59,26 @@ func replacer(m *clusterv1.Machine) (ref metav1.OwnerReference, ok bool) {
 // the replacement deletes the server), one no such owner would replace stops with NoRecovery. It returns when
 // to look again (0: the phase is final).
 func (r *Reconciler) handBack(ctx context.Context, s *run) time.Duration {
+	key := client.ObjectKeyFromObject(s.machine)
+	why := fmt.Sprintf("the hard reboot of server %s at %s did not bring Machine %s back within %s", s.st.Server, s.st.LastStepTime.UTC().Format(time.RFC3339),
+		key, s.rem.Spec.HardReboot().Duration)
+	return r.handBackFor(ctx, s, why, s.st.LastStepTime.Time)
+}
+
+// handBackFor hands the Machine back for the reason why, the removal's evidence first seen at evidence (the
+// minimum proof age counts from it): after the reboots, or at once when its server's compute host is down.
+func (r *Reconciler) handBackFor(ctx context.Context, s *run, why string, evidence time.Time) time.Duration {
 	m := s.machine
 	key := client.ObjectKeyFromObject(m)
-	when := s.st.LastStepTime.UTC().Format(time.RFC3339)
 	owner, ok := replacer(m)
 	if !ok {
 		by := "no owner"
 		if owner.Kind != "" {
 			by = "its controller " + owner.Kind + " " + owner.Name + ", which does not replace Machines on Cluster API's OwnerRemediated condition"
 		}
-		r.stop(s, ReasonNoRecovery, fmt.Sprintf("the hard reboot of server %s at %s did not bring Machine %s back within %s, and nothing would replace it (%s): "+
+		r.stop(s, ReasonNoRecovery, fmt.Sprintf("%s, and nothing would replace it (%s): "+
 			"Vitals does nothing more and never deletes the server; replace it by hand (kubectl delete machine -n %s %s)",
-			s.st.Server, when, key, s.rem.Spec.HardReboot().Duration, by, key.Namespace, key.Name))
+			why, by, key.Namespace, key.Name))
 		return 0
 	}
 	if after, ok := r.notPaused(ctx, s, "it is handed back to its "+owner.Kind+" once it is not"); !ok {
@@ -80,7 +88,7 @@ func (r *Reconciler) handBack(ctx context.Context, s *run) time.Duration {
 		return after
 	}
 	s.policy = r.d.Policy.Begin(ctx, s.cluster, Name, nil, remediation.Scope{})
-	a := remediation.Action{Verb: VerbReplaceMachine, Kind: "machine", ID: m.Name, Class: remediation.Destructive, Removal: true, Evidence: s.st.LastStepTime.Time}
+	a := remediation.Action{Verb: VerbReplaceMachine, Kind: "machine", ID: m.Name, Class: remediation.Destructive, Removal: true, Evidence: evidence}
 	d := s.policy.Ask(ctx, a)
 	switch d.Outcome {
 	case remediation.DryRun:
@@ -109,9 +117,9 @@ func (r *Reconciler) handBack(ctx context.Context, s *run) time.Duration {
 		return r.hold(s, ReasonReadFailed, fmt.Sprintf("hand Machine %s back to its %s: %v", key, owner.Kind, err), time.Time{})
 	}
 	r.o.Metrics.step(StepReplace, pass.OutcomeDone)
-	r.stop(s, ReasonHandedBack, fmt.Sprintf("the hard reboot of server %s at %s did not bring Machine %s back within %s: handed back to its %s %s (condition %s False, reason %s), "+
+	r.stop(s, ReasonHandedBack, fmt.Sprintf("%s: handed back to its %s %s (condition %s False, reason %s), "+
 		"which replaces it under its own limits (a MachineDeployment's remediation.maxInFlight, a control plane's quorum checks); Vitals deletes nothing",
-		s.st.Server, when, key, s.rem.Spec.HardReboot().Duration, owner.Kind, owner.Name, clusterv1.MachineOwnerRemediatedCondition, clusterv1.MachineOwnerRemediatedWaitingForRemediationReason))
+		why, owner.Kind, owner.Name, clusterv1.MachineOwnerRemediatedCondition, clusterv1.MachineOwnerRemediatedWaitingForRemediationReason))
 	return 0
 }
 

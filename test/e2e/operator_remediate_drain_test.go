@@ -219,3 +219,44 @@ func (f *rmFixture) deleteRemediation(m *clusterv1.Machine) {
 		f.t.Fatalf("the deleted remediation is still there (%v): finalizers %v, status %+v", err, rem.Finalizers, rem.Status)
 	}
 }
+
+// TestRemediateHostDown: a Machine whose server runs on a compute host flight takes for down
+// (status.flight.hostsDown, with the hostId real Nova shows now) is handed back to its MachineSet at once, with
+// no reboot on the wire; a Machine on the other host is rebooted as before.
+func TestRemediateHostDown(t *testing.T) {
+	parallel(t)
+	f := newRMFixture(t)
+	ctx := context.Background()
+	ms := metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineSet", Name: "workers-5c2a", UID: "1f7e3c2a-9b4d-4e6f-8a1c-3d5e7f9a0b2c", Controller: new(true)}
+	f.hosts++
+	dead := f.net.ServerOn(f.cloud, 10+f.hosts, "compute-1")
+	f.hosts++
+	alive := f.net.ServerOn(f.cloud, 10+f.hosts, "compute-2")
+	f.waitActive(f.cloud, dead)
+	f.waitActive(f.cloud, alive)
+	sv, err := f.cloud.GetServer(ctx, dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vc v1alpha1.VitalsCluster
+	if err := f.c.Get(ctx, f.key, &vc); err != nil {
+		t.Fatal(err)
+	}
+	// as flight's host rule writes it
+	vc.Status.Flight = &v1alpha1.FlightStatus{HostsDown: []v1alpha1.HostFinding{{HostID: sv.HostID, Zone: sv.Zone, Servers: []string{dead, "a-second-server"},
+		Since: metav1.NewTime(f.clock.Now().Add(-time.Hour))}}}
+	if err := f.c.Status().Update(ctx, &vc); err != nil {
+		t.Fatal(err)
+	}
+	m := f.machine(dead, ms)
+	rem := f.reconcile(m, 0)
+	f.want(rem, v1alpha1.RemediationStopped, remediate.ReasonHandedBack)
+	if !strings.Contains(rem.Status.Message, "takes for down") || !strings.Contains(rem.Status.Message, "MachineSet workers-5c2a") {
+		t.Errorf("message %q does not say the host is down and name the MachineSet", rem.Status.Message)
+	}
+	if soft, hard := f.nova.Matched("soft"), f.nova.Matched("hard"); soft+hard != 0 {
+		t.Fatalf("a server on a dead host rebooted: soft %d hard %d", soft, hard)
+	}
+	m2 := f.machine(alive, ms)
+	f.want(f.reconcile(m2, 0), v1alpha1.RemediationSoftRebooted, remediate.ReasonRebooted)
+}
