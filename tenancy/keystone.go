@@ -44,6 +44,9 @@ func NewKeystone(auth openstack.Auth, trusted bool, connect ConnectFunc) *Keysto
 	return &Keystone{auth: auth, trusted: trusted, connect: connect, timeout: DefaultAuthTimeout}
 }
 
+// AuthURL is the Keystone's endpoint, as the cluster's credentials name it.
+func (k *Keystone) AuthURL() string { return k.auth.Options.IdentityEndpoint }
+
 // Same reports whether the auth URL raw names this Keystone (NormalizeAuthURL of both equal).
 func (k *Keystone) Same(raw string) bool {
 	a, ok1 := NormalizeAuthURL(raw)
