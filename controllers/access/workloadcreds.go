@@ -291,6 +291,7 @@ func (r *Reconciler) authenticate(ctx context.Context, cluster types.NamespacedN
 	}
 	e.cred = &cred
 	r.wl.put(cluster, id, e)
+	logf.FromContext(ctx).Info("workload credentials authenticated", "secret", id, "kind", string(cred.Kind))
 	return e
 }
 
