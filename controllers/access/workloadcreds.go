@@ -134,13 +134,12 @@ func (r *Reconciler) checkWorkloadCredentials(ctx context.Context, c *v1alpha1.V
 	}
 	pods := &podLister{c: wc.Client()}
 	res := wlCredResult{}
+	r.o.Credentials.forgetWorkload(key) // the series of Secrets no longer checked go too
 	for _, ref := range refs {
 		e := r.checkSecret(ctx, key, cloud.scope.Keystone, wc.Client(), ref, prev, pods, now)
 		res.entries = append(res.entries, e)
 		if e.ExpiresAt != nil {
 			r.o.Credentials.WorkloadExpiry.WithLabelValues(key.String(), e.Secret).Set(float64(e.ExpiresAt.Unix()))
-		} else {
-			r.o.Credentials.WorkloadExpiry.DeleteLabelValues(key.String(), e.Secret)
 		}
 	}
 	res.cond = workloadCondition(res.entries)

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,7 +50,9 @@ func appCloudConf(authURL string, ac appCredential) string {
 // per Secret version. Rotated to a credential that does not expire, the Secret's change is recorded (changeSeen)
 // and the consumer pod that mounts it, created before (it never runs: no kubelet; judged by its creation), is named
 // stale (ConsumersStale) until only a pod created since uses it (NoExpiry). A wrong secret is InvalidCredentials,
-// saying Keystone refused it. No credential's ID or secret reaches the status, the Events or the logs.
+// saying Keystone refused it. A workload identity without get on kube-system's Secrets gets NotReadable ("not
+// readable (forbidden)"), Unknown, and the proof goes on. No credential's ID or secret reaches the status, the
+// Events or the logs.
 func TestOperatorWorkloadCredentials(t *testing.T) {
 	f := newTenancyFixture(t, false)
 	ctx, cancel := context.WithTimeout(logf.IntoContext(context.Background(), f.log), 5*time.Minute)
@@ -247,6 +250,39 @@ func TestOperatorWorkloadCredentials(t *testing.T) {
 	healthy(cl, metav1.ConditionFalse, tenancy.ReasonInvalidCredentials)
 	if e := entry(cl, csi); e.Reason != tenancy.ReasonInvalidCredentials || !strings.Contains(e.Message, "Keystone refused the credentials (401)") || e.ChangeSeen == nil {
 		t.Fatalf("Cinder CSI's entry with a wrong secret %+v", e)
+	}
+
+	// A workload identity that may not read the Secrets: NotReadable, a report, not a failure of the proof.
+	nobody := rest.CopyConfig(testenv.Kube(t))
+	nobody.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:vitals-nobody-" + sfx}
+	wm2, err := workload.NewManager(workload.Options{Secrets: f.c, Checks: remediation.NewChecks(clk), AllowLocal: true, Local: nobody,
+		HealthInterval: time.Second, HealthTimeout: 15 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wm2.Close)
+	acc2, err := access.New(&pass.Deps{Client: f.c, Tenancy: f.verifier(nil), Workload: wm2, Recorder: func(string) events.EventRecorder { return rec }, Clock: clk},
+		access.Options{Credentials: metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opEventually(t, time.Minute, "NotReadable", func() (bool, string) {
+		if _, err := acc2.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
+			t.Fatalf("access reconcile as a workload identity without rights: %v", err)
+		}
+		var got v1alpha1.VitalsCluster
+		if err := f.c.Get(ctx, key, &got); err != nil {
+			t.Fatal(err)
+		}
+		cl = &got
+		cd := cond(cl)
+		return cd != nil && cd.Reason == access.ReasonNotReadable, fmt.Sprintf("%+v", cd)
+	})
+	if e := entry(cl, ccm); e.Reason != access.ReasonNotReadable || !strings.Contains(e.Message, "not readable (forbidden)") || strings.Contains(e.Message, "vitals-nobody") {
+		t.Errorf("the entry of a Secret the operator may not read %+v", e)
+	}
+	if cd := cond(cl); cd.Status != metav1.ConditionUnknown {
+		t.Errorf("WorkloadCredentialsHealthy %+v, want Unknown", cd)
 	}
 
 	if n := dialed.Load(); n != 0 {
