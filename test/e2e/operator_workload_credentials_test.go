@@ -207,6 +207,17 @@ func TestOperatorWorkloadCredentials(t *testing.T) {
 		t.Errorf("%d authentications after a second proof, want still 2 (cached per Secret version)", n)
 	}
 
+	// The foreign Secret keeps the condition Unknown (not checked) and the missing one says nothing: from here on
+	// the cluster names the consumers' Secrets only.
+	var vc v1alpha1.VitalsCluster
+	if err := f.c.Get(ctx, key, &vc); err != nil {
+		t.Fatal(err)
+	}
+	vc.Spec.WorkloadCredentials.Secrets = vc.Spec.WorkloadCredentials.Secrets[:2]
+	if err := f.c.Update(ctx, &vc); err != nil {
+		t.Fatal(err)
+	}
+
 	// Rotated to a credential that does not expire: the old pod still holds the old one.
 	time.Sleep(1100 * time.Millisecond) // the change is seen a second after the old pod's creation at least
 	clk.SetTime(time.Now())
