@@ -31,17 +31,28 @@ var cloudFileKeys = []string{"cacert", "cert", "key", "profile", "cloud"}
 // names it in errors, e.g. "secret team-a/openstack key clouds.yaml". Errors are *config.Error values
 // that say where and what was expected, and never hold any part of data.
 func AuthFromSecretCloudsYAML(data []byte, cloud, source string) (Auth, error) {
-	return authFromSecret(data, cloud, source, "")
+	return authFromSecret(data, cloud, source, "", false)
 }
 
 // AuthFromSecretCloudsYAMLWithCA is AuthFromSecretCloudsYAML with the CA bundle given apart (caPEM, PEM), as
 // CAPO's identity Secret holds it under its own key: the cloud entry's cacert (a path on CAPO's machine, or
 // inline) is then not read. An empty caPEM is AuthFromSecretCloudsYAML.
 func AuthFromSecretCloudsYAMLWithCA(data []byte, cloud, source, caPEM string) (Auth, error) {
-	return authFromSecret(data, cloud, source, caPEM)
+	return authFromSecret(data, cloud, source, caPEM, false)
 }
 
-func authFromSecret(data []byte, cloud, source, caPEM string) (Auth, error) {
+// AuthFromWorkloadCloudsYAML is AuthFromSecretCloudsYAML for a clouds.yaml of a workload cluster's Secret (the
+// cloud controller manager's, Cinder CSI's), whose credentials are only ever tried against the Keystone the
+// cluster's own credentials proved, with that connection's TLS settings: its cacert, cert and key name files of
+// the consumer's pod and are ignored (never read), not refused. data larger than MaxCloudConfSize is refused.
+func AuthFromWorkloadCloudsYAML(data []byte, cloud, source string) (Auth, error) {
+	if len(data) > MaxCloudConfSize {
+		return Auth{}, &config.Error{File: source, Msg: fmt.Sprintf("%v: %d bytes (expected at most %d)", ErrTooLarge, len(data), MaxCloudConfSize), Err: ErrTooLarge}
+	}
+	return authFromSecret(data, cloud, source, "", true)
+}
+
+func authFromSecret(data []byte, cloud, source, caPEM string, ignoreFiles bool) (Auth, error) {
 	fail := func(line int, field, format string, args ...any) (Auth, error) {
 		return Auth{}, &config.Error{File: source, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -79,8 +90,11 @@ func authFromSecret(data []byte, cloud, source, caPEM string) (Auth, error) {
 	if caPEM != "" {
 		c.CAPEM = caPEM
 	}
+	if ignoreFiles {
+		c.CAPEM = ""
+	}
 	for _, k := range cloudFileKeys {
-		if n := config.KeyNode(entry, k); n != nil && !(k == "cacert" && c.CAPEM != "") {
+		if n := config.KeyNode(entry, k); n != nil && !(k == "cacert" && c.CAPEM != "") && !ignoreFiles {
 			return Auth{}, &config.Error{File: source, Line: n.Line, Field: field + "." + k,
 				Msg: fmt.Sprintf("%v: it names a file or profile of the operator's machine, which the operator does not read for a Secret", ErrUnsafeCloudsYAML)}
 		}

@@ -48,6 +48,9 @@ type Scope struct {
 	SecretVersion string
 	// Credentials read what the credentials are and when they expire (nil: the connection cannot tell).
 	Credentials CredentialReader
+	// Keystone is the Keystone these credentials proved, the only one other credentials of the cluster (its
+	// workload cluster's) are tried against (nil: the connection cannot tell its endpoint).
+	Keystone *Keystone
 }
 
 // CredentialReader is a Connection that can tell what its credentials are and when they expire

@@ -152,8 +152,21 @@ func (v *Verifier) Resolve(ctx context.Context, c *v1alpha1.VitalsCluster) (*Sco
 	}
 	if scope != nil {
 		scope.ConnectedAt, scope.SecretVersion = cm.at, cm.version
+		scope.Keystone = v.keystone(conn, cm)
 	}
 	return scope, err
+}
+
+// keystone is the Keystone conn authenticated to (nil when conn cannot tell its endpoint): trusted when it is the
+// operator's own connection (no Secret version) or a trusted prefix, as the cluster's own connection was.
+func (v *Verifier) keystone(conn Connection, cm connMeta) *Keystone {
+	ac, ok := conn.(interface{ Auth() openstack.Auth })
+	if !ok {
+		return nil
+	}
+	a := ac.Auth()
+	trusted := cm.version == "" || trustedAuthURL(a.Options.IdentityEndpoint, v.opts.TrustedAuthURLs)
+	return NewKeystone(a, trusted, v.opts.Connect)
 }
 
 // provenBeforeDeletion reports whether c is being deleted and was proven in project with the spec it has now:

@@ -260,12 +260,78 @@ type ClusterSpec struct {
 	// Controllers configure each controller for this cluster.
 	// +optional
 	Controllers ControllersSpec `json:"controllers,omitempty"`
+	// WorkloadCredentials are the Secrets of the workload cluster's own consumers of OpenStack credentials
+	// (the cloud controller manager, Cinder CSI) whose expiry and rotation the access controller checks
+	// (status.access.workloadCredentials, the WorkloadCredentialsHealthy condition).
+	// +optional
+	WorkloadCredentials WorkloadCredentialsSpec `json:"workloadCredentials,omitempty"`
 	// DeletionPolicy says what deleting this VitalsCluster does: Orphan (the default) deletes nothing but
 	// the VitalsCluster; Deorbit deletes the cluster's volumes, load balancers, routes and what they left in
 	// Neutron, once an interlock proves the cluster itself is going (see DeletionPolicyDeorbit).
 	// +optional
 	// +kubebuilder:default=Orphan
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// WorkloadCredentialsSpec names the workload cluster's Secrets that hold OpenStack credentials of its own.
+type WorkloadCredentialsSpec struct {
+	// Enabled turns the check on (default true). Off, the operator needs no access to the workload cluster's
+	// Secrets and pods in kube-system.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// Secrets to check, in the workload cluster's namespace kube-system (default: cloud-config, the cloud
+	// controller manager's, and cinder-csi-cloud-config, Cinder CSI's, each with key cloud.conf).
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	Secrets []WorkloadCredentialsSecret `json:"secrets,omitempty"`
+}
+
+// WorkloadCredentialsSecret is one Secret of the workload cluster's kube-system holding a consumer's
+// credentials: a cloud.conf ([Global] auth-url and credentials; use-clouds = true reads its clouds.yaml key)
+// or a clouds.yaml.
+type WorkloadCredentialsSecret struct {
+	// Name of the Secret in kube-system.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key holding the cloud.conf or clouds.yaml (default: cloud.conf, else clouds.yaml).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key,omitempty"`
+	// Consumer names who uses it, for the reports (default: the Secret's name).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Consumer string `json:"consumer,omitempty"`
+	// Cloud is the clouds.yaml entry (default: the cloud.conf's cloud, else "openstack").
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Cloud string `json:"cloud,omitempty"`
+}
+
+// DefaultWorkloadCredentialsSecrets are the Secrets checked when spec.workloadCredentials.secrets is empty:
+// cloud-provider-openstack's conventional ones.
+var DefaultWorkloadCredentialsSecrets = []WorkloadCredentialsSecret{
+	{Name: "cloud-config", Consumer: "cloud controller manager"},
+	{Name: "cinder-csi-cloud-config", Consumer: "Cinder CSI"},
+}
+
+// WorkloadCredentialsNamespace is the workload cluster's namespace of the consumers and their Secrets.
+const WorkloadCredentialsNamespace = "kube-system"
+
+// On reports whether the check is on (Enabled unset or true).
+func (s WorkloadCredentialsSpec) On() bool { return s.Enabled == nil || *s.Enabled }
+
+// Checked are the Secrets to check: Secrets, else DefaultWorkloadCredentialsSecrets; none when off.
+func (s WorkloadCredentialsSpec) Checked() []WorkloadCredentialsSecret {
+	switch {
+	case !s.On():
+		return nil
+	case len(s.Secrets) > 0:
+		return s.Secrets
+	}
+	return DefaultWorkloadCredentialsSecrets
 }
 
 // Deletion is the cluster's deletion policy, Orphan when unset.
@@ -296,6 +362,14 @@ const (
 	// ExpiryUnknown, and the CloudVerified reasons MissingCredentials and InvalidCredentials). Not part of Ready:
 	// the cluster works until the credentials expire.
 	ConditionCredentialsHealthy = "CredentialsHealthy"
+	// ConditionWorkloadCredentialsHealthy: the OpenStack credentials of the workload cluster's own consumers
+	// (the cloud controller manager's, Cinder CSI's Secrets; spec.workloadCredentials) authenticate to the
+	// cluster's Keystone, do not expire within the warning window, and every consumer started after their
+	// Secret's last change (reasons: NoExpiry, Valid, ExpiringSoon, Expired, ExpiryUnknown, InvalidCredentials,
+	// ConsumersStale, OtherKeystone, NotReadable, NotFound, CloudUnavailable). A condition of its own, beside
+	// CredentialsHealthy: other credentials, another owner and another fix (the workload cluster's Secret,
+	// and its pods' restart), which must neither hide nor be hidden by the cluster's own. Not part of Ready.
+	ConditionWorkloadCredentialsHealthy = "WorkloadCredentialsHealthy"
 	// ConditionRemediationAllowed: the remediation policy lets controllers act (reasons: Allowed, Paused,
 	// OperatorPaused, DryRun, BudgetExhausted, Storm, GateClosed).
 	ConditionRemediationAllowed = "RemediationAllowed"
@@ -384,6 +458,51 @@ type AccessStatus struct {
 	// authenticated (the CredentialsHealthy condition). Never the credential's ID, name or secret.
 	// +optional
 	Credentials *CredentialsStatus `json:"credentials,omitempty"`
+	// WorkloadCredentials are the workload cluster's consumer Secrets checked (spec.workloadCredentials), as of
+	// the last check (the WorkloadCredentialsHealthy condition). Never a credential's ID, name or secret.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	WorkloadCredentials []WorkloadCredentialStatus `json:"workloadCredentials,omitempty"`
+}
+
+// WorkloadCredentialStatus is what one consumer Secret of the workload cluster holds, and whether its consumers
+// picked up its last change.
+type WorkloadCredentialStatus struct {
+	// Secret is the Secret and key, "kube-system/NAME key KEY".
+	// +kubebuilder:validation:MaxLength=512
+	Secret string `json:"secret"`
+	// Consumer is who uses it (spec.workloadCredentials.secrets[].consumer).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Consumer string `json:"consumer,omitempty"`
+	// Kind of credential: ApplicationCredential or Password (unset when it could not be read).
+	// +optional
+	// +kubebuilder:validation:Enum=ApplicationCredential;Password;Token
+	Kind string `json:"kind,omitempty"`
+	// Reason is the verdict, as the condition's reasons (NoExpiry, Valid, ExpiringSoon, Expired, ...).
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason"`
+	// Message says it for humans; never a credential's contents nor Keystone's answer.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// ExpiresAt is when Keystone stops accepting the credential (unset: it does not, or it is not known).
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
+	// SecretResourceVersion is the resourceVersion of the Secret as last seen: a new one is a rotation.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	SecretResourceVersion string `json:"secretResourceVersion,omitempty"`
+	// ChangeSeen is when the operator first saw the Secret's current version after another one (unset until a
+	// change is seen): every consumer must have started since.
+	// +optional
+	ChangeSeen *metav1.Time `json:"changeSeen,omitempty"`
+	// StaleConsumers are the pods of kube-system that use the Secret (a secret volume or an env secretKeyRef) and
+	// started before ChangeSeen: they still hold the old credentials (at most 16, sorted).
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	StaleConsumers []string `json:"staleConsumers,omitempty"`
 }
 
 // CredentialsStatus is what a cluster's credentials are and when Keystone stops accepting them.

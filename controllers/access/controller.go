@@ -28,8 +28,9 @@ const DefaultInterval = time.Minute
 
 // Reconciler keeps every VitalsCluster's access proven.
 type Reconciler struct {
-	d *pass.Deps
-	o Options
+	d  *pass.Deps
+	o  Options
+	wl wlCache // the last authentication with each workload consumer Secret
 }
 
 // Options tune the access controller.
@@ -130,15 +131,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	start := r.d.Clock.Now()
 	cloud := r.verifyCloud(ctx, &c)
 	creds := r.checkCredentials(ctx, &c, cloud)
-	wl := r.reachWorkload(ctx, &c)
+	wl, wc := r.reachWorkload(ctx, &c)
+	wlCreds := r.checkWorkloadCredentials(ctx, &c, cloud, wc)
 	end := r.d.Clock.Now()
 	r.o.Metrics.Observe(req.NamespacedName, cloud.result(), end.Sub(start), end)
-	own := pass.Owned{Owner: Name, Fields: []string{Name, "projectID"}, Types: []string{v1alpha1.ConditionCloudVerified, v1alpha1.ConditionCredentialsHealthy, v1alpha1.ConditionWorkloadReachable}}
+	own := pass.Owned{Owner: Name, Fields: []string{Name, "projectID"}, Types: []string{v1alpha1.ConditionCloudVerified, v1alpha1.ConditionCredentialsHealthy, v1alpha1.ConditionWorkloadReachable, v1alpha1.ConditionWorkloadCredentialsHealthy}}
 	own.Status.Access = &v1alpha1.AccessStatus{ControllerStatus: v1alpha1.ControllerStatus{ObservedGeneration: c.Generation}}
 	own.Status.ProjectID = c.Status.ProjectID
 	cloud.apply(&own)
 	creds.apply(&own, &c)
 	wl.apply(&own)
+	wlCreds.apply(&own, &c)
 	if _, err := r.d.Writer.Write(ctx, &c, own); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -169,6 +172,8 @@ func (r *Reconciler) release(ctx context.Context, c *v1alpha1.VitalsCluster) err
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.o.Metrics.Forget(key)
 	r.o.Credentials.forget(key)
+	r.o.Credentials.forgetWorkload(key)
+	r.wl.forget(key)
 	r.d.Tenancy.Forget(key)
 	if r.d.Workload != nil {
 		r.d.Workload.Forget(key)

@@ -44,6 +44,10 @@ type CredentialMetrics struct {
 	// Expiry is vitals_credentials_expiry_timestamp_seconds{vitalscluster}: set while the credentials
 	// expire, absent for credentials that do not (and for a cluster that is gone).
 	Expiry *prometheus.GaugeVec
+	// WorkloadExpiry is vitals_workload_credentials_expiry_timestamp_seconds{vitalscluster, secret}: the same
+	// for each consumer Secret of the workload cluster (secret "kube-system/NAME key KEY"). A metric of its own,
+	// so that Expiry's series keep their labels.
+	WorkloadExpiry *prometheus.GaugeVec
 }
 
 // NewCredentialMetrics returns the metrics, registered with reg (nil: not registered).
@@ -51,15 +55,23 @@ func NewCredentialMetrics(reg prometheus.Registerer) *CredentialMetrics {
 	m := &CredentialMetrics{Expiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: CredentialExpiryMetric,
 		Help: "Unix time the VitalsCluster's OpenStack credentials expire (an application credential's expires_at, a password's password_expires_at, a bare token's expiry); absent when they do not expire.",
-	}, []string{"vitalscluster"})}
+	}, []string{"vitalscluster"}),
+		WorkloadExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: WorkloadCredentialExpiryMetric,
+			Help: "Unix time the OpenStack credentials of a consumer Secret of the VitalsCluster's workload cluster (the cloud controller manager's, Cinder CSI's) expire; absent when they do not, or when it is not known.",
+		}, []string{"vitalscluster", "secret"})}
 	if reg != nil {
-		reg.MustRegister(m.Expiry)
+		reg.MustRegister(m.Expiry, m.WorkloadExpiry)
 	}
 	return m
 }
 
 func (m *CredentialMetrics) forget(key types.NamespacedName) {
 	m.Expiry.DeleteLabelValues(key.String())
+}
+
+func (m *CredentialMetrics) forgetWorkload(key types.NamespacedName) {
+	m.WorkloadExpiry.DeletePartialMatch(prometheus.Labels{"vitalscluster": key.String()})
 }
 
 // credentialResult is what the last proof showed of a cluster's credentials, ready to be written.

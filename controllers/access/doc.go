@@ -15,5 +15,12 @@
 // remediation.CheckWorkload at every probe, and a change of health reconciles the cluster at once. The
 // access of a cluster that goes is stopped.
 //
-// cloud.go holds the cloud part, workload.go the workload part, controller.go the reconciler.
+// With both proven, it checks the workload cluster's own consumers of OpenStack credentials (the cloud controller
+// manager's and Cinder CSI's Secrets in kube-system, spec.workloadCredentials): their credentials are tried against
+// the cluster's own proven Keystone only (tenancy.Keystone), once per version of each Secret, judged as the cluster's
+// own (Judge), and after a change of a Secret its consumer pods that started before are named: the
+// WorkloadCredentialsHealthy condition and status.access.workloadCredentials.
+//
+// cloud.go holds the cloud part, workload.go the workload part, credentials.go the cluster's credentials,
+// workloadcreds.go (with workloadsecret.go and consumers.go) the workload cluster's, controller.go the reconciler.
 package access

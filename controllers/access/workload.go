@@ -65,11 +65,11 @@ func (wr workloadResult) apply(o *pass.Owned) {
 }
 
 // reachWorkload connects c's workload cluster (again when its kubeconfig Secret changed) and records an
-// Event when the result changed. The workload access reports the cluster's remediation.CheckWorkload
-// itself, at every probe.
-func (r *Reconciler) reachWorkload(ctx context.Context, c *v1alpha1.VitalsCluster) workloadResult {
+// Event when the result changed; it returns the cluster when it is healthy (nil otherwise). The workload access
+// reports the cluster's remediation.CheckWorkload itself, at every probe.
+func (r *Reconciler) reachWorkload(ctx context.Context, c *v1alpha1.VitalsCluster) (workloadResult, workload.Cluster) {
 	if r.d.Workload == nil {
-		return workloadResult{}
+		return workloadResult{}, nil
 	}
 	res := workloadResult{}
 	wc, err := r.d.Workload.For(ctx, c)
@@ -98,5 +98,8 @@ func (r *Reconciler) reachWorkload(ctx context.Context, c *v1alpha1.VitalsCluste
 		r.event(c, typ, "Workload"+res.reason, "ReachWorkload", res.message)
 		logf.FromContext(ctx).Info("workload access changed", "reason", res.reason, "message", res.message)
 	}
-	return res
+	if err != nil {
+		return res, nil
+	}
+	return res, wc
 }

@@ -133,7 +133,7 @@ func TestOperatorChartServerSideDryRun(t *testing.T) {
 		{"local-workload", "operator:\n  workload:\n    allowLocal: true\n    allowInsecure: true\n    allowLoopback: true\n    qps: 5\n    burst: 10\n",
 			[]string{"Deployment", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, nil, false,
 			[]string{"--allow-local-workload", "--allow-insecure-workload", "--allow-loopback-workload", "--workload-qps=5", "--workload-burst=10"},
-			[]string{"kube-node-lease"}}, // the node Leases' list, as on a workload cluster (deploy/manifests/workload-rbac.yaml)
+			[]string{"kube-node-lease", "kube-system"}}, // the node Leases' list, the consumers' Secrets, as on a workload cluster (deploy/manifests/workload-rbac.yaml)
 		{"zero-replicas-no-pdb", "operator:\n  replicas: 0\n  podDisruptionBudget:\n    enabled: false\n",
 			[]string{"Deployment"}, []string{"PodDisruptionBudget"}, false, nil, nil},
 		{"no-flowschema", "operator:\n  apiPriority:\n    enabled: false\n", []string{"Deployment"}, []string{"FlowSchema"}, false, nil, nil},

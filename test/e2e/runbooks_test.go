@@ -125,7 +125,10 @@ func TestRunbookCommands(t *testing.T) {
 	vcl.Status.CloudHeal = &v1alpha1.CloudHealStatus{ControllerStatus: v1alpha1.ControllerStatus{Actions: []v1alpha1.Action{action}},
 		StaleAttachments: []v1alpha1.StaleAttachment{{AttachmentID: "5a1e", VolumeID: "9d2e", ServerID: "7c1f", FirstSeen: now, Passes: 1}}}
 	vcl.Status.Access = &v1alpha1.AccessStatus{Credentials: &v1alpha1.CredentialsStatus{Kind: "ApplicationCredential",
-		Source: "secret clusters/prod-eu-cloud key clouds.yaml (cloud openstack)", ExpiresAt: &now, AuthenticatedSince: &now}}
+		Source: "secret clusters/prod-eu-cloud key clouds.yaml (cloud openstack)", ExpiresAt: &now, AuthenticatedSince: &now},
+		WorkloadCredentials: []v1alpha1.WorkloadCredentialStatus{{Secret: "kube-system/cloud-config key cloud.conf", Consumer: "cloud controller manager",
+			Kind: "ApplicationCredential", Reason: "ConsumersStale", ExpiresAt: &now, SecretResourceVersion: "4711", ChangeSeen: &now,
+			StaleConsumers: []string{"openstack-cloud-controller-manager-7d9f"}}}}
 	if err := c.Status().Update(ctx, vcl); err != nil {
 		t.Fatalf("the VitalsCluster's status: %v", err)
 	}

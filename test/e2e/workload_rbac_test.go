@@ -177,6 +177,9 @@ func wlTokenKubeconfig(t testing.TB, adminKubeconfig []byte, token string) []byt
 var wlRBACDenied = []rbac.Access{
 	{Resource: "secrets", Verb: "get"},
 	{Resource: "secrets", Verb: "list"},
+	{Namespace: "kube-system", Resource: "secrets", Verb: "list"},
+	{Namespace: "kube-system", Resource: "secrets", Verb: "watch"},
+	{Namespace: "kube-system", Resource: "secrets", Verb: "update"},
 	{Resource: "configmaps", Verb: "get"},
 	{Group: "apps", Resource: "deployments", Verb: "delete"},
 	{Group: "apps", Resource: "daemonsets", Verb: "list"},
@@ -293,7 +296,7 @@ func wlRBACProve(t *testing.T, cs kubernetes.Interface, adminKubeconfig []byte, 
 }
 
 // wlRBACCalls makes the operator's calls through c (the ServiceAccount's): the read paths of the controllers as
-// they run them, every write as a server-side dry run (authorized as the write itself; nothing is stored), and two
+// they run them, every write as a server-side dry run (authorized as the write itself; nothing is stored), and
 // calls outside the manifest, which must be forbidden. ns is a namespace of the test's own.
 func wlRBACCalls(t *testing.T, c client.Client, ns string) {
 	t.Helper()
@@ -365,8 +368,15 @@ func wlRBACCalls(t *testing.T, c client.Client, ns string) {
 		allowed("delete a VolumeSnapshot", err)
 	}
 
-	if err := c.Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: "anything"}, &corev1.Secret{}); !apierrors.IsForbidden(err) {
-		t.Errorf("get a Secret: %v, want Forbidden", err)
+	// credentials: a consumer Secret of kube-system, single GETs; kube-system's pods
+	allowed("get a consumer Secret in kube-system", c.Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: "cloud-config-" + opRandHex(4)}, &corev1.Secret{}))
+	must("list kube-system's pods", c.List(ctx, &corev1.PodList{}, client.InNamespace("kube-system"), client.Limit(10)))
+
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "anything"}, &corev1.Secret{}); !apierrors.IsForbidden(err) {
+		t.Errorf("get a Secret outside kube-system: %v, want Forbidden", err)
+	}
+	if err := c.List(ctx, &corev1.SecretList{}, client.InNamespace("kube-system")); !apierrors.IsForbidden(err) {
+		t.Errorf("list kube-system's Secrets: %v, want Forbidden", err)
 	}
 	if err := c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gone"}}, dry); !apierrors.IsForbidden(err) {
 		t.Errorf("delete a Deployment: %v, want Forbidden", err)

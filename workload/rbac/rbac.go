@@ -17,12 +17,15 @@ const (
 	CallerCloudHeal = "cloudheal"
 	CallerDeorbit   = "deorbit"
 	CallerRemediate = "remediate"
+	// CallerCredentials is the access controller's check of the workload cluster's consumer Secrets
+	// (spec.workloadCredentials): off with spec.workloadCredentials.enabled false.
+	CallerCredentials = "credentials"
 	// CallerDoctor is vitals doctor's workload check, with the VitalsCluster's own kubeconfig.
 	CallerDoctor = "vitals doctor"
 )
 
 // Callers are the callers in the docs' order.
-var Callers = []string{CallerAccess, CallerFlight, CallerCloudHeal, CallerDeorbit, CallerRemediate, CallerDoctor}
+var Callers = []string{CallerAccess, CallerFlight, CallerCloudHeal, CallerDeorbit, CallerRemediate, CallerCredentials, CallerDoctor}
 
 // Permission is one kind of call a caller makes against a workload cluster.
 type Permission struct {
@@ -76,6 +79,9 @@ var Permissions = []Permission{
 	{Caller: CallerRemediate, Resource: "pods", Verbs: []string{"list"}, Why: "nodes.NodePods (field selector spec.nodeName, every namespace)"},
 	{Caller: CallerRemediate, Resource: "pods/eviction", Verbs: []string{"create"}, Why: "nodes.Drain: the drain's evictions before a reboot"},
 	{Caller: CallerRemediate, Group: "policy", Resource: "poddisruptionbudgets", Verbs: []string{"list"}, Why: "nodes.Budgets: the budgets that hold a drain, in the pods' namespaces"},
+
+	{Caller: CallerCredentials, Resource: "secrets", Verbs: []string{"get"}, Namespace: "kube-system", Why: "access.checkSecret: the consumers' Secrets (cloud-config, cinder-csi-cloud-config), single GETs"},
+	{Caller: CallerCredentials, Resource: "pods", Verbs: []string{"list"}, Namespace: "kube-system", Why: "access.judgeConsumers: the pods that use a Secret after its change"},
 
 	{Caller: CallerDoctor, Resource: "nodes", Verbs: []string{"list"}, Why: "vitals doctor's workload check"},
 }
