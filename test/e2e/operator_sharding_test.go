@@ -257,7 +257,7 @@ func testShardedReplicas(t *testing.T, cfg *rest.Config, gate bool) {
 		return true, ""
 	})
 	t.Logf("the ranges of %s moved after %s (lease duration %s, renew interval %s)", victim.id, moved.Round(10*time.Millisecond), lease, renew)
-	opEventually(t, 60*time.Second, "every orphan removed", func() (bool, string) {
+	opEventually(t, 3*time.Minute, "every orphan removed", func() (bool, string) {
 		n := remaining()
 		return n == 0, fmt.Sprintf("%d orphans left", n)
 	})
