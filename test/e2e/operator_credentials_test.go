@@ -112,22 +112,7 @@ func TestOperatorCredentialsExpiry(t *testing.T) {
 	var evs []string
 	prove := func(key client.ObjectKey) *v1alpha1.VitalsCluster {
 		t.Helper()
-		if _, err := acc.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
-			t.Fatalf("access reconcile: %v", err)
-		}
-		var cl v1alpha1.VitalsCluster
-		if err := f.c.Get(ctx, key, &cl); err != nil {
-			t.Fatal(err)
-		}
-		for more := true; more; {
-			select {
-			case e := <-rec.Events:
-				evs = append(evs, e)
-			default:
-				more = false
-			}
-		}
-		return &cl
+		return accessPass(t, ctx, acc, f.c, key, rec, &evs)
 	}
 	healthy := func(cl *v1alpha1.VitalsCluster, status metav1.ConditionStatus, reason string) {
 		t.Helper()
@@ -198,4 +183,26 @@ func TestOperatorCredentialsExpiry(t *testing.T) {
 			}
 		}
 	}
+}
+
+// accessPass reconciles the access controller once for key, returns the VitalsCluster as written, and adds the
+// Events it sent to evs.
+func accessPass(t *testing.T, ctx context.Context, acc *access.Reconciler, c client.Client, key client.ObjectKey, rec *events.FakeRecorder, evs *[]string) *v1alpha1.VitalsCluster {
+	t.Helper()
+	if _, err := acc.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
+		t.Fatalf("access reconcile: %v", err)
+	}
+	var cl v1alpha1.VitalsCluster
+	if err := c.Get(ctx, key, &cl); err != nil {
+		t.Fatal(err)
+	}
+	for more := true; more; {
+		select {
+		case e := <-rec.Events:
+			*evs = append(*evs, e)
+		default:
+			more = false
+		}
+	}
+	return &cl
 }

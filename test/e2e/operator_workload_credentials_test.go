@@ -131,22 +131,7 @@ func TestOperatorWorkloadCredentials(t *testing.T) {
 	var evs []string
 	prove := func() *v1alpha1.VitalsCluster {
 		t.Helper()
-		if _, err := acc.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
-			t.Fatalf("access reconcile: %v", err)
-		}
-		var cl v1alpha1.VitalsCluster
-		if err := f.c.Get(ctx, key, &cl); err != nil {
-			t.Fatal(err)
-		}
-		for more := true; more; {
-			select {
-			case e := <-rec.Events:
-				evs = append(evs, e)
-			default:
-				more = false
-			}
-		}
-		return &cl
+		return accessPass(t, ctx, acc, f.c, key, rec, &evs)
 	}
 	cond := func(cl *v1alpha1.VitalsCluster) *metav1.Condition {
 		return meta.FindStatusCondition(cl.Status.Conditions, v1alpha1.ConditionWorkloadCredentialsHealthy)
