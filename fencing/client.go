@@ -53,5 +53,5 @@ func guarded(ctx context.Context, write func(context.Context) error) error {
 		return err
 	}
 	defer cancel()
-	return write(wctx)
+	return Explain(wctx, write(wctx))
 }

@@ -99,3 +99,50 @@ func Enter(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	}
 	return wctx, cancel, nil
 }
+
+// Cut is the cause of a write's context that its fence's bound ended (Fence.Enter's deadline): the replica's
+// fenced validity ran out before the write returned (Validity), or the per-write timeout passed. A write cut
+// by the validity says nothing of its API (the replica's own lease was about to end, as when a renewal is
+// late on a loaded machine), so it is no sign of an outage; one cut by the write timeout is an API that did
+// not answer in time.
+type Cut struct {
+	Validity bool
+	After    time.Duration
+}
+
+func (c *Cut) Error() string {
+	if c.Validity {
+		return "the write was cut short after " + c.After.String() + ", when the replica's fenced validity ran out"
+	}
+	return "the write was cut short by its timeout (" + c.After.String() + ")"
+}
+
+// CutError is a write's error when its fence's bound ended it: both the write's error and the Cut are in its
+// chain (errors.Is and errors.As see either).
+type CutError struct {
+	Err error
+	Cut *Cut
+}
+
+func (e *CutError) Error() string   { return e.Err.Error() + " (" + e.Cut.Error() + ")" }
+func (e *CutError) Unwrap() []error { return []error{e.Err, e.Cut} }
+
+// Explain returns err, the error of a write sent with wctx (the context Enter returned), naming the fence's
+// bound when that is what ended it (a *CutError). Every write path that calls Enter returns its write's error
+// through it.
+func Explain(wctx context.Context, err error) error {
+	if err == nil || wctx.Err() == nil {
+		return err
+	}
+	var c *Cut
+	if errors.As(context.Cause(wctx), &c) {
+		return &CutError{Err: err, Cut: c}
+	}
+	return err
+}
+
+// CutByValidity reports whether err is a write that the replica's fenced validity cut short.
+func CutByValidity(err error) bool {
+	var c *Cut
+	return errors.As(err, &c) && c.Validity
+}

@@ -105,3 +105,39 @@ func TestReasonOf(t *testing.T) {
 		t.Errorf("message %q, want %q", got, want)
 	}
 }
+
+// TestExplain: a write's error names the fence's bound only when that bound is what ended the write.
+func TestExplain(t *testing.T) {
+	cut := &fencing.Cut{Validity: true, After: time.Second}
+	ended, cancel := context.WithTimeoutCause(context.Background(), 0, cut)
+	defer cancel()
+	<-ended.Done()
+	live, cancelLive := context.WithCancel(context.Background())
+	defer cancelLive()
+	failed := errors.New("delete: connection reset")
+	for _, tc := range []struct {
+		name    string
+		ctx     context.Context
+		err     error
+		cut     bool
+		byValid bool
+	}{
+		{name: "no error", ctx: ended, err: nil},
+		{name: "the write failed before its bound", ctx: live, err: failed},
+		{name: "the bound ended the write", ctx: ended, err: fmt.Errorf("delete: %w", context.DeadlineExceeded), cut: true, byValid: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := fencing.Explain(tc.ctx, tc.err)
+			var ce *fencing.CutError
+			if errors.As(got, &ce) != tc.cut {
+				t.Errorf("Explain = %v: a CutError %v, want %v", got, !tc.cut, tc.cut)
+			}
+			if tc.err != nil && !errors.Is(got, tc.err) && !errors.Is(got, context.DeadlineExceeded) {
+				t.Errorf("Explain = %v lost the write's error %v", got, tc.err)
+			}
+			if fencing.CutByValidity(got) != tc.byValid {
+				t.Errorf("CutByValidity(%v) = %v, want %v", got, !tc.byValid, tc.byValid)
+			}
+		})
+	}
+}

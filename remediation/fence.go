@@ -175,8 +175,10 @@ func (e *Engine) left(uid types.UID) (time.Duration, error) {
 
 // bound returns ctx ended after d, in real time and on the engine's clock (an injected clock ends it when
 // it passes d, as a frozen replica's real clock does when it resumes).
+// The context's cause says which bound it is (a *fencing.Cut): the validity left, or the write timeout.
 func (e *Engine) bound(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(ctx, d)
+	cut := &fencing.Cut{Validity: d < e.writeTimeout, After: d}
+	ctx, cancel := context.WithTimeoutCause(ctx, d, cut)
 	clk, ok := e.clock.(clock.WithDelayedExecution)
 	if !ok {
 		return ctx, cancel
@@ -184,8 +186,9 @@ func (e *Engine) bound(ctx context.Context, d time.Duration) (context.Context, c
 	if _, real := e.clock.(clock.RealClock); real {
 		return ctx, cancel
 	}
-	t := clk.AfterFunc(d, cancel)
-	return ctx, func() { t.Stop(); cancel() }
+	cctx, ccancel := context.WithCancelCause(ctx)
+	t := clk.AfterFunc(d, func() { ccancel(cut) })
+	return cctx, func() { t.Stop(); ccancel(context.Canceled); cancel() }
 }
 
 // liveReads reads clusters from the API server for the fences, one read per cluster at a time: a read

@@ -3,6 +3,7 @@ package remediation
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -219,6 +220,48 @@ func TestFenceEndsTheWriteOnTheEngineClock(t *testing.T) {
 	v.clock.Step(time.Second)
 	if ctx.Err() == nil {
 		t.Fatal("the write outlived its bound on the engine's clock")
+	}
+	// the validity ended it, not the API: no outage
+	err = fencing.Explain(ctx, fmt.Errorf("delete: %w", context.DeadlineExceeded)) // as a real write cut short returns
+	if !fencing.CutByValidity(err) || Unreachable(err) {
+		t.Errorf("a write the validity cut short: %v (cut by validity %v, unreachable %v)", err, fencing.CutByValidity(err), Unreachable(err))
+	}
+}
+
+// TestFenceNamesTheBoundThatCutTheWrite: a write's error names which bound of its fence ended it: the
+// replica's validity (no sign of an outage) or the per-write timeout (3 s here: an API that did not answer in
+// time).
+func TestFenceNamesTheBoundThatCutTheWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		validity    time.Duration
+		byValidity  bool
+		unreachable bool
+	}{
+		{name: "the validity ends first", validity: 2 * time.Second, byValidity: true, unreachable: false},
+		{name: "the write timeout ends first", validity: time.Hour, byValidity: false, unreachable: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(func(c *v1alpha1.VitalsCluster) { c.UID = "u1" })
+			v := fenceEnv(t, nil, validity{until: t0.Add(tc.validity), held: true}, &liveCluster{c: c.DeepCopy()})
+			p := v.e.Begin(context.Background(), c, "routegc", nil, Scope{})
+			ctx, cancel, err := fencing.Enter(fencing.With(context.Background(), p.Fence()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cancel()
+			v.clock.Step(4 * time.Second)
+			if ctx.Err() == nil {
+				t.Fatal("the write outlived its bound")
+			}
+			err = fencing.Explain(ctx, fmt.Errorf("delete: %w", context.DeadlineExceeded)) // as a real write cut short returns
+			if got := fencing.CutByValidity(err); got != tc.byValidity {
+				t.Errorf("%v: cut by validity %v, want %v", err, got, tc.byValidity)
+			}
+			if got := Unreachable(err); got != tc.unreachable {
+				t.Errorf("%v: unreachable %v, want %v", err, got, tc.unreachable)
+			}
+		})
 	}
 }
 

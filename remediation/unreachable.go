@@ -10,14 +10,18 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"github.com/vitalsproject/vitals/fencing"
 )
 
 // Unreachable says whether a failed write's err shows its API unreachable: the connection refused, reset or
 // cut, no answer in time, a name that does not resolve, or a gateway in front answering that nothing is
 // behind it (502, 503, 504). The answer of an API that is up (a conflict, a refusal, a 500 of a bug, a fence's
-// refusal) is not. A write of an allowed action failing so is an outage the pass saw itself (Pass.Done).
+// refusal) is not, and neither is a write the replica's own fenced validity cut short (fencing.CutByValidity:
+// its lease was about to end, which says nothing of the API). A write of an allowed action failing so is an
+// outage the pass saw itself (Pass.Done).
 func Unreachable(err error) bool {
-	if err == nil {
+	if err == nil || fencing.CutByValidity(err) {
 		return false
 	}
 	var ne net.Error

@@ -45,6 +45,8 @@ func TestUnreachable(t *testing.T) {
 		{name: "forbidden", err: apierrors.NewForbidden(gr, "n1", errors.New("rbac")), want: false},
 		{name: "a fence's refusal", err: &fencing.Error{Reason: fencing.ReasonPaused, Message: "paused"}, want: false},
 		{name: "the operator stopping", err: context.Canceled, want: false},
+		{name: "cut short by the replica's fenced validity", err: fmt.Errorf("delete: %w", &fencing.CutError{Err: context.DeadlineExceeded, Cut: &fencing.Cut{Validity: true, After: time.Second}}), want: false},
+		{name: "cut short by the write timeout", err: fmt.Errorf("delete: %w", &fencing.CutError{Err: context.DeadlineExceeded, Cut: &fencing.Cut{After: 5 * time.Second}}), want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Unreachable(tc.err); got != tc.want {

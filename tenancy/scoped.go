@@ -35,7 +35,8 @@ func fenced[T any](ctx context.Context, write func(context.Context) (T, error)) 
 		return zero, err
 	}
 	defer cancel()
-	return write(wctx)
+	v, err := write(wctx)
+	return v, fencing.Explain(wctx, err)
 }
 
 func fencedErr(ctx context.Context, write func(context.Context) error) error {

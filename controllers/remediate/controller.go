@@ -293,7 +293,9 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 	if nodes.Excluded(nil, sv.Metadata) {
 		return r.hold(s, remediation.ReasonExcluded, "server "+id+" is excluded by its metadata "+nodes.LabelExclude, time.Time{})
 	}
-	if h, down := hostDown(vc, sv); down {
+	if h, down, err := r.hostDown(ctx, vc, sv, m.Status.NodeRef.Name); err != nil {
+		return r.hold(s, ReasonReadFailed, fmt.Sprintf("server %s is on a compute host flight takes for down, and the finding is not proven fresh: %v", id, err), time.Time{})
+	} else if down {
 		// One failure of the host, not of the Machine: no reboot is sent to a dead hypervisor; the Machine goes
 		// back to its owner, which replaces it elsewhere.
 		return r.handBackFor(ctx, s, fmt.Sprintf("server %s of Machine %s/%s is on compute host %s (hostId), which flight takes for down since %s (%d of the cluster's nodes on it unreachable, none reporting): no reboot is sent to it",

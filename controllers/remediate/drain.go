@@ -86,7 +86,9 @@ func (r *Reconciler) drain(ctx context.Context, s *run, step string, k stepKit) 
 	}
 	if evict {
 		da := k.action
-		da.Verb, da.Kind, da.ID, da.Name, da.Continuation = nodes.VerbDrainNode, "node", n.Name, "", draining
+		// named as flight names its drains: the server (the pool's member, which the reboot that follows names
+		// too), with its Node
+		da.Verb, da.Name, da.Continuation = nodes.VerbDrainNode, n.Name, draining
 		d := s.policy.Ask(ctx, da)
 		switch d.Outcome {
 		case remediation.DryRun:

@@ -60,9 +60,40 @@ func (r *Reconciler) notPaused(ctx context.Context, s *run, then string) (time.D
 	return 0, true
 }
 
-// hostDown is the finding of flight's host rule (status.flight.hostsDown) of sv's compute host, when it holds sv:
-// the same per-project hostId Nova shows now, and sv among the servers it found unreachable there.
-func hostDown(vc *v1alpha1.VitalsCluster, sv *openstack.Server) (v1alpha1.HostFinding, bool) {
+// hostDown is the finding of flight's host rule of sv's compute host (hostFinding), proven at the moment it
+// is used: the cached status only tells where to look. The VitalsCluster is read again from the API server (a
+// finding flight has since cleared is not acted on), and the Machine's Node, read uncached from the workload
+// cluster, must be unreachable itself: whoever may write the status cannot make a reporting Node look dead, so
+// a forged or stale finding never hands back a Machine whose kubelet reports (it goes the usual way instead).
+func (r *Reconciler) hostDown(ctx context.Context, vc *v1alpha1.VitalsCluster, sv *openstack.Server, node string) (v1alpha1.HostFinding, bool, error) {
+	if _, cached := hostFinding(vc, sv); !cached {
+		return v1alpha1.HostFinding{}, false, nil
+	}
+	var fresh v1alpha1.VitalsCluster
+	if err := r.d.APIReader.Get(ctx, client.ObjectKeyFromObject(vc), &fresh); err != nil {
+		return v1alpha1.HostFinding{}, false, fmt.Errorf("read VitalsCluster %s/%s again: %w", vc.Namespace, vc.Name, err)
+	}
+	h, down := hostFinding(&fresh, sv)
+	if !down || node == "" {
+		return h, down, nil
+	}
+	wc, err := r.workload(ctx, vc)
+	if err != nil {
+		return v1alpha1.HostFinding{}, false, err
+	}
+	var n corev1.Node
+	switch err := wc.Client().Get(ctx, client.ObjectKey{Name: node}, &n); {
+	case apierrors.IsNotFound(err):
+		return h, true, nil // no Node: nothing of it reports either
+	case err != nil:
+		return v1alpha1.HostFinding{}, false, fmt.Errorf("read node %s: %w", node, err)
+	}
+	return h, nodes.Unreachable(&n), nil
+}
+
+// hostFinding is the finding of flight's host rule (status.flight.hostsDown) of sv's compute host, when it holds
+// sv: the same per-project hostId Nova shows now, and sv among the servers it found unreachable there.
+func hostFinding(vc *v1alpha1.VitalsCluster, sv *openstack.Server) (v1alpha1.HostFinding, bool) {
 	if vc.Status.Flight == nil || sv.HostID == "" {
 		return v1alpha1.HostFinding{}, false
 	}

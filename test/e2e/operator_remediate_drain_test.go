@@ -221,8 +221,10 @@ func (f *rmFixture) deleteRemediation(m *clusterv1.Machine) {
 }
 
 // TestRemediateHostDown: a Machine whose server runs on a compute host flight takes for down
-// (status.flight.hostsDown, with the hostId real Nova shows now) is handed back to its MachineSet at once, with
-// no reboot on the wire; a Machine on the other host is rebooted as before.
+// (status.flight.hostsDown, with the hostId real Nova shows now) and whose Node is unreachable is handed back to
+// its MachineSet at once, with no reboot on the wire; a Machine on the other host is rebooted as before. A finding
+// that names a server whose Node reports (forged by a status writer, or stale) hands nothing back: that Machine
+// is rebooted the usual way.
 func TestRemediateHostDown(t *testing.T) {
 	parallel(t)
 	f := newRMFixture(t)
@@ -231,8 +233,11 @@ func TestRemediateHostDown(t *testing.T) {
 	f.hosts++
 	dead := f.net.ServerOn(f.cloud, 10+f.hosts, "compute-1")
 	f.hosts++
+	reporting := f.net.ServerOn(f.cloud, 10+f.hosts, "compute-1")
+	f.hosts++
 	alive := f.net.ServerOn(f.cloud, 10+f.hosts, "compute-2")
 	f.waitActive(f.cloud, dead)
+	f.waitActive(f.cloud, reporting)
 	f.waitActive(f.cloud, alive)
 	sv, err := f.cloud.GetServer(ctx, dead)
 	if err != nil {
@@ -243,12 +248,13 @@ func TestRemediateHostDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	// as flight's host rule writes it
-	vc.Status.Flight = &v1alpha1.FlightStatus{HostsDown: []v1alpha1.HostFinding{{HostID: sv.HostID, Zone: sv.Zone, Servers: []string{dead, "a-second-server"},
+	vc.Status.Flight = &v1alpha1.FlightStatus{HostsDown: []v1alpha1.HostFinding{{HostID: sv.HostID, Zone: sv.Zone, Servers: []string{dead, reporting, "a-second-server"},
 		Since: metav1.NewTime(f.clock.Now().Add(-time.Hour))}}}
 	if err := f.c.Status().Update(ctx, &vc); err != nil {
 		t.Fatal(err)
 	}
 	m := f.machine(dead, ms)
+	f.nodeRef(m, f.node(dead, corev1.ConditionUnknown, nil))
 	rem := f.reconcile(m, 0)
 	f.want(rem, v1alpha1.RemediationStopped, remediate.ReasonHandedBack)
 	if !strings.Contains(rem.Status.Message, "takes for down") || !strings.Contains(rem.Status.Message, "MachineSet workers-5c2a") {
@@ -259,4 +265,14 @@ func TestRemediateHostDown(t *testing.T) {
 	}
 	m2 := f.machine(alive, ms)
 	f.want(f.reconcile(m2, 0), v1alpha1.RemediationSoftRebooted, remediate.ReasonRebooted)
+	// the finding names reporting's server too, but its Node's kubelet reports (NotReady, not unreachable): the
+	// host is not taken for down for it
+	ms2 := ms // another pool: the reboot of m2 is in flight in ms's
+	ms2.Name, ms2.UID = "workers-7d1b", "6b0d2e4f-1a3c-4b5d-9e7f-2c4a6e8b0d1f"
+	m3 := f.machine(reporting, ms2)
+	f.nodeRef(m3, f.node(reporting, corev1.ConditionFalse, nil))
+	f.want(f.reconcile(m3, 0), v1alpha1.RemediationSoftRebooted, remediate.ReasonRebooted)
+	if soft := f.nova.Matched("soft"); soft != 2 {
+		t.Errorf("%d soft reboots on the wire, want 2 (the Machine on the live host, the one whose Node reports)", soft)
+	}
 }
