@@ -27,6 +27,49 @@ const (
 	ConditionDrained         corev1.NodeConditionType = "Drained"
 )
 
+// The reasons of the drain conditions, the same on every node-repair path.
+const (
+	ConditionReasonDraining      = "Draining"
+	ConditionReasonDrained       = "Drained"
+	ConditionReasonDrainTimedOut = "DrainTimedOut"
+	ConditionReasonRecovered     = "Recovered"
+)
+
+// VerbSetNodeCondition is the remediation policy's verb of a Node condition's write (a safe action).
+const VerbSetNodeCondition = "SetNodeCondition"
+
+// DrainConditions are the drain conditions (DrainInProgress, Drained) with the statuses, reason and message
+// given that n needs written: those that differ from n's. A drain round writes both (all: a Node shows the
+// whole state once a drain began); the end of a drain or a recovery (all false) writes none that n never had
+// unless True (a Node never drained says nothing of drains).
+func DrainConditions(n *corev1.Node, inProgress, drained corev1.ConditionStatus, reason, msg string, all bool) []corev1.NodeCondition {
+	var out []corev1.NodeCondition
+	for _, cond := range []corev1.NodeCondition{
+		{Type: ConditionDrainInProgress, Status: inProgress, Reason: reason, Message: msg},
+		{Type: ConditionDrained, Status: drained, Reason: reason, Message: msg},
+	} {
+		cur, had := Condition(n, cond.Type)
+		if had && cur.Status == cond.Status && cur.Reason == cond.Reason && cur.Message == cond.Message || !had && !all && cond.Status != corev1.ConditionTrue {
+			continue
+		}
+		out = append(out, cond)
+	}
+	return out
+}
+
+// DrainRound is the drain conditions of a drain round with result res before step (why: what the step is for;
+// "" when nothing more is known): in progress, or done.
+func DrainRound(step, why string, res DrainResult) (inProgress, drained corev1.ConditionStatus, reason, msg string) {
+	what := step
+	if why != "" {
+		what += " (" + why + ")"
+	}
+	if res.Done() {
+		return corev1.ConditionFalse, corev1.ConditionTrue, ConditionReasonDrained, "cordoned and drained by the node repair before a " + what
+	}
+	return corev1.ConditionTrue, corev1.ConditionFalse, ConditionReasonDraining, fmt.Sprintf("cordoned and draining before a %s: %d pods left", step, len(res.Left))
+}
+
 // NeedsCondition says whether n's condition of cond's type differs from cond in status, reason or message
 // (a Node without it needs it only when cond is True: a problem never seen is not reported as gone).
 func NeedsCondition(n *corev1.Node, cond corev1.NodeCondition) bool {

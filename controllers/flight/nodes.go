@@ -470,7 +470,7 @@ func (f *nodesFinding) recover(ctx context.Context, env *pass.Env[*State], c *no
 		}
 	}
 	if c.node != nil {
-		f.drainConditions(ctx, env, c.node, corev1.ConditionFalse, corev1.ConditionFalse, "Recovered", "the node is healthy again: the node repair's drain is over", false)
+		f.drainConditions(ctx, env, c.node, corev1.ConditionFalse, corev1.ConditionFalse, nodes.ConditionReasonRecovered, "the node is healthy again: the node repair's drain is over", false)
 	}
 	env.Event(corev1.EventTypeNormal, "NodeRecovered", "Observe", fmt.Sprintf("server %s (node %s) is healthy again after %s, at step %s", e.Server, e.Node, e.Reason, e.Step))
 	return true

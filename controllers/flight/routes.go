@@ -266,7 +266,7 @@ func RouteHeadroom(routes, limit int) pass.Report {
 }
 
 // VerbSetNodeCondition is the verb of a Node condition write.
-const VerbSetNodeCondition = "SetNodeCondition"
+const VerbSetNodeCondition = nodes.VerbSetNodeCondition
 
 // markDuplicateNodes puts the PodRouteDuplicate condition on each Node whose pod CIDR has several routes
 // left (dup: destination -> nexthops), and turns it False on a Node that had it True and has one route

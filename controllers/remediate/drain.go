@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/pass"
@@ -111,6 +112,9 @@ func (r *Reconciler) drain(ctx context.Context, s *run, step string, k stepKit) 
 		}
 		r.o.Metrics.step(StepDrain, pass.OutcomeDone)
 	}
+	// what the round came to, on the Node (a safe write; a round that evicted nothing may still end the drain)
+	inProgress, drained, reason, cmsg := nodes.DrainRound(step+" reboot", "", res)
+	r.drainConditions(ctx, s, k.wc, &n, inProgress, drained, reason, cmsg, true)
 	s.st.Drain.Left = bounded(res.Left)
 	if res.Done() {
 		return 0, true, true
@@ -167,9 +171,11 @@ func (r *Reconciler) drainRound(ctx context.Context, s *run, step string, k step
 // perServer.cooldown; the Warning and status.drain.left name the pods and budgets that held it.
 func (r *Reconciler) drainEnds(ctx context.Context, s *run, step string, k stepKit, n *corev1.Node, res nodes.DrainResult) time.Duration {
 	held := nodes.HeldBy(ctx, k.wc.Client(), n.Name, res.Left)
-	if err := r.uncordon(ctx, s, k.wc, n.Name); err != nil {
+	if _, err := r.uncordon(ctx, s, k.wc, n.Name); err != nil {
 		return r.hold(s, ReasonDrainFailed, fmt.Sprintf("the drain of node %s timed out; uncordoning it did not go through: %v", n.Name, err), time.Time{})
 	}
+	r.drainConditions(ctx, s, k.wc, n, corev1.ConditionFalse, corev1.ConditionFalse, nodes.ConditionReasonDrainTimedOut,
+		fmt.Sprintf("the drain before a %s reboot timed out (%s) with %d pods left; it is tried again after perServer.cooldown", step, k.settings.DrainTimeout, len(res.Left)), false)
 	retry := metav1.NewTime(s.now.Add(k.settings.Cooldown))
 	s.st.Phase = v1alpha1.RemediationDrainTimedOut
 	s.st.Drain.Left, s.st.Drain.RetryAfter = bounded(held), &retry
@@ -182,17 +188,17 @@ func (r *Reconciler) drainEnds(ctx context.Context, s *run, step string, k stepK
 // server and is still unschedulable: a safe action asked of the policy (recorded; held in dry-run, a pause or a
 // freeze like every write), sent through its fence. Then the remediation holds no cordon; a Node that is gone
 // holds none either.
-func (r *Reconciler) uncordon(ctx context.Context, s *run, wc workload.Cluster, name string) error {
+func (r *Reconciler) uncordon(ctx context.Context, s *run, wc workload.Cluster, name string) (*corev1.Node, error) {
 	if !s.st.Cordoned {
-		return nil
+		return nil, nil
 	}
 	var n corev1.Node
 	switch err := wc.Client().Get(ctx, client.ObjectKey{Name: name}, &n); {
 	case apierrors.IsNotFound(err):
 		s.st.Cordoned = false
-		return nil
+		return nil, nil
 	case err != nil:
-		return fmt.Errorf("read node %s: %w", name, err)
+		return nil, fmt.Errorf("read node %s: %w", name, err)
 	}
 	if n.Spec.Unschedulable && (s.st.Server == "" || nodes.ServerID(n.Spec.ProviderID) == s.st.Server) {
 		if s.policy == nil {
@@ -200,17 +206,38 @@ func (r *Reconciler) uncordon(ctx context.Context, s *run, wc workload.Cluster, 
 		}
 		a := remediation.Action{Verb: nodes.VerbUncordonNode, Kind: "node", ID: name, Class: remediation.Safe}
 		if d := s.policy.Ask(ctx, a); d.Outcome != remediation.Allowed {
-			return fmt.Errorf("uncordon node %s: %s (%s)", name, d.Message, d.Reason)
+			return nil, fmt.Errorf("uncordon node %s: %s (%s)", name, d.Message, d.Reason)
 		}
 		err := nodes.Cordon(fencing.With(ctx, s.policy.Fence(a)), wc.Client(), &n, false)
 		s.policy.Done(ctx, a, err)
 		if err != nil {
-			return fmt.Errorf("uncordon node %s: %w", name, err)
+			return nil, fmt.Errorf("uncordon node %s: %w", name, err)
 		}
 		r.note(s, corev1.EventTypeNormal, ReasonUncordoned, "node "+name+", cordoned by the remediation, is schedulable again")
 	}
 	s.st.Cordoned = false
-	return nil
+	return &n, nil
+}
+
+// drainConditions sets the drain conditions on the Machine's Node that change (nodes.DrainConditions), as flight's
+// node repair does: a safe action each, asked of the policy and sent through its fence. They say what the
+// remediation does; a failed write is logged and never holds it.
+func (r *Reconciler) drainConditions(ctx context.Context, s *run, wc workload.Cluster, n *corev1.Node, inProgress, drained corev1.ConditionStatus, reason, msg string, all bool) {
+	for _, cond := range nodes.DrainConditions(n, inProgress, drained, reason, msg, all) {
+		if s.policy == nil {
+			s.policy = r.d.Policy.Begin(ctx, s.cluster, Name, nil, remediation.Scope{})
+		}
+		a := remediation.Action{Verb: nodes.VerbSetNodeCondition, Kind: "node", ID: n.Name, Name: string(cond.Type) + "=" + string(cond.Status), Class: remediation.Safe}
+		d := s.policy.Ask(ctx, a)
+		if d.Outcome != remediation.Allowed {
+			continue
+		}
+		err := nodes.WriteCondition(fencing.With(ctx, s.policy.Fence(a)), wc.Client(), n, cond, r.d.Clock.Now())
+		s.policy.Done(ctx, a, err)
+		if err != nil {
+			logf.FromContext(ctx).Error(err, "node condition not written", "node", n.Name, "condition", cond.Type)
+		}
+	}
 }
 
 // release undoes the remediation's cordon (why: the reason, for the message of a failure) before its phase moves
@@ -223,11 +250,15 @@ func (r *Reconciler) release(ctx context.Context, s *run, why string) (time.Dura
 		return after, false
 	}
 	wc, err := r.workload(ctx, s.cluster)
+	var n *corev1.Node
 	if err == nil {
-		err = r.uncordon(ctx, s, wc, s.st.Node)
+		n, err = r.uncordon(ctx, s, wc, s.st.Node)
 	}
 	if err != nil {
 		return r.hold(s, ReasonDrainFailed, fmt.Sprintf("%s: node %s, cordoned by the remediation, is not uncordoned yet: %v", why, s.st.Node, err), time.Time{}), false
+	}
+	if n != nil {
+		r.drainConditions(ctx, s, wc, n, corev1.ConditionFalse, corev1.ConditionFalse, nodes.ConditionReasonRecovered, "the remediation's drain is over: "+why, false)
 	}
 	return 0, true
 }

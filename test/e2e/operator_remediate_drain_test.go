@@ -23,6 +23,7 @@ import (
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
 	"github.com/vitalsproject/vitals/controllers/remediate"
+	"github.com/vitalsproject/vitals/nodes"
 )
 
 // TestRemediateDrainPDB: before the soft reboot of a Machine's server its Node is cordoned (recorded first, with
@@ -75,6 +76,27 @@ func TestRemediateDrainPDB(t *testing.T) {
 		return n.Spec.Unschedulable
 	}
 	rebooted := func() int { return f.nova.Matched("soft") + f.nova.Matched("hard") }
+	// conditions are the Node's drain conditions (DrainInProgress, Drained) as "status/reason", "" when absent
+	conditions := func() (inProgress, drained string) {
+		t.Helper()
+		var n corev1.Node
+		if err := f.c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := nodes.Condition(&n, nodes.ConditionDrainInProgress); ok {
+			inProgress = string(c.Status) + "/" + c.Reason
+		}
+		if c, ok := nodes.Condition(&n, nodes.ConditionDrained); ok {
+			drained = string(c.Status) + "/" + c.Reason
+		}
+		return inProgress, drained
+	}
+	wantConditions := func(when, inProgress, drained string) {
+		t.Helper()
+		if i, d := conditions(); i != inProgress || d != drained {
+			t.Errorf("%s: node conditions DrainInProgress %q Drained %q, want %q %q", when, i, d, inProgress, drained)
+		}
+	}
 	budget(0)
 
 	rem := f.reconcile(m, 0)
@@ -91,6 +113,7 @@ func TestRemediateDrainPDB(t *testing.T) {
 	if rebooted() != 0 {
 		t.Fatal("rebooted before the drain")
 	}
+	wantConditions("draining", "True/Draining", "False/Draining")
 	// Within the drain's timeout (10m): still draining, nothing rebooted.
 	f.want(f.reconcile(m, 5*time.Minute), v1alpha1.RemediationDraining, remediate.ReasonDraining)
 	// Past it, the Node reachable: the drain ends, the budget never overridden.
@@ -105,6 +128,7 @@ func TestRemediateDrainPDB(t *testing.T) {
 	if !eventSeen(f.events, remediate.ReasonDrainTimedOut) {
 		t.Error("no DrainTimedOut Event")
 	}
+	wantConditions("the drain timed out", "False/DrainTimedOut", "False/DrainTimedOut")
 	if rebooted() != 0 {
 		t.Fatal("rebooted with a pod its budget protects")
 	}
@@ -137,6 +161,7 @@ func TestRemediateDrainPDB(t *testing.T) {
 	if !cordoned() || !rem.Status.Cordoned {
 		t.Fatal("the Node is not held cordoned while its Machine reboots")
 	}
+	wantConditions("drained and rebooted", "False/Drained", "True/Drained")
 	// Healthy again: uncordoned, Succeeded.
 	m.Status.Conditions = []metav1.Condition{{Type: clusterv1.MachineHealthCheckSucceededCondition, Status: metav1.ConditionTrue, Reason: "Succeeded",
 		LastTransitionTime: metav1.NewTime(f.clock.Now().Add(time.Minute))}}
@@ -148,6 +173,7 @@ func TestRemediateDrainPDB(t *testing.T) {
 	if cordoned() || rem.Status.Cordoned {
 		t.Fatalf("recovered: node cordoned %v, status.cordoned %v; want the cordon undone", cordoned(), rem.Status.Cordoned)
 	}
+	wantConditions("recovered", "False/Recovered", "False/Recovered")
 	// Its MachineHealthCheck deletes it: the finalizer goes, and so does the remediation.
 	f.deleteRemediation(m)
 	if rebooted() != 1 {

@@ -76,6 +76,7 @@ var Permissions = []Permission{
 	{Caller: CallerRemediate, Resource: "pods", Verbs: []string{"list"}, Namespace: "kube-system", Why: "nodes.EtcdPods: etcd's pods (quorum)"},
 	{Caller: CallerRemediate, Resource: "nodes", Verbs: []string{"get"}, Why: "remediate.drain, remediate.uncordon: the Machine's Node, uncached"},
 	{Caller: CallerRemediate, Resource: "nodes", Verbs: []string{"patch"}, Why: "nodes.Cordon: the cordon before a reboot, and the uncordon"},
+	{Caller: CallerRemediate, Resource: "nodes/status", Verbs: []string{"patch"}, Why: "nodes.WriteCondition: DrainInProgress, Drained"},
 	{Caller: CallerRemediate, Resource: "pods", Verbs: []string{"list"}, Why: "nodes.NodePods (field selector spec.nodeName, every namespace)"},
 	{Caller: CallerRemediate, Resource: "pods/eviction", Verbs: []string{"create"}, Why: "nodes.Drain: the drain's evictions before a reboot"},
 	{Caller: CallerRemediate, Group: "policy", Resource: "poddisruptionbudgets", Verbs: []string{"list"}, Why: "nodes.Budgets: the budgets that hold a drain, in the pods' namespaces"},
