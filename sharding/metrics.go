@@ -10,6 +10,7 @@ type Metrics struct {
 	held    prometheus.Gauge
 	members prometheus.Gauge
 	dropped *prometheus.CounterVec
+	relists prometheus.Counter
 }
 
 // NewMetrics registers the metrics on reg (nil: unregistered).
@@ -27,9 +28,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vitals_shard_dropped_total", Help: "Objects of other replicas' ranges the API server sent and this replica dropped, by call (list, watch): none where the server applies the shard selector (feature gate ShardedListAndWatch).",
 		}, []string{"call"}),
+		relists: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "vitals_shard_relists_total", Help: "Lists of its held ranges a running watch of VitalsClusters made because they changed (the informer's store then follows them without listing again).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ranges, m.held, m.members, m.dropped)
+		reg.MustRegister(m.ranges, m.held, m.members, m.dropped, m.relists)
 	}
 	return m
 }
@@ -48,3 +52,5 @@ func (m *Metrics) drop(call string, n int) {
 		m.dropped.WithLabelValues(call).Add(float64(n))
 	}
 }
+
+func (m *Metrics) relist() { m.relists.Inc() }
