@@ -135,8 +135,14 @@ func (r *Reconciler) checkWorkloadCredentials(ctx context.Context, c *v1alpha1.V
 	pods := &podLister{c: wc.Client()}
 	res := wlCredResult{}
 	r.o.Credentials.forgetWorkload(key) // the series of Secrets no longer checked go too
+	auth := func(ctx context.Context, sec *corev1.Secret, k string, ref v1alpha1.WorkloadCredentialsSecret, id, source string) wlCached {
+		return r.authenticate(ctx, key, cloud.scope.Keystone, sec, k, ref, id, source)
+	}
 	for _, ref := range refs {
-		e := r.checkSecret(ctx, key, cloud.scope.Keystone, wc.Client(), ref, prev, pods, now)
+		e := checkSecret(ctx, wc.Client(), ref, prev, now, r.o.ExpiryWarning, auth)
+		if e.ChangeSeen != nil {
+			r.judgeConsumers(ctx, &e, ref.Name, pods)
+		}
 		res.entries = append(res.entries, e)
 		if e.ExpiresAt != nil {
 			r.o.Credentials.WorkloadExpiry.WithLabelValues(key.String(), e.Secret).Set(float64(e.ExpiresAt.Unix()))
@@ -154,9 +160,33 @@ func (r *Reconciler) checkWorkloadCredentials(ctx context.Context, c *v1alpha1.V
 	return res
 }
 
-// checkSecret checks one consumer Secret.
-func (r *Reconciler) checkSecret(ctx context.Context, cluster types.NamespacedName, ks *tenancy.Keystone, cl client.Client,
-	ref v1alpha1.WorkloadCredentialsSecret, prev []v1alpha1.WorkloadCredentialStatus, pods *podLister, now time.Time) v1alpha1.WorkloadCredentialStatus {
+// CheckWorkloadSecrets checks c's consumer Secrets (spec.workloadCredentials) once, as the access controller does,
+// for vitals doctor: read through cl, each one's credentials tried against ks (the Keystone the cluster's own
+// credentials proved) and their expiry judged with the warning window; without the controller's memory of earlier
+// checks (no change time, so no stale consumers) and without its cache. Nothing a Secret holds is ever in the
+// result.
+func CheckWorkloadSecrets(ctx context.Context, c *v1alpha1.VitalsCluster, ks *tenancy.Keystone, cl client.Reader, now time.Time, window time.Duration) (entries []v1alpha1.WorkloadCredentialStatus, cond *metav1.Condition) {
+	auth := func(ctx context.Context, sec *corev1.Secret, k string, ref v1alpha1.WorkloadCredentialsSecret, id, source string) wlCached {
+		return authenticateSecret(ctx, ks, sec, k, ref, source)
+	}
+	for _, ref := range c.Spec.WorkloadCredentials.Checked() {
+		entries = append(entries, checkSecret(ctx, cl, ref, nil, now, window, auth))
+	}
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	return entries, workloadCondition(entries)
+}
+
+// WorkloadStatus is the condition status a consumer Secret's reason gives WorkloadCredentialsHealthy.
+func WorkloadStatus(reason string) metav1.ConditionStatus { return workloadStatus(reason) }
+
+// authFunc tries a Secret's credentials (the reconciler's cache in front of authenticateSecret, or not).
+type authFunc func(ctx context.Context, sec *corev1.Secret, key string, ref v1alpha1.WorkloadCredentialsSecret, id, source string) wlCached
+
+// checkSecret checks one consumer Secret, read through cl (its consumers are judged apart: judgeConsumers).
+func checkSecret(ctx context.Context, cl client.Reader, ref v1alpha1.WorkloadCredentialsSecret, prev []v1alpha1.WorkloadCredentialStatus,
+	now time.Time, window time.Duration, auth authFunc) v1alpha1.WorkloadCredentialStatus {
 	consumer := ref.Consumer
 	if consumer == "" {
 		consumer = ref.Name
@@ -199,7 +229,7 @@ func (r *Reconciler) checkSecret(ctx context.Context, cluster types.NamespacedNa
 			e.ChangeSeen = &metav1.Time{Time: now.UTC().Truncate(time.Second)}
 		}
 	}
-	a := r.authenticate(ctx, cluster, ks, &sec, k, ref, e.Secret, source)
+	a := auth(ctx, &sec, k, ref, e.Secret, source)
 	switch {
 	case a.refusal != nil:
 		e.Reason, e.Message = a.refusal.Reason, a.refusal.Message
@@ -211,10 +241,7 @@ func (r *Reconciler) checkSecret(ctx context.Context, cluster types.NamespacedNa
 		if !a.cred.ExpiresAt.IsZero() {
 			e.ExpiresAt = &metav1.Time{Time: a.cred.ExpiresAt.UTC().Truncate(time.Second)}
 		}
-		_, e.Reason, e.Message = Judge(*a.cred, source, now, r.o.ExpiryWarning)
-	}
-	if e.ChangeSeen != nil {
-		r.judgeConsumers(ctx, &e, ref.Name, pods)
+		_, e.Reason, e.Message = Judge(*a.cred, source, now, window)
 	}
 	return e
 }
@@ -261,12 +288,31 @@ func (r *Reconciler) authenticate(ctx context.Context, cluster types.NamespacedN
 	if e, ok := r.wl.get(cluster, id); ok && e.version == version && e.keystone == keystone {
 		return e
 	}
-	e := wlCached{version: version, keystone: keystone}
+	e := authenticateSecret(ctx, ks, sec, key, ref, source)
+	e.version, e.keystone = version, keystone
+	switch {
+	case e.refusal != nil && e.refusal.Reason == tenancy.ReasonCloudUnavailable:
+		// a Keystone that could not be asked is not cached
+	case e.refusal == nil && e.cred == nil:
+		// the expiry could not be read: asked again next time
+	default:
+		r.wl.put(cluster, id, e)
+	}
+	if e.refusal != nil {
+		logf.FromContext(ctx).Info("workload credentials not proven", "secret", id, "reason", e.refusal.Reason)
+	} else if e.cred != nil {
+		logf.FromContext(ctx).Info("workload credentials authenticated", "secret", id, "kind", string(e.cred.Kind))
+	}
+	return e
+}
+
+// authenticateSecret tries the credentials of sec's key against ks, with no cache.
+func authenticateSecret(ctx context.Context, ks *tenancy.Keystone, sec *corev1.Secret, key string, ref v1alpha1.WorkloadCredentialsSecret, source string) wlCached {
+	var e wlCached
 	auth, err := secretAuth(sec, key, ref, source)
 	if err != nil {
 		// The parsers' errors name the Secret, the line and the field, never a value.
 		e.refusal = &tenancy.Refusal{Reason: tenancy.ReasonInvalidCredentials, Message: err.Error()}
-		r.wl.put(cluster, id, e)
 		return e
 	}
 	e.kind = openstack.CredentialPassword
@@ -276,10 +322,6 @@ func (r *Reconciler) authenticate(ctx context.Context, cluster types.NamespacedN
 	cr, refusal := ks.Authenticate(ctx, auth, source)
 	if refusal != nil {
 		e.refusal = refusal
-		if refusal.Reason != tenancy.ReasonCloudUnavailable {
-			r.wl.put(cluster, id, e)
-		}
-		logf.FromContext(ctx).Info("workload credentials not proven", "secret", id, "reason", refusal.Reason)
 		return e
 	}
 	cred, err := cr.Credential(ctx)
@@ -289,8 +331,6 @@ func (r *Reconciler) authenticate(ctx context.Context, cluster types.NamespacedN
 		return e
 	}
 	e.cred = &cred
-	r.wl.put(cluster, id, e)
-	logf.FromContext(ctx).Info("workload credentials authenticated", "secret", id, "kind", string(cred.Kind))
 	return e
 }
 

@@ -252,7 +252,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 				v1alpha1.GroupVersion.Group)
 		}
 		add("crd", "failed", detail, "")
-		skipped(append([]string{"cluster", "cloud", "routes", "route-headroom", "volume-attachments", "credentials"}, append(quotaCheckNames(), "workload")...)...)
+		skipped(append([]string{"cluster", "cloud", "routes", "route-headroom", "volume-attachments", "credentials"}, append(quotaCheckNames(), "workload", checkWorkloadCredentials)...)...)
 		return
 	}
 	add("crd", "ok", "vitalsclusters."+v1alpha1.GroupVersion.Group+" served", "")
@@ -263,7 +263,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 			detail = fmt.Sprintf("no VitalsCluster %s in namespace %s", name, f.namespace)
 		}
 		add("cluster", "failed", detail, "")
-		skipped(append([]string{"cloud", "routes", "route-headroom", "volume-attachments", "credentials"}, append(quotaCheckNames(), "workload")...)...)
+		skipped(append([]string{"cloud", "routes", "route-headroom", "volume-attachments", "credentials"}, append(quotaCheckNames(), "workload", checkWorkloadCredentials)...)...)
 		return
 	}
 	add("cluster", "ok", fmt.Sprintf("router %s, pod CIDRs %v", vc.Spec.OpenStack.RouterID, vc.Spec.PodCIDRs), "")
@@ -278,6 +278,10 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 		opts.TrustedAuthURLs = append(opts.TrustedAuthURLs, a.Options.IdentityEndpoint)
 	}
 	scope, err := tenancy.NewVerifier(opts).Resolve(ctx, &vc)
+	var keystone *tenancy.Keystone // the cluster's proven Keystone, for its workload Secrets
+	if err == nil {
+		keystone = scope.Keystone
+	}
 	if err != nil {
 		var r *tenancy.Refusal
 		if errors.As(err, &r) {
@@ -309,17 +313,20 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 		// Kubernetes phases wait for a kubeconfig), unless it runs with --allow-local-workload.
 		add("workload", "skipped", "spec.kubeconfigSecretRef is not set: the operator reaches no workload cluster for it (unless it runs with "+
 			"--allow-local-workload, the chart's operator.workload.allowLocal); give --allow-local-workload to check the cluster of --kubeconfig as that one", "")
+		add(checkWorkloadCredentials, "skipped", "no workload cluster to read its Secrets from", "")
 		return
 	}
 	local, err := restConfig(f.kube, "", "", "")
 	if err != nil {
 		add("workload", "failed", err.Error(), "")
+		skipped(checkWorkloadCredentials)
 		return
 	}
 	wl, err := workload.NewManager(workload.Options{Secrets: c, Checks: remediation.NewChecks(clock.RealClock{}), AllowLocal: f.allowLocal, Local: local,
 		Rules: workload.KubeconfigRules{AllowInsecure: f.allowInsecure, AllowLoopback: f.allowLoopback}, UserAgent: "vitals-doctor", Logger: log})
 	if err != nil {
 		add("workload", "failed", err.Error(), "")
+		skipped(checkWorkloadCredentials)
 		return
 	}
 	defer wl.Close()
@@ -331,6 +338,7 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 		} else {
 			add("workload", "failed", err.Error(), "")
 		}
+		skipped(checkWorkloadCredentials)
 		return
 	}
 	var nodes corev1.NodeList
@@ -340,9 +348,11 @@ func (f *doctorFlags) check(ctx context.Context, c client.Client, name string, o
 		if errors.As(workload.Describe(err, "the Nodes", f.timeout), &we) {
 			add("workload", "failed", fmt.Sprintf("list nodes through %s: %s", cl.Source(), we.Message), we.Reason)
 		}
+		skipped(checkWorkloadCredentials)
 		return
 	}
 	add("workload", "ok", fmt.Sprintf("the API answers through %s: %d nodes", cl.Source(), len(nodes.Items)), "")
+	workloadCredentials(ctx, &vc, keystone, cl.Client(), time.Now(), f.credentialsWarning, add)
 }
 
 // serversSelected warns when the cluster's servers' selector (spec.controllers.flight.servers.metadata, else

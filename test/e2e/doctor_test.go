@@ -75,6 +75,20 @@ current-context: c
 			t.Fatal(err)
 		}
 	}
+	// The workload cluster's consumer Secrets (kube-system, as the cloud controller manager's): good's holds its
+	// own credentials, tight's a wrong password.
+	sfx := opRandHex(4)
+	goodWL, badWL := "doctor-cloud-config-"+sfx, "doctor-bad-cloud-config-"+sfx
+	for name, yaml := range map[string]string{
+		goodWL: opCloudsYAML(env.AuthURL, env.Username, env.Password, env.ProjectName),
+		badWL:  opCloudsYAML(env.AuthURL, env.Username, "not-the-password", env.ProjectName),
+	} {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: v1alpha1.WorkloadCredentialsNamespace, Name: name}, StringData: map[string]string{"clouds.yaml": yaml}}
+		if err := c.Create(context.Background(), sec); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), sec) })
+	}
 	cluster := func(name, router string) {
 		t.Helper()
 		vc := &v1alpha1.VitalsCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.ClusterSpec{
@@ -82,6 +96,7 @@ current-context: c
 				RouterID: router, NetworkID: n.Network, SubnetID: n.Subnet},
 			KubeconfigSecretRef: &v1alpha1.SecretKeyRef{Name: "kubeconfig"},
 			PodCIDRs:            []v1alpha1.CIDR{v1alpha1.CIDR("198.19.0.0/16")},
+			WorkloadCredentials: v1alpha1.WorkloadCredentialsSpec{Secrets: []v1alpha1.WorkloadCredentialsSecret{{Name: goodWL, Consumer: "openstack-cloud-controller-manager"}}},
 		}}
 		if router != n.Router {
 			vc.Spec.OpenStack.NetworkID, vc.Spec.OpenStack.SubnetID = "", ""
@@ -101,6 +116,7 @@ current-context: c
 		KubeconfigSecretRef: &v1alpha1.SecretKeyRef{Name: "kubeconfig"},
 		PodCIDRs:            []v1alpha1.CIDR{"198.21.0.0/16"},
 		Controllers:         v1alpha1.ControllersSpec{Flight: v1alpha1.FlightSpec{MaxRoutes: ptr.To[int32](1)}},
+		WorkloadCredentials: v1alpha1.WorkloadCredentialsSpec{Secrets: []v1alpha1.WorkloadCredentialsSecret{{Name: badWL}}},
 	}}
 	if err := c.Create(context.Background(), tight); err != nil {
 		t.Fatal(err)
@@ -155,7 +171,7 @@ current-context: c
 	if code != 0 || !rep.OK || rep.ProjectID == "" {
 		t.Fatalf("doctor good: exit %d, report %+v\n%s", code, rep, out)
 	}
-	for _, name := range []string{"crd", "cluster", "cloud", "routes", "route-headroom", "volume-attachments", "credentials", "workload"} {
+	for _, name := range []string{"crd", "cluster", "cloud", "routes", "route-headroom", "volume-attachments", "credentials", "workload", "workload-credentials"} {
 		if r := results(rep)[name]; r.Result != "ok" {
 			t.Errorf("doctor good: check %s = %+v, want ok", name, r)
 		}
@@ -177,6 +193,10 @@ current-context: c
 		t.Errorf("doctor tight: exit %d, checks %+v\n%s", code, rep.Checks, out)
 	}
 	t.Logf("doctor tight: route-headroom %+v", results(rep)["route-headroom"])
+	// its workload Secret's password is refused by the cluster's Keystone: failed, and nothing of the Secret shown
+	if w := results(rep)["workload-credentials"]; w.Result != "failed" || w.Reason != "InvalidCredentials" || strings.Contains(w.Detail, "not-the-password") {
+		t.Errorf("doctor tight: check workload-credentials = %+v, want failed InvalidCredentials without the Secret's contents", w)
+	}
 
 	code, rep, out = doctor("quota", "--quota-threshold", "50", "-o", "json")
 	r = results(rep)
