@@ -21,7 +21,7 @@ const checkWorkloadCredentials = "workload-credentials"
 // (spec.workloadCredentials: the cloud controller manager's and Cinder CSI's cloud-config): each one's
 // credentials against the Keystone the cluster's own proved, and their expiry within the warning window. ok when
 // every Secret found is good, a warning for an expiry within the window or not known and for a Secret the
-// credentials may not read, failed for credentials that are refused, expired or of another Keystone (access's
+// operator may not read, failed for credentials that are refused or expired (access's
 // WorkloadCredentialsHealthy verdict); skipped with no Secret to check. Never a Secret's contents.
 func workloadCredentials(ctx context.Context, vc *v1alpha1.VitalsCluster, ks *tenancy.Keystone, cl client.Reader, now time.Time, window time.Duration,
 	add func(check, result, detail, reason string)) {
@@ -48,6 +48,11 @@ func workloadCredentials(ctx context.Context, vc *v1alpha1.VitalsCluster, ks *te
 	case metav1.ConditionTrue:
 		add(checkWorkloadCredentials, "ok", fmt.Sprintf("%d workload secrets authenticate against the cluster's Keystone (%s)", len(found), strings.Join(found, ", ")), "")
 	case metav1.ConditionFalse:
+		if cond.Reason == access.ReasonExpiringSoon {
+			// as the cluster's own credentials check: a warning until they have expired
+			add(checkWorkloadCredentials, "warning", cond.Message, cond.Reason)
+			return
+		}
 		add(checkWorkloadCredentials, "failed", cond.Message, cond.Reason)
 	default:
 		if cond.Reason == access.ReasonNotFound {
