@@ -119,6 +119,13 @@ type VitalsRemediationStatus struct {
 	// LastStepTime is when the last step (reboot) was taken.
 	// +optional
 	LastStepTime *metav1.Time `json:"lastStepTime,omitempty"`
+	// RebootsBefore is how many reboots Nova's instance-action log of the server held when the last step was
+	// recorded as started (phase *RebootStarted): an operator that finds the step started and not known as
+	// taken (it stopped between the record and the answer) reads the log again; one more reboot means it was
+	// sent, none means it never left, and it is sent then (once).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	RebootsBefore *int32 `json:"rebootsBefore,omitempty"`
 	// Node is the Machine's Node the remediation cordoned and drained (status.nodeRef of the Machine then).
 	// +optional
 	// +kubebuilder:validation:MaxLength=253

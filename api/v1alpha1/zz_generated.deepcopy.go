@@ -1585,6 +1585,11 @@ func (in *VitalsRemediationStatus) DeepCopyInto(out *VitalsRemediationStatus) {
 		in, out := &in.LastStepTime, &out.LastStepTime
 		*out = (*in).DeepCopy()
 	}
+	if in.RebootsBefore != nil {
+		in, out := &in.RebootsBefore, &out.RebootsBefore
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Drain != nil {
 		in, out := &in.Drain, &out.Drain
 		*out = new(RemediationDrain)

@@ -224,6 +224,20 @@ func (r *Reconciler) remediate(ctx context.Context, s *run) time.Duration {
 		return 0
 	}
 	step := StepSoft
+	if started := s.st.Phase == v1alpha1.RemediationSoftRebootStarted || s.st.Phase == v1alpha1.RemediationHardRebootStarted; started {
+		// recorded as started, not known as taken: the operator stopped between the record and Nova's answer
+		sent, after, ok := r.confirm(ctx, s)
+		if !ok {
+			return after
+		}
+		if !sent {
+			// it never left: the same step is taken now, through every guard again
+			if s.st.Phase == v1alpha1.RemediationHardRebootStarted {
+				step = StepHard
+			}
+			s.st.Phase = v1alpha1.RemediationPending
+		}
+	}
 	switch s.st.Phase {
 	case v1alpha1.RemediationSoftRebooted, v1alpha1.RemediationSoftRebootStarted:
 		step = StepHard
@@ -353,31 +367,50 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 		r.o.Metrics.step(step, pass.OutcomeHeld)
 		return r.hold(s, d.Reason, "the "+step+" reboot of server "+id+" is held: "+d.Message, d.RetryAt)
 	}
-	// Recorded as started before the Nova call, as taken after it: an operator stopped in between finds the
-	// step started, counts it as taken at its time, and neither sends it again early nor loses it. The record
-	// goes in only when the fresh reads at the write agree; a refusal or a failed call puts the phase back.
+	// Recorded as started before the Nova call (with the count of the server's reboots in Nova's instance-action
+	// log), as taken after it: an operator stopped in between, or a call whose answer was lost, finds the step
+	// started and reads the log (confirm): one more reboot, and the step counts as taken at its record's time;
+	// none, and it is sent then. So it is neither sent twice nor lost. The record goes in only when the fresh
+	// reads at the write agree; a refusal, or Nova's answer that it did not take it, puts the phase back.
 	started, taken := phases(step)
 	before := s.st
 	fence := r.fence(m, stillUnhealthy, recheck(wc.Client(), scope.Cloud, want, s.policy.Fence(a)))
+	recorded := false
 	record := fencing.Func(func(fctx context.Context) (context.Context, context.CancelFunc, error) {
 		wctx, cancel, err := fence.Enter(fctx)
 		if err != nil {
 			return nil, nil, err
 		}
+		// what Nova's log holds before the step, so that an operator that finds it started can tell whether
+		// it was sent (confirm)
+		n, err := reboots(wctx, scope.Cloud, sv.ID)
+		if err != nil {
+			cancel()
+			return nil, nil, fmt.Errorf("record the %s reboot as started: %w", step, err)
+		}
 		at := metav1.NewTime(r.d.Clock.Now())
-		s.st.Phase, s.st.LastStepTime = started, &at
+		s.st.Phase, s.st.LastStepTime, s.st.RebootsBefore = started, &at, &n
 		s.st.Reason, s.st.Message = "", fmt.Sprintf("the %s reboot of server %s is sent to Nova", step, id)
 		// through the cluster's fence, not the step's (whose Enter this is)
 		if err := r.patchStatus(r.d.Fenced(ctx, vc), s); err != nil {
 			cancel()
 			return nil, nil, fmt.Errorf("record the %s reboot as started: %w", step, err)
 		}
+		recorded = true
 		return wctx, cancel, nil
 	})
 	err = scope.Cloud.RebootServer(fencing.With(ctx, record), sv.ID, step == StepHard)
 	s.policy.Done(ctx, a, err)
+	if err != nil && recorded && answerLost(err) {
+		// Sent, maybe: the connection failed or the time ran out before Nova's answer. The record stays
+		// "started"; whether Nova took it is read from its instance-action log at the next look (confirm), so
+		// that the step is neither sent twice nor lost.
+		r.o.Metrics.step(step, pass.OutcomeFailed)
+		return r.hold(s, ReasonRebootFailed, fmt.Sprintf("the %s reboot of server %s was sent and its answer lost (%s): whether Nova took it is read from its instance-action log next",
+			step, id, openstack.Describe(err)), s.now.Add(min(r.o.Retry, 15*time.Second)))
+	}
 	if err != nil {
-		s.st.Phase, s.st.LastStepTime = before.Phase, before.LastStepTime // not sent (or refused): not taken
+		s.st.Phase, s.st.LastStepTime, s.st.RebootsBefore = before.Phase, before.LastStepTime, before.RebootsBefore // not sent (or refused): not taken
 	}
 	if reason, ok := fencing.ReasonOf(err); ok {
 		r.o.Metrics.step(step, pass.OutcomeHeld)

@@ -512,8 +512,10 @@ func wantNodeConditions(t *testing.T, n *corev1.Node, want map[corev1.NodeCondit
 
 // TestRemediateWriteAhead: the Cluster API path records a reboot as started before its Nova call. With every
 // status write after that record refused (an operator killed between the call and its last write), the
-// remediation is left SoftRebootStarted; the restarted operator counts that step as taken at its time: no second
-// soft reboot within softRebootTimeout, the hard reboot once it has passed (each counted on the wire).
+// remediation is left SoftRebootStarted; the restarted operator finds the reboot in Nova's instance-action log
+// (status.rebootsBefore: one more) and counts that step as taken at its record's time: no second soft reboot
+// within softRebootTimeout, the hard reboot once it has passed (each counted on the wire). The case of a call that
+// never left is TestRemediateStoppedMidStep's.
 func TestRemediateWriteAhead(t *testing.T) {
 	parallel(t)
 	f := newRMFixture(t)
@@ -547,7 +549,7 @@ func TestRemediateWriteAhead(t *testing.T) {
 	restart(f.c)
 	f.waitActive(f.cloud, id)
 	for range 2 {
-		f.want(f.reconcile(m, 2*time.Minute), v1alpha1.RemediationSoftRebootStarted, "")
+		f.want(f.reconcile(m, 2*time.Minute), v1alpha1.RemediationSoftRebooted, remediate.ReasonStepConfirmed)
 	}
 	if soft, hard := f.nova.Matched("soft"), f.nova.Matched("hard"); soft != 1 || hard != 0 {
 		t.Fatalf("within softRebootTimeout after the restart: soft %d hard %d, want 1 0", soft, hard)
