@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/fencing"
+	"github.com/vitalsproject/vitals/openstack"
 )
 
 // The remediation policy's verbs of the node steps, the same on every path (flight's node repair and the Cluster
@@ -67,4 +69,19 @@ func HeldBy(ctx context.Context, r client.Reader, node string, left []string) []
 		out = append(out, id)
 	}
 	return out
+}
+
+// AnswerLost reports whether err, of a step's cloud call that was sent (its record written ahead), leaves unknown
+// whether the cloud took it: no answer came (the connection failed, the time ran out) or a server error. A fence's
+// refusal was never sent, and an answer of 4xx says the cloud did not take it. Such a step is never sent again
+// on the guess that it did not leave: it counts as taken (flight), or the cloud's log tells (the Cluster API path).
+func AnswerLost(err error) bool {
+	if err == nil {
+		return false
+	}
+	if _, fenced := fencing.ReasonOf(err); fenced {
+		return false
+	}
+	_, code := openstack.ClassOf(err)
+	return code == 0 || code >= 500
 }

@@ -617,6 +617,7 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 	a := actionFor(c, e, p.step, q)
 	a.Continuation = continuing
 	var at metav1.Time
+	recorded := false
 	outcome, d, err := env.Act(ctx, a, func(ctx context.Context) error {
 		return takeStep(ctx, env, f.want(c, f.floor, active), p.step, func(ctx context.Context) error {
 			// Recorded as started before the cloud call, as taken after it: a process stopped in between
@@ -624,9 +625,19 @@ func (f *nodesFinding) step(ctx context.Context, env *pass.Env[*State], c *nodeC
 			at = metav1.NewTime(env.Time())
 			rec := *e
 			rec.Step, rec.Phase, rec.Since = p.step, v1alpha1.PhaseStarted, at
-			return record(ctx, env, rec, &v1alpha1.StepRecord{Step: p.step, Time: at, Reason: e.Reason})
+			err := record(ctx, env, rec, &v1alpha1.StepRecord{Step: p.step, Time: at, Reason: e.Reason})
+			recorded = err == nil
+			return err
 		})
 	})
+	if outcome == pass.OutcomeFailed && recorded && nodes.AnswerLost(err) {
+		// Sent, maybe, and the answer lost: as a process stopped there, the step counts as taken (started at its
+		// record), never sent again on the guess that it did not leave; the next step follows its timeout.
+		e.Step, e.Phase, e.Since = p.step, v1alpha1.PhaseStarted, at
+		hist.add(c.server.ID, v1alpha1.StepRecord{Step: p.step, Time: at, Reason: e.Reason})
+		rep.add(&rep.failed, c.server.ID, p.step+" sent and its answer lost ("+err.Error()+"): counted as taken, not sent again")
+		return
+	}
 	switch outcome {
 	case pass.OutcomeDone:
 		e.Step, e.Phase, e.Since = p.step, v1alpha1.PhaseTaken, metav1.NewTime(env.Time())

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/openstack"
 )
 
@@ -25,17 +24,6 @@ const ReasonStepNotSent = "StepNotSent"
 // actionLister reads a server's instance-action log (tenancy's scoped cloud).
 type actionLister interface {
 	ListServerActions(ctx context.Context, id string) ([]openstack.ServerAction, error)
-}
-
-// answerLost reports whether err, of a call that was sent, leaves unknown whether Nova took it: no answer came
-// (the connection failed, the time ran out) or a server error. A refusal of the fence was never sent, and Nova's
-// answer of 4xx says it did not take it.
-func answerLost(err error) bool {
-	if _, fenced := fencing.ReasonOf(err); fenced {
-		return false
-	}
-	_, code := openstack.ClassOf(err)
-	return code == 0 || code >= 500
 }
 
 // reboots counts the reboots in the instance-action log of server id.

@@ -401,7 +401,7 @@ func (r *Reconciler) reboot(ctx context.Context, s *run, step, id string) time.D
 	})
 	err = scope.Cloud.RebootServer(fencing.With(ctx, record), sv.ID, step == StepHard)
 	s.policy.Done(ctx, a, err)
-	if err != nil && recorded && answerLost(err) {
+	if err != nil && recorded && nodes.AnswerLost(err) {
 		// Sent, maybe: the connection failed or the time ran out before Nova's answer. The record stays
 		// "started"; whether Nova took it is read from its instance-action log at the next look (confirm), so
 		// that the step is neither sent twice nor lost.
