@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/nodes"
 	"github.com/vitalsproject/vitals/openstack"
@@ -21,9 +22,6 @@ import (
 
 // Name of the controller (events, metrics, status lines, its block status.cloudheal).
 const Name = v1alpha1.ControllerCloudHeal
-
-// MetadataCluster is the volume metadata Cinder CSI tags the cluster's volumes with (its --cluster).
-const MetadataCluster = "cinder.csi.openstack.org/cluster"
 
 // Reconciler is cloudheal: the pass runner with cloudheal's settings, read and repairs.
 type Reconciler = pass.Runner[Settings, *State]
@@ -219,7 +217,7 @@ func ReadCloud(ctx context.Context, cloud tenancy.Cloud, clusterName string) (*C
 		return nil, fmt.Errorf("read the cluster's volumes: %w", err)
 	}
 	for _, v := range vs {
-		if v.Metadata[MetadataCluster] == clusterName {
+		if v.Metadata[ccm.MetadataCluster] == clusterName {
 			out.Volumes[v.ID] = v
 		}
 	}
