@@ -203,7 +203,7 @@ func TestOperatorCloudHealDebris(t *testing.T) {
 		t.Fatalf("the debris load balancer %s is still there (%s)", lbGoneID, cd.Message)
 	}
 	// more passes: nothing again, and never the user's, the kept or the live Service's
-	got = f.pass()
+	f.pass()
 	got = f.pass()
 	for name, want := range map[string]int{"fip-gone": 1, "vip-gone": 1, "orphan": 1, "fip-kept": 0, "fip-user": 0, "vip-live": 0} {
 		if n := f.neutron.Matched(name); n != want {
