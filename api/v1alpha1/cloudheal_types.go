@@ -29,6 +29,96 @@ type CloudHealRepairs struct {
 	// LoadBalancers reports the cloud controller manager's load balancers that do not converge.
 	// +optional
 	LoadBalancers LBConvergenceRepair `json:"loadBalancers,omitempty"`
+	// Debris removes what the cloud controller manager left behind on a running cluster (off by default):
+	// turn it on with spec.remediation.dryRun first.
+	// +optional
+	Debris DebrisRepair `json:"debris,omitempty"`
+}
+
+// DebrisRepair removes the live cluster's debris, each object only once two passes at least one interval
+// apart saw it so and its first sighting is ProofAge old: a load balancer the cluster owns (named or tagged
+// kube_service_<clusterName>_<namespace>_<service>, its VIP on spec.openstack.subnetID) whose Service is
+// gone or no longer of type LoadBalancer, with its VIP port and the cloud controller manager's floating IP
+// on that port; a VIP port whose load balancer is gone; and a port on the cluster's network owned by a
+// compute: device that names no server of the project. Never a user's floating IP (any other
+// description), nor an unattached floating IP of the cloud controller manager's (kept on purpose with
+// loadbalancer.openstack.org/keep-floatingip: reported only), nor a load balancer a live Service names or
+// serves, nor one PENDING_*. Each delete is a destructive removal asked of the remediation policy.
+type DebrisRepair struct {
+	// Enabled turns the repair on (default false: off).
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// ProofAge is how old an object's first sighting as debris must be before it is removed (default 1h;
+	// at least 10m).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10m')",message="must be a duration of at least 10m, e.g. 1h"
+	ProofAge *metav1.Duration `json:"proofAge,omitempty"`
+}
+
+// DefaultDebrisProofAge is spec.controllers.cloudheal.repairs.debris.proofAge's default; MinDebrisProofAge
+// its least.
+const (
+	DefaultDebrisProofAge = time.Hour
+	MinDebrisProofAge     = 10 * time.Minute
+)
+
+// IsEnabled reports whether the repair is on (default off).
+func (r DebrisRepair) IsEnabled() bool { return r.Enabled != nil && *r.Enabled }
+
+// ProofAgeOrDefault is r's proof age (default DefaultDebrisProofAge).
+func (r *DebrisRepair) ProofAgeOrDefault() time.Duration {
+	if r.ProofAge != nil && r.ProofAge.Duration > 0 {
+		return r.ProofAge.Duration
+	}
+	return DefaultDebrisProofAge
+}
+
+// DebrisKind is the kind of a debris object.
+// +kubebuilder:validation:Enum=LoadBalancer;FloatingIP;Port
+type DebrisKind string
+
+// The kinds of debris.
+const (
+	DebrisLoadBalancer DebrisKind = "LoadBalancer"
+	DebrisFloatingIP   DebrisKind = "FloatingIP"
+	DebrisPort         DebrisKind = "Port"
+)
+
+// MaxDebris is how many debris objects status.cloudheal.debris keeps; more are counted
+// (debrisCount) and judged again from the next pass's read.
+const MaxDebris = 50
+
+// Debris is an object seen as the live cluster's debris, from its first sighting.
+type Debris struct {
+	// Kind of the object.
+	Kind DebrisKind `json:"kind"`
+	// ID of the object.
+	// +kubebuilder:validation:MaxLength=64
+	ID string `json:"id"`
+	// Name of the object (a floating IP's address).
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	Name string `json:"name,omitempty"`
+	// Service is the namespace/name of the Service it was made for, where known.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	Service string `json:"service,omitempty"`
+	// Why it is debris.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Why string `json:"why,omitempty"`
+	// FirstSeen is when a pass first saw it as debris; LastSeen the last pass that did.
+	FirstSeen metav1.Time `json:"firstSeen"`
+	LastSeen  metav1.Time `json:"lastSeen"`
+	// Passes counts the passes in a row that saw it so, up to 2 (the proof needs two).
+	// +kubebuilder:validation:Maximum=2
+	Passes int32 `json:"passes"`
+	// Revision is a port's revision_number when it was last seen (the delete needs the same).
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// Reported: the Warning Event of a floating IP that is reported only was sent for this sighting.
+	// +optional
+	Reported bool `json:"reported,omitempty"`
 }
 
 // LBConvergenceRepair watches the load balancer of each LoadBalancer Service (the cloud controller
@@ -137,6 +227,9 @@ const (
 	// ERROR (or ERROR/DEGRADED while every Node is Ready) past its timeout (reasons: Converged, NotConverged,
 	// Disabled).
 	ConditionLoadBalancersConverged = "LoadBalancersConverged"
+	// ConditionLiveDebrisCleared: no load balancer, VIP port, floating IP or server-less port the live cluster left
+	// behind is seen (reasons: NoDebris, DebrisFound, DebrisRemoveFailed, Disabled).
+	ConditionLiveDebrisCleared = "LiveDebrisCleared"
 )
 
 // StaleAttachment is an attachment seen stale; it is removed only once seen so in two passes at least
@@ -176,4 +269,14 @@ type CloudHealStatus struct {
 	// RulesRestoredTotal counts every rule restored to a load balancer's security group for this cluster.
 	// +optional
 	RulesRestoredTotal int64 `json:"rulesRestoredTotal,omitempty"`
+	// Debris are the objects seen as the live cluster's debris (at most MaxDebris, 50).
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	Debris []Debris `json:"debris,omitempty"`
+	// DebrisCount is how many objects the last pass saw as debris (also beyond the list's 50).
+	// +optional
+	DebrisCount int32 `json:"debrisCount,omitempty"`
+	// DebrisRemovedTotal counts every debris object removed for this cluster.
+	// +optional
+	DebrisRemovedTotal int64 `json:"debrisRemovedTotal,omitempty"`
 }

@@ -32,6 +32,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/controllers/deorbit"
 	"github.com/vitalsproject/vitals/internal/test/cloudsim"
 	"github.com/vitalsproject/vitals/internal/test/testenv"
@@ -316,7 +317,7 @@ func newFixture(b *testing.B, sim *cloudsim.Sim, kc kubernetes.Interface, cluste
 				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
 				ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: cluster, Name: name, UID: pvc.UID},
 				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-					Driver: deorbit.CinderCSIDriver, VolumeHandle: seeded.Volumes[j]}}},
+					Driver: ccm.CinderCSIDriver, VolumeHandle: seeded.Volumes[j]}}},
 		}, metav1.CreateOptions{})
 		if err != nil {
 			return err
@@ -336,7 +337,7 @@ func newFixture(b *testing.B, sim *cloudsim.Sim, kc kubernetes.Interface, cluste
 	parallel(b, len(seeded.LoadBalancers), func(j int) error {
 		_, err := kc.CoreV1().Services("default").Create(ctx, &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc%d", j),
-				Annotations: map[string]string{deorbit.AnnotationLoadBalancerID: seeded.LoadBalancers[j]}},
+				Annotations: map[string]string{ccm.AnnotationLoadBalancerID: seeded.LoadBalancers[j]}},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}},
 		}, metav1.CreateOptions{})
 		return err
@@ -460,7 +461,7 @@ func standIns(ctx context.Context, b *testing.B, kc kubernetes.Interface, cloud 
 					continue
 				}
 				react("cloud controller manager "+svc.Name, func(ctx context.Context) error {
-					id := svc.Annotations[deorbit.AnnotationLoadBalancerID]
+					id := svc.Annotations[ccm.AnnotationLoadBalancerID]
 					began()
 					err := loadbalancers.Delete(ctx, lc, id, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr()
 					if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) && !gophercloud.ResponseCodeIs(err, http.StatusConflict) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/nodes"
 	"github.com/vitalsproject/vitals/openstack"
@@ -21,9 +22,6 @@ import (
 
 // Name of the controller (events, metrics, status lines, its block status.cloudheal).
 const Name = v1alpha1.ControllerCloudHeal
-
-// MetadataCluster is the volume metadata Cinder CSI tags the cluster's volumes with (its --cluster).
-const MetadataCluster = "cinder.csi.openstack.org/cluster"
 
 // Reconciler is cloudheal: the pass runner with cloudheal's settings, read and repairs.
 type Reconciler = pass.Runner[Settings, *State]
@@ -57,6 +55,8 @@ type Settings struct {
 	ClusterName string
 	// AttachmentTimeout is how long an attachment must be seen stale before it is removed.
 	AttachmentTimeout time.Duration
+	// DebrisProofAge is how old the first sighting of debris must be before it is removed.
+	DebrisProofAge time.Duration
 }
 
 // Common implements pass.Settings.
@@ -85,6 +85,8 @@ type State struct {
 	SubnetID string
 	// NodesReady: the workload cluster has Nodes, all Ready.
 	NodesReady bool
+	// Debris is the debris repair's read (nil unless it is enabled).
+	Debris *DebrisRead
 	// SubnetCIDR is the member subnet's (spec.openstack.subnetID; "" when the spec names none).
 	SubnetCIDR string
 	// Prev is the block before the pass (never nil); Status the block the repairs write.
@@ -98,7 +100,8 @@ func (h *healer) Needs() []string {
 }
 
 func (h *healer) Repairs() []pass.Repair[*State] {
-	return []pass.Repair[*State]{StaleAttachments{m: h.o.Metrics}, LBSecurityGroups{m: h.o.Metrics}, LBConvergence{m: h.o.Metrics}}
+	return []pass.Repair[*State]{StaleAttachments{m: h.o.Metrics}, LBSecurityGroups{m: h.o.Metrics}, LBConvergence{m: h.o.Metrics},
+		LiveDebris{m: h.o.Metrics}}
 }
 
 // Total is how many attachments the cluster's volumes hold (the storm rule's whole).
@@ -110,12 +113,15 @@ func (h *healer) Forget(key types.NamespacedName) { h.o.Metrics.forget(key) }
 func (h *healer) Settings(c *v1alpha1.VitalsCluster) (Settings, error) {
 	sp := c.Spec.Controllers.CloudHeal
 	s := Settings{CommonSettings: sp.ControllerSpec.Settings(h.o.Defaults), ClusterName: c.Name,
-		AttachmentTimeout: sp.Repairs.StaleAttachments.TimeoutOrDefault()}
+		AttachmentTimeout: sp.Repairs.StaleAttachments.TimeoutOrDefault(), DebrisProofAge: sp.Repairs.Debris.ProofAgeOrDefault()}
 	if n := c.Spec.OpenStack.ClusterName; n != "" {
 		s.ClusterName = n
 	}
 	if s.AttachmentTimeout < time.Minute {
 		return s, errors.New("spec.controllers.cloudheal.repairs.staleAttachments.timeout: must be at least 1m")
+	}
+	if s.DebrisProofAge < v1alpha1.MinDebrisProofAge {
+		return s, errors.New("spec.controllers.cloudheal.repairs.debris.proofAge: must be at least 10m")
 	}
 	return s, nil
 }
@@ -178,7 +184,8 @@ func readLBGroups(ctx context.Context, in *pass.ReadInput[Settings], st *State) 
 			st.LBServices = append(st.LBServices, svcs.Items[i])
 		}
 	}
-	if len(st.LBServices) == 0 {
+	debris := (LiveDebris{}).Enabled(in.Cluster)
+	if len(st.LBServices) == 0 && !debris {
 		return nil
 	}
 	gs, err := in.Scope.Cloud.ListSecurityGroups(ctx, openstack.ListOpts{})
@@ -191,7 +198,37 @@ func readLBGroups(ctx context.Context, in *pass.ReadInput[Settings], st *State) 
 	if st.LoadBalancers, err = in.Scope.Cloud.ListLoadBalancers(ctx, openstack.ListOpts{}); err != nil {
 		return fmt.Errorf("read the project's load balancers: %w", err)
 	}
+	if debris {
+		if st.Debris, err = readDebris(ctx, in, svcs.Items); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// readDebris reads what the debris repair judges, each list completely: the project's floating IPs and
+// servers and, when the spec names the subnet, the ports on its network.
+func readDebris(ctx context.Context, in *pass.ReadInput[Settings], svcs []corev1.Service) (*DebrisRead, error) {
+	d := &DebrisRead{Services: svcs, Servers: map[string]bool{}}
+	var err error
+	if d.FloatingIPs, err = in.Scope.Cloud.ListFloatingIPs(ctx, openstack.ListOpts{}); err != nil {
+		return nil, fmt.Errorf("read the project's floating IPs: %w", err)
+	}
+	if in.Scope.Subnet == nil || in.Scope.Subnet.NetworkID == "" {
+		return d, nil
+	}
+	if d.Ports, err = in.Scope.Cloud.ListPorts(ctx, openstack.ListOpts{NetworkID: in.Scope.Subnet.NetworkID}); err != nil {
+		return nil, fmt.Errorf("read the ports on the cluster's network: %w", err)
+	}
+	ss, err := in.Scope.Cloud.ListServers(ctx, openstack.ListOpts{})
+	if err != nil {
+		return nil, fmt.Errorf("read the project's servers: %w", err)
+	}
+	for _, s := range ss {
+		d.Servers[s.ID] = true
+	}
+	d.PortsJudged = true
+	return d, nil
 }
 
 // CloudRead is the cloud's part of a pass's read: the cluster's volumes, their attachments, and the
@@ -219,7 +256,7 @@ func ReadCloud(ctx context.Context, cloud tenancy.Cloud, clusterName string) (*C
 		return nil, fmt.Errorf("read the cluster's volumes: %w", err)
 	}
 	for _, v := range vs {
-		if v.Metadata[MetadataCluster] == clusterName {
+		if v.Metadata[ccm.MetadataCluster] == clusterName {
 			out.Volumes[v.ID] = v
 		}
 	}

@@ -13,4 +13,14 @@
 // workload cluster's Nodes are read again, uncached: an attachment to a server a Ready Node names is never
 // touched. Each removal is an Event on the VitalsCluster and on the volume's PersistentVolume in the workload
 // cluster, a metric and a status line.
+//
+// The debris repair (debris.go, off by default) removes what the cloud controller manager left behind on a
+// running cluster: a load balancer named or tagged for a Service that no longer exists (or is no longer of
+// type LoadBalancer), the cloud controller manager's floating IP on its VIP port, a VIP port whose load
+// balancer is gone, and a port on the cluster's network bound to a server the project does not list. It
+// proves as routegc does: seen by two passes at least one interval apart, the first sighting at least the
+// repair's proof age old (and the policy's minimum), the sightings kept in status; each delete a destructive
+// removal asked of the remediation policy, after a fresh read of the object (a port at the revision it was
+// proven at) and, for a load balancer, of the workload cluster's Services, uncached. A user's floating IP
+// is never touched; an unattached one of the cloud controller manager's is reported only.
 package cloudheal

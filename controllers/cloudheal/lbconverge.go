@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
@@ -28,18 +29,6 @@ const (
 	ReasonLBNotConverged = "LoadBalancerNotConverging"
 	ReasonLBConverged    = "LoadBalancerConverged"
 )
-
-// AnnotationLoadBalancerID is the annotation the cloud controller manager records its load balancer's ID in.
-const AnnotationLoadBalancerID = "loadbalancer.openstack.org/load-balancer-id"
-
-// LBName is the name the cloud controller manager gives a Service's load balancer.
-func LBName(clusterName string, svc *corev1.Service) string {
-	n := "kube_service_" + clusterName + "_" + svc.Namespace + "_" + svc.Name
-	if len(n) > 255 {
-		n = n[:255]
-	}
-	return n
-}
 
 // octaviaStatuses are the values this repair writes into messages (anything else the cloud answers is
 // written as "unknown": nothing a tenant's cloud answers reaches a condition).
@@ -131,9 +120,9 @@ func (r LBConvergence) Detect(in *pass.Input[*State]) pass.Finding[*State] {
 	for i := range st.LBServices {
 		svc := &st.LBServices[i]
 		var lb *openstack.LoadBalancer
-		if id := svc.Annotations[AnnotationLoadBalancerID]; id != "" {
+		if id := svc.Annotations[ccm.AnnotationLoadBalancerID]; id != "" {
 			lb = byID[id]
-		} else if ls := byName[LBName(st.Settings.ClusterName, svc)]; len(ls) == 1 {
+		} else if ls := byName[ccm.LoadBalancerName(st.Settings.ClusterName, svc.Namespace, svc.Name)]; len(ls) == 1 {
 			lb = ls[0]
 		}
 		if lb == nil {

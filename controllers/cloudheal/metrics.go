@@ -22,6 +22,10 @@ type Metrics struct {
 	LBRulesMissing *prometheus.GaugeVec // vitalscluster
 	// LBNotConverged are the load balancers past their timeout without converging, as of the last pass.
 	LBNotConverged *prometheus.GaugeVec // vitalscluster
+	// Debris are the objects seen as the live cluster's debris in the last complete pass.
+	Debris *prometheus.GaugeVec // vitalscluster, kind
+	// DebrisRemoved counts the debris objects removed.
+	DebrisRemoved *prometheus.CounterVec // vitalscluster, kind
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not registered).
@@ -45,9 +49,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		LBNotConverged: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vitals_cloudheal_lb_not_converged", Help: "Load balancers of the cluster's Services that stayed PENDING_*, ERROR or DEGRADED past their timeout, as of the last complete pass.",
 		}, []string{"vitalscluster"}),
+		Debris: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vitals_cloudheal_debris", Help: "Load balancers, floating IPs and ports seen as the live cluster's debris in the last complete pass, by kind.",
+		}, []string{"vitalscluster", "kind"}),
+		DebrisRemoved: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vitals_cloudheal_debris_removed_total", Help: "Debris of the live cluster removed, by kind.",
+		}, []string{"vitalscluster", "kind"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.StaleAttachments, m.Detached, m.DetachFailures, m.RulesRestored, m.LBRulesMissing, m.LBNotConverged)
+		reg.MustRegister(m.StaleAttachments, m.Detached, m.DetachFailures, m.RulesRestored, m.LBRulesMissing, m.LBNotConverged, m.Debris, m.DebrisRemoved)
 	}
 	return m
 }
@@ -60,4 +70,6 @@ func (m *Metrics) forget(key types.NamespacedName) {
 	m.RulesRestored.DeletePartialMatch(l)
 	m.LBRulesMissing.DeletePartialMatch(l)
 	m.LBNotConverged.DeletePartialMatch(l)
+	m.Debris.DeletePartialMatch(l)
+	m.DebrisRemoved.DeletePartialMatch(l)
 }

@@ -8,63 +8,14 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 	"github.com/vitalsproject/vitals/routes"
 	"github.com/vitalsproject/vitals/tenancy"
 )
-
-// MetadataCluster is the volume metadata key Cinder CSI records its --cluster in.
-const MetadataCluster = "cinder.csi.openstack.org/cluster"
-
-// loadBalancerPrefix starts every load balancer name (and tag) of the OpenStack cloud controller manager.
-const loadBalancerPrefix = "kube_service_"
-
-// LoadBalancerName is the name the OpenStack cloud controller manager gives a Service's load balancer.
-func LoadBalancerName(cluster, namespace, service string) string {
-	return loadBalancerPrefix + cluster + "_" + namespace + "_" + service
-}
-
-// OwnsLoadBalancerName reports whether name is the cloud controller manager's name of a Service of
-// cluster: kube_service_<cluster>_<namespace>_<service> where namespace and service are DNS labels
-// (which hold no "_"), so that no other cluster's name can match: the name of cluster "a_b" leaves
-// "b_ns_svc" after cluster "a"'s prefix, which has one "_" too many.
-func OwnsLoadBalancerName(cluster, name string) bool {
-	rest, ok := strings.CutPrefix(name, loadBalancerPrefix+cluster+"_")
-	if !ok || cluster == "" {
-		return false
-	}
-	ns, svc, ok := strings.Cut(rest, "_")
-	return ok && len(validation.IsDNS1123Label(ns)) == 0 && len(validation.IsDNS1123Label(svc)) == 0
-}
-
-// OwnsLoadBalancer reports whether lb is cluster's by its name or one of its tags (the cloud controller
-// manager's full prefix kube_service_<cluster>_, OwnsLoadBalancerName), and, when subnet is known (the
-// cluster's nodes' subnet, spec.openstack.subnetID), only with its VIP on that subnet: another cluster that
-// reuses the name elsewhere in the project is not this one.
-func OwnsLoadBalancer(cluster, subnet string, lb *openstack.LoadBalancer) bool {
-	if subnet != "" && lb.VIPSubnetID != subnet {
-		return false
-	}
-	if OwnsLoadBalancerName(cluster, lb.Name) {
-		return true
-	}
-	for _, t := range lb.Tags {
-		if OwnsLoadBalancerName(cluster, t) {
-			return true
-		}
-	}
-	return false
-}
-
-// OwnsVolume reports whether v is cluster's by Cinder CSI's metadata.
-func OwnsVolume(cluster string, v *openstack.Volume) bool {
-	return cluster != "" && v.Metadata[MetadataCluster] == cluster
-}
 
 // volumeDeleting and lbDeleting are the cloud's states of a delete in progress: never deleted again.
 func volumeDeleting(status string) bool { return status == "deleting" }
@@ -269,7 +220,7 @@ func (s *step) listedAway(ctx context.Context, cloud Cloud, rs []*v1alpha1.Deorb
 		if !lbGone(l.ProvisioningStatus) {
 			status[v1alpha1.DeorbitLoadBalancer+"/"+l.ID] = l.ProvisioningStatus
 		}
-		if OwnsLoadBalancer(s.in.Target.ClusterName, s.in.Target.SubnetID, &lbs[i]) {
+		if ccm.OwnsLoadBalancer(s.in.Target.ClusterName, s.in.Target.SubnetID, &lbs[i]) {
 			s.trackVIPPort(&lbs[i])
 		}
 	}
@@ -419,7 +370,7 @@ func (s *step) sweep(ctx context.Context, cloud Cloud) (bool, time.Time) {
 	listed := map[string]seen{}
 	for i := range vols {
 		v := &vols[i]
-		own := OwnsVolume(cluster, v)
+		own := ccm.OwnsVolume(cluster, v)
 		listed[v1alpha1.DeorbitVolume+"/"+v.ID] = seen{v.Status, own}
 		if own {
 			r := s.track(v1alpha1.DeorbitVolume, v.ID, v.Name, v1alpha1.DeorbitPending)
@@ -433,7 +384,7 @@ func (s *step) sweep(ctx context.Context, cloud Cloud) (bool, time.Time) {
 		if lbGone(lb.ProvisioningStatus) {
 			continue // as not listed: a GET confirms it gone
 		}
-		own := OwnsLoadBalancer(cluster, s.in.Target.SubnetID, lb)
+		own := ccm.OwnsLoadBalancer(cluster, s.in.Target.SubnetID, lb)
 		listed[v1alpha1.DeorbitLoadBalancer+"/"+lb.ID] = seen{lb.ProvisioningStatus, own}
 		if own {
 			s.track(v1alpha1.DeorbitLoadBalancer, lb.ID, lb.Name, v1alpha1.DeorbitPending)
@@ -534,14 +485,14 @@ func cloudFailed(status string) bool {
 
 func (s *step) unprovenWhy(r *v1alpha1.DeorbitResource) string {
 	if r.Type == v1alpha1.DeorbitVolume {
-		return fmt.Sprintf("volume is in the project but its metadata %s is not %q: never deleted directly", MetadataCluster, s.in.Target.ClusterName)
+		return fmt.Sprintf("volume is in the project but its metadata %s is not %q: never deleted directly", ccm.MetadataCluster, s.in.Target.ClusterName)
 	}
 	if sn := s.in.Target.SubnetID; sn != "" {
 		return fmt.Sprintf("load balancer is in the project but not both named or tagged %s<namespace>_<service> and with its VIP on the cluster's subnet %s: never deleted directly",
-			loadBalancerPrefix+s.in.Target.ClusterName+"_", sn)
+			ccm.LoadBalancerPrefix+s.in.Target.ClusterName+"_", sn)
 	}
 	return fmt.Sprintf("load balancer is in the project but neither its name nor its tags are %s<namespace>_<service>: never deleted directly",
-		loadBalancerPrefix+s.in.Target.ClusterName+"_")
+		ccm.LoadBalancerPrefix+s.in.Target.ClusterName+"_")
 }
 
 // cloudDeletion is the direct delete of a volume (never with its snapshots: one taken by hand, or kept by a

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/internal/base/backoff"
 	"github.com/vitalsproject/vitals/internal/test/faultproxy"
@@ -188,17 +189,17 @@ func TestEngineRealCloud(t *testing.T) {
 	kube := testenv.PrivateKube(t)
 	ctx := t.Context()
 	cluster := randName("dt")
-	meta := map[string]string{MetadataCluster: cluster}
+	meta := map[string]string{ccm.MetadataCluster: cluster}
 
 	vBound := rc.volume(t, "pv-bound", meta)
 	vOrphan := rc.volume(t, "orphan", meta)
-	vOther := rc.volume(t, "other", map[string]string{MetadataCluster: cluster + "x"})
+	vOther := rc.volume(t, "other", map[string]string{ccm.MetadataCluster: cluster + "x"})
 	vPlain := rc.volume(t, "plain", nil)
-	lbWeb := rc.loadBalancer(t, LoadBalancerName(cluster, "app", "web"), nil)
-	lbStuck := rc.loadBalancer(t, "renamed", []string{LoadBalancerName(cluster, "app", "gone")})
-	lbOther := rc.loadBalancer(t, LoadBalancerName(cluster+"_x", "app", "web"), nil)
+	lbWeb := rc.loadBalancer(t, ccm.LoadBalancerName(cluster, "app", "web"), nil)
+	lbStuck := rc.loadBalancer(t, "renamed", []string{ccm.LoadBalancerName(cluster, "app", "gone")})
+	lbOther := rc.loadBalancer(t, ccm.LoadBalancerName(cluster+"_x", "app", "web"), nil)
 	// the cluster's name, on another subnet of the project: another cluster's (only the cluster's subnet counts)
-	lbElsewhere := rc.loadBalancerOn(t, rc.otherSubnet, LoadBalancerName(cluster, "app", "elsewhere"), nil)
+	lbElsewhere := rc.loadBalancerOn(t, rc.otherSubnet, ccm.LoadBalancerName(cluster, "app", "elsewhere"), nil)
 
 	// The workload cluster, as the provisioner and the cloud controller manager left it.
 	wl, err := client.New(kube.Config(), client.Options{Scheme: clientgoscheme.Scheme})
@@ -265,7 +266,7 @@ func TestEngineRealCloud(t *testing.T) {
 		t.Fatal(err)
 	}
 	stuckBody := fmt.Sprintf(`{"loadbalancer": {"id": %q, "project_id": %q, "name": "renamed", "provisioning_status": "PENDING_DELETE", "operating_status": "ONLINE", "vip_subnet_id": %q, "tags": [%q]}}`,
-		lbStuck, conn.ProjectID(), rc.subnet, LoadBalancerName(cluster, "app", "gone"))
+		lbStuck, conn.ProjectID(), rc.subnet, ccm.LoadBalancerName(cluster, "app", "gone"))
 	if err := octavia.Add(
 		faultproxy.Rule{Name: "stuck-delete", Method: http.MethodDelete, Path: stuckPath, Fault: faultproxy.Fault{Kind: faultproxy.KindStatus, Status: http.StatusNoContent, Body: []byte{}}},
 		faultproxy.Rule{Name: "stuck-get", Method: http.MethodGet, Path: stuckPath, Fault: faultproxy.Fault{Kind: faultproxy.KindStatus, Status: http.StatusOK, Body: []byte(stuckBody),

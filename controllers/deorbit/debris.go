@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 )
 
 // giveUp looks at the cloud one last time and writes the debris report: every cloud resource of the
@@ -19,7 +20,7 @@ func (s *step) giveUp(ctx context.Context) {
 		var check []*v1alpha1.DeorbitResource
 		if vols, err := cloud.ListVolumes(ctx, listAll); err == nil {
 			for i := range vols {
-				if OwnsVolume(s.in.Target.ClusterName, &vols[i]) {
+				if ccm.OwnsVolume(s.in.Target.ClusterName, &vols[i]) {
 					s.track(v1alpha1.DeorbitVolume, vols[i].ID, vols[i].Name, v1alpha1.DeorbitPending)
 				}
 			}
@@ -28,7 +29,7 @@ func (s *step) giveUp(ctx context.Context) {
 		}
 		if lbs, err := cloud.ListLoadBalancers(ctx, listAll); err == nil {
 			for i := range lbs {
-				if OwnsLoadBalancer(s.in.Target.ClusterName, s.in.Target.SubnetID, &lbs[i]) {
+				if ccm.OwnsLoadBalancer(s.in.Target.ClusterName, s.in.Target.SubnetID, &lbs[i]) {
 					s.track(v1alpha1.DeorbitLoadBalancer, lbs[i].ID, lbs[i].Name, v1alpha1.DeorbitPending)
 					s.trackVIPPort(&lbs[i])
 				}

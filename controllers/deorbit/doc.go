@@ -24,7 +24,7 @@
 //
 // Every proof of what is the cluster's and what is kept lives in the engine or in a function the operator and
 // `vitals deorbit` both call, so that a teardown refuses the same wherever it runs: the subnet (Target.Narrow,
-// OwnsLoadBalancer), the same-named neighbours (NeighbourGuard, in guard.go; Input.SweepRefused where it cannot be
+// ccm.OwnsLoadBalancer), the same-named neighbours (NeighbourGuard, in guard.go; Input.SweepRefused where it cannot be
 // read), the keep markers and the keep ledger (KeepLedger, taken again at the teardown's start), the exclusions (the
 // policy's, which a load balancer's VIP port and floating IP follow). Only the interlock (interlock.go) is the
 // operator's own: the command's confirmation is its being run.

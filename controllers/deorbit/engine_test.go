@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/fencing"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
@@ -231,7 +232,7 @@ func workloadClient(t *testing.T, objs ...client.Object) client.Client {
 func cinderPV(name, vol, claimNS, claim string, policy corev1.PersistentVolumeReclaimPolicy, phase corev1.PersistentVolumePhase) *corev1.PersistentVolume {
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{
 		PersistentVolumeReclaimPolicy: policy,
-		PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: CinderCSIDriver, VolumeHandle: vol}},
+		PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: ccm.CinderCSIDriver, VolumeHandle: vol}},
 	}, Status: corev1.PersistentVolumeStatus{Phase: phase}}
 	if claim != "" {
 		pv.Spec.ClaimRef = &corev1.ObjectReference{Namespace: claimNS, Name: claim}
@@ -243,7 +244,7 @@ func lbService(ns, name, lbID string) *corev1.Service {
 	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
 		Ports: []corev1.ServicePort{{Port: 80}}}}
 	if lbID != "" {
-		s.Annotations = map[string]string{AnnotationLoadBalancerID: lbID}
+		s.Annotations = map[string]string{ccm.AnnotationLoadBalancerID: lbID}
 	}
 	return s
 }
@@ -252,15 +253,15 @@ func lbService(ns, name, lbID string) *corev1.Service {
 // route, an orphaned CSI volume and a load balancer named by the CCM, and foreign objects that must stay.
 func fixture(t *testing.T) (*memCloud, client.Client) {
 	cloud := newMemCloud()
-	meta := map[string]string{MetadataCluster: "c1"}
+	meta := map[string]string{ccm.MetadataCluster: "c1"}
 	cloud.vols["v-bound"] = &openstack.Volume{ID: "v-bound", Status: "in-use", Metadata: meta}
 	cloud.vols["v-retain"] = &openstack.Volume{ID: "v-retain", Status: "in-use", Metadata: meta}
 	cloud.vols["v-orphan"] = &openstack.Volume{ID: "v-orphan", Status: "available", Metadata: meta}
-	cloud.vols["v-other"] = &openstack.Volume{ID: "v-other", Status: "available", Metadata: map[string]string{MetadataCluster: "c1-other"}}
+	cloud.vols["v-other"] = &openstack.Volume{ID: "v-other", Status: "available", Metadata: map[string]string{ccm.MetadataCluster: "c1-other"}}
 	cloud.vols["v-plain"] = &openstack.Volume{ID: "v-plain", Status: "available"}
-	cloud.lbs["lb-web"] = &openstack.LoadBalancer{ID: "lb-web", Name: LoadBalancerName("c1", "app", "web"), ProvisioningStatus: "ACTIVE"}
-	cloud.lbs["lb-orphan"] = &openstack.LoadBalancer{ID: "lb-orphan", Name: "x", Tags: []string{LoadBalancerName("c1", "app", "gone")}, ProvisioningStatus: "ACTIVE"}
-	cloud.lbs["lb-sub"] = &openstack.LoadBalancer{ID: "lb-sub", Name: LoadBalancerName("c1_b", "app", "web"), ProvisioningStatus: "ACTIVE"}
+	cloud.lbs["lb-web"] = &openstack.LoadBalancer{ID: "lb-web", Name: ccm.LoadBalancerName("c1", "app", "web"), ProvisioningStatus: "ACTIVE"}
+	cloud.lbs["lb-orphan"] = &openstack.LoadBalancer{ID: "lb-orphan", Name: "x", Tags: []string{ccm.LoadBalancerName("c1", "app", "gone")}, ProvisioningStatus: "ACTIVE"}
+	cloud.lbs["lb-sub"] = &openstack.LoadBalancer{ID: "lb-sub", Name: ccm.LoadBalancerName("c1_b", "app", "web"), ProvisioningStatus: "ACTIVE"}
 	cloud.routes = []openstack.Route{{Destination: "10.100.1.0/24", NextHop: "10.0.0.5"}, {Destination: "192.168.0.0/24", NextHop: "10.0.0.6"}}
 	wl := workloadClient(t,
 		cinderPV("pv-bound", "v-bound", "app", "data", corev1.PersistentVolumeReclaimDelete, corev1.VolumeBound),
@@ -367,7 +368,7 @@ func TestStep(t *testing.T) {
 				if err := in.Workload.Update(ctx, &pvc); err != nil {
 					panic(err)
 				}
-				c.vols["v-marked"] = &openstack.Volume{ID: "v-marked", Status: "in-use", Metadata: map[string]string{MetadataCluster: "c1"}}
+				c.vols["v-marked"] = &openstack.Volume{ID: "v-marked", Status: "in-use", Metadata: map[string]string{ccm.MetadataCluster: "c1"}}
 				pv := cinderPV("pv-marked", "v-marked", "app", "marked", corev1.PersistentVolumeReclaimDelete, corev1.VolumeBound)
 				pv.Annotations = map[string]string{v1alpha1.AnnotationKeep: "true"}
 				for _, o := range []client.Object{pv, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "marked"}}} {
@@ -375,7 +376,7 @@ func TestStep(t *testing.T) {
 						panic(err)
 					}
 				}
-				c.vols["v-meta"] = &openstack.Volume{ID: "v-meta", Status: "available", Metadata: map[string]string{MetadataCluster: "c1", v1alpha1.AnnotationKeep: "true"}}
+				c.vols["v-meta"] = &openstack.Volume{ID: "v-meta", Status: "available", Metadata: map[string]string{ccm.MetadataCluster: "c1", v1alpha1.AnnotationKeep: "true"}}
 			},
 			wantPhase: v1alpha1.DeorbitPhaseDone, wantRelease: true,
 			wantDeleted: []string{"v-orphan", "lb-orphan", "route 10.100.1.0/24"},
@@ -646,53 +647,6 @@ func TestStepResumes(t *testing.T) {
 	}
 }
 
-func TestOwnsLoadBalancerName(t *testing.T) {
-	for _, tc := range []struct {
-		cluster, name string
-		want          bool
-	}{
-		{"c1", "kube_service_c1_default_web", true},
-		{"c1", "kube_service_c1_default_web_x", false},
-		{"c1", "kube_service_c1_b_default_web", false}, // cluster c1_b's
-		{"c1_b", "kube_service_c1_b_default_web", true},
-		{"c1", "kube_service_c10_default_web", false},
-		{"c1", "kube_service_c1_Default_web", false},
-		{"c1", "kube_service_c1__web", false},
-		{"", "kube_service__default_web", false},
-		{"c1", "kube_service_c1_default_", false},
-	} {
-		if got := OwnsLoadBalancerName(tc.cluster, tc.name); got != tc.want {
-			t.Errorf("OwnsLoadBalancerName(%q, %q) = %v, want %v", tc.cluster, tc.name, got, tc.want)
-		}
-	}
-}
-
-func TestOwnsLoadBalancer(t *testing.T) {
-	name := LoadBalancerName("c1", "default", "web")
-	for _, tc := range []struct {
-		name   string
-		subnet string
-		lb     openstack.LoadBalancer
-		want   bool
-	}{
-		{"named, subnet unknown", "", openstack.LoadBalancer{Name: name, VIPSubnetID: "s2"}, true},
-		{"named, on the cluster's subnet", "s1", openstack.LoadBalancer{Name: name, VIPSubnetID: "s1"}, true},
-		{"named, on another subnet", "s1", openstack.LoadBalancer{Name: name, VIPSubnetID: "s2"}, false},
-		{"named, no VIP subnet", "s1", openstack.LoadBalancer{Name: name}, false},
-		{"tagged, on the cluster's subnet", "s1", openstack.LoadBalancer{Name: "renamed", VIPSubnetID: "s1", Tags: []string{"x", name}}, true},
-		{"tagged, on another subnet", "s1", openstack.LoadBalancer{Name: "renamed", VIPSubnetID: "s2", Tags: []string{name}}, false},
-		{"another cluster's name with this one's prefix", "s1", openstack.LoadBalancer{Name: LoadBalancerName("c1_b", "default", "web"), VIPSubnetID: "s1"}, false},
-		{"the prefix without its separator", "s1", openstack.LoadBalancer{Name: "kube_service_c10_default_web", VIPSubnetID: "s1"}, false},
-		{"unnamed on the cluster's subnet", "s1", openstack.LoadBalancer{Name: "api", VIPSubnetID: "s1"}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := OwnsLoadBalancer("c1", tc.subnet, &tc.lb); got != tc.want {
-				t.Errorf("OwnsLoadBalancer(c1, %q, %+v) = %v, want %v", tc.subnet, tc.lb, got, tc.want)
-			}
-		})
-	}
-}
-
 func TestBackoff(t *testing.T) {
 	for _, tc := range []struct {
 		attempts int32
@@ -771,7 +725,7 @@ func TestStepChainsResumeAnywhere(t *testing.T) {
 		objs := boundClaims(cloud, 5)
 		for i := 0; i < 3; i++ {
 			id, svc := fmt.Sprintf("lb%d", i), fmt.Sprintf("web%d", i)
-			cloud.lbs[id] = &openstack.LoadBalancer{ID: id, Name: LoadBalancerName("c1", "app", svc), ProvisioningStatus: "ACTIVE"}
+			cloud.lbs[id] = &openstack.LoadBalancer{ID: id, Name: ccm.LoadBalancerName("c1", "app", svc), ProvisioningStatus: "ACTIVE"}
 			objs = append(objs, lbService("app", svc, id))
 		}
 		a := &asker{}
@@ -841,7 +795,7 @@ func boundClaims(cloud *memCloud, n int) []client.Object {
 	var objs []client.Object
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("v%02d", i)
-		cloud.vols[id] = &openstack.Volume{ID: id, Status: "in-use", Metadata: map[string]string{MetadataCluster: "c1"}}
+		cloud.vols[id] = &openstack.Volume{ID: id, Status: "in-use", Metadata: map[string]string{ccm.MetadataCluster: "c1"}}
 		objs = append(objs, cinderPV("pv-"+id, id, "app", "data-"+id, corev1.PersistentVolumeReclaimDelete, corev1.VolumeBound),
 			&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data-" + id}})
 	}
@@ -872,7 +826,7 @@ func TestWaitLooks(t *testing.T) {
 				StartTime: &metav1.Time{Time: start}, PhaseStartTime: &metav1.Time{Time: start}}
 			for _, id := range []string{"v1", "v2", "v3"} {
 				// "in-use": the memory cloud keeps showing it (a "deleting" one goes after one read).
-				cloud.vols[id] = &openstack.Volume{ID: id, Status: "in-use", Metadata: map[string]string{MetadataCluster: "c1"}}
+				cloud.vols[id] = &openstack.Volume{ID: id, Status: "in-use", Metadata: map[string]string{ccm.MetadataCluster: "c1"}}
 				st.Resources = append(st.Resources, v1alpha1.DeorbitResource{Type: v1alpha1.DeorbitVolume, ID: id, State: v1alpha1.DeorbitDeleting})
 			}
 			for _, id := range tc.deleted {
@@ -905,7 +859,7 @@ func TestWaitLooks(t *testing.T) {
 // failed (error_deleting) is sent again.
 func TestSweepAfterKill(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	meta := map[string]string{MetadataCluster: "c1"}
+	meta := map[string]string{ccm.MetadataCluster: "c1"}
 	for _, tc := range []struct {
 		name    string
 		vol     *openstack.Volume       // in the cloud (nil: none)
@@ -917,10 +871,10 @@ func TestSweepAfterKill(t *testing.T) {
 		{name: "volume deleting, tracked", vol: &openstack.Volume{ID: "v", Status: "deleting", Metadata: meta}, tracked: true},
 		{name: "volume gone, tracked", tracked: true},
 		{name: "volume error_deleting: the cloud's delete failed, sent again", vol: &openstack.Volume{ID: "v", Status: "error_deleting", Metadata: meta}, tracked: true, deletes: 1},
-		{name: "load balancer PENDING_DELETE, untracked", lb: &openstack.LoadBalancer{ID: "lb", Name: LoadBalancerName("c1", "app", "web"), ProvisioningStatus: "PENDING_DELETE"}},
-		{name: "load balancer PENDING_DELETE, tracked", lb: &openstack.LoadBalancer{ID: "lb", Name: LoadBalancerName("c1", "app", "web"), ProvisioningStatus: "PENDING_DELETE"}, tracked: true},
-		{name: "load balancer listed DELETED, untracked", lb: &openstack.LoadBalancer{ID: "lb", Name: LoadBalancerName("c1", "app", "web"), ProvisioningStatus: "DELETED"}},
-		{name: "load balancer listed DELETED, tracked", lb: &openstack.LoadBalancer{ID: "lb", Name: LoadBalancerName("c1", "app", "web"), ProvisioningStatus: "DELETED"}, tracked: true},
+		{name: "load balancer PENDING_DELETE, untracked", lb: &openstack.LoadBalancer{ID: "lb", Name: ccm.LoadBalancerName("c1", "app", "web"), ProvisioningStatus: "PENDING_DELETE"}},
+		{name: "load balancer PENDING_DELETE, tracked", lb: &openstack.LoadBalancer{ID: "lb", Name: ccm.LoadBalancerName("c1", "app", "web"), ProvisioningStatus: "PENDING_DELETE"}, tracked: true},
+		{name: "load balancer listed DELETED, untracked", lb: &openstack.LoadBalancer{ID: "lb", Name: ccm.LoadBalancerName("c1", "app", "web"), ProvisioningStatus: "DELETED"}},
+		{name: "load balancer listed DELETED, tracked", lb: &openstack.LoadBalancer{ID: "lb", Name: ccm.LoadBalancerName("c1", "app", "web"), ProvisioningStatus: "DELETED"}, tracked: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cloud := newMemCloud()
@@ -933,7 +887,7 @@ func TestSweepAfterKill(t *testing.T) {
 			}
 			if tc.tracked {
 				st.Resources = append(st.Resources, v1alpha1.DeorbitResource{Type: v1alpha1.DeorbitVolume, ID: "v", State: v1alpha1.DeorbitPending},
-					v1alpha1.DeorbitResource{Type: v1alpha1.DeorbitLoadBalancer, ID: "lb", Name: LoadBalancerName("c1", "app", "web"), State: v1alpha1.DeorbitPending})
+					v1alpha1.DeorbitResource{Type: v1alpha1.DeorbitLoadBalancer, ID: "lb", Name: ccm.LoadBalancerName("c1", "app", "web"), State: v1alpha1.DeorbitPending})
 			}
 			clk := clocktesting.NewFakeClock(start)
 			a := &asker{}
@@ -976,7 +930,7 @@ func TestServicesChainListsUntilIssued(t *testing.T) {
 			objs := boundClaims(cloud, 8)
 			for i := 0; i < tc.services; i++ {
 				id, svc := fmt.Sprintf("lb%d", i), fmt.Sprintf("web%d", i)
-				cloud.lbs[id] = &openstack.LoadBalancer{ID: id, Name: LoadBalancerName("c1", "app", svc), ProvisioningStatus: "ACTIVE"}
+				cloud.lbs[id] = &openstack.LoadBalancer{ID: id, Name: ccm.LoadBalancerName("c1", "app", svc), ProvisioningStatus: "ACTIVE"}
 				objs = append(objs, lbService("app", svc, id))
 			}
 			s := runtime.NewScheme()
@@ -1000,7 +954,7 @@ func TestServicesChainListsUntilIssued(t *testing.T) {
 			st := &v1alpha1.DeorbitStatus{}
 			res, steps := run(t, e, clk, in, st, 100, func(i int, in *Input) {
 				if tc.late && i == 1 {
-					cloud.lbs["lb-late"] = &openstack.LoadBalancer{ID: "lb-late", Name: LoadBalancerName("c1", "app", "late"), ProvisioningStatus: "ACTIVE"}
+					cloud.lbs["lb-late"] = &openstack.LoadBalancer{ID: "lb-late", Name: ccm.LoadBalancerName("c1", "app", "late"), ProvisioningStatus: "ACTIVE"}
 					if err := wl.Create(context.Background(), lbService("app", "late", "lb-late")); err != nil {
 						t.Fatal(err)
 					}
@@ -1217,7 +1171,7 @@ func TestStepCapped(t *testing.T) {
 	cloud := newMemCloud()
 	for i := range n {
 		id := fmt.Sprintf("v-%05d", i)
-		cloud.vols[id] = &openstack.Volume{ID: id, Status: "available", Metadata: map[string]string{MetadataCluster: "c1"}}
+		cloud.vols[id] = &openstack.Volume{ID: id, Status: "available", Metadata: map[string]string{ccm.MetadataCluster: "c1"}}
 	}
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	set := settings()

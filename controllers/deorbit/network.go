@@ -5,61 +5,17 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 )
-
-// OctaviaOwner is the device owner of the ports Octavia makes: a load balancer's VIP port is named
-// octavia-lb-<load balancer ID>, with device ID lb-<load balancer ID>, in the load balancer's project.
-const OctaviaOwner = "Octavia"
-
-const vipPortPrefix = "octavia-lb-"
-
-// VIPPortName is the name Octavia gives the VIP port of load balancer lbID.
-func VIPPortName(lbID string) string { return vipPortPrefix + lbID }
-
-// VIPPortOf returns the load balancer whose VIP port p is by all of Octavia's marks (owner, name,
-// device ID), or false.
-func VIPPortOf(p *openstack.Port) (string, bool) {
-	id, ok := strings.CutPrefix(p.Name, vipPortPrefix)
-	if !ok || id == "" || p.DeviceOwner != OctaviaOwner || p.DeviceID != "lb-"+id {
-		return "", false
-	}
-	return id, true
-}
-
-const floatingIPPrefix = "Floating IP for Kubernetes external service "
-
-// FloatingIPDescription is the description the OpenStack cloud controller manager gives the floating
-// IP it creates for Service namespace/service of cluster.
-func FloatingIPDescription(cluster, namespace, service string) string {
-	return floatingIPPrefix + namespace + "/" + service + " from cluster " + cluster
-}
-
-// OwnsFloatingIPDescription reports whether desc is exactly the cloud controller manager's description
-// of a floating IP of a Service of cluster: namespace and service are DNS labels (no space, no "/"), so
-// that the cluster's name is all that follows them and no other cluster's description matches.
-func OwnsFloatingIPDescription(cluster, desc string) bool {
-	rest, ok := strings.CutPrefix(desc, floatingIPPrefix)
-	if !ok || cluster == "" {
-		return false
-	}
-	svc, name, ok := strings.Cut(rest, " from cluster ")
-	if !ok || name != cluster {
-		return false
-	}
-	ns, svc, ok := strings.Cut(svc, "/")
-	return ok && len(validation.IsDNS1123Label(ns)) == 0 && len(validation.IsDNS1123Label(svc)) == 0
-}
 
 // trackVIPPort remembers the VIP port of a load balancer proven the cluster's, while the cloud shows the
 // load balancer: once it is gone, what proved the port the cluster's is this record.
 func (s *step) trackVIPPort(lb *openstack.LoadBalancer) {
 	if lb.VIPPortID != "" {
-		s.track(v1alpha1.DeorbitPort, lb.VIPPortID, VIPPortName(lb.ID), v1alpha1.DeorbitPending)
+		s.track(v1alpha1.DeorbitPort, lb.VIPPortID, ccm.VIPPortName(lb.ID), v1alpha1.DeorbitPending)
 	}
 }
 
@@ -71,7 +27,7 @@ func (s *step) trackVIPPort(lb *openstack.LoadBalancer) {
 // deletions, or false when a list failed: then nothing of them is deleted.
 func (s *step) network(ctx context.Context, cloud Cloud, lbs []openstack.LoadBalancer) ([]deletion, bool) {
 	cluster := s.in.Target.ClusterName
-	ports, err := cloud.ListPorts(ctx, openstack.ListOpts{DeviceOwner: OctaviaOwner})
+	ports, err := cloud.ListPorts(ctx, openstack.ListOpts{DeviceOwner: ccm.OctaviaOwner})
 	if err != nil {
 		s.fail(fmt.Errorf("list ports: %w", err))
 		return nil, false
@@ -96,8 +52,8 @@ func (s *step) network(ctx context.Context, cloud Cloud, lbs []openstack.LoadBal
 	for _, r := range s.unsettled(v1alpha1.DeorbitPort, func(id string) bool { return listedPorts[id] != nil }) {
 		p := listedPorts[r.ID]
 		r.Status = p.Status
-		lbID := strings.TrimPrefix(r.Name, vipPortPrefix)
-		if id, ok := VIPPortOf(p); !ok || id != lbID {
+		lbID := strings.TrimPrefix(r.Name, ccm.VIPPortPrefix)
+		if id, ok := ccm.VIPPortOf(p); !ok || id != lbID {
 			r.State = v1alpha1.DeorbitKept
 			r.LastError = fmt.Sprintf("port is no longer Octavia's VIP port of load balancer %s (name %q, device %q, owner %q): never deleted",
 				lbID, p.Name, p.DeviceID, p.DeviceOwner)
@@ -115,7 +71,7 @@ func (s *step) network(ctx context.Context, cloud Cloud, lbs []openstack.LoadBal
 	for i := range fips {
 		f := &fips[i]
 		listedFIPs[f.ID] = f
-		if OwnsFloatingIPDescription(cluster, f.Description) {
+		if ccm.OwnsFloatingIPDescription(cluster, f.Description) {
 			s.track(v1alpha1.DeorbitFloatingIP, f.ID, f.Address, v1alpha1.DeorbitPending)
 		}
 	}
@@ -123,7 +79,7 @@ func (s *step) network(ctx context.Context, cloud Cloud, lbs []openstack.LoadBal
 		f := listedFIPs[r.ID]
 		r.Status = f.Status
 		switch {
-		case !OwnsFloatingIPDescription(cluster, f.Description):
+		case !ccm.OwnsFloatingIPDescription(cluster, f.Description):
 			r.State = v1alpha1.DeorbitKept
 			r.LastError = fmt.Sprintf("floating IP's description %q is no longer the cloud controller manager's for cluster %q: never deleted", f.Description, cluster)
 			continue
@@ -150,7 +106,7 @@ func (s *step) network(ctx context.Context, cloud Cloud, lbs []openstack.LoadBal
 			}
 			// one that left the VIP port (deleted beside it in this step: Neutron disassociates it) is still
 			// the cluster's; one on another port is not
-			if cur.PortID != port && cur.PortID != "" || !OwnsFloatingIPDescription(cluster, cur.Description) {
+			if cur.PortID != port && cur.PortID != "" || !ccm.OwnsFloatingIPDescription(cluster, cur.Description) {
 				return fmt.Errorf("floating IP %s changed since it was listed (port %q, description %q): not deleted", id, cur.PortID, cur.Description)
 			}
 			return cloud.DeleteFloatingIP(ctx, id)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/internal/base/backoff"
 	"github.com/vitalsproject/vitals/internal/test/contract"
 	"github.com/vitalsproject/vitals/openstack"
@@ -87,7 +88,7 @@ func TestSweepNetworkRealNeutron(t *testing.T) {
 	// balancer once it has an ID.
 	vipLB := func(lbName string) (lbID, portID string) {
 		t.Helper()
-		p := port("vip", "", OctaviaOwner)
+		p := port("vip", "", ccm.OctaviaOwner)
 		l, err := loadbalancers.Create(ctx, rc.lb, loadbalancers.CreateOpts{Name: lbName, VipPortID: p.ID, VipSubnetID: sn.ID, VipAddress: p.FixedIPs[0].IPAddress}).Extract()
 		if err != nil {
 			t.Fatalf("create load balancer %s: %v", lbName, err)
@@ -95,7 +96,7 @@ func TestSweepNetworkRealNeutron(t *testing.T) {
 		t.Cleanup(func() {
 			_ = loadbalancers.Delete(context.Background(), rc.lb, l.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr()
 		})
-		name, device := VIPPortName(l.ID), "lb-"+l.ID
+		name, device := ccm.VIPPortName(l.ID), "lb-"+l.ID
 		if _, err := ports.Update(ctx, rc.net, p.ID, ports.UpdateOpts{Name: &name, DeviceID: &device}).Extract(); err != nil {
 			t.Fatal(err)
 		}
@@ -109,15 +110,15 @@ func TestSweepNetworkRealNeutron(t *testing.T) {
 		return l.ID, p.ID
 	}
 
-	lbWeb, pWeb := vipLB(LoadBalancerName(cluster, "app", "web"))
-	fWeb := fip(rc.net, FloatingIPDescription(cluster, "app", "web"), pWeb, "")
-	fLoose := fip(rc.net, FloatingIPDescription(cluster, "app", "old"), "", "")
+	lbWeb, pWeb := vipLB(ccm.LoadBalancerName(cluster, "app", "web"))
+	fWeb := fip(rc.net, ccm.FloatingIPDescription(cluster, "app", "web"), pWeb, "")
+	fLoose := fip(rc.net, ccm.FloatingIPDescription(cluster, "app", "old"), "", "")
 
 	server := port("node-1", randName("srv"), "compute:nova")
-	fServer := fip(rc.net, FloatingIPDescription(cluster, "app", "reused"), server.ID, "")
-	fOther := fip(rc.net, FloatingIPDescription(cluster+"x", "app", "web"), "", "")
-	lbOther, pOther := vipLB(LoadBalancerName(cluster+"x", "app", "web"))
-	pForged := port(VIPPortName("6d0b5e1c-0000-4000-8000-"+cluster[2:]+"0000"), "lb-6d0b5e1c-0000-4000-8000-"+cluster[2:]+"0000", OctaviaOwner)
+	fServer := fip(rc.net, ccm.FloatingIPDescription(cluster, "app", "reused"), server.ID, "")
+	fOther := fip(rc.net, ccm.FloatingIPDescription(cluster+"x", "app", "web"), "", "")
+	lbOther, pOther := vipLB(ccm.LoadBalancerName(cluster+"x", "app", "web"))
+	pForged := port(ccm.VIPPortName("6d0b5e1c-0000-4000-8000-"+cluster[2:]+"0000"), "lb-6d0b5e1c-0000-4000-8000-"+cluster[2:]+"0000", ccm.OctaviaOwner)
 
 	// Another project's floating IP with the cluster's description (made by the admin).
 	ic, err := gcos.NewIdentityV3(rc.pc, rc.env.EndpointOpts())
@@ -129,7 +130,7 @@ func TestSweepNetworkRealNeutron(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = projects.Delete(context.Background(), ic, other.ID).ExtractErr() })
-	fForeign := fip(rc.net, FloatingIPDescription(cluster, "app", "web"), "", other.ID)
+	fForeign := fip(rc.net, ccm.FloatingIPDescription(cluster, "app", "web"), "", other.ID)
 
 	conn, err := openstack.Connect(ctx, cfg)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/remediation"
 )
@@ -124,7 +125,7 @@ func (m *memCloud) DeleteFloatingIP(ctx context.Context, id string) error {
 }
 
 func vipPort(id, lbID string) *openstack.Port {
-	return &openstack.Port{ID: id, Name: VIPPortName(lbID), DeviceID: "lb-" + lbID, DeviceOwner: OctaviaOwner, Status: "DOWN"}
+	return &openstack.Port{ID: id, Name: ccm.VIPPortName(lbID), DeviceID: "lb-" + lbID, DeviceOwner: ccm.OctaviaOwner, Status: "DOWN"}
 }
 
 // netFixture adds to fixture's cluster c1 what Octavia and the cloud controller manager leave in
@@ -145,10 +146,10 @@ func netFixture(c *memCloud) {
 		n.ports[p.ID] = p
 	}
 	for _, f := range []*openstack.FloatingIP{
-		{ID: "f-web", Address: "203.0.113.10", PortID: "p-web", Description: FloatingIPDescription("c1", "app", "web")},
-		{ID: "f-loose", Address: "203.0.113.11", Description: FloatingIPDescription("c1", "app", "gone")},
-		{ID: "f-other", Address: "203.0.113.12", Description: FloatingIPDescription("c1-other", "app", "web")},
-		{ID: "f-server", Address: "203.0.113.13", PortID: "p-server", Description: FloatingIPDescription("c1", "app", "old")},
+		{ID: "f-web", Address: "203.0.113.10", PortID: "p-web", Description: ccm.FloatingIPDescription("c1", "app", "web")},
+		{ID: "f-loose", Address: "203.0.113.11", Description: ccm.FloatingIPDescription("c1", "app", "gone")},
+		{ID: "f-other", Address: "203.0.113.12", Description: ccm.FloatingIPDescription("c1-other", "app", "web")},
+		{ID: "f-server", Address: "203.0.113.13", PortID: "p-server", Description: ccm.FloatingIPDescription("c1", "app", "old")},
 	} {
 		f.Status = "DOWN"
 		n.fips[f.ID] = f
@@ -397,50 +398,6 @@ func TestSweepNetwork(t *testing.T) {
 				tc.check(t, cloud, st, a, m)
 			}
 		})
-	}
-}
-
-func TestOwnsFloatingIPDescription(t *testing.T) {
-	for _, tc := range []struct {
-		cluster, desc string
-		want          bool
-	}{
-		{"c1", FloatingIPDescription("c1", "app", "web"), true},
-		{"c1", "Floating IP for Kubernetes external service app/web from cluster c1", true},
-		{"c1", FloatingIPDescription("c10", "app", "web"), false},
-		{"c1", FloatingIPDescription("c1", "app", "web") + " ", false},
-		{"c1", FloatingIPDescription("x", "app", "web from cluster c1"), false},
-		{"c1", "Floating IP for Kubernetes external service app/web/x from cluster c1", false},
-		{"c1", "Floating IP for Kubernetes external service web from cluster c1", false},
-		{"c1", "Floating IP for Kubernetes external service App/web from cluster c1", false},
-		{"c1", "my own: Floating IP for Kubernetes external service app/web from cluster c1", false},
-		{"", FloatingIPDescription("", "app", "web"), false},
-		// A cluster named with the separator in it matches its own description only.
-		{"a from cluster b", FloatingIPDescription("a from cluster b", "app", "web"), true},
-		{"b", FloatingIPDescription("a from cluster b", "app", "web"), false},
-	} {
-		if got := OwnsFloatingIPDescription(tc.cluster, tc.desc); got != tc.want {
-			t.Errorf("OwnsFloatingIPDescription(%q, %q) = %v, want %v", tc.cluster, tc.desc, got, tc.want)
-		}
-	}
-}
-
-func TestVIPPortOf(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		port openstack.Port
-		want string
-	}{
-		{"Octavia's", *vipPort("p", "lb1"), "lb1"},
-		{"not Octavia's", openstack.Port{Name: "octavia-lb-lb1", DeviceID: "lb-lb1", DeviceOwner: "compute:nova"}, ""},
-		{"device of another", openstack.Port{Name: "octavia-lb-lb1", DeviceID: "lb-lb2", DeviceOwner: OctaviaOwner}, ""},
-		{"an amphora's VRRP port", openstack.Port{Name: "octavia-lb-vrrp-a1", DeviceID: "a1", DeviceOwner: OctaviaOwner}, ""},
-		{"no ID", openstack.Port{Name: "octavia-lb-", DeviceID: "lb-", DeviceOwner: OctaviaOwner}, ""},
-	} {
-		got, ok := VIPPortOf(&tc.port)
-		if got != tc.want || ok != (tc.want != "") {
-			t.Errorf("%s: VIPPortOf = %q, %v; want %q", tc.name, got, ok, tc.want)
-		}
 	}
 }
 

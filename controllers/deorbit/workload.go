@@ -15,16 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/remediation"
-)
-
-// Names the cloud provider gives the cluster's objects.
-const (
-	// CinderCSIDriver is the Cinder CSI driver's name in a PersistentVolume.
-	CinderCSIDriver = "cinder.csi.openstack.org"
-	// AnnotationLoadBalancerID is where the OpenStack cloud controller manager records a Service's
-	// Octavia load balancer.
-	AnnotationLoadBalancerID = "loadbalancer.openstack.org/load-balancer-id"
 )
 
 // VolumeSnapshotList is the CSI snapshot kind; a cluster without its CRD has no snapshots.
@@ -256,7 +248,7 @@ func (s *step) services(ctx context.Context, cl client.Client) (bool, time.Time,
 		if svc.DeletionTimestamp != nil && r.State == v1alpha1.DeorbitPending {
 			r.State = v1alpha1.DeorbitDeleting
 		}
-		s.track(v1alpha1.DeorbitLoadBalancer, svc.Annotations[AnnotationLoadBalancerID], LoadBalancerName(s.in.Target.ClusterName, svc.Namespace, svc.Name), v1alpha1.DeorbitPending)
+		s.track(v1alpha1.DeorbitLoadBalancer, svc.Annotations[ccm.AnnotationLoadBalancerID], ccm.LoadBalancerName(s.in.Target.ClusterName, svc.Namespace, svc.Name), v1alpha1.DeorbitPending)
 	}
 	// A Service still pending that the list no longer shows went since it was tracked.
 	listed := map[string]bool{}
@@ -286,7 +278,7 @@ func (s *step) services(ctx context.Context, cl client.Client) (bool, time.Time,
 		if r.State != v1alpha1.DeorbitDeleting && r.State != v1alpha1.DeorbitGone {
 			continue
 		}
-		lb := s.track(v1alpha1.DeorbitLoadBalancer, svc.Annotations[AnnotationLoadBalancerID], LoadBalancerName(s.in.Target.ClusterName, svc.Namespace, svc.Name), "")
+		lb := s.track(v1alpha1.DeorbitLoadBalancer, svc.Annotations[ccm.AnnotationLoadBalancerID], ccm.LoadBalancerName(s.in.Target.ClusterName, svc.Namespace, svc.Name), "")
 		if lb.State == v1alpha1.DeorbitPending && lb.Attempts == 0 {
 			lb.State = v1alpha1.DeorbitDeleting
 		}
@@ -333,7 +325,7 @@ func deleteObject(ctx context.Context, cl client.Client, obj client.Object, uid 
 // Cinder CSI driver's volume handle, or the in-tree cinder volume ID.
 func CinderVolumeID(pv *corev1.PersistentVolume) string {
 	switch {
-	case pv.Spec.CSI != nil && pv.Spec.CSI.Driver == CinderCSIDriver:
+	case pv.Spec.CSI != nil && pv.Spec.CSI.Driver == ccm.CinderCSIDriver:
 		return pv.Spec.CSI.VolumeHandle
 	case pv.Spec.Cinder != nil:
 		return pv.Spec.Cinder.VolumeID

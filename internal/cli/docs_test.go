@@ -90,7 +90,7 @@ func TestAPIReferenceIsCurrent(t *testing.T) {
 // reasonPackages are the packages whose Reason* constants are the reasons of a VitalsCluster's conditions,
 // its Events and its status lines: docs/troubleshooting.md says what each means and what to do.
 var reasonPackages = []string{"tenancy", "workload", "remediation", "fencing", "controllers/pass",
-	"controllers/access", "controllers/flight", "controllers/deorbit", "controllers/remediate"}
+	"controllers/access", "controllers/flight", "controllers/deorbit", "controllers/remediate", "controllers/cloudheal"}
 
 // TestTroubleshootingNamesEveryReason: every Reason* string constant of reasonPackages, read from their
 // source (so that a new one fails here until the page explains it), is named on docs/troubleshooting.md as

@@ -32,8 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/clusterapi"
-	"github.com/vitalsproject/vitals/controllers/deorbit"
 	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/openstack"
 	"github.com/vitalsproject/vitals/operator"
@@ -65,14 +65,14 @@ func (m *capiMgmt) workloadDebris(name, network, subnet string) capiWorkloadDebr
 	var d capiWorkloadDebris
 	pv := "pvc-" + string(uuid.NewUUID())
 	v, err := volumes.Create(ctx, bc, volumes.CreateOpts{Size: 1, Name: pv, Metadata: map[string]string{
-		deorbit.MetadataCluster: name, "csi.storage.k8s.io/pvc/name": "data", "csi.storage.k8s.io/pvc/namespace": "default",
+		ccm.MetadataCluster: name, "csi.storage.k8s.io/pvc/name": "data", "csi.storage.k8s.io/pvc/namespace": "default",
 		"csi.storage.k8s.io/pv/name": pv}}, nil).Extract()
 	if err != nil {
 		m.t.Fatalf("create the workload's volume: %v", err)
 	}
 	d.volume = v.ID
 	fv, err := volumes.Create(ctx, bc, volumes.CreateOpts{Size: 1, Name: "pvc-" + string(uuid.NewUUID()),
-		Metadata: map[string]string{deorbit.MetadataCluster: name + "0"}}, nil).Extract()
+		Metadata: map[string]string{ccm.MetadataCluster: name + "0"}}, nil).Extract()
 	if err != nil {
 		m.t.Fatalf("create the foreign volume: %v", err)
 	}
@@ -93,7 +93,7 @@ func (m *capiMgmt) workloadDebris(name, network, subnet string) capiWorkloadDebr
 	})
 	// The VIP port as Octavia's network driver makes it (the harness' no-op driver makes none): owner Octavia,
 	// named after the load balancer, on the cluster's subnet, where it holds the subnet against its deletion.
-	p, err := ports.Create(ctx, nc, ports.CreateOpts{NetworkID: network, Name: "vip", DeviceOwner: deorbit.OctaviaOwner,
+	p, err := ports.Create(ctx, nc, ports.CreateOpts{NetworkID: network, Name: "vip", DeviceOwner: ccm.OctaviaOwner,
 		FixedIPs: []ports.IP{{SubnetID: subnet}}}).Extract()
 	if err != nil {
 		m.t.Fatalf("create the VIP port: %v", err)
@@ -108,7 +108,7 @@ func (m *capiMgmt) workloadDebris(name, network, subnet string) capiWorkloadDebr
 		m.t.Fatalf("create the workload's load balancer: %v", err)
 	}
 	d.lb = lb.ID
-	portName, device := deorbit.VIPPortName(lb.ID), "lb-"+lb.ID
+	portName, device := ccm.VIPPortName(lb.ID), "lb-"+lb.ID
 	if _, err := ports.Update(ctx, nc, p.ID, ports.UpdateOpts{Name: &portName, DeviceID: &device}).Extract(); err != nil {
 		m.t.Fatalf("name the VIP port after its load balancer: %v", err)
 	}

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
-	"github.com/vitalsproject/vitals/controllers/deorbit"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/internal/cli"
 	"github.com/vitalsproject/vitals/internal/test/faultproxy"
 	"github.com/vitalsproject/vitals/internal/test/testenv"
@@ -236,7 +236,7 @@ func TestDeorbitRefusesAsTheOperator(t *testing.T) {
 	vDel, vMarked, vExcluded := volume("pv-0", map[string]string{}), volume("pv-kept", map[string]string{v1alpha1.AnnotationKeep: "True"}), volume("pv-excluded", map[string]string{})
 	lb := func(ns string, subnet string) string {
 		t.Helper()
-		l, err := loadbalancers.Create(ctx, lc, loadbalancers.CreateOpts{Name: deorbit.LoadBalancerName(cluster, ns, "web"), VipSubnetID: subnet}).Extract()
+		l, err := loadbalancers.Create(ctx, lc, loadbalancers.CreateOpts{Name: ccm.LoadBalancerName(cluster, ns, "web"), VipSubnetID: subnet}).Extract()
 		if err != nil {
 			t.Fatalf("create load balancer: %v", err)
 		}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/controllers/cloudheal"
 	"github.com/vitalsproject/vitals/internal/test/testenv"
 	"github.com/vitalsproject/vitals/openstack"
@@ -42,7 +43,7 @@ func TestOperatorCloudHealLBConvergence(t *testing.T) {
 		t.Fatal(err)
 	}
 	resume := testenv.PauseOpenStackService(t, "octavia-worker")
-	lb, err := loadbalancers.Create(ctx, lc, loadbalancers.CreateOpts{Name: cloudheal.LBName(f.name, svc), VipSubnetID: f.net.Subnet}).Extract()
+	lb, err := loadbalancers.Create(ctx, lc, loadbalancers.CreateOpts{Name: ccm.LoadBalancerName(f.name, svc.Namespace, svc.Name), VipSubnetID: f.net.Subnet}).Extract()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/controllers/cloudheal"
 	"github.com/vitalsproject/vitals/controllers/pass"
 	"github.com/vitalsproject/vitals/internal/test/faultproxy"
@@ -183,7 +184,7 @@ func (f *chFixture) volume(pvc string) string {
 	f.t.Helper()
 	ctx := context.Background()
 	v, err := volumes.Create(ctx, f.bc, volumes.CreateOpts{Size: 1, Name: f.name + "-" + pvc,
-		Metadata: map[string]string{cloudheal.MetadataCluster: f.name, "csi.storage.k8s.io/pvc/name": pvc}}, nil).Extract()
+		Metadata: map[string]string{ccm.MetadataCluster: f.name, "csi.storage.k8s.io/pvc/name": pvc}}, nil).Extract()
 	if err != nil {
 		f.t.Fatalf("create volume: %v", err)
 	}
@@ -537,7 +538,7 @@ func TestOperatorCloudHealLBConvergenceSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb, err := loadbalancers.Create(ctx, lc, loadbalancers.CreateOpts{Name: cloudheal.LBName(spec.ClusterName, svc), VipSubnetID: seeded.SubnetID}).Extract()
+	lb, err := loadbalancers.Create(ctx, lc, loadbalancers.CreateOpts{Name: ccm.LoadBalancerName(spec.ClusterName, svc.Namespace, svc.Name), VipSubnetID: seeded.SubnetID}).Extract()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vitalsproject/vitals/api/v1alpha1"
+	"github.com/vitalsproject/vitals/ccm"
 	"github.com/vitalsproject/vitals/controllers/deorbit"
 	"github.com/vitalsproject/vitals/internal/test/contract"
 	"github.com/vitalsproject/vitals/internal/test/faultproxy"
@@ -280,7 +281,7 @@ func (f *deorbitFixture) networkOrphans() {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	p, err := ports.Create(ctx, nc, ports.CreateOpts{NetworkID: sn.NetworkID, Name: "vip", DeviceOwner: deorbit.OctaviaOwner,
+	p, err := ports.Create(ctx, nc, ports.CreateOpts{NetworkID: sn.NetworkID, Name: "vip", DeviceOwner: ccm.OctaviaOwner,
 		FixedIPs: []ports.IP{{SubnetID: sn.ID}}}).Extract()
 	if err != nil {
 		f.t.Fatalf("create VIP port: %v", err)
@@ -291,14 +292,14 @@ func (f *deorbitFixture) networkOrphans() {
 	if err != nil {
 		f.t.Fatalf("create orphan load balancer on a VIP port: %v", err)
 	}
-	name, device := deorbit.VIPPortName(lb.ID), "lb-"+lb.ID
+	name, device := ccm.VIPPortName(lb.ID), "lb-"+lb.ID
 	if _, err := ports.Update(ctx, nc, p.ID, ports.UpdateOpts{Name: &name, DeviceID: &device}).Extract(); err != nil {
 		f.t.Fatal(err)
 	}
 	f.orphanLBs = append(f.orphanLBs, lb.ID)
 	f.orphanPorts = append(f.orphanPorts, p.ID)
 	fip, err := floatingips.Create(ctx, nc, floatingips.CreateOpts{FloatingNetworkID: ext,
-		Description: deorbit.FloatingIPDescription(f.w.env.ClusterName, "default", "gone")}).Extract()
+		Description: ccm.FloatingIPDescription(f.w.env.ClusterName, "default", "gone")}).Extract()
 	if err != nil {
 		f.t.Fatalf("create floating IP: %v", err)
 	}
@@ -552,16 +553,16 @@ func (f *deorbitFixture) mustBeEmpty() {
 		f.t.Fatal(err)
 	}
 	for _, x := range fips {
-		if deorbit.OwnsFloatingIPDescription(f.w.env.ClusterName, x.Description) {
+		if ccm.OwnsFloatingIPDescription(f.w.env.ClusterName, x.Description) {
 			f.t.Errorf("floating IP %s (%s) of the cluster still in Neutron", x.ID, x.Description)
 		}
 	}
-	vips, err := f.w.cloud.ListPorts(ctx, openstack.ListOpts{ProjectID: f.w.env.ProjectID, DeviceOwner: deorbit.OctaviaOwner})
+	vips, err := f.w.cloud.ListPorts(ctx, openstack.ListOpts{ProjectID: f.w.env.ProjectID, DeviceOwner: ccm.OctaviaOwner})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	for _, x := range vips {
-		if lb, ok := deorbit.VIPPortOf(&x); ok && (slices.Contains(f.lbs, lb) || slices.Contains(f.orphanLBs, lb)) {
+		if lb, ok := ccm.VIPPortOf(&x); ok && (slices.Contains(f.lbs, lb) || slices.Contains(f.orphanLBs, lb)) {
 			f.t.Errorf("VIP port %s of load balancer %s still in Neutron", x.ID, lb)
 		}
 	}
